@@ -1,0 +1,97 @@
+#include "examples/cli/cli_common.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace headway::cli {
+
+int report(const char* cmd, const Status& status) {
+  std::fprintf(stderr, "headway %s: %s\n", cmd, status.message());
+  return status.code() == Code::kInternal ? kExitInternal : kExitBadInput;
+}
+
+bool Flags::next() {
+  ++i_;
+  if (i_ >= argc_) return false;
+  const char* arg = argv_[i_];
+  inline_value_ = nullptr;
+  const char* eq = std::strchr(arg, '=');
+  if (std::strncmp(arg, "--", 2) == 0 && eq != nullptr) {
+    name_.assign(arg, static_cast<size_t>(eq - arg));
+    inline_storage_ = eq + 1;
+    inline_value_ = inline_storage_.c_str();
+  } else {
+    name_ = arg;
+  }
+  return true;
+}
+
+Status Flags::value(const char** out) {
+  if (inline_value_ != nullptr) {
+    *out = inline_value_;
+    return Status();
+  }
+  if (i_ + 1 >= argc_) return Status::error(Code::kInvalidArgument, "%s needs a value", name_.c_str());
+  *out = argv_[++i_];
+  return Status();
+}
+
+Status Flags::value_u32(uint32_t* out, uint32_t min, uint32_t max) {
+  const char* text = nullptr;
+  HEADWAY_RETURN_IF_ERROR(value(&text));
+  errno = 0;
+  char* end = nullptr;
+  const bool digits_only = text[0] >= '0' && text[0] <= '9';
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (!digits_only || errno != 0 || *end != '\0' || v < min || v > max) {
+    return Status::error(Code::kInvalidArgument, "%s %s is not a whole number in %u..%u", name_.c_str(), text, min,
+                         max);
+  }
+  *out = static_cast<uint32_t>(v);
+  return Status();
+}
+
+Status Flags::value_float(float* out) {
+  const char* text = nullptr;
+  HEADWAY_RETURN_IF_ERROR(value(&text));
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v) || std::fabs(v) > 3.4e38) {
+    return Status::error(Code::kInvalidArgument, "%s %s is not a finite number", name_.c_str(), text);
+  }
+  *out = static_cast<float>(v);
+  return Status();
+}
+
+Status Flags::value_dtype(DType* out) {
+  const char* text = nullptr;
+  HEADWAY_RETURN_IF_ERROR(value(&text));
+  if (std::strcmp(text, "f32") == 0) *out = DType::kF32;
+  else if (std::strcmp(text, "f16") == 0) *out = DType::kF16;
+  else if (std::strcmp(text, "bf16") == 0) *out = DType::kBF16;
+  else return Status::error(Code::kInvalidArgument, "%s %s is not one of f32, f16, bf16", name_.c_str(), text);
+  return Status();
+}
+
+Status Flags::unknown() const {
+  if (inline_value_ != nullptr) {
+    return Status::error(Code::kInvalidArgument, "unknown flag %s (or it takes no value)", name_.c_str());
+  }
+  return Status::error(Code::kInvalidArgument, "unknown argument %s (see headway %s --help)", name_.c_str(), cmd_);
+}
+
+std::string human_bytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) v /= 1024.0, ++u;
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof(buf), "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, kUnits[u]);
+  return buf;
+}
+
+}  // namespace headway::cli

@@ -1,0 +1,48 @@
+// Flag parsing and error reporting shared by the subcommands.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "headway/config.hpp"
+#include "headway/status.hpp"
+
+namespace headway::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Prints "headway CMD: MESSAGE" on stderr; returns 1 for internal faults, 2 otherwise.
+int report(const char* cmd, const Status& status);
+
+// Walks argv of one subcommand: `--name value` and `--name=value` forms, boolean switches.
+class Flags {
+ public:
+  Flags(const char* cmd, int argc, char** argv) : cmd_(cmd), argc_(argc), argv_(argv) {}
+
+  // Advances to the next argument; false at the end. name() is the flag ("--q"), without value.
+  bool next();
+  const std::string& name() const { return name_; }
+  // The flag's value (the "=value" part or the next argument); an error when missing.
+  Status value(const char** out);
+  Status value_u32(uint32_t* out, uint32_t min, uint32_t max);
+  Status value_float(float* out);  // finite numbers only
+  Status value_dtype(DType* out);
+  // A switch given "=value" (e.g. --causal=1) or an unknown flag.
+  Status unknown() const;
+
+ private:
+  const char* cmd_;
+  int argc_;
+  char** argv_;
+  int i_ = 0;
+  std::string name_;
+  const char* inline_value_ = nullptr;
+  std::string inline_storage_;
+};
+
+// "1.5 GiB", "512 KiB", "96 B".
+std::string human_bytes(uint64_t bytes);
+
+}  // namespace headway::cli

@@ -1,0 +1,10 @@
+// The subcommands of the `headway` tool. Each takes argv without the program name (argv[0] is
+// the subcommand) and returns the exit status: 0 done, 2 bad input, 1 internal fault.
+#pragma once
+
+namespace headway::cli {
+
+int cmd_presets(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
+
+}  // namespace headway::cli

@@ -1,0 +1,43 @@
+// headway: plan and run attention for edge devices. See `headway help`.
+#include <cstdio>
+#include <cstring>
+
+#include "examples/cli/commands.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* usage;
+};
+
+constexpr Command kCommands[] = {
+    {"presets", headway::cli::cmd_presets, "presets                      list the built-in model configs"},
+    {"plan", headway::cli::cmd_plan,
+     "plan (--preset NAME | --config config.json | --gguf FILE | --spec \"d_model=4096 heads=32 ...\")\n"
+     "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16] [--weight-dtype f32|f16|bf16] [--json]\n"
+     "                                    check a config; print its head layout and memory plan"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: headway COMMAND [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %s\n", c.usage);
+  std::fprintf(out, "\nexit status: 0 done, 2 bad input (the message says which field and value), 1 internal fault\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "headway: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

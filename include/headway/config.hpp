@@ -1,0 +1,90 @@
+// Config: the compact description of a model's attention, as a user or a model file gives it.
+// Plain data, constexpr-friendly, no heap. validate() checks it; make_plan() (plan.hpp) turns a
+// valid one into every layout and byte count the runtime will use.
+#pragma once
+
+#include <cstdint>
+
+#include "headway/status.hpp"
+
+namespace headway {
+
+enum class DType : uint8_t { kF32 = 0, kF16, kBF16 };
+
+constexpr uint32_t dtype_bytes(DType t) { return t == DType::kF32 ? 4u : 2u; }
+const char* dtype_name(DType t);  // "f32", "f16", "bf16"
+
+enum class RopeStyle : uint8_t {
+  kNone = 0,  // no rotary embedding (BERT, GPT-2: learned absolute positions)
+  kNeox,      // rotate-half: pairs (i, i + rotary_dim/2)  — Llama, Mistral, Qwen, Gemma
+  kGptj,      // interleaved: pairs (2i, 2i + 1)           — GPT-J, Phi-2's original code
+};
+const char* rope_style_name(RopeStyle s);
+
+struct RopeConfig {
+  RopeStyle style = RopeStyle::kNone;
+  float theta = 10000.0f;
+  uint32_t rotary_dim = 0;  // dims rotated per head; 0 = all of head_dim (partial rotary below)
+};
+
+// The longest name a Config carries (a preset name or config.json's model_type).
+inline constexpr uint32_t kMaxNameLength = 47;
+
+struct Config {
+  char name[kMaxNameLength + 1] = {};
+  uint32_t d_model = 0;     // hidden size: the width of x entering the attention block
+  uint32_t n_heads = 0;     // query heads
+  uint32_t n_kv_heads = 0;  // key/value heads; 0 = n_heads (MHA). Must divide n_heads.
+  uint32_t head_dim = 0;    // 0 = d_model / n_heads (then n_heads must divide d_model)
+  uint32_t max_seq = 0;     // context length: positions the KV cache holds (without a window)
+  uint32_t n_layers = 1;
+  RopeConfig rope;
+  uint32_t window = 0;      // sliding window in keys; 0 = full attention
+  float softcap = 0.0f;     // logit softcap c: c * tanh(logit / c); 0 = off (Gemma 2: 50)
+  float query_pre_attn_scalar = 0.0f;  // scale = 1/sqrt(this); 0 = head_dim (Gemma 2: 256 or 224)
+  float scale = 0.0f;       // explicit logit scale; 0 = from query_pre_attn_scalar / head_dim
+  bool causal = true;       // false: bidirectional (BERT)
+  bool qkv_bias = false;    // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
+  bool o_bias = false;      // output projection carries a bias (BERT, GPT-2, Phi-2)
+  bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3)
+  DType kv_dtype = DType::kF16;
+
+  // Fields of architectures headway cannot run; validate() rejects a config that sets them.
+  uint32_t mla_kv_lora_rank = 0;      // DeepSeek-V2/V3 multi-head latent attention
+  uint32_t mla_qk_rope_head_dim = 0;
+
+  constexpr uint32_t kv_heads() const { return n_kv_heads ? n_kv_heads : n_heads; }
+  constexpr uint32_t head_size() const {
+    return head_dim ? head_dim : (n_heads ? d_model / n_heads : 0);
+  }
+  constexpr uint32_t rotary_dims() const {
+    return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_size());
+  }
+  // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim).
+  float logit_scale() const;
+
+  constexpr void set_name(const char* s) {
+    uint32_t i = 0;
+    for (; s && s[i] && i < kMaxNameLength; ++i) name[i] = s[i];
+    for (; i <= kMaxNameLength; ++i) name[i] = '\0';
+  }
+};
+
+// Limits the kernels and the plan are built for; validate() enforces them.
+inline constexpr uint32_t kMaxHeadDim = 512;
+inline constexpr uint32_t kMaxHeads = 1024;
+
+// Parses the compact spec string, e.g.
+//   "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50"
+// Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
+// layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
+// scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1). rope_theta or
+// rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors that name the key.
+// Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
+Result<Config> parse_spec(const char* spec);
+
+// Checks every rule of the config and returns the first failure, with a message that names the
+// values and says how to fix it. Pure; never allocates.
+Status validate(const Config& config);
+
+}  // namespace headway

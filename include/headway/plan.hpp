@@ -1,0 +1,193 @@
+// Plan: every head layout and every byte of memory a Config needs, computed before the first
+// token. A pure function of (Config, PlanOptions), usable in constant expressions:
+//
+//   constexpr headway::Plan p = headway::plan_for(headway::presets::llama2_7b(), {});
+//   static_assert(p.kv_bytes_per_token == 524288);
+//
+// Arena layout (each region starts on a 64-byte boundary):
+//   [weights: n_layers × (Wq Wk Wv Wo, biases, norms)]   absent when weights are borrowed
+//   [KV cache: n_layers × (K then V), each [n_kv_heads, cache_rows, head_dim] in kv_dtype]
+//   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32]
+//   [scratch: threads × scratch_bytes_per_thread]
+#pragma once
+
+#include <cstdint>
+
+#include "headway/config.hpp"
+#include "headway/status.hpp"
+
+namespace headway {
+
+inline constexpr uint64_t kAlignment = 64;  // cache line; every arena region starts on one
+
+enum class KernelKind : uint8_t { kD64 = 0, kD128, kGeneric };
+constexpr const char* kernel_name(KernelKind k) {
+  return k == KernelKind::kD64 ? "d64" : k == KernelKind::kD128 ? "d128" : "generic";
+}
+constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
+  return head_dim == 64 ? KernelKind::kD64 : head_dim == 128 ? KernelKind::kD128 : KernelKind::kGeneric;
+}
+
+// Attention tiling: a task owns up to kAttnQueryRows query rows (tokens × heads of one GQA group,
+// never fewer than a whole group) and streams K/V in tiles of kAttnKvTile keys.
+inline constexpr uint32_t kAttnQueryRows = 16;
+inline constexpr uint32_t kAttnKvTile = 64;
+
+struct PlanOptions {
+  uint32_t threads = 1;
+  uint32_t max_tokens = 0;           // most tokens per prefill call; 0 = min(512, max_seq)
+  DType weight_dtype = DType::kF32;  // projection weights as the runtime keeps them
+  bool weights_in_arena = true;      // false: weights are borrowed (memory-mapped), not copied
+};
+
+struct HeadLayout {
+  uint32_t q_head = 0;
+  uint32_t kv_head = 0;
+  // Byte offsets of this head's q, k and v in one token's row of the fused QKV projection
+  // output [q_width + 2·kv_width] f32 (q heads, then k heads, then v heads).
+  uint64_t qkv_q_offset = 0;
+  uint64_t qkv_k_offset = 0;
+  uint64_t qkv_v_offset = 0;
+  // Byte offsets of this head's K and V blocks inside one layer's KV cache region.
+  uint64_t cache_k_offset = 0;
+  uint64_t cache_v_offset = 0;
+};
+
+constexpr uint64_t align_up(uint64_t n, uint64_t a = kAlignment) { return (n + a - 1) / a * a; }
+
+// Scratch one thread needs for attention (see kAttnQueryRows): O accumulators, running max and
+// sum, one tile of scores, one K and one V tile widened to f32.
+constexpr uint64_t attention_scratch_bytes(uint32_t head_dim, uint32_t group) {
+  const uint64_t rows = group > kAttnQueryRows ? group : kAttnQueryRows;
+  return align_up(rows * head_dim * 4) + align_up(rows * 2 * 4) + align_up(rows * kAttnKvTile * 4) +
+         align_up(2ull * kAttnKvTile * head_dim * 4);
+}
+
+struct Plan {
+  Config config;
+  PlanOptions options;
+
+  uint32_t head_dim = 0;
+  uint32_t group_size = 0;  // query heads per kv head
+  uint32_t q_width = 0;     // n_heads · head_dim
+  uint32_t kv_width = 0;    // n_kv_heads · head_dim
+  uint32_t qkv_width = 0;   // q_width + 2 · kv_width
+  uint32_t max_tokens = 0;
+  // KV rows per layer. Full attention: max_seq. Sliding window W: a ring of W + max_tokens − 1
+  // rows, so that a chunk of max_tokens queries appended at once still finds the W keys its
+  // oldest query sees (decode, max_tokens 1: exactly W).
+  uint32_t cache_rows = 0;
+  KernelKind kernel = KernelKind::kGeneric;
+
+  uint64_t weight_bytes_per_layer = 0;
+  uint64_t weight_bytes = 0;            // all layers (also when borrowed: what the file provides)
+  uint64_t kv_bytes_per_token = 0;      // K and V of one token across all layers
+  uint64_t kv_bytes_per_layer = 0;      // one layer's cache: cache_rows tokens, K and V, aligned
+  uint64_t kv_cache_bytes = 0;          // all layers
+  uint64_t activation_bytes = 0;
+  uint64_t scratch_bytes_per_thread = 0;
+  uint64_t scratch_bytes = 0;           // all threads
+
+  uint64_t weights_offset = 0;
+  uint64_t kv_offset = 0;
+  uint64_t activations_offset = 0;
+  uint64_t scratch_offset = 0;
+  uint64_t arena_bytes = 0;
+
+  bool overflow = false;  // a byte count did not fit in 64 bits; validate() reports it
+
+  constexpr HeadLayout head(uint32_t h) const {
+    HeadLayout l;
+    l.q_head = h;
+    l.kv_head = group_size ? h / group_size : 0;
+    l.qkv_q_offset = uint64_t{h} * head_dim * 4;
+    l.qkv_k_offset = (uint64_t{q_width} + uint64_t{l.kv_head} * head_dim) * 4;
+    l.qkv_v_offset = (uint64_t{q_width} + kv_width + uint64_t{l.kv_head} * head_dim) * 4;
+    const uint64_t block = uint64_t{cache_rows} * head_dim * dtype_bytes(config.kv_dtype);
+    l.cache_k_offset = uint64_t{l.kv_head} * block;
+    l.cache_v_offset = uint64_t{config.kv_heads()} * block + uint64_t{l.kv_head} * block;
+    return l;
+  }
+};
+
+namespace detail {
+// Checked arithmetic that stays usable in constant expressions: an overflow sets the flag and
+// yields 0 instead of wrapping.
+struct Checked {
+  bool overflow = false;
+  constexpr uint64_t mul(uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) overflow = true;
+    return overflow ? 0 : r;
+  }
+  constexpr uint64_t add(uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) overflow = true;
+    return overflow ? 0 : r;
+  }
+  constexpr uint64_t align(uint64_t n) {
+    if (n > ~uint64_t{0} - kAlignment) overflow = true;
+    return overflow ? 0 : align_up(n);
+  }
+};
+}  // namespace detail
+
+// The plan of a config. Does not validate: byte counts of a config that validate() rejects are
+// meaningless (but never UB: overflow is flagged). Use make_plan() for checked input.
+constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
+  Plan p;
+  detail::Checked ck;
+  p.config = c;
+  p.options = o;
+  if (p.options.threads == 0) p.options.threads = 1;
+  p.head_dim = c.head_size();
+  const uint32_t kvh = c.kv_heads();
+  p.group_size = kvh ? c.n_heads / kvh : 0;
+  const uint64_t qw = ck.mul(c.n_heads, p.head_dim);
+  const uint64_t kvw = ck.mul(kvh, p.head_dim);
+  const uint64_t qkvw = ck.add(qw, ck.mul(2, kvw));
+  if (qkvw > 0xffffffffull) ck.overflow = true;
+  p.q_width = static_cast<uint32_t>(qw);
+  p.kv_width = static_cast<uint32_t>(kvw);
+  p.qkv_width = static_cast<uint32_t>(qkvw);
+  p.max_tokens = o.max_tokens ? o.max_tokens : 512;
+  if (p.max_tokens > c.max_seq) p.max_tokens = c.max_seq;
+  p.cache_rows = c.max_seq;
+  if (c.window) {
+    const uint64_t ring = uint64_t{c.window} + p.max_tokens - 1;
+    if (ring < c.max_seq) p.cache_rows = static_cast<uint32_t>(ring);
+  }
+  p.kernel = kernel_for_head_dim(p.head_dim);
+
+  const uint64_t wb = dtype_bytes(o.weight_dtype);
+  // Wq [q_width, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
+  uint64_t per_layer = ck.mul(ck.add(ck.mul(2, qw), ck.mul(2, kvw)), c.d_model);
+  if (c.qkv_bias) per_layer = ck.add(per_layer, qkvw);
+  if (c.o_bias) per_layer = ck.add(per_layer, c.d_model);
+  if (c.qk_norm) per_layer = ck.add(per_layer, ck.mul(2, p.head_dim));
+  p.weight_bytes_per_layer = ck.align(ck.mul(per_layer, wb));
+  p.weight_bytes = ck.mul(p.weight_bytes_per_layer, c.n_layers);
+
+  const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvw), dtype_bytes(c.kv_dtype));
+  p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
+  p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
+  p.kv_cache_bytes = ck.mul(p.kv_bytes_per_layer, c.n_layers);
+
+  p.activation_bytes =
+      ck.add(ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4)), ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4)));
+  p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
+  p.scratch_bytes = ck.mul(p.scratch_bytes_per_thread, p.options.threads);
+
+  p.weights_offset = 0;
+  p.kv_offset = o.weights_in_arena ? p.weight_bytes : 0;
+  p.activations_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);
+  p.arena_bytes = ck.add(p.scratch_offset, p.scratch_bytes);
+  p.overflow = ck.overflow;
+  return p;
+}
+
+// validate() + plan_for(): the plan, or the Status that says why the config cannot work.
+Result<Plan> make_plan(const Config& config, const PlanOptions& options = {});
+
+}  // namespace headway

@@ -1,0 +1,31 @@
+#include <cmath>
+
+#include "headway/config.hpp"
+
+namespace headway {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+  }
+  return "unknown";
+}
+
+const char* rope_style_name(RopeStyle s) {
+  switch (s) {
+    case RopeStyle::kNone: return "none";
+    case RopeStyle::kNeox: return "neox";
+    case RopeStyle::kGptj: return "gptj";
+  }
+  return "unknown";
+}
+
+float Config::logit_scale() const {
+  if (scale > 0.0f) return scale;
+  const float base = query_pre_attn_scalar > 0.0f ? query_pre_attn_scalar : static_cast<float>(head_size());
+  return base > 0.0f ? 1.0f / std::sqrt(base) : 0.0f;
+}
+
+}  // namespace headway

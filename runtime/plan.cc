@@ -1,0 +1,29 @@
+#include "headway/plan.hpp"
+
+namespace headway {
+
+inline constexpr uint32_t kMaxThreads = 256;
+
+Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
+  HEADWAY_RETURN_IF_ERROR(validate(config));
+  if (options.threads > kMaxThreads) {
+    return Status::error(Code::kInvalidArgument, "threads %u is above the supported maximum %u", options.threads,
+                         kMaxThreads);
+  }
+  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kF16 &&
+      options.weight_dtype != DType::kBF16) {
+    return Status::error(Code::kInvalidArgument, "weight dtype %u is not one of f32, f16, bf16",
+                         static_cast<unsigned>(options.weight_dtype));
+  }
+  const Plan plan = plan_for(config, options);
+  if (plan.overflow) {
+    return Status::error(Code::kOutOfRange,
+                         "the memory plan does not fit in 64 bits: hidden_size %u, num_heads %u, head_dim %u, "
+                         "max_seq %u, layers %u, max_tokens %u, threads %u",
+                         config.d_model, config.n_heads, config.head_size(), config.max_seq, config.n_layers,
+                         plan.max_tokens, plan.options.threads);
+  }
+  return plan;
+}
+
+}  // namespace headway

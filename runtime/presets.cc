@@ -1,0 +1,49 @@
+#include "headway/presets.hpp"
+
+namespace headway {
+namespace presets {
+namespace {
+
+constexpr Entry kAll[] = {
+    {"bert-base", bert_base, "encoder, bidirectional, MHA 12 × 64"},
+    {"bert-large", bert_large, "encoder, bidirectional, MHA 16 × 64"},
+    {"gpt2", gpt2_small, "GPT-2 small, MHA 12 × 64, learned positions"},
+    {"llama-2-7b", llama2_7b, "MHA 32 × 128"},
+    {"llama-2-70b", llama2_70b, "GQA 64/8 × 128"},
+    {"mistral-7b", mistral_7b, "GQA 32/8 × 128, sliding window 4096 (v0.1)"},
+    {"llama-3-8b", llama3_8b, "GQA 32/8 × 128, rope_theta 500000"},
+    {"llama-3-70b", llama3_70b, "GQA 64/8 × 128"},
+    {"llama-3.2-1b", llama32_1b, "GQA 32/8 × 64"},
+    {"gemma-2b", gemma_2b, "MQA 8/1 × 256"},
+    {"gemma-7b", gemma_7b, "MHA 16 × 256 over d_model 3072 (query width 4096)"},
+    {"gemma-2-2b", gemma2_2b, "GQA 8/4 × 256, softcap 50, window 4096"},
+    {"qwen2.5-0.5b", qwen25_05b, "GQA 14/2 × 64, qkv bias"},
+    {"qwen3-0.6b", qwen3_06b, "GQA 16/8 × 128 over d_model 1024, q/k norm"},
+    {"smollm2-135m", smollm2_135m, "GQA 9/3 × 64"},
+    {"tinyllama-1.1b", tinyllama_1b, "GQA 32/4 × 64"},
+    {"phi-2", phi2, "MHA 32 × 80, partial rotary 32"},
+    {"phi-3-mini", phi3_mini, "MHA 32 × 96, window 2047"},
+};
+
+bool same(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+}  // namespace
+
+const Entry* all(size_t* count) {
+  *count = sizeof(kAll) / sizeof(kAll[0]);
+  return kAll;
+}
+
+const Entry* find(const char* name) {
+  if (name == nullptr) return nullptr;
+  for (const Entry& e : kAll) {
+    if (same(e.name, name)) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace presets
+}  // namespace headway

@@ -1,0 +1,179 @@
+// The compact spec string. Hand-written on purpose: the core library must parse it on bare metal
+// with no allocation and no libc locale (newlib's strtod allocates).
+#include <cstdint>
+
+#include "headway/config.hpp"
+
+namespace headway {
+namespace {
+
+constexpr uint32_t kMaxToken = 64;
+
+struct Token {
+  char key[kMaxToken + 1] = {};
+  char value[kMaxToken + 1] = {};
+};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ','; }
+
+bool equal(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+bool parse_u32(const char* s, uint32_t* out) {
+  if (!*s) return false;
+  uint64_t v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(*s - '0');
+    if (v > 0xffffffffull) return false;
+  }
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// [+]digits[.digits][(e|E)[+-]digits]; no sign (every float key is non-negative), no inf/nan.
+bool parse_float(const char* s, float* out) {
+  double mant = 0;
+  int digits = 0, exp10 = 0;
+  if (*s == '+') ++s;
+  for (; *s >= '0' && *s <= '9'; ++s, ++digits) mant = mant * 10 + (*s - '0');
+  if (*s == '.') {
+    for (++s; *s >= '0' && *s <= '9'; ++s, ++digits, --exp10) mant = mant * 10 + (*s - '0');
+  }
+  if (digits == 0) return false;
+  if (*s == 'e' || *s == 'E') {
+    ++s;
+    bool neg = false;
+    if (*s == '+' || *s == '-') neg = *s++ == '-';
+    int e = 0, edigits = 0;
+    for (; *s >= '0' && *s <= '9'; ++s, ++edigits) {
+      if (e < 1000) e = e * 10 + (*s - '0');
+    }
+    if (edigits == 0) return false;
+    exp10 += neg ? -e : e;
+  }
+  if (*s) return false;
+  for (; exp10 > 0; --exp10) mant *= 10;
+  for (; exp10 < 0; ++exp10) mant /= 10;
+  if (mant > 3.4e38) return false;
+  *out = static_cast<float>(mant);
+  return true;
+}
+
+bool parse_bool(const char* s, bool* out) {
+  if (equal(s, "1") || equal(s, "true")) return *out = true, true;
+  if (equal(s, "0") || equal(s, "false")) return *out = false, true;
+  return false;
+}
+
+constexpr const char* kKnownKeys =
+    "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
+    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm";
+
+Status bad_value(const Token& t, const char* expected) {
+  return Status::error(Code::kInvalidArgument, "spec: %s=%s is not %s", t.key, t.value, expected);
+}
+
+Status apply(const Token& t, Config& c, bool* rope_explicit) {
+  struct U32Key {
+    const char* key;
+    uint32_t Config::*field;
+  };
+  static constexpr U32Key kU32[] = {
+      {"d_model", &Config::d_model}, {"heads", &Config::n_heads},  {"kv_heads", &Config::n_kv_heads},
+      {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq}, {"layers", &Config::n_layers},
+      {"window", &Config::window},
+  };
+  for (const U32Key& k : kU32) {
+    if (equal(t.key, k.key)) return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
+  }
+  struct FloatKey {
+    const char* key;
+    float Config::*field;
+  };
+  static constexpr FloatKey kFloat[] = {
+      {"softcap", &Config::softcap}, {"query_pre_attn_scalar", &Config::query_pre_attn_scalar}, {"scale", &Config::scale}};
+  for (const FloatKey& k : kFloat) {
+    if (equal(t.key, k.key)) return parse_float(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a non-negative number");
+  }
+  struct BoolKey {
+    const char* key;
+    bool Config::*field;
+  };
+  static constexpr BoolKey kBool[] = {
+      {"causal", &Config::causal}, {"qkv_bias", &Config::qkv_bias}, {"o_bias", &Config::o_bias}, {"qk_norm", &Config::qk_norm}};
+  for (const BoolKey& k : kBool) {
+    if (equal(t.key, k.key)) return parse_bool(t.value, &(c.*k.field)) ? Status() : bad_value(t, "0, 1, true or false");
+  }
+  if (equal(t.key, "name")) {
+    c.set_name(t.value);
+    return Status();
+  }
+  if (equal(t.key, "rope_theta")) {
+    if (!parse_float(t.value, &c.rope.theta)) return bad_value(t, "a positive number");
+    if (!*rope_explicit) c.rope.style = RopeStyle::kNeox;
+    return Status();
+  }
+  if (equal(t.key, "rope_dim")) {
+    if (!parse_u32(t.value, &c.rope.rotary_dim)) return bad_value(t, "a whole number");
+    if (!*rope_explicit) c.rope.style = RopeStyle::kNeox;
+    return Status();
+  }
+  if (equal(t.key, "rope")) {
+    *rope_explicit = true;
+    if (equal(t.value, "none")) c.rope.style = RopeStyle::kNone;
+    else if (equal(t.value, "neox")) c.rope.style = RopeStyle::kNeox;
+    else if (equal(t.value, "gptj")) c.rope.style = RopeStyle::kGptj;
+    else return bad_value(t, "one of none, neox, gptj");
+    return Status();
+  }
+  if (equal(t.key, "kv_dtype")) {
+    if (equal(t.value, "f32")) c.kv_dtype = DType::kF32;
+    else if (equal(t.value, "f16")) c.kv_dtype = DType::kF16;
+    else if (equal(t.value, "bf16")) c.kv_dtype = DType::kBF16;
+    else return bad_value(t, "one of f32, f16, bf16");
+    return Status();
+  }
+  return Status::error(Code::kInvalidArgument, "spec: unknown key '%s' (known keys: %s)", t.key, kKnownKeys);
+}
+
+}  // namespace
+
+Result<Config> parse_spec(const char* spec) {
+  if (spec == nullptr) return Status::error(Code::kInvalidArgument, "spec: no text given");
+  Config c;
+  c.set_name("spec");
+  bool rope_explicit = false;
+  bool any = false;
+  const char* p = spec;
+  while (true) {
+    while (is_space(*p)) ++p;
+    if (!*p) break;
+    Token t;
+    uint32_t n = 0;
+    for (; *p && *p != '=' && !is_space(*p); ++p) {
+      if (n == kMaxToken) return Status::error(Code::kInvalidArgument, "spec: a key longer than %u characters", kMaxToken);
+      t.key[n++] = *p;
+    }
+    if (*p != '=') {
+      return Status::error(Code::kInvalidArgument, "spec: '%s' has no value: write %s=VALUE", t.key, t.key);
+    }
+    ++p;
+    n = 0;
+    for (; *p && !is_space(*p); ++p) {
+      if (n == kMaxToken) {
+        return Status::error(Code::kInvalidArgument, "spec: the value of %s is longer than %u characters", t.key, kMaxToken);
+      }
+      t.value[n++] = *p;
+    }
+    if (n == 0) return Status::error(Code::kInvalidArgument, "spec: %s= has an empty value", t.key);
+    HEADWAY_RETURN_IF_ERROR(apply(t, c, &rope_explicit));
+    any = true;
+  }
+  if (!any) return Status::error(Code::kInvalidArgument, "spec: empty; expected key=value pairs such as d_model=4096 heads=32");
+  return c;
+}
+
+}  // namespace headway

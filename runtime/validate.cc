@@ -1,0 +1,134 @@
+// validate(): every rule a Config must meet, each failure a message that names the values and
+// says how to fix it. Rules run in the order a user fixes them: unsupported architecture, then
+// missing sizes, then the head arithmetic, then positions and options, then byte counts.
+#include <cmath>
+
+#include "headway/config.hpp"
+#include "headway/plan.hpp"
+#include "runtime/format.hpp"
+
+namespace headway {
+namespace {
+
+bool finite(float v) { return std::isfinite(v); }
+
+// "head counts that divide 800 near 12: 10 (head_dim 80), 16 (head_dim 50)": the nearest
+// divisor of d_model below n_heads and the nearest above, whichever exist.
+Status not_divisible(uint32_t d_model, uint32_t n_heads) {
+  uint32_t below = 0, above = 0;
+  for (uint32_t h = n_heads - 1; h >= 1 && !below; --h) {
+    if (d_model % h == 0) below = h;
+  }
+  for (uint32_t h = n_heads + 1; h <= d_model && !above; ++h) {
+    if (d_model % h == 0) above = h;
+  }
+  char near[96] = {};
+  size_t n = 0;
+  if (below) n += format_to(near + n, sizeof(near) - n, "%u (head_dim %u)", below, d_model / below);
+  if (above) {
+    n += format_to(near + n, sizeof(near) - n, "%s%u (head_dim %u)", below ? ", " : "", above, d_model / above);
+  }
+  return Status::error(Code::kInvalidArgument,
+                       "hidden_size %u is not divisible by num_heads %u (%u / %u = %.2f); head counts "
+                       "that divide %u near %u: %s; or set head_dim explicitly",
+                       d_model, n_heads, d_model, n_heads, static_cast<double>(d_model) / n_heads, d_model,
+                       n_heads, near);
+}
+
+Status kv_not_dividing(uint32_t n_heads, uint32_t n_kv_heads) {
+  char list[160] = {};
+  size_t n = 0;
+  for (uint32_t g = 1; g <= n_heads; ++g) {
+    if (n_heads % g == 0) n += format_to(list + n, sizeof(list) - n, "%s%u", n ? ", " : "", g);
+  }
+  return Status::error(Code::kInvalidArgument,
+                       "num_heads %u is not divisible by num_key_value_heads %u: every kv head must serve "
+                       "the same number of query heads; kv head counts that work: %s",
+                       n_heads, n_kv_heads, list);
+}
+
+}  // namespace
+
+Status validate(const Config& c) {
+  if (c.mla_kv_lora_rank || c.mla_qk_rope_head_dim) {
+    return Status::error(Code::kUnsupported,
+                         "multi-head latent attention (MLA) is not supported: kv_lora_rank %u, "
+                         "qk_rope_head_dim %u decouple the query and key head sizes through latent "
+                         "projections (DeepSeek-V2/V3); headway runs MHA, GQA and MQA",
+                         c.mla_kv_lora_rank, c.mla_qk_rope_head_dim);
+  }
+  if (c.d_model == 0) return Status::error(Code::kInvalidArgument, "hidden_size (d_model) must be positive, got 0");
+  if (c.n_heads == 0) return Status::error(Code::kInvalidArgument, "num_heads must be positive, got 0");
+  if (c.n_heads > kMaxHeads) {
+    return Status::error(Code::kInvalidArgument, "num_heads %u is above the supported maximum %u", c.n_heads,
+                         kMaxHeads);
+  }
+  if (c.n_kv_heads > c.n_heads) {
+    return Status::error(Code::kInvalidArgument,
+                         "num_key_value_heads %u is more than num_heads %u: kv heads are shared by query "
+                         "heads, so there are at most as many",
+                         c.n_kv_heads, c.n_heads);
+  }
+  if (c.n_heads % c.kv_heads() != 0) return kv_not_dividing(c.n_heads, c.kv_heads());
+  if (c.head_dim == 0 && c.d_model % c.n_heads != 0) return not_divisible(c.d_model, c.n_heads);
+  const uint32_t hd = c.head_size();
+  if (hd == 0) {
+    return Status::error(Code::kInvalidArgument, "head_dim is 0: hidden_size %u over num_heads %u", c.d_model,
+                         c.n_heads);
+  }
+  if (hd > kMaxHeadDim) {
+    return Status::error(Code::kUnsupported, "head_dim %u is above the largest supported head size %u", hd,
+                         kMaxHeadDim);
+  }
+  if (c.max_seq == 0) {
+    return Status::error(Code::kInvalidArgument, "max_position_embeddings (max_seq) must be positive, got 0");
+  }
+  if (c.n_layers == 0) {
+    return Status::error(Code::kInvalidArgument, "num_hidden_layers (n_layers) must be positive, got 0");
+  }
+  if (c.rope.style != RopeStyle::kNone && c.rope.style != RopeStyle::kNeox && c.rope.style != RopeStyle::kGptj) {
+    return Status::error(Code::kInvalidArgument, "rope style %u is not one of none, neox, gptj",
+                         static_cast<unsigned>(c.rope.style));
+  }
+  if (c.rope.style != RopeStyle::kNone) {
+    if (!finite(c.rope.theta) || c.rope.theta <= 0.0f) {
+      return Status::error(Code::kInvalidArgument, "rope_theta %g must be a positive finite number",
+                           static_cast<double>(c.rope.theta));
+    }
+    const uint32_t rd = c.rotary_dims();
+    if (rd > hd) {
+      return Status::error(Code::kInvalidArgument, "rotary dim %u is larger than head_dim %u", rd, hd);
+    }
+    if (rd % 2 != 0) {
+      return Status::error(Code::kInvalidArgument,
+                           "rotary dim %u is odd: RoPE rotates pairs of dimensions, so it must be even "
+                           "(head_dim %u)",
+                           rd, hd);
+    }
+  }
+  if (c.window > c.max_seq) {
+    return Status::error(Code::kInvalidArgument,
+                         "sliding_window %u is larger than max_position_embeddings %u: no sequence is "
+                         "long enough to need it; drop the window or raise the context",
+                         c.window, c.max_seq);
+  }
+  if (!finite(c.softcap) || c.softcap < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "attn_logit_softcapping %g must be 0 (off) or positive",
+                         static_cast<double>(c.softcap));
+  }
+  if (!finite(c.query_pre_attn_scalar) || c.query_pre_attn_scalar < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "query_pre_attn_scalar %g must be 0 (use head_dim) or positive",
+                         static_cast<double>(c.query_pre_attn_scalar));
+  }
+  if (!finite(c.scale) || c.scale < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "scale %g must be 0 (default) or positive",
+                         static_cast<double>(c.scale));
+  }
+  if (c.kv_dtype != DType::kF32 && c.kv_dtype != DType::kF16 && c.kv_dtype != DType::kBF16) {
+    return Status::error(Code::kInvalidArgument, "kv dtype %u is not one of f32, f16, bf16",
+                         static_cast<unsigned>(c.kv_dtype));
+  }
+  return Status();
+}
+
+}  // namespace headway

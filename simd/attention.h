@@ -1,0 +1,81 @@
+// Attention kernels: the plain functions the runtime calls. Highway dispatch happens inside
+// (dynamic on hosted x86/ARM, static where the target is fixed). Pure functions over pointers
+// and shapes: no allocation, no I/O, no threads. Callers split work across threads by calling
+// these on disjoint ranges; the split is fixed by the shapes, never by the thread count, so the
+// result is bitwise identical for any number of threads.
+//
+// Semantics (the contract every backend meets):
+//   O = softmax(scale · Q Kᵀ + mask) V, computed in f32 with an online softmax over K/V tiles.
+//   Query row i (0 ≤ i < t_q) sits at position i + (t_kv − t_q) relative to the first key
+//   (bottom-right alignment). causal: it sees key j iff j ≤ i + (t_kv − t_q). window W > 0:
+//   additionally j > i + (t_kv − t_q) − W. softcap c > 0: logit = c · tanh(logit / c), applied
+//   to the scaled logit before the mask. A row with no visible key gives zeros, never NaN.
+//   Query head h reads kv head h / (n_heads / n_kv_heads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace headway {
+namespace simd {
+
+enum class KvType : uint8_t { kF32 = 0, kF16, kBF16 };
+
+struct AttentionArgs {
+  // Q [t_q, n_heads, head_dim] f32; row stride between tokens in floats (>= n_heads·head_dim).
+  const float* q = nullptr;
+  size_t q_token_stride = 0;
+  // O [t_q, n_heads, head_dim] f32, same layout as Q with its own token stride.
+  float* o = nullptr;
+  size_t o_token_stride = 0;
+  // K and V of kv head g, logical key j: base + g · kv_head_stride + row(j) · kv_row_stride
+  // elements of kv_type, where row(j) = (kv_first_row + j) mod kv_ring_rows when kv_ring_rows > 0
+  // (a sliding-window ring), else j. Covers [t_kv, n_kv_heads, head_dim] as well as the cache's
+  // [n_kv_heads, rows, head_dim].
+  const void* k = nullptr;
+  const void* v = nullptr;
+  KvType kv_type = KvType::kF32;
+  size_t kv_head_stride = 0;
+  size_t kv_row_stride = 0;
+  uint32_t kv_first_row = 0;
+  uint32_t kv_ring_rows = 0;
+
+  uint32_t t_q = 0;
+  uint32_t t_kv = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;  // 1..512; 64 and 128 run compile-time-specialized code
+  float scale = 0.0f;     // logit scale; the caller resolves the default 1/sqrt(head_dim)
+  float softcap = 0.0f;   // 0 = off
+  bool causal = false;
+  uint32_t window = 0;    // 0 = no sliding window
+};
+
+// Scratch (bytes) one call of attention_f32 needs; the caller passes at least this much,
+// 64-byte aligned. Depends only on head_dim and the group size n_heads / n_kv_heads.
+size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size);
+
+// Computes O for kv heads [kv_head_begin, kv_head_end) and query rows [q_begin, q_end) (all query
+// heads of each group at once: each K/V tile is loaded once per group). Single-threaded.
+void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
+                   uint32_t q_begin, uint32_t q_end, void* scratch, size_t scratch_bytes);
+
+// Decode with few kv heads: split the keys of one kv head into chunks of `chunk` keys, compute
+// each chunk's partial (running max m, sum l, unnormalized o) for every query row of the group,
+// then merge the partials in chunk order. partial_* hold [n_chunks, t_q · group_size(, head_dim)].
+struct AttentionPartials {
+  float* m = nullptr;
+  float* l = nullptr;
+  float* o = nullptr;
+};
+void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
+                           uint32_t chunk, const AttentionPartials& partials, void* scratch,
+                           size_t scratch_bytes);
+void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
+                         const AttentionPartials& partials);
+
+// The Highway target that attention_f32 dispatches to on this machine (e.g. "AVX3").
+const char* attention_target_name();
+
+}  // namespace simd
+}  // namespace headway

@@ -1,0 +1,35 @@
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "failed (${code}): ${ARGN}\n${out}\n${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --config ${CONFIG})
+set(flags "")
+if(SANITIZE)
+  set(flags "-fsanitize=address,undefined")
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${flags}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/consumer)
+
+# pkg-config: the same program compiled by hand with the flags the .pc file gives.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB pc_dirs ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
+string(REPLACE ";" ":" pc_path "${pc_dirs}")
+set(ENV{PKG_CONFIG_PATH} "${pc_path}")
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs --static headway OUTPUT_VARIABLE pc_flags
+                RESULT_VARIABLE code OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "pkg-config could not find headway in ${pc_path}")
+endif()
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+separate_arguments(san UNIX_COMMAND "${flags}")
+run(${CXX} -std=c++20 ${san} ${SOURCE_DIR}/main.cc -o ${WORK_DIR}/consumer_pc ${pc_flags})
+run(${WORK_DIR}/consumer_pc)

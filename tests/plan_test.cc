@@ -1,0 +1,135 @@
+// Plan figures against hand-derived ones, per family: MHA, GQA, MQA, explicit head_dim,
+// sliding window, partial rotary.
+#include <doctest/doctest.h>
+
+#include "headway/plan.hpp"
+#include "headway/presets.hpp"
+
+namespace headway {
+namespace {
+
+// Llama-2 7B, f16 KV: K and V of one token in all 32 layers = 2 × 4096 × 2 B × 32 = 512 KiB.
+constexpr Plan kLlama2 = plan_for(presets::llama2_7b(), {});
+static_assert(kLlama2.kv_bytes_per_token == 2ull * 4096 * 2 * 32);
+static_assert(kLlama2.kv_cache_bytes == 4096ull * 524288);  // 2 GiB at 4096 tokens
+static_assert(kLlama2.head_dim == 128 && kLlama2.kernel == KernelKind::kD128);
+static_assert(kLlama2.arena_bytes == kLlama2.scratch_offset + kLlama2.scratch_bytes);
+
+TEST_CASE("Llama-2 7B: MHA, head_dim 128") {
+  const Plan& p = kLlama2;
+  CHECK(p.group_size == 1);
+  CHECK(p.q_width == 4096);
+  CHECK(p.kv_width == 4096);
+  CHECK(p.qkv_width == 12288);
+  CHECK(p.cache_rows == 4096);
+  // Wq, Wk, Wv, Wo: 4 × 4096 × 4096 f32 per layer.
+  CHECK(p.weight_bytes_per_layer == 4ull * 4096 * 4096 * 4);
+  CHECK(p.weight_bytes == 32ull * 4 * 4096 * 4096 * 4);
+  CHECK(p.kv_bytes_per_layer == 4096ull * 2 * 4096 * 2);
+  CHECK(p.max_tokens == 512);
+  CHECK(p.activation_bytes == 512ull * 12288 * 4 + 512ull * 4096 * 4);
+  CHECK(p.kv_offset == p.weight_bytes);
+  CHECK(p.activations_offset == p.kv_offset + p.kv_cache_bytes);
+  CHECK(p.scratch_offset == p.activations_offset + p.activation_bytes);
+  const HeadLayout h5 = p.head(5);
+  CHECK(h5.kv_head == 5);
+  CHECK(h5.qkv_q_offset == 5 * 128 * 4);
+  CHECK(h5.qkv_k_offset == (4096 + 5 * 128) * 4);
+  CHECK(h5.qkv_v_offset == (4096 + 4096 + 5 * 128) * 4);
+  CHECK(h5.cache_k_offset == 5ull * 4096 * 128 * 2);
+  CHECK(h5.cache_v_offset == 32ull * 4096 * 128 * 2 + 5ull * 4096 * 128 * 2);
+}
+
+TEST_CASE("Llama-3 8B: GQA 32/8 shares each kv head among 4 query heads") {
+  const Result<Plan> r = make_plan(presets::llama3_8b());
+  REQUIRE(r.ok());
+  const Plan& p = r.value();
+  CHECK(p.group_size == 4);
+  CHECK(p.q_width == 4096);
+  CHECK(p.kv_width == 1024);
+  CHECK(p.kv_bytes_per_token == 2ull * 1024 * 2 * 32);  // 128 KiB
+  CHECK(p.weight_bytes_per_layer == (2ull * 4096 * 4096 + 2ull * 1024 * 4096) * 4);
+  for (uint32_t h = 0; h < 32; ++h) CHECK(p.head(h).kv_head == h / 4);
+  CHECK(p.head(7).qkv_k_offset == (4096 + 1 * 128) * 4);
+}
+
+TEST_CASE("Gemma 2B: MQA, head_dim 256 runs the generic kernel") {
+  const Plan p = make_plan(presets::gemma_2b()).value();
+  CHECK(p.group_size == 8);
+  CHECK(p.kv_width == 256);
+  CHECK(p.kernel == KernelKind::kGeneric);
+  CHECK(p.kv_bytes_per_token == 2ull * 256 * 2 * 18);
+  for (uint32_t h = 0; h < 8; ++h) CHECK(p.head(h).kv_head == 0);
+}
+
+TEST_CASE("Gemma 7B and Qwen3: explicit head_dim decouples the query width from d_model") {
+  const Plan g = make_plan(presets::gemma_7b()).value();
+  CHECK(g.head_dim == 256);
+  CHECK(g.q_width == 4096);  // 16 × 256, while d_model is 3072
+  CHECK(g.weight_bytes_per_layer == (2ull * 4096 * 3072 + 2ull * 4096 * 3072) * 4);
+  const Plan q = make_plan(presets::qwen3_06b()).value();
+  CHECK(q.q_width == 2048);
+  CHECK(q.kv_width == 1024);
+  CHECK(q.kernel == KernelKind::kD128);
+  // q/k norm weights: two head_dim vectors per layer.
+  CHECK(q.weight_bytes_per_layer == align_up((2ull * 2048 * 1024 + 2ull * 1024 * 1024 + 2 * 128) * 4));
+}
+
+TEST_CASE("sliding window: the cache is a ring of window + max_tokens - 1 rows") {
+  Config c = presets::mistral_7b();
+  PlanOptions o;
+  o.max_tokens = 1;  // decode only: exactly the window
+  CHECK(make_plan(c, o).value().cache_rows == 4096);
+  o.max_tokens = 256;
+  const Plan p = make_plan(c, o).value();
+  CHECK(p.cache_rows == 4096 + 255);
+  CHECK(p.kv_bytes_per_layer == align_up((4096ull + 255) * 2 * 1024 * 2));
+  c.window = 0;
+  CHECK(make_plan(c, o).value().cache_rows == 32768);
+}
+
+TEST_CASE("options: threads multiply scratch, dtypes change bytes, borrowed weights leave the arena") {
+  PlanOptions o;
+  o.threads = 4;
+  o.weight_dtype = DType::kF16;
+  o.weights_in_arena = false;
+  Config c = presets::smollm2_135m();
+  c.kv_dtype = DType::kF32;
+  const Plan p = make_plan(c, o).value();
+  CHECK(p.scratch_bytes == 4 * p.scratch_bytes_per_thread);
+  CHECK(p.scratch_bytes_per_thread == attention_scratch_bytes(64, 3));
+  CHECK(p.weight_bytes_per_layer == align_up((2ull * 576 * 576 + 2ull * 192 * 576) * 2));
+  CHECK(p.kv_bytes_per_token == 2ull * 192 * 4 * 30);
+  CHECK(p.kv_offset == 0);
+  CHECK(p.arena_bytes == p.kv_cache_bytes + p.activation_bytes + p.scratch_bytes);
+  o.threads = 1000;
+  CHECK(make_plan(c, o).status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("biases add their widths; every region is 64-byte aligned") {
+  const Plan p = make_plan(presets::phi2()).value();
+  CHECK(p.head_dim == 80);
+  CHECK(p.kernel == KernelKind::kGeneric);
+  // Wq Wk Wv Wo 2560×2560, qkv bias 3 × 2560, o bias 2560.
+  CHECK(p.weight_bytes_per_layer == align_up((4ull * 2560 * 2560 + 3 * 2560 + 2560) * 4));
+  size_t n = 0;
+  const presets::Entry* all = presets::all(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const Plan q = make_plan(all[i].make()).value();
+    INFO(all[i].name);
+    CHECK(q.kv_offset % kAlignment == 0);
+    CHECK(q.activations_offset % kAlignment == 0);
+    CHECK(q.scratch_offset % kAlignment == 0);
+    CHECK(q.arena_bytes % kAlignment == 0);
+  }
+}
+
+TEST_CASE("max_tokens is clamped to the context") {
+  Config c = presets::bert_base();
+  PlanOptions o;
+  o.max_tokens = 4096;
+  CHECK(make_plan(c, o).value().max_tokens == 512);
+}
+
+}  // namespace
+}  // namespace headway

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages a headway build needs. Idempotent: packages already present
+# are skipped, so a second run does nothing but check.
+#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|all]   (default: host)
+set -euo pipefail
+
+what=${1:-host}
+case "$what" in host|aarch64|armv7|cortex-m|gpu|all) ;; *)
+  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu or all)" >&2
+  exit 2 ;;
+esac
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+
+host_pkgs=(cmake make g++ pkg-config libhwy-dev libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
+           doctest-dev nlohmann-json3-dev)
+pkgs=()
+want_arch=()
+case "$what" in
+  host) pkgs=("${host_pkgs[@]}") ;;
+  aarch64) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64)
+           want_arch=(arm64) ;;
+  armv7) pkgs=("${host_pkgs[@]}" g++-arm-linux-gnueabihf qemu-user libhwy-dev:armhf)
+         want_arch=(armhf) ;;
+  cortex-m) pkgs=("${host_pkgs[@]}" gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
+                  qemu-system-arm) ;;
+  gpu) pkgs=("${host_pkgs[@]}" libvulkan-dev glslc mesa-vulkan-drivers) ;;
+  all) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user qemu-system-arm
+             libhwy-dev:arm64 libhwy-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
+             libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers)
+       want_arch=(arm64 armhf) ;;
+esac
+
+added_arch=0
+for a in "${want_arch[@]}"; do
+  if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    "${sudo_cmd[@]}" dpkg --add-architecture "$a"
+    added_arch=1
+  fi
+done
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ] && [ $added_arch -eq 0 ]; then
+  echo "install-deps.sh: everything for '$what' is installed"
+  exit 0
+fi
+
+# One index failing transiently must not stop the install: retry, then go on with what we have.
+for attempt in 1 2 3; do
+  if "${sudo_cmd[@]}" apt-get update -q; then break; fi
+  echo "install-deps.sh: apt-get update failed (attempt $attempt); retrying" >&2
+  sleep $((attempt * 5))
+done
+
+for attempt in 1 2 3; do
+  if "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+    echo "install-deps.sh: installed ${missing[*]}"
+    exit 0
+  fi
+  echo "install-deps.sh: apt-get install failed (attempt $attempt); refreshing indexes" >&2
+  "${sudo_cmd[@]}" apt-get update -q || true
+  sleep $((attempt * 5))
+done
+echo "install-deps.sh: could not install: ${missing[*]}" >&2
+exit 1
