@@ -106,6 +106,22 @@ Status validate(const Config& c) {
                            rd, hd);
     }
   }
+  if (c.rope.style != RopeStyle::kNone &&
+      (c.rope.scaling == RopeScaling::kLinear || c.rope.scaling == RopeScaling::kLlama3)) {
+    if (!finite(c.rope.factor) || c.rope.factor <= 0.0f) {
+      return Status::error(Code::kInvalidArgument, "rope_scaling factor %g must be a positive finite number",
+                           static_cast<double>(c.rope.factor));
+    }
+    if (c.rope.scaling == RopeScaling::kLlama3 &&
+        (!finite(c.rope.low_freq_factor) || !finite(c.rope.high_freq_factor) || c.rope.low_freq_factor <= 0.0f ||
+         c.rope.high_freq_factor <= c.rope.low_freq_factor || c.rope.original_max_seq == 0)) {
+      return Status::error(Code::kInvalidArgument,
+                           "rope_scaling llama3 needs 0 < low_freq_factor < high_freq_factor and a positive "
+                           "original_max_position_embeddings; got %g, %g, %u",
+                           static_cast<double>(c.rope.low_freq_factor), static_cast<double>(c.rope.high_freq_factor),
+                           c.rope.original_max_seq);
+    }
+  }
   if (c.window > c.max_seq) {
     return Status::error(Code::kInvalidArgument,
                          "sliding_window %u is larger than max_position_embeddings %u: no sequence is "

@@ -97,6 +97,23 @@ TEST_CASE("rotary dim must be even and at most head_dim; theta positive") {
   CHECK(validate(c).ok());
 }
 
+TEST_CASE("rope_scaling factors must make sense; unknown scaling types still plan") {
+  Config c = base();
+  c.rope.scaling = RopeScaling::kLinear;
+  c.rope.factor = 0;
+  CHECK(message_of(c).find("rope_scaling factor 0 must be a positive finite number") != std::string::npos);
+  c.rope.scaling = RopeScaling::kLlama3;
+  c.rope.factor = 8;
+  c.rope.low_freq_factor = 4;
+  c.rope.high_freq_factor = 1;
+  CHECK(message_of(c).find("rope_scaling llama3 needs 0 < low_freq_factor < high_freq_factor") != std::string::npos);
+  c.rope.low_freq_factor = 1;
+  c.rope.high_freq_factor = 4;
+  CHECK(validate(c).ok());
+  c.rope.scaling = RopeScaling::kOther;
+  CHECK(validate(c).ok());
+}
+
 TEST_CASE("window above max_seq, negative or non-finite softcap and scales are errors") {
   Config c = base();
   c.window = 8192;

@@ -21,10 +21,23 @@ enum class RopeStyle : uint8_t {
 };
 const char* rope_style_name(RopeStyle s);
 
+// Context-extension rescaling of the RoPE frequencies (config.json's rope_scaling).
+enum class RopeScaling : uint8_t {
+  kNone = 0,
+  kLinear,  // every frequency / factor (position interpolation)
+  kLlama3,  // Llama 3.1/3.2: low frequencies / factor, high kept, a smooth ramp between
+  kOther,   // a type headway cannot apply (yarn, dynamic, longrope): planned, not run
+};
+
 struct RopeConfig {
   RopeStyle style = RopeStyle::kNone;
   float theta = 10000.0f;
   uint32_t rotary_dim = 0;  // dims rotated per head; 0 = all of head_dim (partial rotary below)
+  RopeScaling scaling = RopeScaling::kNone;
+  float factor = 1.0f;            // kLinear, kLlama3
+  float low_freq_factor = 1.0f;   // kLlama3
+  float high_freq_factor = 4.0f;  // kLlama3
+  uint32_t original_max_seq = 8192;  // kLlama3: original_max_position_embeddings
 };
 
 // The longest name a Config carries (a preset name or config.json's model_type).

@@ -1,0 +1,44 @@
+// Arena: the one block of memory a Plan asks for, carved into its regions once at init.
+// The caller owns the memory: a buffer of its own, StaticArena<plan.arena_bytes> on bare metal,
+// or OwnedArena (hosted tools layer) which allocates it once and touches every page up front.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/plan.hpp"
+#include "headway/status.hpp"
+
+namespace headway {
+
+template <uint64_t kBytes>
+struct StaticArena {
+  alignas(kAlignment) uint8_t bytes[kBytes];
+  static constexpr uint64_t size() { return kBytes; }
+};
+
+class Arena {
+ public:
+  // Binds `buffer` (64-byte aligned, at least plan.arena_bytes) to the plan's regions.
+  Status bind(const Plan& plan, void* buffer, size_t bytes);
+
+  bool bound() const { return base_ != nullptr; }
+  const Plan& plan() const { return plan_; }
+  uint8_t* weights() const { return base_ + plan_.weights_offset; }     // null-sized when borrowed
+  uint8_t* kv_layer(uint32_t layer) const {                            // [K | V] of one layer
+    return base_ + plan_.kv_offset + uint64_t{layer} * plan_.kv_bytes_per_layer;
+  }
+  float* qkv() const { return reinterpret_cast<float*>(base_ + plan_.activations_offset); }
+  float* attention_out() const {
+    return reinterpret_cast<float*>(base_ + plan_.activations_offset +
+                                    align_up(uint64_t{plan_.max_tokens} * plan_.qkv_width * 4));
+  }
+  uint8_t* scratch() const { return base_ + plan_.scratch_offset; }  // threads × per-thread scratch
+  uint64_t used_bytes() const { return plan_.arena_bytes; }
+
+ private:
+  Plan plan_{};
+  uint8_t* base_ = nullptr;
+};
+
+}  // namespace headway

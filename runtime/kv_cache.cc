@@ -1,0 +1,147 @@
+#include "headway/kv_cache.hpp"
+
+#include <cstring>
+
+#include "runtime/attention_run.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "runtime/rope.hpp"
+
+namespace headway {
+
+struct KvCache::View {
+  simd::AttentionArgs args;
+};
+
+Status KvCache::bind(const Plan& plan, void* region, size_t bytes) {
+  if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
+  if (bytes < plan.kv_bytes_per_layer) {
+    return Status::error(Code::kInvalidArgument, "kv cache: region is %llu bytes, one layer needs %llu",
+                         static_cast<unsigned long long>(bytes),
+                         static_cast<unsigned long long>(plan.kv_bytes_per_layer));
+  }
+  if (plan.config.rope.style != RopeStyle::kNone && plan.config.rope.scaling == RopeScaling::kOther) {
+    return Status::error(Code::kUnsupported,
+                         "kv cache: this config's rope_scaling type is not one headway applies (linear, llama3); "
+                         "its plan is exact, but attention with it would be wrong");
+  }
+  plan_ = plan;
+  k_ = static_cast<uint8_t*>(region);
+  v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * plan.head_dim * dtype_bytes(plan.config.kv_dtype);
+  size_ = 0;
+  return Status();
+}
+
+namespace {
+
+// Stores one head's row of head_dim floats in the cache dtype.
+void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); break;
+    case DType::kF16: {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      for (uint32_t i = 0; i < n; ++i) d[i] = f32_to_f16_bits(src[i]);
+      break;
+    }
+    case DType::kBF16: {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      for (uint32_t i = 0; i < n; ++i) d[i] = f32_to_bf16_bits(src[i]);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+  if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: append before bind");
+  if (n == 0) return Status();
+  if (k == nullptr || v == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: append of null k or v");
+  const Config& c = plan_.config;
+  const uint32_t kvh = c.kv_heads();
+  const uint32_t hd = plan_.head_dim;
+  if (k_token_stride < size_t{kvh} * hd || v_token_stride < size_t{kvh} * hd) {
+    return Status::error(Code::kInvalidArgument, "kv cache: token strides %zu (k), %zu (v) are below kv_width %u",
+                         k_token_stride, v_token_stride, kvh * hd);
+  }
+  if (n > c.max_seq - size_) {
+    return Status::error(Code::kOutOfRange,
+                         "kv cache: appending %u tokens at position %u goes past the context of %u tokens", n, size_,
+                         c.max_seq);
+  }
+  if (plan_.cache_rows < c.max_seq && n > plan_.max_tokens) {
+    return Status::error(Code::kOutOfRange,
+                         "kv cache: appending %u tokens at once is more than the %u the sliding-window ring "
+                         "(%u rows) was planned for; append in chunks of at most max_tokens",
+                         n, plan_.max_tokens, plan_.cache_rows);
+  }
+  const size_t row_bytes = size_t{hd} * dtype_bytes(c.kv_dtype);
+  const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
+  float rotated[kMaxHeadDim];
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t pos = size_ + t;
+    const uint32_t row = pos % plan_.cache_rows;
+    for (uint32_t g = 0; g < kvh; ++g) {
+      std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
+      apply_rope(rotated, 1, hd, 1, hd, pos, c.rope);
+      store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
+      store_row(v + t * v_token_stride + size_t{g} * hd, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
+    }
+  }
+  size_ += n;
+  return Status();
+}
+
+KvCache::View KvCache::view(uint32_t t_q) const {
+  const Config& c = plan_.config;
+  View w;
+  simd::AttentionArgs& a = w.args;
+  a.t_q = t_q;
+  a.t_kv = size_ < plan_.cache_rows ? size_ : plan_.cache_rows;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.kv_heads();
+  a.head_dim = plan_.head_dim;
+  a.k = k_;
+  a.v = v_;
+  a.kv_type = c.kv_dtype == DType::kF32 ? simd::KvType::kF32
+              : c.kv_dtype == DType::kF16 ? simd::KvType::kF16
+                                          : simd::KvType::kBF16;
+  a.kv_head_stride = size_t{plan_.cache_rows} * plan_.head_dim;
+  a.kv_row_stride = plan_.head_dim;
+  if (plan_.cache_rows < c.max_seq) {  // a ring: logical key 0 is the oldest position held
+    a.kv_ring_rows = plan_.cache_rows;
+    a.kv_first_row = (size_ - a.t_kv) % plan_.cache_rows;
+  }
+  a.scale = c.logit_scale();
+  a.softcap = c.softcap;
+  a.causal = c.causal;
+  a.window = c.window;
+  return w;
+}
+
+size_t KvCache::workspace_bytes(uint32_t t_q, uint32_t threads) const {
+  const View w = view(t_q);
+  return attention_split(w.args, threads ? threads : 1).workspace_bytes;
+}
+
+Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                       ThreadPool* pool, void* workspace, size_t workspace_bytes) const {
+  if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: attend before bind");
+  if (t_q == 0 || t_q > size_) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv cache: attend for %u queries, but the cache holds %u tokens: queries are the last "
+                         "tokens appended",
+                         t_q, size_);
+  }
+  if (plan_.cache_rows < plan_.config.max_seq && t_q > plan_.max_tokens) {
+    return Status::error(Code::kInvalidArgument, "kv cache: %u queries are more than the ring's %u per call", t_q,
+                         plan_.max_tokens);
+  }
+  View w = view(t_q);
+  w.args.q = q;
+  w.args.q_token_stride = q_token_stride;
+  w.args.o = o;
+  w.args.o_token_stride = o_token_stride;
+  return attend_strided(w.args, pool, workspace, workspace_bytes);
+}
+
+}  // namespace headway

@@ -1,0 +1,274 @@
+// RoPE and the KV cache: stored rows against a direct computation, state unchanged on every
+// rejected append, ring wrap-around, and attention over the cache against the double reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "headway/kv_cache.hpp"
+#include "headway/plan.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "runtime/rope.hpp"
+#include "tests/reference_attention.hpp"
+
+namespace headway {
+namespace {
+
+std::vector<float> normal(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// RoPE straight from its definition, in double.
+void rope_reference(std::vector<double>& x, uint32_t head_dim, uint32_t pos, const RopeConfig& r) {
+  const uint32_t rot = r.rotary_dim ? r.rotary_dim : head_dim;
+  const std::vector<double> in = x;
+  for (uint32_t i = 0; i < rot / 2; ++i) {
+    const double freq = std::pow(static_cast<double>(r.theta), -2.0 * i / rot);
+    const double c = std::cos(pos * freq), s = std::sin(pos * freq);
+    const uint32_t a = r.style == RopeStyle::kNeox ? i : 2 * i;
+    const uint32_t b = r.style == RopeStyle::kNeox ? i + rot / 2 : 2 * i + 1;
+    x[a] = in[a] * c - in[b] * s;
+    x[b] = in[b] * c + in[a] * s;
+  }
+}
+
+TEST_CASE("apply_rope matches the definition: NeoX, GPT-J, partial rotary, long positions") {
+  struct Case {
+    RopeStyle style;
+    uint32_t head_dim, rotary;
+    float theta;
+    uint32_t pos;
+  };
+  const Case cases[] = {{RopeStyle::kNeox, 64, 0, 10000.0f, 0},      {RopeStyle::kNeox, 128, 0, 500000.0f, 131000},
+                        {RopeStyle::kGptj, 64, 0, 10000.0f, 17},     {RopeStyle::kNeox, 80, 32, 10000.0f, 2047},
+                        {RopeStyle::kGptj, 256, 64, 1000000.0f, 40}, {RopeStyle::kNeox, 2, 0, 10000.0f, 5}};
+  for (const Case& c : cases) {
+    INFO("style " << rope_style_name(c.style) << " head_dim " << c.head_dim << " rotary " << c.rotary << " pos "
+                  << c.pos);
+    RopeConfig r{c.style, c.theta, c.rotary};
+    const uint32_t heads = 3;
+    std::vector<float> x = normal(2 * heads * c.head_dim, c.head_dim);
+    const std::vector<float> orig = x;
+    apply_rope(x.data(), 2, heads * c.head_dim, heads, c.head_dim, c.pos, r);
+    for (uint32_t t = 0; t < 2; ++t) {
+      for (uint32_t h = 0; h < heads; ++h) {
+        std::vector<double> want(orig.begin() + (t * heads + h) * c.head_dim,
+                                 orig.begin() + (t * heads + h + 1) * c.head_dim);
+        rope_reference(want, c.head_dim, c.pos + t, r);
+        for (uint32_t d = 0; d < c.head_dim; ++d) {
+          CHECK(x[(t * heads + h) * c.head_dim + d] == doctest::Approx(want[d]).epsilon(1e-5));
+        }
+      }
+    }
+  }
+}
+
+Config small_config(uint32_t window, DType kv) {
+  Config c;
+  c.set_name("kv-test");
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_seq = 40;
+  c.rope = {RopeStyle::kNeox, 10000.0f, 0};
+  c.window = window;
+  c.kv_dtype = kv;
+  return c;
+}
+
+struct Fixture {
+  Plan plan;
+  std::vector<uint8_t> region;
+  KvCache cache;
+  Fixture(const Config& c, uint32_t max_tokens) {
+    PlanOptions o;
+    o.max_tokens = max_tokens;
+    plan = make_plan(c, o).value();
+    region.assign(plan.kv_bytes_per_layer, 0);
+    REQUIRE(cache.bind(plan, region.data(), region.size()).ok());
+  }
+};
+
+TEST_CASE("append stores RoPE(K) and V in the cache dtype; rejected appends change nothing") {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    INFO(dtype_name(dt));
+    Fixture f(small_config(0, dt), 8);
+    const uint32_t kvw = f.plan.kv_width, hd = f.plan.head_dim;
+    const std::vector<float> k = normal(40 * kvw, 1), v = normal(40 * kvw, 2);
+    REQUIRE(f.cache.append(k.data(), kvw, v.data(), kvw, 7).ok());
+    REQUIRE(f.cache.append(k.data() + 7 * kvw, kvw, v.data() + 7 * kvw, kvw, 30).ok());
+    CHECK(f.cache.size() == 37);
+    const size_t eb = dtype_bytes(dt);
+    auto load = [&](const uint8_t* p) {
+      if (dt == DType::kF32) {
+        float x;
+        std::memcpy(&x, p, 4);
+        return x;
+      }
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return dt == DType::kF16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
+    };
+    auto round = [&](float x) {
+      return dt == DType::kF32 ? x : dt == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
+                                                       : bf16_bits_to_f32(f32_to_bf16_bits(x));
+    };
+    for (uint32_t pos : {0u, 6u, 7u, 36u}) {
+      for (uint32_t g = 0; g < 2; ++g) {
+        std::vector<float> kr(k.begin() + pos * kvw + g * hd, k.begin() + pos * kvw + (g + 1) * hd);
+        apply_rope(kr.data(), 1, hd, 1, hd, pos, f.plan.config.rope);
+        const HeadLayout l = f.plan.head(g * f.plan.group_size);
+        for (uint32_t d = 0; d < hd; ++d) {
+          const size_t off = (size_t{pos} * hd + d) * eb;
+          CHECK(load(f.region.data() + l.cache_k_offset + off) == round(kr[d]));
+          CHECK(load(f.region.data() + l.cache_v_offset + off) == round(v[pos * kvw + g * hd + d]));
+        }
+      }
+    }
+    // Past the context of 40: the cache bytes and size stay as they were.
+    const std::vector<uint8_t> before = f.region;
+    const Status s = f.cache.append(k.data(), kvw, v.data(), kvw, 4);
+    CHECK(s.code() == Code::kOutOfRange);
+    CHECK(std::string(s.message()).find("appending 4 tokens at position 37 goes past the context of 40") !=
+          std::string::npos);
+    CHECK(f.cache.size() == 37);
+    CHECK(f.region == before);
+    CHECK(f.cache.append(nullptr, kvw, v.data(), kvw, 1).code() == Code::kInvalidArgument);
+    CHECK(f.cache.append(k.data(), kvw - 1, v.data(), kvw, 1).code() == Code::kInvalidArgument);
+    CHECK(f.region == before);
+    CHECK(f.cache.append(k.data(), kvw, v.data(), kvw, 3).ok());
+    CHECK(f.cache.size() == 40);
+  }
+}
+
+TEST_CASE("a window ring rejects chunks larger than planned and keeps its state") {
+  Fixture f(small_config(8, DType::kF16), 4);
+  CHECK(f.plan.cache_rows == 8 + 4 - 1);
+  const std::vector<float> k = normal(6 * f.plan.kv_width, 3);
+  const std::vector<uint8_t> before = f.region;
+  const Status s = f.cache.append(k.data(), f.plan.kv_width, k.data(), f.plan.kv_width, 5);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(std::string(s.message()).find("appending 5 tokens at once") != std::string::npos);
+  CHECK(f.region == before);
+  CHECK(f.cache.size() == 0);
+  KvCache unbound;
+  CHECK(unbound.append(k.data(), 32, k.data(), 32, 1).code() == Code::kFailedPrecondition);
+}
+
+
+// Appends a sequence in the given chunk sizes and, after each chunk, attends that chunk's
+// queries over the cache; every output is held against the double reference over all keys so
+// far (roped, rounded to the cache dtype), with the config's causal/window masking.
+void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vector<uint32_t>& chunks, double tol) {
+  Fixture f(c, max_tokens);
+  const Plan& p = f.plan;
+  uint32_t total = 0;
+  for (uint32_t n : chunks) total += n;
+  const std::vector<float> q = normal(size_t{total} * p.q_width, 11), k = normal(size_t{total} * p.kv_width, 12),
+                           v = normal(size_t{total} * p.kv_width, 13);
+  // What the cache should hold, densely: RoPE(K) and V rounded to the cache dtype.
+  std::vector<float> q_roped = q, k_dense = k, v_dense = v;
+  apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, c.rope);
+  apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, c.rope);
+  auto round = [&](float x) {
+    return c.kv_dtype == DType::kF32   ? x
+           : c.kv_dtype == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
+                                       : bf16_bits_to_f32(f32_to_bf16_bits(x));
+  };
+  for (float& x : k_dense) x = round(x);
+  for (float& x : v_dense) x = round(x);
+
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  std::vector<float> o(size_t{max_tokens} * p.q_width);
+  std::vector<uint8_t> workspace;
+  uint32_t pos = 0;
+  for (uint32_t n : chunks) {
+    INFO("chunk of " << n << " at position " << pos);
+    REQUIRE(f.cache.append(k.data() + size_t{pos} * p.kv_width, p.kv_width, v.data() + size_t{pos} * p.kv_width,
+                           p.kv_width, n)
+                .ok());
+    workspace.resize(f.cache.workspace_bytes(n, pool.threads()) + 64);
+    void* ws = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
+    const Status s = f.cache.attend(q_roped.data() + size_t{pos} * p.q_width, p.q_width, o.data(), p.q_width, n, &pool,
+                                    ws, f.cache.workspace_bytes(n, pool.threads()));
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    test::RefAttention r;
+    r.t_q = n;
+    r.t_kv = pos + n;
+    r.n_heads = c.n_heads;
+    r.n_kv_heads = c.kv_heads();
+    r.head_dim = p.head_dim;
+    r.scale = c.logit_scale();
+    r.softcap = c.softcap;
+    r.causal = c.causal;
+    r.window = c.window;
+    const std::vector<double> want =
+        test::reference_attention(r, q_roped.data() + size_t{pos} * p.q_width, k_dense.data(), v_dense.data());
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(want[i] - o[i]));
+    CHECK(worst <= tol);
+    pos += n;
+  }
+}
+
+TEST_CASE("attention over the cache: chunked prefill then decode, full context") {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    INFO(dtype_name(dt));
+    check_cache_attention(small_config(0, dt), 8, {8, 5, 1, 1, 7, 1, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 1e-4);
+  }
+}
+
+TEST_CASE("attention over a sliding-window ring that wraps several times") {
+  for (DType dt : {DType::kF32, DType::kF16}) {
+    INFO(dtype_name(dt));
+    check_cache_attention(small_config(8, dt), 4, {4, 4, 3, 1, 1, 4, 2, 4, 4, 1, 1, 1, 4, 2}, 1e-4);
+  }
+  Config c = small_config(5, DType::kF32);  // GPT-J RoPE, softcap, MQA, a window of 5
+  c.rope.style = RopeStyle::kGptj;
+  c.softcap = 2.0f;
+  c.n_kv_heads = 1;
+  check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1}, 1e-4);
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+TEST_CASE("rope_scaling: linear divides every frequency, llama3 keeps high and slows low frequencies") {
+  RopeConfig r{RopeStyle::kNeox, 500000.0f, 0};
+  r.scaling = RopeScaling::kLinear;
+  r.factor = 4.0f;
+  CHECK(scaled_frequency(0.5, r) == doctest::Approx(0.125));
+  r.scaling = RopeScaling::kLlama3;
+  r.factor = 32.0f;  // Llama 3.2 1B
+  r.low_freq_factor = 1.0f;
+  r.high_freq_factor = 4.0f;
+  r.original_max_seq = 8192;
+  const double pi = 3.14159265358979323846;
+  CHECK(scaled_frequency(1.0, r) == doctest::Approx(1.0));                             // wavelength 6.3 < 2048
+  CHECK(scaled_frequency(2 * pi / 10000, r) == doctest::Approx(2 * pi / 10000 / 32));  // > 8192
+  const double mid = 2 * pi / 4096;  // between: smooth = (8192 / 4096 - 1) / 3 = 1/3
+  CHECK(scaled_frequency(mid, r) == doctest::Approx((2.0 / 3) * mid / 32 + (1.0 / 3) * mid));
+}
+
+TEST_CASE("a rope_scaling type headway cannot apply is planned but not run") {
+  Config c = small_config(0, DType::kF16);
+  c.rope.scaling = RopeScaling::kOther;
+  const Plan p = make_plan(c).value();
+  std::vector<uint8_t> region(p.kv_bytes_per_layer);
+  KvCache cache;
+  CHECK(cache.bind(p, region.data(), region.size()).code() == Code::kUnsupported);
+}
+
+}  // namespace
+}  // namespace headway
