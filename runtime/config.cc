@@ -22,6 +22,16 @@ const char* rope_style_name(RopeStyle s) {
   return "unknown";
 }
 
+const char* rope_scaling_name(RopeScaling s) {
+  switch (s) {
+    case RopeScaling::kNone: return "none";
+    case RopeScaling::kLinear: return "linear";
+    case RopeScaling::kLlama3: return "llama3";
+    case RopeScaling::kOther: return "other";
+  }
+  return "unknown";
+}
+
 float Config::logit_scale() const {
   if (scale > 0.0f) return scale;
   const float base = query_pre_attn_scalar > 0.0f ? query_pre_attn_scalar : static_cast<float>(head_size());

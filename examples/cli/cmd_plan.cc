@@ -39,7 +39,10 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   j["window"] = c.window;
   j["softcap"] = c.softcap;
   j["scale"] = c.logit_scale();
-  j["rope"] = {{"style", rope_style_name(c.rope.style)}, {"theta", c.rope.theta}, {"rotary_dim", c.rotary_dims()}};
+  j["rope"] = {{"style", rope_style_name(c.rope.style)},
+               {"theta", c.rope.theta},
+               {"rotary_dim", c.rotary_dims()},
+               {"scaling", rope_scaling_name(c.rope.scaling)}};
   j["kv_dtype"] = dtype_name(c.kv_dtype);
   j["weight_dtype"] = dtype_name(p.options.weight_dtype);
   j["threads"] = p.options.threads;
@@ -83,8 +86,12 @@ void print_table(const Plan& p) {
   if (c.rope.style == RopeStyle::kNone) {
     std::printf("positions   no RoPE\n");
   } else {
-    std::printf("rope        %s, theta %g, %u of %u dims rotated\n", rope_style_name(c.rope.style),
+    std::printf("rope        %s, theta %g, %u of %u dims rotated", rope_style_name(c.rope.style),
                 static_cast<double>(c.rope.theta), c.rotary_dims(), p.head_dim);
+    if (c.rope.scaling != RopeScaling::kNone) {
+      std::printf(", scaling %s (factor %g)", rope_scaling_name(c.rope.scaling), static_cast<double>(c.rope.factor));
+    }
+    std::printf("\n");
   }
   std::printf("context     %u tokens, %u layers, up to %u tokens per call, %u thread%s\n\n", c.max_seq, c.n_layers,
               p.max_tokens, p.options.threads, p.options.threads == 1 ? "" : "s");

@@ -29,6 +29,8 @@ enum class RopeScaling : uint8_t {
   kOther,   // a type headway cannot apply (yarn, dynamic, longrope): planned, not run
 };
 
+const char* rope_scaling_name(RopeScaling s);  // "none", "linear", "llama3", "other"
+
 struct RopeConfig {
   RopeStyle style = RopeStyle::kNone;
   float theta = 10000.0f;

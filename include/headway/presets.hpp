@@ -52,7 +52,15 @@ constexpr Config llama2_7b() { return with_rope(make("llama-2-7b", 4096, 32, 32,
 constexpr Config llama2_70b() { return with_rope(make("llama-2-70b", 8192, 64, 8, 0, 4096, 80), 10000.0f); }
 constexpr Config llama3_8b() { return with_rope(make("llama-3-8b", 4096, 32, 8, 0, 8192, 32), 500000.0f); }
 constexpr Config llama3_70b() { return with_rope(make("llama-3-70b", 8192, 64, 8, 0, 8192, 80), 500000.0f); }
-constexpr Config llama32_1b() { return with_rope(make("llama-3.2-1b", 2048, 32, 8, 64, 131072, 16), 500000.0f); }
+constexpr Config llama32_1b() {
+  Config c = with_rope(make("llama-3.2-1b", 2048, 32, 8, 64, 131072, 16), 500000.0f);
+  c.rope.scaling = RopeScaling::kLlama3;  // factor 32 over an original context of 8192
+  c.rope.factor = 32.0f;
+  c.rope.low_freq_factor = 1.0f;
+  c.rope.high_freq_factor = 4.0f;
+  c.rope.original_max_seq = 8192;
+  return c;
+}
 constexpr Config tinyllama_1b() { return with_rope(make("tinyllama-1.1b", 2048, 32, 4, 0, 2048, 22), 10000.0f); }
 constexpr Config smollm2_135m() { return with_rope(make("smollm2-135m", 576, 9, 3, 0, 8192, 30), 100000.0f); }
 constexpr Config mistral_7b() {

@@ -1,0 +1,250 @@
+// GGUF metadata → Config: the architecture's attention keys, mapped the way llama.cpp reads
+// them. The byte-level walk (every length checked) is runtime/formats/gguf_reader.
+#include <cstring>
+
+#include "headway/model_files.hpp"
+#include "runtime/formats/file_bytes.hpp"
+#include "runtime/formats/gguf_reader.hpp"
+
+namespace headway {
+namespace {
+
+namespace gguf = formats::gguf;
+
+struct ArchInfo {
+  const char* name;
+  RopeStyle rope;
+  bool qkv_bias;
+  bool o_bias;
+  bool qk_norm;
+  bool causal;
+};
+
+// RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
+// stored in the file: convert_hf_to_gguf.py permutes the Q/K rows of "llama" models so that
+// ggml's normal RoPE, which rotates adjacent pairs (2i, 2i+1), reproduces HF's rotate-half. A
+// llama GGUF therefore needs interleaved (GPT-J) pairing; the others keep HF's row order and
+// rotate halves.
+constexpr ArchInfo kArchs[] = {
+    {"llama", RopeStyle::kGptj, false, false, false, true},
+    {"gemma", RopeStyle::kNeox, false, false, false, true},
+    {"gemma2", RopeStyle::kNeox, false, false, false, true},
+    {"qwen2", RopeStyle::kNeox, true, false, false, true},
+    {"qwen3", RopeStyle::kNeox, false, false, true, true},
+    {"phi2", RopeStyle::kNeox, true, true, false, true},
+    {"phi3", RopeStyle::kNeox, false, false, false, true},
+    {"falcon", RopeStyle::kNeox, false, false, false, true},
+    {"gptneox", RopeStyle::kNeox, true, true, false, true},
+    {"gptj", RopeStyle::kGptj, false, false, false, true},
+    {"gpt2", RopeStyle::kNone, true, true, false, true},
+    {"bert", RopeStyle::kNone, true, true, false, false},
+};
+
+// The values a Config is made of, located by key in the second pass.
+struct Slots {
+  gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length,
+      block_count, freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank;
+};
+
+struct SlotName {
+  const char* suffix;
+  gguf::Kv Slots::*slot;
+};
+
+constexpr SlotName kSlotNames[] = {
+    {"embedding_length", &Slots::embedding_length},
+    {"attention.head_count", &Slots::head_count},
+    {"attention.head_count_kv", &Slots::head_count_kv},
+    {"attention.key_length", &Slots::key_length},
+    {"attention.value_length", &Slots::value_length},
+    {"context_length", &Slots::context_length},
+    {"block_count", &Slots::block_count},
+    {"rope.freq_base", &Slots::freq_base},
+    {"rope.dimension_count", &Slots::rope_dims},
+    {"attention.sliding_window", &Slots::sliding_window},
+    {"attn_logit_softcapping", &Slots::softcap},
+    {"attention.causal", &Slots::causal},
+    {"attention.kv_lora_rank", &Slots::kv_lora_rank},
+};
+
+Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
+  return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix,
+                       arch);
+}
+
+Result<Config> parse_impl(gguf::Reader& p) {
+  // Pass 1: the architecture and name (general.architecture may come after the keys it
+  // prefixes, so the arch keys are matched in a second pass).
+  gguf::Kv arch_kv, name_kv;
+  HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(p, [&](const gguf::Kv& kv) {
+    if (kv.is("general.architecture")) arch_kv = kv;
+    if (kv.is("general.name")) name_kv = kv;
+    return Status();
+  }));
+  if (!arch_kv.present()) {
+    return Status::error(Code::kNotFound, "%s: no general.architecture key", p.source);
+  }
+  const uint8_t* arch_text = nullptr;
+  uint64_t arch_len = 0;
+  HEADWAY_RETURN_IF_ERROR(gguf::read_string(p, arch_kv, &arch_text, &arch_len));
+  const gguf::KeyText arch(arch_text, arch_len);
+  if (arch_len >= sizeof(arch.text) - 1) {
+    return Status::error(Code::kUnsupported, "%s: architecture \"%s...\" is not one headway knows",
+                         p.source, arch.text);
+  }
+  if (arch_len == 9 && std::memcmp(arch_text, "deepseek2", 9) == 0) {
+    return Status::error(Code::kUnsupported,
+                         "%s: multi-head latent attention (MLA) is not supported (architecture "
+                         "deepseek2); headway runs MHA, GQA and MQA",
+                         p.source);
+  }
+  if ((arch_len == 5 && std::memcmp(arch_text, "bloom", 5) == 0) ||
+      (arch_len == 3 && std::memcmp(arch_text, "mpt", 3) == 0)) {
+    return Status::error(Code::kUnsupported,
+                         "%s: ALiBi position biases (architecture %s) are not supported",
+                         p.source, arch.text);
+  }
+  const ArchInfo* info = nullptr;
+  for (const ArchInfo& a : kArchs) {
+    if (std::strlen(a.name) == arch_len && std::memcmp(a.name, arch_text, arch_len) == 0) info = &a;
+  }
+  if (!info) {
+    return Status::error(Code::kUnsupported,
+                         "%s: architecture \"%s\" is not one headway knows (its RoPE pairing and "
+                         "biases cannot be inferred)",
+                         p.source, arch.text);
+  }
+
+  // Pass 2: the architecture's keys.
+  Slots slots;
+  HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(p, [&](const gguf::Kv& kv) {
+    if (kv.key_len <= arch_len + 1 || std::memcmp(kv.key, arch_text, arch_len) != 0 ||
+        kv.key[arch_len] != '.') {
+      return Status();
+    }
+    for (const SlotName& s : kSlotNames) {
+      const uint64_t n = std::strlen(s.suffix);
+      if (kv.key_len - arch_len - 1 != n || std::memcmp(kv.key + arch_len + 1, s.suffix, n) != 0) {
+        continue;
+      }
+      gguf::Kv& slot = slots.*s.slot;
+      if (slot.present()) {
+        return Status::error(Code::kDataLoss, "%s: key %s appears twice", p.source,
+                             gguf::KeyText(kv.key, kv.key_len).text);
+      }
+      slot = kv;
+    }
+    return Status();
+  }));
+
+  if (slots.kv_lora_rank.present()) {
+    return Status::error(Code::kUnsupported,
+                         "%s: multi-head latent attention (MLA) is not supported (%s.attention."
+                         "kv_lora_rank is set); headway runs MHA, GQA and MQA",
+                         p.source, arch.text);
+  }
+  if (!slots.embedding_length.present()) return missing(p, arch.text, "embedding_length");
+  if (!slots.head_count.present()) return missing(p, arch.text, "attention.head_count");
+  if (!slots.context_length.present()) return missing(p, arch.text, "context_length");
+
+  Config cfg;
+  if (name_kv.present()) {
+    const uint8_t* name = nullptr;
+    uint64_t name_len = 0;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_string(p, name_kv, &name, &name_len));
+    cfg.set_name(gguf::KeyText(name, name_len).text);
+  } else {
+    cfg.set_name(arch.text);
+  }
+  cfg.rope.style = info->rope;
+  cfg.qkv_bias = info->qkv_bias;
+  cfg.o_bias = info->o_bias;
+  cfg.qk_norm = info->qk_norm;
+  cfg.causal = info->causal;
+
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.embedding_length, 1, &cfg.d_model));
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.head_count, 1, &cfg.n_heads));
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.context_length, 1, &cfg.max_seq));
+  if (slots.head_count_kv.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.head_count_kv, 1, &cfg.n_kv_heads));
+  }
+  if (slots.key_length.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.key_length, 1, &cfg.head_dim));
+  }
+  if (slots.value_length.present()) {
+    uint32_t value_length = 0;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.value_length, 1, &value_length));
+    if (value_length != cfg.head_size()) {
+      return Status::error(Code::kUnsupported,
+                           "%s: %s.attention.value_length %u differs from the key head size %u; "
+                           "headway needs one head size for K and V",
+                           p.source, arch.text, value_length, cfg.head_size());
+    }
+  }
+  if (slots.block_count.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.block_count, 1, &cfg.n_layers));
+  }
+  if (cfg.rope.style != RopeStyle::kNone) {
+    if (slots.freq_base.present()) {
+      HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.freq_base, false, &cfg.rope.theta));
+    }
+    if (slots.rope_dims.present()) {  // Phi-2: 32 of 80
+      uint32_t dims = 0;
+      HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.rope_dims, 1, &dims));
+      cfg.rope.rotary_dim = dims == cfg.head_size() ? 0 : dims;
+    }
+  }
+  if (slots.sliding_window.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.sliding_window, 0, &cfg.window));
+  }
+  if (slots.softcap.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.softcap, true, &cfg.softcap));
+  }
+  if (slots.causal.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(p, slots.causal, &cfg.causal));
+  // Gemma 2 27B scales queries by 1/sqrt(d_model / n_heads) = 1/sqrt(144), not 1/sqrt(head_dim
+  // 128); GGUF has no key for it and llama.cpp recognises the model by its 46 layers.
+  if (arch_len == 6 && std::memcmp(arch_text, "gemma2", 6) == 0 && cfg.n_layers == 46 &&
+      cfg.d_model % cfg.n_heads == 0) {
+    cfg.query_pre_attn_scalar = static_cast<float>(cfg.d_model / cfg.n_heads);
+  }
+  return cfg;
+}
+
+// Metadata beyond this is not a model headway can use (the largest tokenizers take ~20 MiB).
+constexpr size_t kMaxMetadataBytes = size_t{1} << 30;
+constexpr size_t kFirstReadBytes = size_t{1} << 20;
+
+}  // namespace
+
+Result<Config> parse_gguf_metadata(const uint8_t* data, size_t size, const char* source) {
+  if (!source) source = "model.gguf";
+  if (!data && size) return Status::error(Code::kInvalidArgument, "%s: no data given", source);
+  static const uint8_t kEmpty[1] = {0};
+  gguf::Reader p{data ? data : kEmpty, size, size, source};
+  return parse_impl(p);
+}
+
+Result<Config> load_gguf_config(const char* path) {
+  size_t want = kFirstReadBytes;
+  for (;;) {
+    Result<formats::FileBytes> file = formats::read_file_prefix(path, want);
+    if (!file.ok()) return file.status();
+    const std::vector<uint8_t>& bytes = file->bytes;
+    static const uint8_t kEmpty[1] = {0};
+    gguf::Reader p{bytes.empty() ? kEmpty : bytes.data(), bytes.size(), file->file_size, path};
+    Result<Config> config = parse_impl(p);
+    if (config.ok() || p.needed == 0) return config;
+    // The metadata runs past what was read: read at least 4× as much, and at least what the
+    // failing read asked for.
+    if (p.needed > kMaxMetadataBytes || want >= kMaxMetadataBytes) {
+      return Status::error(Code::kUnsupported,
+                           "%s: the GGUF metadata is larger than %zu bytes (it needs %llu); "
+                           "headway reads no more",
+                           path, kMaxMetadataBytes, static_cast<unsigned long long>(p.needed));
+    }
+    const size_t grown = want > kMaxMetadataBytes / 4 ? kMaxMetadataBytes : want * 4;
+    want = grown > p.needed ? grown : static_cast<size_t>(p.needed);
+  }
+}
+
+}  // namespace headway

@@ -1,0 +1,542 @@
+// Hugging Face config.json → Config.
+//
+// Built with -fno-exceptions and JSON_NOEXCEPTION: nlohmann's throwing accessors (at(), get<T>()
+// on the wrong type, operator[] on a const object) would abort. Values are therefore reached only
+// through find() and get_ptr<>() after an is_*() check, and parsing uses allow_exceptions=false.
+// Missing keys keep the Config defaults; keys the parser cannot store are errors that name the
+// file, the key and the value. Cross-field rules are validate()'s job.
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "headway/model_files.hpp"
+#include "runtime/formats/file_bytes.hpp"
+
+namespace headway {
+namespace {
+
+using json = nlohmann::json;
+
+// Larger than any real config.json (they are a few KiB) by three orders of magnitude.
+constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+// Counts are stored as uint32_t; 2^31 - 1 leaves every product of two of them in 64 bits and
+// keeps them printable as int.
+constexpr uint64_t kMaxCount = 0x7fffffffu;
+
+// Where a key lives, for messages: "config.json: text_config.hidden_size is ...".
+struct Where {
+  const char* source;
+  const char* prefix;  // "" or "text_config."
+};
+
+const char* kind_of(const json& v) {
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  if (v.is_null()) return "null";
+  return "a number";
+}
+
+// A short text of a value for messages. Containers are never dumped: dump() recurses, and a
+// hostile file can nest a million levels deep.
+std::string shown(const json& v) {
+  if (v.is_array()) return "[...]";
+  if (v.is_object()) return "{...}";
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 48) {
+    s.resize(45);
+    s += "...";
+  }
+  return s;
+}
+
+// The value of `key` in `obj`; nullptr when absent or null (HF writes null for "not set").
+const json* lookup(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+template <size_t N>
+const json* lookup_any(const json& obj, const char* const (&keys)[N], const char** found) {
+  for (const char* key : keys) {
+    if (const json* v = lookup(obj, key)) {
+      *found = key;
+      return v;
+    }
+  }
+  return nullptr;
+}
+
+template <size_t N>
+std::string joined(const char* const (&keys)[N]) {
+  std::string s;
+  for (const char* key : keys) {
+    if (!s.empty()) s += ", ";
+    s += key;
+  }
+  return s;
+}
+
+// The numeric value as a double (exact for every integer up to 2^53). Precondition: is_number().
+double as_double(const json& v) {
+  if (const auto* u = v.get_ptr<const json::number_unsigned_t*>()) return static_cast<double>(*u);
+  if (v.is_number_float()) return *v.get_ptr<const json::number_float_t*>();
+  return static_cast<double>(*v.get_ptr<const json::number_integer_t*>());
+}
+
+// A count: an integer in [min_value, 2^31). An integral float (4096.0) is accepted; a fraction,
+// a negative, a string or a boolean is not.
+Status read_count(const Where& w, const char* key, const json& v, uint32_t min_value,
+                  uint32_t* out) {
+  const char* expected = min_value > 0 ? "a positive integer" : "a non-negative integer";
+  if (!v.is_number()) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source,
+                         w.prefix, key, shown(v).c_str(), kind_of(v), expected);
+  }
+  uint64_t value = 0;
+  bool bad = false;
+  bool too_large = false;
+  if (const auto* u = v.get_ptr<const json::number_unsigned_t*>()) {
+    too_large = *u > kMaxCount;
+    value = *u;
+  } else if (v.is_number_float()) {
+    const double d = *v.get_ptr<const json::number_float_t*>();
+    if (!(d >= 0.0) || d != std::floor(d)) {
+      bad = true;
+    } else if (d > static_cast<double>(kMaxCount)) {
+      too_large = true;
+    } else {
+      value = static_cast<uint64_t>(d);
+    }
+  } else {
+    const auto i = *v.get_ptr<const json::number_integer_t*>();
+    bad = i < 0;
+    value = bad ? 0 : static_cast<uint64_t>(i);
+  }
+  if (too_large) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s%s is %s, more than %llu, the largest count headway stores",
+                         w.source, w.prefix, key, shown(v).c_str(),
+                         static_cast<unsigned long long>(kMaxCount));
+  }
+  if (bad || value < min_value) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix,
+                         key, shown(v).c_str(), expected);
+  }
+  *out = static_cast<uint32_t>(value);
+  return Status();
+}
+
+// A finite positive real that fits a float; with allow_zero, 0 too (0 = "off").
+Status read_real(const Where& w, const char* key, const json& v, bool allow_zero, double* out) {
+  const char* expected = allow_zero ? "a non-negative number" : "a positive number";
+  if (!v.is_number()) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source,
+                         w.prefix, key, shown(v).c_str(), kind_of(v), expected);
+  }
+  const double d = as_double(v);
+  if (!(d > 0.0 || (allow_zero && d == 0.0))) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix,
+                         key, shown(v).c_str(), expected);
+  }
+  if (d > static_cast<double>(FLT_MAX)) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s%s is %s, too large for the 32-bit float headway stores it in",
+                         w.source, w.prefix, key, shown(v).c_str());
+  }
+  *out = d;
+  return Status();
+}
+
+// An optional boolean: *out is left alone when the key is absent or null.
+Status read_flag(const Where& w, const json& obj, const char* key, bool* out) {
+  const json* v = lookup(obj, key);
+  if (!v) return Status();
+  if (!v->is_boolean()) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected true or false",
+                         w.source, w.prefix, key, shown(*v).c_str(), kind_of(*v));
+  }
+  *out = *v->get_ptr<const json::boolean_t*>();
+  return Status();
+}
+
+bool is_one_of(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (s == n) return true;
+  }
+  return false;
+}
+
+// Bidirectional encoders with learned absolute positions and biased projections.
+bool is_encoder(const std::string& t) {
+  return is_one_of(t, {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra",
+                       "albert", "ernie"});
+}
+
+bool is_falcon(const std::string& t) {
+  return is_one_of(t, {"falcon", "RefinedWeb", "RefinedWebModel"});
+}
+
+// Derives the rotary width from a fraction of the head (Phi-2's partial_rotary_factor 0.4 × 80 =
+// 32; GPT-NeoX's rotary_pct). The product must be a whole, even number of dims: rotate-half and
+// interleaved RoPE both rotate pairs.
+Status rotary_from_fraction(const Where& w, const char* key, const json& v, uint32_t head_size,
+                            RopeConfig* rope) {
+  double factor = 0.0;
+  HEADWAY_RETURN_IF_ERROR(read_real(w, key, v, false, &factor));
+  if (factor > 1.0) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected a fraction in (0, 1]",
+                         w.source, w.prefix, key, shown(v).c_str());
+  }
+  if (head_size == 0) return Status();  // no head size to scale; validate() reports why
+  const double dims = factor * head_size;
+  const double whole = std::round(dims);
+  if (std::fabs(dims - whole) > 1e-6 || static_cast<uint64_t>(whole) % 2 != 0 || whole < 2) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s%s %g * head_dim %u = %g rotary dims, expected a whole even "
+                         "number of at least 2",
+                         w.source, w.prefix, key, factor, head_size, dims);
+  }
+  const uint32_t rotary = static_cast<uint32_t>(whole);
+  rope->rotary_dim = rotary < head_size ? rotary : 0;  // 0 = the whole head
+  return Status();
+}
+
+Status reject_mla(const Where& w, const json& obj, const std::string& model_type) {
+  const json* rank = lookup(obj, "kv_lora_rank");
+  const json* rope_dim = lookup(obj, "qk_rope_head_dim");
+  if (!rank && !rope_dim) return Status();
+  const std::string rank_text = rank ? shown(*rank) : "unset";
+  const std::string rope_text = rope_dim ? shown(*rope_dim) : "unset";
+  return Status::error(Code::kUnsupported,
+                       "%s: multi-head latent attention (MLA) is not supported: %skv_lora_rank %s, "
+                       "%sqk_rope_head_dim %s (model_type %s); headway runs MHA, GQA and MQA",
+                       w.source, w.prefix, rank_text.c_str(), w.prefix, rope_text.c_str(),
+                       model_type.empty() ? "unset" : model_type.c_str());
+}
+
+// ALiBi adds a per-head linear bias to the logits instead of rotating q and k; the kernels have
+// no such term.
+Status reject_alibi(const Where& w, const json& obj, const std::string& model_type) {
+  bool alibi = is_one_of(model_type, {"bloom", "mpt"});
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "alibi", &alibi));
+  if (!alibi) return Status();
+  return Status::error(Code::kUnsupported,
+                       "%s: ALiBi position biases (model_type %s) are not supported; headway "
+                       "applies RoPE or no position encoding",
+                       w.source, model_type.empty() ? "unset" : model_type.c_str());
+}
+
+// Context-extension schemes change the RoPE frequencies. linear and llama3 (Llama 3.1/3.2) are
+// applied; other types (yarn, dynamic, longrope) are kept as RopeScaling::kOther: the plan does
+// not depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
+Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
+  const json* scaling = lookup(obj, "rope_scaling");
+  if (!scaling) return Status();
+  if (!scaling->is_object()) {
+    return Status::error(Code::kInvalidArgument, "%s: %srope_scaling is %s (%s), expected an object or null",
+                         w.source, w.prefix, shown(*scaling).c_str(), kind_of(*scaling));
+  }
+  const json* t = lookup(*scaling, "rope_type");
+  if (!t) t = lookup(*scaling, "type");
+  if (!t || !t->is_string()) {
+    return Status::error(Code::kInvalidArgument, "%s: %srope_scaling has no rope_type string (found %s)", w.source,
+                         w.prefix, t ? shown(*t).c_str() : "none");
+  }
+  const std::string type = *t->get_ptr<const json::string_t*>();
+  RopeConfig& rope = cfg->rope;
+  if (type == "default") return Status();
+  if (type != "linear" && type != "llama3") {
+    rope.scaling = RopeScaling::kOther;
+    return Status();
+  }
+  rope.scaling = type == "linear" ? RopeScaling::kLinear : RopeScaling::kLlama3;
+  struct Field {
+    const char* key;
+    float* out;
+  };
+  const Field fields[] = {{"factor", &rope.factor},
+                          {"low_freq_factor", &rope.low_freq_factor},
+                          {"high_freq_factor", &rope.high_freq_factor}};
+  for (const Field& f : fields) {
+    const json* v = lookup(*scaling, f.key);
+    if (!v) {
+      if (f.out == &rope.factor || rope.scaling == RopeScaling::kLlama3) {
+        return Status::error(Code::kNotFound, "%s: %srope_scaling of type %s has no %s", w.source, w.prefix,
+                             type.c_str(), f.key);
+      }
+      continue;
+    }
+    double d = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, f.key, *v, false, &d));
+    *f.out = static_cast<float>(d);
+  }
+  if (rope.scaling == RopeScaling::kLlama3) {
+    const json* v = lookup(*scaling, "original_max_position_embeddings");
+    if (!v) {
+      return Status::error(Code::kNotFound, "%s: %srope_scaling of type llama3 has no original_max_position_embeddings",
+                           w.source, w.prefix);
+    }
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "original_max_position_embeddings", *v, 1, &rope.original_max_seq));
+  }
+  return Status();
+}
+
+constexpr const char* kHiddenKeys[] = {"hidden_size", "n_embd", "d_model", "dim"};
+constexpr const char* kHeadKeys[] = {"num_attention_heads", "n_head", "n_heads"};
+constexpr const char* kKvHeadKeys[] = {"num_key_value_heads", "n_head_kv", "num_kv_heads"};
+constexpr const char* kMaxSeqKeys[] = {"max_position_embeddings", "n_positions", "n_ctx",
+                                       "max_seq_len", "seq_length"};
+constexpr const char* kLayerKeys[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
+
+template <size_t N>
+Status read_required(const Where& w, const json& obj, const char* const (&keys)[N],
+                     const char* what, uint32_t* out) {
+  const char* key = nullptr;
+  const json* v = lookup_any(obj, keys, &key);
+  if (!v) {
+    return Status::error(Code::kNotFound, "%s: no %s: expected one of %s%s", w.source, what,
+                         w.prefix[0] ? "these keys in text_config: " : "", joined(keys).c_str());
+  }
+  return read_count(w, key, *v, 1, out);
+}
+
+// The KV head count. Falcon encodes it in three ways: multi_query (default true in HF's
+// FalconConfig) means one shared head; new_decoder_architecture (Falcon-40B/180B, and the old
+// "RefinedWeb" type) reads num_kv_heads; neither means MHA.
+Status read_kv_heads(const Where& w, const json& obj, const std::string& model_type,
+                     Config* cfg) {
+  const char* key = nullptr;
+  const json* kv = lookup_any(obj, kKvHeadKeys, &key);
+  bool multi_query = is_falcon(model_type) || model_type == "gpt_bigcode";
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "multi_query", &multi_query));
+  if (is_falcon(model_type)) {
+    bool new_arch = model_type == "RefinedWeb";
+    HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "new_decoder_architecture", &new_arch));
+    if (new_arch) {
+      if (kv) return read_count(w, key, *kv, 1, &cfg->n_kv_heads);
+      return Status();
+    }
+    cfg->n_kv_heads = multi_query ? 1 : 0;
+    return Status();
+  }
+  if (kv) return read_count(w, key, *kv, 1, &cfg->n_kv_heads);
+  if (multi_query) cfg->n_kv_heads = 1;
+  return Status();
+}
+
+Status read_rope(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "opt"})) {
+    cfg->rope.style = RopeStyle::kNone;
+    return Status();
+  }
+  // GPT-J and CodeGen rotate interleaved pairs (rotate_every_two); every other HF
+  // implementation, Llama's included, rotates halves.
+  const bool interleaved = is_one_of(model_type, {"gptj", "codegen"});
+  cfg->rope.style = interleaved ? RopeStyle::kGptj : RopeStyle::kNeox;
+
+  const char* theta_key = "rope_theta";
+  const json* theta = lookup(obj, theta_key);
+  if (!theta) theta = lookup(obj, theta_key = "rotary_emb_base");  // GPT-NeoX
+  if (theta) {
+    double t = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, theta_key, *theta, false, &t));
+    cfg->rope.theta = static_cast<float>(t);
+  }
+
+  if (const json* dim = lookup(obj, "rotary_dim")) {  // GPT-J, CodeGen: dims, not a fraction
+    uint32_t d = 0;
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "rotary_dim", *dim, 1, &d));
+    cfg->rope.rotary_dim = d == cfg->head_size() ? 0 : d;
+    return Status();
+  }
+  // The head size the fraction applies to, when it is defined without validate()'s rules.
+  const uint32_t head_size =
+      cfg->head_dim ? cfg->head_dim : (cfg->d_model % cfg->n_heads == 0 ? cfg->head_size() : 0);
+  if (const json* f = lookup(obj, "partial_rotary_factor")) {
+    return rotary_from_fraction(w, "partial_rotary_factor", *f, head_size, &cfg->rope);
+  }
+  if (const json* f = lookup(obj, "rotary_pct")) {  // GPT-NeoX / Pythia
+    return rotary_from_fraction(w, "rotary_pct", *f, head_size, &cfg->rope);
+  }
+  return Status();
+}
+
+// Bias and norm flags that follow from the family, then the explicit keys that override them.
+Status read_projection_flags(const Where& w, const json& obj, const std::string& model_type,
+                             Config* cfg) {
+  if (is_encoder(model_type) ||
+      is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})) {
+    cfg->qkv_bias = cfg->o_bias = true;
+  }
+  if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
+  if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
+
+  bool bias = cfg->qkv_bias;
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "attention_bias", &bias));
+  if (is_falcon(model_type)) HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "bias", &bias));
+  if (bias != cfg->qkv_bias) cfg->qkv_bias = cfg->o_bias = bias;
+
+  bool qk_layernorm = false;  // Phi / StableLM / Persimmon: a LayerNorm, not the RMS norm qk_norm is
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "qk_layernorm", &qk_layernorm));
+  if (qk_layernorm) {
+    return Status::error(Code::kUnsupported,
+                         "%s: %sqk_layernorm true is not supported: headway's qk_norm is a "
+                         "per-head RMS norm, not a LayerNorm",
+                         w.source, w.prefix);
+  }
+  return Status();
+}
+
+Status read_attention_extras(const Where& w, const json& obj, Config* cfg) {
+  bool use_window = true;  // Qwen2 writes a sliding_window and switches it off with this flag
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
+  if (const json* v = lookup(obj, "sliding_window")) {
+    uint32_t window = 0;
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "sliding_window", *v, 0, &window));
+    if (use_window) cfg->window = window;
+  }
+  if (const json* v = lookup(obj, "attn_logit_softcapping")) {  // Gemma 2
+    double c = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "attn_logit_softcapping", *v, true, &c));
+    cfg->softcap = static_cast<float>(c);
+  }
+  if (const json* v = lookup(obj, "query_pre_attn_scalar")) {  // Gemma 2
+    double s = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "query_pre_attn_scalar", *v, false, &s));
+    cfg->query_pre_attn_scalar = static_cast<float>(s);
+  }
+  return Status();
+}
+
+Result<Config> parse_object(const Where& w, const json& obj, const std::string& model_type) {
+  HEADWAY_RETURN_IF_ERROR(reject_mla(w, obj, model_type));
+  HEADWAY_RETURN_IF_ERROR(reject_alibi(w, obj, model_type));
+  if (model_type == "bert") {
+    const json* pos = lookup(obj, "position_embedding_type");
+    if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {
+      return Status::error(Code::kUnsupported,
+                           "%s: %sposition_embedding_type %s is not supported (only \"absolute\")",
+                           w.source, w.prefix, shown(*pos).c_str());
+    }
+  }
+
+  Config cfg;
+  cfg.set_name(model_type.c_str());
+  HEADWAY_RETURN_IF_ERROR(read_required(w, obj, kHiddenKeys, "hidden size", &cfg.d_model));
+  HEADWAY_RETURN_IF_ERROR(read_required(w, obj, kHeadKeys, "attention head count", &cfg.n_heads));
+  HEADWAY_RETURN_IF_ERROR(read_kv_heads(w, obj, model_type, &cfg));
+  if (const json* v = lookup(obj, "head_dim")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "head_dim", *v, 1, &cfg.head_dim));
+  }
+  const char* seq_key = nullptr;
+  if (is_falcon(model_type) && !lookup_any(obj, kMaxSeqKeys, &seq_key)) {
+    cfg.max_seq = 2048;  // FalconConfig's default; falcon-7b's config.json does not say it
+  } else {
+    HEADWAY_RETURN_IF_ERROR(read_required(w, obj, kMaxSeqKeys, "context length", &cfg.max_seq));
+  }
+  const char* layer_key = nullptr;
+  if (const json* v = lookup_any(obj, kLayerKeys, &layer_key)) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, layer_key, *v, 1, &cfg.n_layers));
+  }
+
+  HEADWAY_RETURN_IF_ERROR(read_rope(w, obj, model_type, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, &cfg));
+
+  if (is_encoder(model_type)) {
+    bool is_decoder = false;
+    HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "is_decoder", &is_decoder));
+    cfg.causal = is_decoder;
+  }
+  return cfg;
+}
+
+// Consumes SAX events only to catch the parse error with its position; nlohmann's message says
+// "parse error at line L, column C: ..." which is what a user editing the file needs.
+class SyntaxErrorSax final : public json::json_sax_t {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    message_ = ex.what();
+    return false;
+  }
+  // The text after nlohmann's "[json.exception.parse_error.101] " tag.
+  const char* message() const {
+    const size_t tag_end = message_.find("] ");
+    return tag_end == std::string::npos ? message_.c_str() : message_.c_str() + tag_end + 2;
+  }
+  bool failed() const { return !message_.empty(); }
+
+ private:
+  std::string message_;
+};
+
+Status syntax_error(const char* text, size_t size, const char* source) {
+  SyntaxErrorSax sax;
+  json::sax_parse(text, text + size, &sax);
+  if (!sax.failed()) return Status::error(Code::kInvalidArgument, "%s is not valid JSON", source);
+  return Status::error(Code::kInvalidArgument, "%s is not valid JSON: %s", source, sax.message());
+}
+
+}  // namespace
+
+Result<Config> parse_hf_config(const char* text, size_t size, const char* source) {
+  if (!source) source = "config.json";
+  if (!text && size) return Status::error(Code::kInvalidArgument, "%s: no text given", source);
+  const json top = json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
+  if (top.is_discarded()) return syntax_error(text, size, source);
+  if (!top.is_object()) {
+    return Status::error(Code::kInvalidArgument, "%s: the top level is %s, expected a JSON object",
+                         source, kind_of(top));
+  }
+  Where w{source, ""};
+  const json* obj = &top;
+  // Multimodal wrappers (LLaVA, Gemma 3, Mistral 3) keep the language model in text_config.
+  const char* unused = nullptr;
+  if (!lookup_any(top, kHiddenKeys, &unused)) {
+    const json* text_config = lookup(top, "text_config");
+    if (text_config && text_config->is_object()) {
+      obj = text_config;
+      w.prefix = "text_config.";
+    }
+  }
+  std::string model_type;
+  const json* type = lookup(*obj, "model_type");
+  if (!type) type = lookup(top, "model_type");
+  if (type) {
+    if (!type->is_string()) {
+      return Status::error(Code::kInvalidArgument, "%s: model_type is %s (%s), expected a string",
+                           source, shown(*type).c_str(), kind_of(*type));
+    }
+    model_type = *type->get_ptr<const json::string_t*>();
+  }
+  return parse_object(w, *obj, model_type);
+}
+
+Result<Config> load_hf_config(const char* path) {
+  Result<formats::FileBytes> file = formats::read_file(path, kMaxConfigBytes, "a config.json");
+  if (!file.ok()) return file.status();
+  const std::vector<uint8_t>& bytes = file->bytes;
+  return parse_hf_config(reinterpret_cast<const char*>(bytes.data()), bytes.size(), path);
+}
+
+}  // namespace headway
