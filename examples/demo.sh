@@ -17,3 +17,16 @@ if "$headway" plan --spec "d_model=800 heads=12 ctx=2048"; then
 else
   echo "(exit $?)"
 fi
+
+echo
+echo "== headway attend: SmolLM2-135M's attention shape (9 query heads, 3 kv heads, head_dim 64),"
+echo "   512 tokens, causal, f16 K/V, 2 threads, on random unit-normal inputs"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 "$here/examples/random_npy.py" "$tmp/q.npy" 512 9 64 --seed 1
+python3 "$here/examples/random_npy.py" "$tmp/k.npy" 512 3 64 --seed 2 --f16
+python3 "$here/examples/random_npy.py" "$tmp/v.npy" 512 3 64 --seed 3 --f16
+start=$(date +%s%N)
+"$headway" attend --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --out "$tmp/o.npy" --causal --threads 2
+end=$(date +%s%N)
+echo "wrote o.npy [512, 9, 64] f32 ($(stat -c %s "$tmp/o.npy") bytes) in $(( (end - start) / 1000000 )) ms, process start included"

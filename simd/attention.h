@@ -21,6 +21,15 @@ namespace simd {
 
 enum class KvType : uint8_t { kF32 = 0, kF16, kBF16 };
 
+inline constexpr uint32_t kAttentionMaxHeadDim = 512;
+// A call whose tasks have at most this many query rows (tokens × heads of one group) runs the
+// decode tiling (dot products along head_dim); larger ones the prefill tiling (lanes along
+// query rows).
+inline constexpr uint32_t kAttentionDecodeMaxRows = 8;
+
+// Testing and benchmarking: which tiling to run. kAuto chooses from the shapes.
+enum class AttentionTiling : uint8_t { kAuto = 0, kPrefill, kDecode };
+
 struct AttentionArgs {
   // Q [t_q, n_heads, head_dim] f32; row stride between tokens in floats (>= n_heads·head_dim).
   const float* q = nullptr;
@@ -49,7 +58,18 @@ struct AttentionArgs {
   float softcap = 0.0f;   // 0 = off
   bool causal = false;
   uint32_t window = 0;    // 0 = no sliding window
+
+  // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
+  // a function of the shapes alone (see attention_kernel_name).
+  AttentionTiling tiling = AttentionTiling::kAuto;
+  bool generic_only = false;  // run the runtime-head_dim code even for head_dim 64 and 128
 };
+
+// nullptr when args describe a computation the kernels can run, else a message naming the field
+// (e.g. "n_heads is not a multiple of n_kv_heads"). The kernels check the same conditions (plus
+// their ranges and the scratch size) and write nothing when one fails: they never read or write
+// out of the described buffers.
+const char* attention_args_error(const AttentionArgs& args);
 
 // Scratch (bytes) one call of attention_f32 needs; the caller passes at least this much,
 // 64-byte aligned. Depends only on head_dim and the group size n_heads / n_kv_heads.
@@ -57,12 +77,19 @@ size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size);
 
 // Computes O for kv heads [kv_head_begin, kv_head_end) and query rows [q_begin, q_end) (all query
 // heads of each group at once: each K/V tile is loaded once per group). Single-threaded.
+// Nothing is written when args fail attention_args_error, a range is out of bounds, or
+// scratch_bytes < attention_scratch_bytes. The result of a row does not depend on the ranges of
+// the call, so any split of the ranges gives bitwise the same O.
 void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
                    uint32_t q_begin, uint32_t q_end, void* scratch, size_t scratch_bytes);
 
 // Decode with few kv heads: split the keys of one kv head into chunks of `chunk` keys, compute
 // each chunk's partial (running max m, sum l, unnormalized o) for every query row of the group,
 // then merge the partials in chunk order. partial_* hold [n_chunks, t_q · group_size(, head_dim)].
+// Row t · group_size + h is query token t, query head kv_head · group_size + h; chunk c covers keys
+// [c · chunk, min((c + 1) · chunk, t_kv)). m is −inf, l and o are 0 for a row that sees no key of
+// the chunk. Partials of different chunks can be computed in any order or on any thread; the
+// merge is deterministic. n_chunks = ceil(t_kv / chunk).
 struct AttentionPartials {
   float* m = nullptr;
   float* l = nullptr;
@@ -76,6 +103,14 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 
 // The Highway target that attention_f32 dispatches to on this machine (e.g. "AVX3").
 const char* attention_target_name();
+
+// The kernel attention_f32 runs for args: "<tiling>_<head_dim>", tiling "prefill" or "decode",
+// head_dim "d64", "d128" (compile-time specialized) or "generic".
+const char* attention_kernel_name(const AttentionArgs& args);
+
+// Bit mask (Highway HWY_* target bits) of the targets the kernels were compiled for; tests loop
+// over SupportedTargets() & this mask.
+int64_t attention_compiled_targets();
 
 }  // namespace simd
 }  // namespace headway

@@ -81,7 +81,7 @@ TEST_CASE("zero sizes are errors naming the field") {
   CHECK(validate(c).code() == Code::kInvalidArgument);
 }
 
-TEST_CASE("rotary dim must be even and at most head_dim; theta positive") {
+TEST_CASE("rotary dim must be even and at most head_dim, theta positive") {
   Config c = base();
   c.rope.rotary_dim = 33;
   CHECK(message_of(c).find("rotary dim 33 is odd") != std::string::npos);
@@ -97,7 +97,7 @@ TEST_CASE("rotary dim must be even and at most head_dim; theta positive") {
   CHECK(validate(c).ok());
 }
 
-TEST_CASE("rope_scaling factors must make sense; unknown scaling types still plan") {
+TEST_CASE("rope_scaling factors must make sense, unknown scaling types still plan") {
   Config c = base();
   c.rope.scaling = RopeScaling::kLinear;
   c.rope.factor = 0;

@@ -96,7 +96,7 @@ struct Fixture {
   }
 };
 
-TEST_CASE("append stores RoPE(K) and V in the cache dtype; rejected appends change nothing") {
+TEST_CASE("append stores RoPE(K) and V in the cache dtype, rejected appends change nothing") {
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     INFO(dtype_name(dt));
     Fixture f(small_config(0, dt), 8);

@@ -106,7 +106,7 @@ TEST_CASE("options: threads multiply scratch, dtypes change bytes, borrowed weig
   CHECK(make_plan(c, o).status().code() == Code::kInvalidArgument);
 }
 
-TEST_CASE("biases add their widths; every region is 64-byte aligned") {
+TEST_CASE("biases add their widths, every region is 64-byte aligned") {
   const Plan p = make_plan(presets::phi2()).value();
   CHECK(p.head_dim == 80);
   CHECK(p.kernel == KernelKind::kGeneric);

@@ -14,7 +14,7 @@ sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
 
-host_pkgs=(cmake make g++ pkg-config libhwy-dev libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
+host_pkgs=(cmake make g++ pkg-config python3 libhwy-dev libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
            doctest-dev nlohmann-json3-dev)
 pkgs=()
 want_arch=()

@@ -6,5 +6,6 @@ namespace headway::cli {
 
 int cmd_presets(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_attend(int argc, char** argv);
 
 }  // namespace headway::cli

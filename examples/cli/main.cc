@@ -18,6 +18,10 @@ constexpr Command kCommands[] = {
      "plan (--preset NAME | --config config.json | --gguf FILE | --spec \"d_model=4096 heads=32 ...\")\n"
      "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16] [--weight-dtype f32|f16|bf16] [--json]\n"
      "                                    check a config; print its head layout and memory plan"},
+    {"attend", headway::cli::cmd_attend,
+     "attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W] [--softcap C] [--scale S]\n"
+     "       [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
+     "                                    run attention over .npy tensors"},
 };
 
 void usage(std::FILE* out) {

@@ -29,8 +29,9 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
 }
 
 // Attention tiling: a task owns up to kAttnQueryRows query rows (tokens × heads of one GQA group,
-// never fewer than a whole group) and streams K/V in tiles of kAttnKvTile keys.
-inline constexpr uint32_t kAttnQueryRows = 16;
+// never fewer than a whole group) and streams K/V in tiles of kAttnKvTile keys. 32 rows are two
+// 16-lane vectors: the prefill kernel's register block (simd/attention-inl.h).
+inline constexpr uint32_t kAttnQueryRows = 32;
 inline constexpr uint32_t kAttnKvTile = 64;
 
 struct PlanOptions {
@@ -55,12 +56,14 @@ struct HeadLayout {
 
 constexpr uint64_t align_up(uint64_t n, uint64_t a = kAlignment) { return (n + a - 1) / a * a; }
 
-// Scratch one thread needs for attention (see kAttnQueryRows): O accumulators, running max and
-// sum, one tile of scores, one K and one V tile widened to f32.
+// Scratch one thread needs for attention (see kAttnQueryRows); equals
+// simd::attention_scratch_bytes (tests check it). Rows and head_dim round up to 16 floats; f32
+// regions: Q and O accumulators [rows][d], per-row max, sum and key ranges (8 words a row), one
+// tile of scores [rows][tile], one K and one V tile [tile][d] widened to f32.
 constexpr uint64_t attention_scratch_bytes(uint32_t head_dim, uint32_t group) {
-  const uint64_t rows = group > kAttnQueryRows ? group : kAttnQueryRows;
-  return align_up(rows * head_dim * 4) + align_up(rows * 2 * 4) + align_up(rows * kAttnKvTile * 4) +
-         align_up(2ull * kAttnKvTile * head_dim * 4);
+  const uint64_t rows = align_up(group > kAttnQueryRows ? group : kAttnQueryRows, 16);
+  const uint64_t d = align_up(head_dim, 16);
+  return 4 * (2 * rows * d + rows * (8 + kAttnKvTile) + 2ull * kAttnKvTile * d);
 }
 
 struct Plan {

@@ -1,0 +1,222 @@
+// headway attend: O = softmax(scale · Q Kᵀ + mask) V over .npy files.
+//   q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32.
+// GQA comes from the shapes. --kv-dtype picks the storage the kernels read: f32 input narrows
+// with round-to-nearest-even, f16 input widens (to f32) or widens and rounds once (to bf16).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "examples/cli/cli_common.hpp"
+#include "examples/cli/commands.hpp"
+#include "headway/attention.hpp"
+#include "headway/backend.hpp"
+#include "headway/thread_pool.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "runtime/formats/npy.hpp"
+
+namespace headway::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
+    "                      [--softcap C] [--scale S] [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
+    "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
+    "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
+    "  --kv-dtype defaults to the dtype of k.npy and v.npy.\n";
+
+struct Tensor {
+  const char* path = nullptr;
+  formats::NpyArray array;
+};
+
+// A 3-D array whose dims fit in 32 bits; `layout` names the dims for the message.
+Status load_3d(const char* flag, Tensor* t, const char* layout) {
+  if (t->path == nullptr) return Status::error(Code::kInvalidArgument, "%s is required (an .npy of %s)", flag, layout);
+  Result<formats::NpyArray> a = formats::load_npy(t->path);
+  if (!a.ok()) return a.status();
+  t->array = std::move(a.value());
+  const formats::NpyArray& x = t->array;
+  if (x.ndim != 3) {
+    char shape[128];
+    formats::format_npy_shape(x.shape, x.ndim, shape, sizeof(shape));
+    return Status::error(Code::kInvalidArgument, "npy file %s: shape %s has %u dims, expected 3 %s", t->path, shape,
+                         x.ndim, layout);
+  }
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (x.shape[i] > UINT32_MAX) {
+      return Status::error(Code::kInvalidArgument, "npy file %s: dim %u is %llu, more than %u", t->path, i,
+                           static_cast<unsigned long long>(x.shape[i]), UINT32_MAX);
+    }
+  }
+  return Status();
+}
+
+// K or V in `want` storage: the file's bytes as they are, or converted into *out.
+const void* kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
+  const formats::NpyArray& a = t.array;
+  const size_t n = static_cast<size_t>(a.elements);
+  if (a.dtype == want) return a.data.data();
+  out->resize(n * dtype_bytes(want));
+  uint16_t* out16 = reinterpret_cast<uint16_t*>(out->data());
+  if (a.dtype == DType::kF32) {  // narrow, round to nearest even
+    if (want == DType::kF16) f32_to_f16(a.f32(), out16, n);
+    else f32_to_bf16(a.f32(), out16, n);
+  } else if (want == DType::kF32) {  // f16 widens exactly
+    f16_to_f32(a.f16_bits(), reinterpret_cast<float*>(out->data()), n);
+  } else {  // f16 → bf16: widen, then one rounding
+    f16_to_bf16(a.f16_bits(), out16, n);
+  }
+  return out->data();
+}
+
+// --backend gpu: the same attention on a Vulkan device (runtime/gpu/). No usable device is a
+// kUnsupported Status that names why (exit 2).
+Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
+                  const AttentionParams& params) {
+  GpuContext context;
+  HEADWAY_RETURN_IF_ERROR(context.create());
+  const Result<Plan> plan = dense_plan(shape, kv_dtype);
+  if (!plan.ok()) return plan.status();
+  GpuBackend gpu;
+  HEADWAY_RETURN_IF_ERROR(gpu.create(&context, plan.value()));
+  HEADWAY_RETURN_IF_ERROR(gpu.attend_dense(q, k, v, kv_dtype, o, shape, params));
+  std::printf("attend: %s\n", gpu.description());
+  return Status();
+}
+
+int run(int argc, char** argv) {
+  Flags flags("attend", argc, argv);
+  Tensor q, k, v;
+  const char* out_path = nullptr;
+  const char* backend = "cpu";
+  AttentionParams params;
+  bool kv_dtype_set = false;
+  DType kv_dtype = DType::kF32;
+  uint32_t threads = 1;
+  while (flags.next()) {
+    const std::string& f = flags.name();
+    Status s;
+    if (f == "--help" || f == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (f == "--q") s = flags.value(&q.path);
+    else if (f == "--k") s = flags.value(&k.path);
+    else if (f == "--v") s = flags.value(&v.path);
+    else if (f == "--out") s = flags.value(&out_path);
+    else if (f == "--causal") params.causal = true;
+    else if (f == "--window") s = flags.value_u32(&params.window, 0, UINT32_MAX);
+    else if (f == "--softcap") s = flags.value_float(&params.softcap);
+    else if (f == "--scale") s = flags.value_float(&params.scale);
+    else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
+    else if (f == "--threads") s = flags.value_u32(&threads, 1, ThreadPool::kMaxThreads);
+    else if (f == "--backend") s = flags.value(&backend);
+    else s = flags.unknown();
+    if (!s.ok()) return report("attend", s);
+  }
+  if (params.softcap < 0.0f) {
+    return report("attend", Status::error(Code::kInvalidArgument, "--softcap %g must be >= 0 (0 = off)",
+                                          static_cast<double>(params.softcap)));
+  }
+  if (params.scale < 0.0f) {
+    return report("attend", Status::error(Code::kInvalidArgument, "--scale %g must be >= 0 (0 = 1/sqrt(head_dim))",
+                                          static_cast<double>(params.scale)));
+  }
+  const bool use_gpu = std::strcmp(backend, "gpu") == 0;
+  if (use_gpu && !GpuContext::compiled()) {
+    return report("attend", Status::error(Code::kUnsupported,
+                                          "backend gpu is not available in this build (configured with HEADWAY_GPU=OFF: "
+                                          "no Vulkan or glslc; toolchains/install-deps.sh gpu)"));
+  }
+  if (!use_gpu && std::strcmp(backend, "cpu") != 0) {
+    return report("attend", Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", backend));
+  }
+  if (out_path == nullptr) {
+    return report("attend", Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)"));
+  }
+
+  Status s = load_3d("--q", &q, "[T_q, n_heads, head_dim]");
+  if (s.ok()) s = load_3d("--k", &k, "[T_kv, n_kv_heads, head_dim]");
+  if (s.ok()) s = load_3d("--v", &v, "[T_kv, n_kv_heads, head_dim]");
+  if (!s.ok()) return report("attend", s);
+  const uint64_t* qs = q.array.shape;
+  const uint64_t* ks = k.array.shape;
+  const uint64_t* vs = v.array.shape;
+  if (q.array.dtype != DType::kF32) {
+    return report("attend", Status::error(Code::kUnsupported, "npy file %s: q is %s, expected f32 ('<f4')", q.path,
+                                          dtype_name(q.array.dtype)));
+  }
+  if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) {
+    char kt[128], vt[128];
+    formats::format_npy_shape(ks, 3, kt, sizeof(kt));
+    formats::format_npy_shape(vs, 3, vt, sizeof(vt));
+    return report("attend", Status::error(Code::kInvalidArgument,
+                                          "k and v shapes differ: %s is %s, %s is %s (both [T_kv, n_kv_heads, "
+                                          "head_dim])",
+                                          k.path, kt, v.path, vt));
+  }
+  if (qs[2] != ks[2]) {
+    return report("attend", Status::error(Code::kInvalidArgument, "head_dim differs: %s has %llu, %s has %llu",
+                                          q.path, static_cast<unsigned long long>(qs[2]), k.path,
+                                          static_cast<unsigned long long>(ks[2])));
+  }
+  if (qs[1] % ks[1] != 0) {
+    return report("attend", Status::error(Code::kInvalidArgument,
+                                          "%s has %llu query heads and %s %llu kv heads: %llu is not divisible by %llu",
+                                          q.path, static_cast<unsigned long long>(qs[1]), k.path,
+                                          static_cast<unsigned long long>(ks[1]),
+                                          static_cast<unsigned long long>(qs[1]),
+                                          static_cast<unsigned long long>(ks[1])));
+  }
+  if (!kv_dtype_set) {
+    if (k.array.dtype != v.array.dtype) {
+      return report("attend", Status::error(Code::kInvalidArgument,
+                                            "%s is %s and %s is %s; give --kv-dtype to store both in one dtype",
+                                            k.path, dtype_name(k.array.dtype), v.path, dtype_name(v.array.dtype)));
+    }
+    kv_dtype = k.array.dtype;
+  }
+
+  AttentionShape shape;
+  shape.t_q = static_cast<uint32_t>(qs[0]);
+  shape.n_heads = static_cast<uint32_t>(qs[1]);
+  shape.head_dim = static_cast<uint32_t>(qs[2]);
+  shape.t_kv = static_cast<uint32_t>(ks[0]);
+  shape.n_kv_heads = static_cast<uint32_t>(ks[1]);
+
+  ThreadPool pool;
+  s = pool.create(threads);
+  if (!s.ok()) return report("attend", s);
+  const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool.threads());
+  if (!ws_bytes.ok()) return report("attend", ws_bytes.status());
+
+  std::vector<uint8_t> k_converted, v_converted;
+  const void* k_data = kv_storage(k, kv_dtype, &k_converted);
+  const void* v_data = kv_storage(v, kv_dtype, &v_converted);
+  std::vector<float> o(static_cast<size_t>(q.array.elements));
+  const size_t ws_size = (ws_bytes.value() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+  void* workspace = ws_size ? std::aligned_alloc(kWorkspaceAlignment, ws_size) : nullptr;
+  if (ws_size && workspace == nullptr) {
+    return report("attend", Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size));
+  }
+  s = use_gpu ? attend_gpu(q.array.f32(), k_data, v_data, kv_dtype, o.data(), shape, params)
+              : attend(q.array.f32(), k_data, v_data, kv_dtype, o.data(), shape, params, &pool, workspace, ws_size);
+  std::free(workspace);
+  if (!s.ok()) return report("attend", s);
+
+  s = formats::save_npy(out_path, DType::kF32, o.data(), qs, 3);
+  if (!s.ok()) return report("attend", s);
+  std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s, %u thread%s)\n", shape.t_q,
+              shape.n_heads, shape.head_dim, out_path, shape.t_kv, shape.n_kv_heads, dtype_name(kv_dtype),
+              pool.threads(), pool.threads() == 1 ? "" : "s");
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_attend(int argc, char** argv) { return run(argc, argv); }
+
+}  // namespace headway::cli

@@ -1,0 +1,53 @@
+// attend(): attention over raw tensors, the entry point for callers that hold their own Q, K, V
+// (the `headway attend` tool, tests, a runtime that is not a Session).
+//
+//   Q [t_q, n_heads, head_dim] f32, K and V [t_kv, n_kv_heads, head_dim] in kv_dtype (f32, or f16
+//   / bf16 bit patterns), O [t_q, n_heads, head_dim] f32; all row-major and dense.
+//   O = softmax(scale · Q Kᵀ + mask) V in f32. causal is bottom-right aligned: query i sees key
+//   j iff j <= i + (t_kv − t_q); window W > 0 additionally requires j > i + (t_kv − t_q) − W;
+//   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv
+//   head h / (n_heads / n_kv_heads). A query row that sees no key gets zeros.
+//
+// Memory: the caller passes a workspace of attention_workspace_bytes() bytes, 64-byte aligned;
+// attend() allocates nothing. Threads: work is cut into tasks by the shapes alone, so the result
+// is bitwise identical for any pool size, and for no pool at all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/config.hpp"
+#include "headway/status.hpp"
+#include "headway/thread_pool.hpp"
+
+namespace headway {
+
+struct AttentionShape {
+  uint32_t t_q = 0;         // query tokens
+  uint32_t t_kv = 0;        // keys (and values)
+  uint32_t n_heads = 0;     // query heads
+  uint32_t n_kv_heads = 0;  // key/value heads; divides n_heads
+  uint32_t head_dim = 0;    // 1..kMaxHeadDim
+};
+
+struct AttentionParams {
+  float scale = 0.0f;    // logit scale; 0 = 1/sqrt(head_dim)
+  float softcap = 0.0f;  // 0 = off
+  bool causal = false;
+  uint32_t window = 0;   // 0 = no sliding window; larger than t_kv is allowed (no effect)
+};
+
+inline constexpr size_t kWorkspaceAlignment = 64;
+
+// Bytes of workspace attend() needs for this shape with a pool of `threads` threads (pass
+// pool->threads(), or 1 without a pool). Fails on an invalid shape, with the same message as
+// attend().
+Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t threads);
+
+// Computes O. `pool` may be null (the caller's thread does all the work). Errors: kInvalidArgument
+// for a bad shape, parameter, pointer or a workspace that is too small or misaligned.
+Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+              const AttentionShape& shape, const AttentionParams& params, ThreadPool* pool,
+              void* workspace, size_t workspace_bytes);
+
+}  // namespace headway

@@ -1,0 +1,221 @@
+// Backends: where attention runs. The CPU backend (always built) wraps KvCache and attend(); the
+// GPU backend (HEADWAY_GPU builds, Vulkan compute) runs the same semantics in shaders. The same
+// Plan drives both: it fixes the head counts, head_dim, the K/V rows held (cache_rows), the most
+// query tokens per call (max_tokens), the K/V dtype and the mask (causal, window, softcap, scale,
+// RoPE). Every buffer is sized from it at create(); append() and attend() allocate nothing.
+//
+// CpuBackend and GpuBackend have the same methods; Backend is a tagged view of either (a switch,
+// no virtual calls: the library builds without RTTI, and a polymorphic class in its public API
+// would need typeinfo that a -fno-rtti library does not emit, e.g. for a consumer's UBSan).
+//
+// Two ways to use a backend:
+//   cache  append(k, v, n) stores n tokens' K (RoPE applied, as KvCache does) and V, rounded to
+//          the plan's kv_dtype; attend(q, o, t_q) runs the queries of the last t_q tokens against
+//          everything held. KvCache's contract, position for position.
+//   dense  attend_dense(q, k, v, ...) runs one attention over whole tensors, attend()'s contract
+//          (any t_q, t_kv within the plan, the mask given per call, no RoPE). It replaces the
+//          K/V the backend held: the cache is empty afterwards. dense_plan() sizes a plan for it.
+//
+//   headway::GpuContext gpu;                              // once per process: device and queue
+//   HEADWAY_RETURN_IF_ERROR(gpu.create());
+//   headway::GpuBackend layer;                            // once per layer: buffers, pipeline
+//   HEADWAY_RETURN_IF_ERROR(layer.create(&gpu, plan));
+//   layer.append(k, kv_width, v, kv_width, n);  layer.attend(q, q_width, o, q_width, n);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/attention.hpp"
+#include "headway/kv_cache.hpp"
+#include "headway/plan.hpp"
+#include "headway/status.hpp"
+#include "headway/thread_pool.hpp"
+
+namespace headway {
+
+enum class BackendKind : uint8_t { kCpu = 0, kGpu };
+const char* backend_kind_name(BackendKind kind);  // "cpu", "gpu"
+
+// The methods both backends have (CpuBackend, GpuBackend):
+//
+//   BackendKind kind() const;
+//   const char* description() const;  // one line for logs, e.g. "gpu: llvmpipe (...); kernel ..."
+//   uint32_t size() const;             // tokens appended since create() or reset()
+//   void reset();
+//
+//   // Cache use. k and v: [n, n_kv_heads, head_dim] f32, token t at k + t · k_token_stride.
+//   // Errors as KvCache::append (past the context, more than a window ring takes at once); on
+//   // error nothing is stored.
+//   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+//   // q: [t_q, n_heads, head_dim] f32 with RoPE applied, the queries of the last t_q tokens
+//   // (1 <= t_q <= min(size(), max_tokens)); o: the same layout.
+//   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+//
+//   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
+//   // plan's heads and head_dim, with t_q <= max_tokens and t_kv <= cache_rows; k and v are in
+//   // kv_dtype (f32, or f16 / bf16 bit patterns), which must be the plan's kv_dtype.
+//   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+//                       const AttentionShape& shape, const AttentionParams& params);
+
+// The plan whose buffers hold one dense attention of `shape`: max_tokens = t_q, cache_rows >= t_kv,
+// no RoPE, K/V stored as kv_dtype. Fails on a shape attend() would reject.
+Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype);
+
+// ---- CPU ---------------------------------------------------------------------------------------
+
+class CpuBackend {
+ public:
+  // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer) and the largest workspace an
+  // attend() within the plan asks for with `threads` threads, each region 64-byte aligned.
+  static size_t memory_bytes(const Plan& plan, uint32_t threads);
+
+  // memory: 64-byte aligned, at least memory_bytes(plan, pool ? pool->threads() : 1) bytes, owned
+  // by the caller and kept alive as long as the backend. pool may be null (the caller's thread).
+  Status create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes);
+
+  BackendKind kind() const { return BackendKind::kCpu; }
+  const char* description() const { return description_; }
+  uint32_t size() const { return cache_.size(); }
+  void reset() { cache_.reset(); }
+  Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+  Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                      const AttentionShape& shape, const AttentionParams& params);
+
+ private:
+  Plan plan_{};
+  KvCache cache_{};
+  ThreadPool* pool_ = nullptr;
+  uint8_t* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  char description_[96] = "cpu: not created";
+};
+
+// ---- GPU (Vulkan compute) ----------------------------------------------------------------------
+
+struct GpuOptions {
+  // Index into the loader's device list; -1 picks a discrete GPU, else an integrated one, else a
+  // virtual one, else a CPU implementation (lavapipe).
+  int32_t device_index = -1;
+  // false: keep f16/bf16 K/V as f32 on the device even where 16-bit storage exists (tests the
+  // path of devices without it).
+  bool allow_16bit_storage = true;
+  // false: always go through a staging buffer and copies (the discrete-GPU path), even where the
+  // device's memory is host-visible (unified memory: lavapipe, phones, Jetson, Raspberry Pi).
+  bool allow_host_mapped = true;
+  // Split-KV: a call with too few workgroups to fill the device (decode with few kv heads) cuts
+  // its keys into chunks of at least this many, run in parallel and merged by a second pass.
+  // 0: never split.
+  uint32_t split_kv_min_keys = 256;
+};
+
+struct GpuDeviceInfo {
+  char name[256] = {};
+  const char* type = "";  // "discrete", "integrated", "virtual", "cpu", "other"
+  uint32_t api_version = 0;          // VK_MAKE_API_VERSION
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_bytes = 0;     // maxComputeSharedMemorySize
+  uint32_t max_invocations = 0;      // maxComputeWorkGroupInvocations
+  uint32_t max_workgroup_size_x = 0;
+  uint32_t max_workgroup_count_x = 0;
+  uint64_t max_storage_buffer_bytes = 0;  // maxStorageBufferRange: the largest K or V buffer
+  bool storage_16bit = false;        // storageBuffer16BitAccess (and allowed by the options)
+  bool host_mapped = false;          // device-local memory the host maps: no staging copies
+};
+
+// The Vulkan instance, device and compute queue, shared by every GpuBackend of a process.
+// Creating it is the init step that may fail on a machine without a usable device: kUnsupported
+// with a message that says so (and, in a build without HEADWAY_GPU, that the build has no GPU).
+class GpuContext {
+ public:
+  GpuContext() = default;
+  ~GpuContext();
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  // True when this build has the Vulkan backend (HEADWAY_GPU=ON).
+  static bool compiled();
+
+  Status create(const GpuOptions& options = {});
+  bool created() const { return impl_ != nullptr; }
+  const GpuDeviceInfo& info() const { return info_; }
+
+  struct Impl;
+  Impl* impl() const { return impl_; }
+
+ private:
+  Impl* impl_ = nullptr;
+  GpuDeviceInfo info_{};
+};
+
+// Per-layer GPU state: K/V [n_kv_heads, cache_rows, head_dim], Q and O [max_tokens, n_heads,
+// head_dim], split-KV partials (at most 16 MiB), a staging buffer unless memory is host-mapped,
+// the pipelines specialized for the plan's head_dim and the device's limits, one command buffer
+// and one fence. K/V live on the
+// device as f32, or as f16 / bf16 where the device has 16-bit storage (bf16 stays bf16: the
+// shader widens it by a shift); without 16-bit storage they are widened to f32 on upload.
+class GpuBackend {
+ public:
+  GpuBackend() = default;
+  ~GpuBackend();
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+
+  // context must outlive the backend. Fails (kUnsupported) when the plan needs more than the
+  // device allows (a K/V buffer past maxStorageBufferRange, head_dim past shared memory).
+  Status create(GpuContext* context, const Plan& plan);
+
+  // The shader variant and tiling: "attn_<kv storage>_<d64|d128|generic>_r<rows>t<threads per
+  // row>k<keys per tile>", e.g. "attn_f16_d128_r16t8k32".
+  const char* kernel_name() const;
+
+  BackendKind kind() const { return BackendKind::kGpu; }
+  const char* description() const;
+  uint32_t size() const;
+  void reset();
+  Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+  Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                      const AttentionShape& shape, const AttentionParams& params);
+
+  struct Impl;
+
+ private:
+  void destroy();
+  Impl* impl_ = nullptr;
+};
+
+// ---- Either --------------------------------------------------------------------------------------
+
+// A view of a CpuBackend or a GpuBackend that the caller owns (and keeps alive): code that runs
+// attention takes a Backend and never asks which. Copyable, allocates nothing.
+class Backend {
+ public:
+  Backend(CpuBackend* cpu) : cpu_(cpu) {}  // NOLINT: implicit by design
+  Backend(GpuBackend* gpu) : gpu_(gpu) {}  // NOLINT
+
+  BackendKind kind() const { return gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
+  const char* description() const { return gpu_ ? gpu_->description() : cpu_->description(); }
+  uint32_t size() const { return gpu_ ? gpu_->size() : cpu_->size(); }
+  void reset() { gpu_ ? gpu_->reset() : cpu_->reset(); }
+  Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+    return gpu_ ? gpu_->append(k, k_token_stride, v, v_token_stride, n)
+                : cpu_->append(k, k_token_stride, v, v_token_stride, n);
+  }
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+    return gpu_ ? gpu_->attend(q, q_token_stride, o, o_token_stride, t_q)
+                : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q);
+  }
+  Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                      const AttentionShape& shape, const AttentionParams& params) {
+    return gpu_ ? gpu_->attend_dense(q, k, v, kv_dtype, o, shape, params)
+                : cpu_->attend_dense(q, k, v, kv_dtype, o, shape, params);
+  }
+
+ private:
+  CpuBackend* cpu_ = nullptr;
+  GpuBackend* gpu_ = nullptr;
+};
+
+}  // namespace headway

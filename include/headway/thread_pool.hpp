@@ -1,0 +1,60 @@
+// ThreadPool: the one small pool an edge device runs attention on. Created once at init (that
+// may allocate and start threads); run() never allocates, so it is safe on the prefill/decode
+// path. Builds without threads (HEADWAY_THREADS=OFF, bare metal) run every task on the caller.
+//
+//   headway::ThreadPool pool;
+//   HEADWAY_RETURN_IF_ERROR(pool.create(4));   // init
+//   pool.run(n_tasks, fn, &ctx);               // each call: fn(&ctx, 0..n_tasks-1), returns when done
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/status.hpp"
+
+namespace headway {
+
+class ThreadPool {
+ public:
+  static constexpr uint32_t kMaxThreads = 256;
+
+  // A task: `ctx` is the caller's context, `task` runs over 0..n_tasks-1 in no fixed order.
+  using TaskFn = void (*)(void* ctx, size_t task);
+  // A task that also gets a slot in 0..threads()-1 that no other task running at the same time
+  // holds: index per-thread scratch with it.
+  using SlotTaskFn = void (*)(void* ctx, uint32_t slot, size_t task);
+
+  ThreadPool() = default;  // runs tasks on the caller until create() starts workers
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Starts threads - 1 workers (the calling thread is the remaining one). threads must be in
+  // 1..kMaxThreads. Without thread support in the build, succeeds and threads() stays 1. Calling
+  // it again replaces the workers.
+  Status create(uint32_t threads);
+
+  // How many threads run tasks, the caller included: the number of scratch slots run() needs.
+  uint32_t threads() const { return threads_; }
+
+  // True when this build can run tasks on more than one thread.
+  static bool threading_available();
+
+  // Runs fn(ctx, t) for every t in [0, n_tasks) and returns when all are done. Never allocates.
+  // Calls from several threads at once are serialized.
+  void run(size_t n_tasks, TaskFn fn, void* ctx);
+  void run(size_t n_tasks, SlotTaskFn fn, void* ctx);
+
+ private:
+  uint32_t acquire_slot();
+  void release_slot(uint32_t slot);
+  struct SlotCall;
+  static void slot_trampoline(void* call, size_t task);
+
+  void* impl_ = nullptr;  // pthreadpool_t when workers run
+  uint32_t threads_ = 1;
+  std::atomic<bool> busy_[kMaxThreads] = {};
+};
+
+}  // namespace headway

@@ -1,0 +1,250 @@
+// attend() over dense tensors and the threaded driver behind it (attention_run.hpp).
+#include "headway/attention.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+#include "headway/plan.hpp"
+#include "runtime/attention_run.hpp"
+
+namespace headway {
+namespace {
+
+constexpr size_t round_up(size_t n) { return (n + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
+
+// Per-call state the tasks share; lives on attend_strided's stack.
+struct RunContext {
+  const simd::AttentionArgs* args;
+  AttentionSplit split;
+  uint8_t* scratch;   // threads × split.scratch_bytes
+  uint8_t* partials;  // n_kv_heads × split.partials_bytes
+};
+
+uint8_t* slot_scratch(const RunContext& c, uint32_t slot) { return c.scratch + size_t{slot} * c.split.scratch_bytes; }
+
+simd::AttentionPartials partials_of(const RunContext& c, uint32_t kv_head) {
+  const size_t rows = size_t{c.args->t_q} * c.split.group;
+  const size_t ml_bytes = round_up(size_t{c.split.n_chunks} * rows * sizeof(float));
+  uint8_t* base = c.partials + size_t{kv_head} * c.split.partials_bytes;
+  simd::AttentionPartials p;
+  p.m = reinterpret_cast<float*>(base);
+  p.l = reinterpret_cast<float*>(base + ml_bytes);
+  p.o = reinterpret_cast<float*>(base + 2 * ml_bytes);
+  return p;
+}
+
+void tile_task(void* ctx, uint32_t slot, size_t task) {
+  const RunContext& c = *static_cast<const RunContext*>(ctx);
+  const uint32_t kv_head = static_cast<uint32_t>(task / c.split.q_tiles);
+  const uint32_t tile = static_cast<uint32_t>(task % c.split.q_tiles);
+  const uint32_t q_begin = tile * c.split.q_tile;
+  const uint32_t q_end = c.args->t_q - q_begin < c.split.q_tile ? c.args->t_q : q_begin + c.split.q_tile;
+  simd::attention_f32(*c.args, kv_head, kv_head + 1, q_begin, q_end, slot_scratch(c, slot), c.split.scratch_bytes);
+}
+
+void chunk_task(void* ctx, uint32_t slot, size_t task) {
+  const RunContext& c = *static_cast<const RunContext*>(ctx);
+  const uint32_t kv_head = static_cast<uint32_t>(task / c.split.n_chunks);
+  const uint32_t chunk = static_cast<uint32_t>(task % c.split.n_chunks);
+  simd::attention_partial_f32(*c.args, kv_head, chunk, kAttnKvChunk, partials_of(c, kv_head), slot_scratch(c, slot),
+                              c.split.scratch_bytes);
+}
+
+void merge_task(void* ctx, size_t task) {
+  const RunContext& c = *static_cast<const RunContext*>(ctx);
+  const uint32_t kv_head = static_cast<uint32_t>(task);
+  simd::attention_merge_f32(*c.args, kv_head, c.split.n_chunks, partials_of(c, kv_head));
+}
+
+// Without a pool the caller runs the same tasks in order: the same split, the same result.
+void run_tasks(ThreadPool* pool, size_t n, ThreadPool::SlotTaskFn fn, void* ctx) {
+  if (pool != nullptr) {
+    pool->run(n, fn, ctx);
+    return;
+  }
+  for (size_t t = 0; t < n; ++t) fn(ctx, 0, t);
+}
+
+void run_tasks(ThreadPool* pool, size_t n, ThreadPool::TaskFn fn, void* ctx) {
+  if (pool != nullptr) {
+    pool->run(n, fn, ctx);
+    return;
+  }
+  for (size_t t = 0; t < n; ++t) fn(ctx, t);
+}
+
+float default_scale(uint32_t head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+
+bool bad_float(float x) { return !(x >= 0.0f) || std::isinf(x); }  // NaN, negative or infinite
+
+simd::AttentionArgs dense_args(const float* q, const void* k, const void* v, simd::KvType kv_type, float* o,
+                               const AttentionShape& s, const AttentionParams& p) {
+  simd::AttentionArgs a;
+  a.q = q;
+  a.q_token_stride = size_t{s.n_heads} * s.head_dim;
+  a.o = o;
+  a.o_token_stride = a.q_token_stride;
+  a.k = k;
+  a.v = v;
+  a.kv_type = kv_type;
+  a.kv_head_stride = s.head_dim;
+  a.kv_row_stride = size_t{s.n_kv_heads} * s.head_dim;
+  a.t_q = s.t_q;
+  a.t_kv = s.t_kv;
+  a.n_heads = s.n_heads;
+  a.n_kv_heads = s.n_kv_heads;
+  a.head_dim = s.head_dim;
+  a.scale = p.scale;
+  a.softcap = p.softcap;
+  a.causal = p.causal;
+  a.window = p.window;
+  return a;
+}
+
+}  // namespace
+
+Status validate_attention_args(const simd::AttentionArgs& a) {
+  if (a.head_dim == 0 || a.head_dim > kMaxHeadDim) {
+    return Status::error(Code::kInvalidArgument, "attention: head_dim %u is not in 1..%u", a.head_dim, kMaxHeadDim);
+  }
+  if (a.n_heads == 0 || a.n_heads > kMaxHeads) {
+    return Status::error(Code::kInvalidArgument, "attention: n_heads %u is not in 1..%u", a.n_heads, kMaxHeads);
+  }
+  if (a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: n_heads %u is not divisible by n_kv_heads %u (each kv head serves a whole group "
+                         "of query heads)",
+                         a.n_heads, a.n_kv_heads);
+  }
+  if (a.t_q == 0) return Status::error(Code::kInvalidArgument, "attention: t_q is 0 (no query tokens)");
+  if (a.t_kv == 0) return Status::error(Code::kInvalidArgument, "attention: t_kv is 0 (no keys)");
+  if (bad_float(a.scale)) {
+    return Status::error(Code::kInvalidArgument, "attention: scale %g is not a finite number >= 0 (0 = 1/sqrt(head_dim))",
+                         static_cast<double>(a.scale));
+  }
+  if (bad_float(a.softcap)) {
+    return Status::error(Code::kInvalidArgument, "attention: softcap %g is not a finite number >= 0 (0 = off)",
+                         static_cast<double>(a.softcap));
+  }
+  if (a.kv_type != simd::KvType::kF32 && a.kv_type != simd::KvType::kF16 && a.kv_type != simd::KvType::kBF16) {
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
+                         static_cast<unsigned>(a.kv_type));
+  }
+  if (a.q == nullptr) return Status::error(Code::kInvalidArgument, "attention: q is null");
+  if (a.k == nullptr) return Status::error(Code::kInvalidArgument, "attention: k is null");
+  if (a.v == nullptr) return Status::error(Code::kInvalidArgument, "attention: v is null");
+  if (a.o == nullptr) return Status::error(Code::kInvalidArgument, "attention: o is null");
+  const size_t q_width = size_t{a.n_heads} * a.head_dim;
+  if (a.q_token_stride < q_width) {
+    return Status::error(Code::kInvalidArgument, "attention: q_token_stride %zu is less than n_heads · head_dim = %zu",
+                         a.q_token_stride, q_width);
+  }
+  if (a.o_token_stride < q_width) {
+    return Status::error(Code::kInvalidArgument, "attention: o_token_stride %zu is less than n_heads · head_dim = %zu",
+                         a.o_token_stride, q_width);
+  }
+  if (a.kv_row_stride < a.head_dim) {
+    return Status::error(Code::kInvalidArgument, "attention: kv_row_stride %zu is less than head_dim %u",
+                         a.kv_row_stride, a.head_dim);
+  }
+  if (a.n_kv_heads > 1 && a.kv_head_stride < a.head_dim) {
+    return Status::error(Code::kInvalidArgument, "attention: kv_head_stride %zu is less than head_dim %u",
+                         a.kv_head_stride, a.head_dim);
+  }
+  if (a.kv_ring_rows > 0 && (a.t_kv > a.kv_ring_rows || a.kv_first_row >= a.kv_ring_rows)) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: a ring of %u rows cannot hold t_kv %u keys starting at row %u", a.kv_ring_rows,
+                         a.t_kv, a.kv_first_row);
+  }
+  // The kernels' own check: anything it rejects that the checks above let through.
+  simd::AttentionArgs resolved = a;
+  if (resolved.scale == 0.0f) resolved.scale = default_scale(a.head_dim);
+  if (const char* kernel_error = simd::attention_args_error(resolved)) {
+    return Status::error(Code::kInvalidArgument, "attention: %s", kernel_error);
+  }
+  return Status();
+}
+
+AttentionSplit attention_split(const simd::AttentionArgs& a, uint32_t threads) {
+  AttentionSplit s;
+  s.group = a.n_heads / a.n_kv_heads;
+  s.q_tile = s.group >= kAttnQueryRows ? 1 : kAttnQueryRows / s.group;
+  s.q_tiles = (a.t_q + s.q_tile - 1) / s.q_tile;
+  s.scratch_bytes = round_up(simd::attention_scratch_bytes(a.head_dim, s.group));
+  const uint64_t rows = uint64_t{a.t_q} * s.group;
+  const uint64_t tile_tasks = uint64_t{a.n_kv_heads} * s.q_tiles;
+  if (tile_tasks < kAttnSplitMinTasks && rows <= kAttnSplitMaxRows && a.t_kv >= 2 * kAttnKvChunk) {
+    s.n_chunks = (a.t_kv + kAttnKvChunk - 1) / kAttnKvChunk;
+    const size_t ml = round_up(size_t{s.n_chunks} * rows * sizeof(float));
+    s.partials_bytes = 2 * ml + round_up(size_t{s.n_chunks} * rows * a.head_dim * sizeof(float));
+  }
+  s.workspace_bytes = size_t{threads} * s.scratch_bytes + size_t{a.n_kv_heads} * s.partials_bytes;
+  return s;
+}
+
+Status attend_strided(const simd::AttentionArgs& args_in, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args_in));
+  simd::AttentionArgs args = args_in;
+  if (args.scale == 0.0f) args.scale = default_scale(args.head_dim);
+  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
+  const AttentionSplit split = attention_split(args, threads);
+  if (workspace == nullptr && split.workspace_bytes > 0) {
+    return Status::error(Code::kInvalidArgument, "attention: workspace is null, attention needs %zu bytes",
+                         split.workspace_bytes);
+  }
+  if (workspace_bytes < split.workspace_bytes) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: workspace is %zu bytes, attention needs %zu (t_q %u, t_kv %u, %u kv heads, "
+                         "head_dim %u, %u threads)",
+                         workspace_bytes, split.workspace_bytes, args.t_q, args.t_kv, args.n_kv_heads, args.head_dim,
+                         threads);
+  }
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment;
+  if (misalign != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: workspace is not %zu-byte aligned (its address is %zu bytes past a boundary)",
+                         kWorkspaceAlignment, static_cast<size_t>(misalign));
+  }
+
+  RunContext c;
+  c.args = &args;
+  c.split = split;
+  c.scratch = static_cast<uint8_t*>(workspace);
+  c.partials = c.scratch + size_t{threads} * split.scratch_bytes;
+  if (split.n_chunks == 0) {
+    run_tasks(pool, size_t{args.n_kv_heads} * split.q_tiles, &tile_task, &c);
+  } else {
+    run_tasks(pool, size_t{args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
+    run_tasks(pool, args.n_kv_heads, &merge_task, &c);
+  }
+  return Status();
+}
+
+Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t threads) {
+  if (threads == 0 || threads > ThreadPool::kMaxThreads) {
+    return Status::error(Code::kInvalidArgument, "attention: threads %u is not in 1..%u", threads,
+                         ThreadPool::kMaxThreads);
+  }
+  // Stand-in pointers: only the shape is checked here, not the tensors.
+  float dummy = 0.0f;
+  const simd::AttentionArgs args =
+      dense_args(&dummy, &dummy, &dummy, simd::KvType::kF32, &dummy, shape, AttentionParams{});
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args));
+  return attention_split(args, threads).workspace_bytes;
+}
+
+Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
+              const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
+  simd::KvType kv_type;
+  switch (kv_dtype) {
+    case DType::kF32: kv_type = simd::KvType::kF32; break;
+    case DType::kF16: kv_type = simd::KvType::kF16; break;
+    case DType::kBF16: kv_type = simd::KvType::kBF16; break;
+    default:
+      return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
+                           static_cast<unsigned>(kv_dtype));
+  }
+  return attend_strided(dense_args(q, k, v, kv_type, o, shape, params), pool, workspace, workspace_bytes);
+}
+
+}  // namespace headway

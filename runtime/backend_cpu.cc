@@ -1,0 +1,144 @@
+// The CPU backend: KvCache and attend() over one caller-owned block, plus dense_plan().
+//
+// Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer] [workspace].
+// The workspace is the largest any call within the plan asks for: the per-thread scratch
+// depends only on head_dim and the group, the split-KV partials grow with t_kv (largest at
+// cache_rows) and with the query rows up to kAttnSplitMaxRows (attention_run.hpp).
+#include <cstring>
+
+#include "headway/backend.hpp"
+#include "runtime/attention_run.hpp"
+#include "runtime/format.hpp"
+#include "simd/attention.h"
+
+namespace headway {
+namespace {
+
+simd::AttentionArgs shape_args(const Plan& plan, uint32_t t_q) {
+  simd::AttentionArgs a;
+  a.t_q = t_q;
+  a.t_kv = plan.cache_rows;
+  a.n_heads = plan.config.n_heads;
+  a.n_kv_heads = plan.config.kv_heads();
+  a.head_dim = plan.head_dim;
+  return a;
+}
+
+size_t largest_workspace(const Plan& plan, uint32_t threads) {
+  size_t most = attention_split(shape_args(plan, plan.max_tokens), threads).workspace_bytes;
+  const uint32_t last = plan.max_tokens < kAttnSplitMaxRows ? plan.max_tokens : kAttnSplitMaxRows;
+  for (uint32_t t_q = 1; t_q <= last; ++t_q) {
+    const size_t w = attention_split(shape_args(plan, t_q), threads).workspace_bytes;
+    if (w > most) most = w;
+  }
+  return align_up(most);
+}
+
+Status check_plan(const char* who, const Plan& plan) {
+  if (plan.overflow || plan.group_size == 0 || plan.head_dim == 0 || plan.max_tokens == 0 || plan.cache_rows == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: the plan is not valid (make it with make_plan(), which checks the config)", who);
+  }
+  return Status();
+}
+
+}  // namespace
+
+const char* backend_kind_name(BackendKind kind) { return kind == BackendKind::kGpu ? "gpu" : "cpu"; }
+
+Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
+  float dummy = 0.0f;
+  simd::AttentionArgs a;
+  a.q = &dummy;
+  a.k = &dummy;
+  a.v = &dummy;
+  a.o = &dummy;
+  a.q_token_stride = a.o_token_stride = size_t{shape.n_heads} * shape.head_dim;
+  a.kv_row_stride = size_t{shape.n_kv_heads} * shape.head_dim;
+  a.kv_head_stride = shape.head_dim;
+  a.t_q = shape.t_q;
+  a.t_kv = shape.t_kv;
+  a.n_heads = shape.n_heads;
+  a.n_kv_heads = shape.n_kv_heads;
+  a.head_dim = shape.head_dim;
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
+  Config c;
+  c.set_name("dense");
+  c.n_heads = shape.n_heads;
+  c.n_kv_heads = shape.n_kv_heads;
+  c.head_dim = shape.head_dim;
+  c.d_model = shape.n_heads * shape.head_dim;
+  c.max_seq = shape.t_q > shape.t_kv ? shape.t_q : shape.t_kv;
+  c.causal = false;  // dense calls give the mask per call
+  c.kv_dtype = kv_dtype;
+  PlanOptions o;
+  o.max_tokens = shape.t_q;
+  o.weights_in_arena = false;
+  return make_plan(c, o);
+}
+
+size_t CpuBackend::memory_bytes(const Plan& plan, uint32_t threads) {
+  if (!check_plan("cpu backend", plan).ok()) return 0;
+  return align_up(plan.kv_bytes_per_layer) + largest_workspace(plan, threads ? threads : 1);
+}
+
+Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes) {
+  HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
+  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
+  const size_t need = memory_bytes(plan, threads);
+  if (memory == nullptr || bytes < need) {
+    return Status::error(Code::kInvalidArgument, "cpu backend: memory is %zu bytes%s, the plan needs %zu (%u threads)",
+                         memory ? bytes : size_t{0}, memory ? "" : " (null)", need, threads);
+  }
+  if (reinterpret_cast<uintptr_t>(memory) % kAlignment != 0) {
+    return Status::error(Code::kInvalidArgument, "cpu backend: memory is not %llu-byte aligned",
+                         static_cast<unsigned long long>(kAlignment));
+  }
+  uint8_t* base = static_cast<uint8_t*>(memory);
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, base, plan.kv_bytes_per_layer));
+  plan_ = plan;
+  pool_ = pool;
+  workspace_ = base + align_up(plan.kv_bytes_per_layer);
+  workspace_bytes_ = need - align_up(plan.kv_bytes_per_layer);
+  format_to(description_, sizeof(description_), "cpu: %s, %u thread%s", simd::attention_target_name(), threads,
+            threads == 1 ? "" : "s");
+  return Status();
+}
+
+Status CpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+  return cache_.append(k, k_token_stride, v, v_token_stride, n);
+}
+
+Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+  if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
+  if (t_q > plan_.max_tokens) {
+    return Status::error(Code::kOutOfRange, "cpu backend: %u queries are more than the plan's max_tokens %u", t_q,
+                         plan_.max_tokens);
+  }
+  return cache_.attend(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_);
+}
+
+Status CpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                                const AttentionShape& shape, const AttentionParams& params) {
+  if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
+  const Config& c = plan_.config;
+  if (shape.n_heads != c.n_heads || shape.n_kv_heads != c.kv_heads() || shape.head_dim != plan_.head_dim) {
+    return Status::error(Code::kInvalidArgument,
+                         "cpu backend: shape has %u heads, %u kv heads, head_dim %u; the plan has %u, %u, %u",
+                         shape.n_heads, shape.n_kv_heads, shape.head_dim, c.n_heads, c.kv_heads(), plan_.head_dim);
+  }
+  if (shape.t_q > plan_.max_tokens || shape.t_kv > plan_.cache_rows) {
+    return Status::error(Code::kOutOfRange,
+                         "cpu backend: t_q %u, t_kv %u are past the plan's max_tokens %u, cache_rows %u", shape.t_q,
+                         shape.t_kv, plan_.max_tokens, plan_.cache_rows);
+  }
+  if (kv_dtype != c.kv_dtype) {
+    return Status::error(Code::kInvalidArgument,
+                         "cpu backend: k and v are %s, the plan stores %s (make the plan with dense_plan(shape, %s))",
+                         dtype_name(kv_dtype), dtype_name(c.kv_dtype), dtype_name(kv_dtype));
+  }
+  cache_.reset();
+  return headway::attend(q, k, v, kv_dtype, o, shape, params, pool_, workspace_, workspace_bytes_);
+}
+
+}  // namespace headway

@@ -1,0 +1,263 @@
+// Flash attention, one workgroup per (kv head, tile of ROWS query rows). A query row is one
+// (token, query head) of the kv head's group: row r = token · group + head-in-group, so the
+// group's heads share every K/V tile the workgroup loads into shared memory.
+//
+// Semantics: runtime/gpu's caller contract (include/headway/backend.hpp) = simd/attention.h:
+//   O = softmax(scale · Q Kᵀ + mask) V, bottom-right causal, sliding window, softcap c·tanh(s/c)
+//   before the mask, online softmax over K/V tiles, a row that sees no key gives zeros.
+//
+// Split-KV (decode with few workgroups): workgroup z takes keys kv_split_lo + [z, z + 1) · kv_chunk
+// and writes its unnormalized O with the running max and sum to `part`; attention_merge.comp
+// then combines the splits in order. n_splits 1 writes O directly.
+//
+// Per K/V tile, three phases separated by barriers:
+//   1. scores  S[r][j] = scale · q_r · k_j (softcapped), −inf where masked; threads take (row, key)
+//      pairs, keys fastest: consecutive threads read consecutive padded K rows (no bank conflict).
+//   2. softmax one thread per row: new running max, P = exp(S − max) in place, rescale factor.
+//   3. P·V    thread (row, lane) keeps DPT dims of its row's O in registers: dims lane + i·TPR.
+//
+// Build variants (glslc -D): KV_F32 (float buffers), KV_F16 (float16_t, 16-bit storage),
+// KV_BF16 (uint16_t bit patterns widened by a shift, 16-bit storage). Exactly one is defined.
+#version 450
+#if defined(KV_F16) || defined(KV_BF16)
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+
+// Specialization constants, chosen at create() from the plan and the device's limits.
+layout(local_size_x_id = 0) in;                 // ROWS · TPR threads
+layout(constant_id = 1) const uint HEAD_DIM = 64;
+layout(constant_id = 2) const uint ROWS = 16;    // query rows per workgroup
+layout(constant_id = 3) const uint TPR = 4;      // threads per row in the P·V phase
+layout(constant_id = 4) const uint KV_TILE = 32; // keys per shared-memory tile
+layout(constant_id = 5) const uint DPT = 16;     // ceil(HEAD_DIM / TPR): O dims per thread
+
+const uint NT = ROWS * TPR;
+const uint K_STRIDE = HEAD_DIM + 1;  // padded: phase 1 reads K rows across threads
+
+#if defined(KV_F16)
+#define KV_T float16_t
+#define KV_LOAD(x) float(x)
+#elif defined(KV_BF16)
+#define KV_T uint16_t
+#define KV_LOAD(x) uintBitsToFloat(uint(x) << 16)
+#else
+#define KV_T float
+#define KV_LOAD(x) (x)
+#endif
+
+// Q and O [t_q, n_heads, HEAD_DIM] f32, dense. K and V: kv head g, logical key j at element
+// g · kv_head_stride + row(j) · HEAD_DIM, row(j) = (kv_first_row + j) mod kv_ring_rows (a
+// sliding-window ring) or j when kv_ring_rows is 0.
+layout(std430, set = 0, binding = 0) readonly buffer QBuf { float q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer KBuf { KV_T k[]; };
+layout(std430, set = 0, binding = 2) readonly buffer VBuf { KV_T v[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer OBuf { float o[]; };
+// Split partials: [n_kv_heads, n_splits, t_q · group, HEAD_DIM + 2]: O unnormalized, max, sum.
+layout(std430, set = 0, binding = 4) writeonly buffer PartBuf { float part[]; };
+
+layout(push_constant) uniform Params {
+  uint t_q;
+  uint t_kv;
+  uint n_heads;
+  uint group;           // query heads per kv head
+  uint kv_head_stride;  // elements
+  uint kv_first_row;
+  uint kv_ring_rows;    // 0: no ring
+  uint row_tile_base;   // added to gl_WorkGroupID.x (dispatches past maxComputeWorkGroupCount)
+  float scale;
+  float softcap;        // 0 = off
+  uint causal;
+  uint window;          // 0 = none
+  uint kv_chunk;        // keys per split (n_splits > 1)
+  uint n_splits;        // 1: no split
+  uint kv_split_lo;     // split z covers keys [kv_split_lo + z · kv_chunk, + kv_chunk)
+} pc;
+
+shared float q_tile[ROWS * HEAD_DIM];
+shared float k_tile[KV_TILE * K_STRIDE];
+shared float v_tile[KV_TILE * HEAD_DIM];
+shared float s_tile[ROWS * KV_TILE];
+shared float row_max[ROWS];
+shared float row_sum[ROWS];
+shared float row_alpha[ROWS];
+shared int row_lo[ROWS];  // keys [row_lo, row_hi] the row sees (lo > hi: none)
+shared int row_hi[ROWS];
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+// Keys [lo, hi] that query token t sees (lo > hi: none). Position p = t + t_kv − t_q.
+ivec2 visible_keys(uint t) {
+  const int p = int(t) + int(pc.t_kv) - int(pc.t_q);
+  int hi = int(pc.t_kv) - 1;
+  if (pc.causal != 0u) hi = min(hi, p);
+  int lo = 0;
+  if (pc.window != 0u) lo = max(lo, p - int(pc.window) + 1);
+  return ivec2(lo, hi);
+}
+
+// c · tanh(x / c) from one exp: exact limits (±c, never NaN for large |x|, which a driver's
+// tanh built from exp(x)/exp(−x) can give), absolute error near one f32 ulp of c.
+float soft_cap(float x, float c) {
+  const float y = abs(x) / c;
+  const float e = exp(-2.0 * y);
+  return sign(x) * c * ((1.0 - e) / (1.0 + e));
+}
+
+// j < t_kv <= kv_ring_rows and kv_first_row < kv_ring_rows: one conditional subtraction wraps
+// (an integer modulo per loaded element is slow where it is emulated, as in lavapipe).
+uint kv_row(uint j) {
+  uint r = pc.kv_first_row + j;
+  if (pc.kv_ring_rows != 0u && r >= pc.kv_ring_rows) r -= pc.kv_ring_rows;
+  return r;
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint g = gl_WorkGroupID.y;
+  const uint rows_total = pc.t_q * pc.group;
+  const uint row0 = (pc.row_tile_base + gl_WorkGroupID.x) * ROWS;
+  if (row0 >= rows_total) return;  // whole workgroup: uniform, before any barrier
+  const uint rows_here = min(ROWS, rows_total - row0);
+
+  // Q rows of this tile into shared memory; rows past the end are zero and see no key.
+  for (uint i = tid; i < ROWS * HEAD_DIM; i += NT) {
+    const uint r = i / HEAD_DIM;
+    const uint d = i - r * HEAD_DIM;
+    float x = 0.0;
+    if (r < rows_here) {
+      const uint row = row0 + r;
+      const uint t = row / pc.group;
+      const uint h = g * pc.group + (row - t * pc.group);
+      x = q[(t * pc.n_heads + h) * HEAD_DIM + d];
+    }
+    q_tile[i] = x;
+  }
+  if (tid < ROWS) {
+    row_max[tid] = NEG_INF;
+    row_sum[tid] = 0.0;
+    ivec2 vis = ivec2(1, 0);
+    if (tid < rows_here) vis = visible_keys((row0 + tid) / pc.group);
+    row_lo[tid] = vis.x;
+    row_hi[tid] = vis.y;
+  }
+
+  // This thread's row in phases 2 and 3, and the keys the tile's rows see altogether (lo and hi
+  // grow with the token, so the first and last rows bound them).
+  const uint my_row = tid / TPR;
+  const uint lane = tid - my_row * TPR;
+  ivec2 my_keys = ivec2(1, 0);
+  if (my_row < rows_here) my_keys = visible_keys((row0 + my_row) / pc.group);
+  int tile_lo = visible_keys(row0 / pc.group).x;
+  int tile_hi = visible_keys((row0 + rows_here - 1) / pc.group).y;
+  const uint split = gl_WorkGroupID.z;
+  if (pc.n_splits > 1u) {
+    tile_lo = max(tile_lo, int(pc.kv_split_lo + split * pc.kv_chunk));
+    tile_hi = min(tile_hi, int(pc.kv_split_lo + (split + 1u) * pc.kv_chunk) - 1);
+  }
+
+  float acc[DPT];
+  for (uint i = 0; i < DPT; ++i) acc[i] = 0.0;
+
+  const uint kv_base = g * pc.kv_head_stride;
+  for (int key0 = tile_lo; key0 <= tile_hi; key0 += int(KV_TILE)) {
+    const uint n_keys = uint(min(int(KV_TILE), tile_hi - key0 + 1));
+    barrier();  // the previous tile's readers are done (and q_tile / row stats are written)
+    for (uint i = tid; i < KV_TILE * HEAD_DIM; i += NT) {
+      const uint j = i / HEAD_DIM;
+      const uint d = i - j * HEAD_DIM;
+      float kx = 0.0, vx = 0.0;
+      if (j < n_keys) {
+        const uint at = kv_base + kv_row(uint(key0) + j) * HEAD_DIM + d;
+        kx = KV_LOAD(k[at]);
+        vx = KV_LOAD(v[at]);
+      }
+      k_tile[j * K_STRIDE + d] = kx;
+      v_tile[i] = vx;
+    }
+    barrier();
+
+    // Phase 1: scores.
+    for (uint i = tid; i < ROWS * KV_TILE; i += NT) {
+      const uint r = i / KV_TILE;
+      const uint j = i - r * KV_TILE;
+      const int key = key0 + int(j);
+      float s = NEG_INF;
+      if (j < n_keys) {
+        if (key >= row_lo[r] && key <= row_hi[r]) {
+          float dot = 0.0;
+          for (uint d = 0; d < HEAD_DIM; ++d) dot += q_tile[r * HEAD_DIM + d] * k_tile[j * K_STRIDE + d];
+          s = dot * pc.scale;
+          if (pc.softcap > 0.0) s = soft_cap(s, pc.softcap);
+        }
+      }
+      s_tile[i] = s;
+    }
+    barrier();
+
+    // Phase 2: online softmax, one thread per row. A row with no visible key so far keeps max
+    // −inf, P = 0 and alpha = 1 (never exp(−inf − −inf)).
+    if (tid < ROWS) {
+      const uint r = tid;
+      const float m_old = row_max[r];
+      float m_new = m_old;
+      for (uint j = 0; j < KV_TILE; ++j) m_new = max(m_new, s_tile[r * KV_TILE + j]);
+      float alpha = 1.0;
+      float sum = 0.0;
+      if (m_new != NEG_INF) {
+        alpha = exp(m_old - m_new);  // m_old −inf: 0, and O and l are still 0
+        for (uint j = 0; j < KV_TILE; ++j) {
+          const float s = s_tile[r * KV_TILE + j];
+          const float p = s == NEG_INF ? 0.0 : exp(s - m_new);
+          s_tile[r * KV_TILE + j] = p;
+          sum += p;
+        }
+      }
+      row_max[r] = m_new;
+      row_sum[r] = row_sum[r] * alpha + sum;
+      row_alpha[r] = alpha;
+    }
+    barrier();
+
+    // Phase 3: O = alpha · O + P V over the keys this row sees (masked keys are skipped, so an
+    // inf or NaN in a key the row does not see never reaches it).
+    if (my_row < ROWS) {
+      const float alpha = row_alpha[my_row];
+      for (uint i = 0; i < DPT; ++i) acc[i] *= alpha;
+      const int j_lo = max(my_keys.x - key0, 0);
+      const int j_hi = min(my_keys.y - key0, int(n_keys) - 1);
+      for (int j = j_lo; j <= j_hi; ++j) {
+        const float p = s_tile[my_row * KV_TILE + uint(j)];
+        for (uint i = 0; i < DPT; ++i) {
+          const uint d = lane + i * TPR;
+          if (d < HEAD_DIM) acc[i] += p * v_tile[uint(j) * HEAD_DIM + d];
+        }
+      }
+    }
+  }
+
+  barrier();
+  if (pc.n_splits > 1u) {
+    if (my_row < rows_here) {
+      const uint base = ((g * pc.n_splits + split) * rows_total + row0 + my_row) * (HEAD_DIM + 2u);
+      for (uint i = 0; i < DPT; ++i) {
+        const uint d = lane + i * TPR;
+        if (d < HEAD_DIM) part[base + d] = acc[i];
+      }
+      if (lane == 0u) {
+        part[base + HEAD_DIM] = row_max[my_row];
+        part[base + HEAD_DIM + 1u] = row_sum[my_row];
+      }
+    }
+  } else if (my_row < rows_here) {
+    const float l = row_sum[my_row];
+    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const uint row = row0 + my_row;
+    const uint t = row / pc.group;
+    const uint h = g * pc.group + (row - t * pc.group);
+    const uint base = (t * pc.n_heads + h) * HEAD_DIM;
+    for (uint i = 0; i < DPT; ++i) {
+      const uint d = lane + i * TPR;
+      if (d < HEAD_DIM) o[base + d] = acc[i] * inv;
+    }
+  }
+}

@@ -1,0 +1,860 @@
+// Attention kernels, per Highway target: online softmax over K/V tiles of kKvTile keys (flash
+// attention), never a T_q × T_kv score matrix. A task is one kv head × up to kQueryRows query rows
+// (tokens × all query heads of the group): each K/V tile is read once per task and serves every
+// query head of the group. Two tilings (attention_tiling.h chooses):
+//
+//  prefill: lanes run along query rows. The K/V tile is widened to f32 into scratch once per task
+//    (it then serves every row). Qᵀ [D][rows], scores Sᵀ [keys][rows] and Oᵀ [D][rows] live in
+//    scratch, so Q·Kᵀ is broadcast(K[k][d]) × Qᵀ[d] and P·V is broadcast(V[k][d]) × Pᵀ[k]: no
+//    horizontal reductions, and the softmax (max, exp, sum, rescale) is elementwise over rows.
+//    Register blocks: 2 row vectors × 8 keys (Q·Kᵀ) or 2 row vectors × 8 dims (P·V) = 16
+//    independent accumulators where there are 32 vector registers (AVX-512: 2 FMA pipes × 4
+//    cycles latency need >= 8 chains), 1 × 8 where there are 16.
+//  decode: at most kAttentionDecodeMaxRows rows; lanes run along head_dim. K and V are widened
+//    in registers straight from the cache (a scratch copy costs more store traffic than the few
+//    rows save) and the next tile is prefetched. Scores are dot products: 4 rows × 4 keys of
+//    accumulators share their K and Q loads, and a transposing add tree reduces 4 at a time;
+//    P·V runs 4 rows × 4 vectors of head_dim per V load.
+//
+// Specialized at compile time for head_dim 64 and 128 (kDim); kDim = 0 is the runtime-head_dim
+// code for every head_dim 1..512. No allocation: everything lives in the caller's scratch (layout
+// in attention_tiling.h), in vector registers, or on ~1.2 KiB of stack (decode: the K and V row
+// pointers of one tile).
+//
+// Masking and non-finite values: a key outside a row's visible range gets logit −inf and
+// contributes nothing, not even 0 · V (so a NaN or Inf in V reaches only the rows that see it).
+// Highway 1.0.3's Exp(NaN) returns 0 and Tanh(NaN) is not NaN; both are patched so that a NaN
+// logit makes its row NaN, as IEEE arithmetic would. While a row has seen only masked keys its
+// running max is −inf and exp is taken relative to 0, never −inf − −inf.
+
+#if defined(HEADWAY_SIMD_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_ATTENTION_INL_H_
+#undef HEADWAY_SIMD_ATTENTION_INL_H_
+#else
+#define HEADWAY_SIMD_ATTENTION_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "simd/attention.h"
+#include "simd/attention_tiling.h"
+#include "simd/kv_load-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace attn {
+
+// Vectors are capped at 16 f32 lanes: the scratch layout pads rows and head_dim to 16.
+using DF = hn::CappedTag<float, detail::kMaxLanes>;
+using DI = hn::RebindToSigned<DF>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
+constexpr size_t kRowVecs = 2;  // prefill: row vectors per register block (32 registers)
+constexpr size_t kDotRows = 4;  // decode: query rows per register block
+#else
+constexpr size_t kRowVecs = 1;  // 16 registers: 8 accumulators + operands
+constexpr size_t kDotRows = 2;
+#endif
+constexpr size_t kKeyBlock = 8;  // prefill Q·Kᵀ: keys per register block
+constexpr size_t kDimBlock = 8;  // prefill P·V: head dims per register block
+constexpr size_t kDotKeys = 4;   // decode Q·Kᵀ: keys per register block
+constexpr size_t kTile = detail::kKvTile;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// exp(x), but NaN stays NaN (Highway 1.0.3 returns 0 for NaN).
+HWY_INLINE VF ExpOrNaN(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x)); }
+
+// cap · tanh(x) (x is already logit / cap); NaN stays NaN.
+HWY_INLINE VF Softcap(DF df, VF x, VF cap) {
+  const VF t = hn::Tanh(df, x);
+  return hn::Mul(hn::IfThenElse(hn::IsNaN(x), x, t), cap);
+}
+
+// lo <= k <= hi, lanewise.
+HWY_INLINE hn::Mask<DF> Visible(DF df, DI di, size_t k, VI lo, VI hi) {
+  const VI kk = hn::Set(di, static_cast<int32_t>(k));
+  return hn::RebindMask(df, hn::Not(hn::Or(hn::Gt(lo, kk), hn::Gt(kk, hi))));
+}
+
+// One task: kv head g, query tokens [t0, t0 + nt), keys restricted to [key_begin, key_end).
+// Row r is token t0 + r / group, query head g · group + r % group.
+struct Task {
+  const AttentionArgs* a = nullptr;
+  uint32_t g = 0;
+  uint32_t group = 0;
+  uint32_t t0 = 0;
+  uint32_t nt = 0;
+  size_t rows = 0;
+  size_t rpad = 0;  // prefill: rows rounded up to whole vectors
+  int64_t key_begin = 0;
+  int64_t key_end = 0;
+  size_t d = 0;
+  size_t d_pad = 0;
+  float q_scale = 0.0f;  // scale, or scale / softcap: Q is pre-multiplied
+  // Scratch regions (attention_tiling.h).
+  float* q = nullptr;
+  float* o = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+  int32_t* lo = nullptr;  // per tile; prefill: inclusive [lo, hi]; decode: [lo, hi)
+  int32_t* hi = nullptr;
+  int64_t* klo = nullptr;  // absolute, inclusive; klo > khi when empty
+  int64_t* khi = nullptr;
+  float* s = nullptr;
+  float* k = nullptr;
+  float* v = nullptr;
+  // Keys any row sees, and keys every row sees.
+  int64_t union_lo = 0, union_hi = -1;
+  int64_t common_lo = 0, common_hi = -1;
+};
+
+HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
+  const AttentionArgs& a = *t.a;
+  const size_t token = t.t0 + r / t.group;
+  const size_t head = size_t{t.g} * t.group + r % t.group;
+  return a.q + token * a.q_token_stride + head * a.head_dim;
+}
+
+// Carves the scratch, computes each row's visible keys and resets m, l, O.
+inline void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0, uint32_t nt,
+                      int64_t key_begin, int64_t key_end, bool decode) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const uint32_t group = a.n_heads / a.n_kv_heads;
+  const detail::ScratchLayout layout = detail::MakeScratchLayout(a.head_dim, group);
+  char* base = static_cast<char*>(scratch);
+  t.a = &a;
+  t.g = g;
+  t.group = group;
+  t.t0 = t0;
+  t.nt = nt;
+  t.rows = size_t{nt} * group;
+  t.rpad = decode ? t.rows : (t.rows + n - 1) / n * n;
+  t.key_begin = key_begin;
+  t.key_end = key_end;
+  t.d = a.head_dim;
+  t.d_pad = layout.d_pad;
+  t.q_scale = a.softcap > 0.0f ? a.scale / a.softcap : a.scale;
+  t.q = reinterpret_cast<float*>(base + layout.q);
+  t.o = reinterpret_cast<float*>(base + layout.o);
+  t.m = reinterpret_cast<float*>(base + layout.m);
+  t.l = reinterpret_cast<float*>(base + layout.l);
+  t.lo = reinterpret_cast<int32_t*>(base + layout.lo);
+  t.hi = reinterpret_cast<int32_t*>(base + layout.hi);
+  t.klo = reinterpret_cast<int64_t*>(base + layout.klo);
+  t.khi = reinterpret_cast<int64_t*>(base + layout.khi);
+  t.s = reinterpret_cast<float*>(base + layout.s);
+  t.k = reinterpret_cast<float*>(base + layout.k);
+  t.v = reinterpret_cast<float*>(base + layout.v);
+
+  t.union_lo = std::numeric_limits<int64_t>::max();
+  t.union_hi = -1;
+  t.common_lo = 0;
+  t.common_hi = std::numeric_limits<int64_t>::max();
+  for (size_t r = 0; r < t.rpad; ++r) {
+    int64_t lo = 1, hi = 0;  // padding rows see nothing
+    if (r < t.rows) {
+      const detail::KeyRange kr = detail::VisibleKeys(a, t0 + static_cast<uint32_t>(r / group));
+      lo = kr.lo > key_begin ? kr.lo : key_begin;
+      hi = kr.hi < key_end - 1 ? kr.hi : key_end - 1;
+      if (lo <= hi) {
+        if (lo < t.union_lo) t.union_lo = lo;
+        if (hi > t.union_hi) t.union_hi = hi;
+      }
+      if (lo > t.common_lo) t.common_lo = lo;
+      if (hi < t.common_hi) t.common_hi = hi;
+    }
+    t.klo[r] = lo;
+    t.khi[r] = hi;
+    t.m[r] = kNegInf;
+    t.l[r] = 0.0f;
+  }
+  std::memset(t.o, 0, t.rpad * t.d_pad * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefill tiling: lanes along query rows.
+
+template <size_t kDim>
+inline void RowsLoadQ(const Task& t) {
+  const size_t d = kDim ? kDim : t.d;
+  for (size_t r = 0; r < t.rpad; ++r) {
+    if (r < t.rows) {
+      const float* q = QueryRow(t, r);
+      for (size_t i = 0; i < d; ++i) t.q[i * t.rpad + r] = q[i] * t.q_scale;
+    } else {
+      for (size_t i = 0; i < d; ++i) t.q[i * t.rpad + r] = 0.0f;
+    }
+  }
+}
+
+// Scores of tile keys [b0, b1) (whole key blocks) for row vectors [col, col + kRV · N): Sᵀ[k][rows].
+template <size_t kDim, size_t kRV>
+HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t rpad = t.rpad;
+  const float* HWY_RESTRICT qt = t.q + col;
+  const VF cap = hn::Set(df, t.a->softcap);
+  const bool softcap = t.a->softcap > 0.0f;
+  for (size_t kb = b0; kb < b1; kb += kKeyBlock) {
+    const float* HWY_RESTRICT kt = t.k + kb * d_pad;
+    VF acc[kRV][kKeyBlock];
+    for (size_t j = 0; j < kRV; ++j) {
+      for (size_t i = 0; i < kKeyBlock; ++i) acc[j][i] = hn::Zero(df);
+    }
+    for (size_t x = 0; x < d; ++x) {
+      VF qv[kRV];
+      for (size_t j = 0; j < kRV; ++j) qv[j] = hn::LoadU(df, qt + x * rpad + j * n);
+      for (size_t i = 0; i < kKeyBlock; ++i) {
+        const VF kv = hn::Set(df, kt[i * d_pad + x]);
+        for (size_t j = 0; j < kRV; ++j) acc[j][i] = hn::MulAdd(kv, qv[j], acc[j][i]);
+      }
+    }
+    for (size_t j = 0; j < kRV; ++j) {
+      const size_t c = col + j * n;
+      const VI lo = hn::LoadU(di, t.lo + c);
+      const VI hi = hn::LoadU(di, t.hi + c);
+      for (size_t i = 0; i < kKeyBlock; ++i) {
+        VF sv = acc[j][i];
+        if (softcap) sv = Softcap(df, sv, cap);
+        if (masked) sv = hn::IfThenElse(Visible(df, di, kb + i, lo, hi), sv, hn::Set(df, kNegInf));
+        hn::StoreU(sv, df, t.s + (kb + i) * rpad + c);
+      }
+    }
+  }
+}
+
+// Online softmax of one row vector over tile keys [b0, b1): new running max, Pᵀ = exp(Sᵀ − max)
+// in place, running sum. Returns alpha = exp(old max − new max), the factor for the old
+// accumulators. b0 is even: the two partial sums take keys by absolute parity.
+HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
+  const DF df;
+  const size_t rpad = t.rpad;
+  const VF neg_inf = hn::Set(df, kNegInf);
+  VF mt = neg_inf;
+  for (size_t k = b0; k < b1; ++k) mt = hn::Max(mt, hn::LoadU(df, t.s + k * rpad + c));
+  const VF m_old = hn::LoadU(df, t.m + c);
+  const VF m_new = hn::Max(m_old, mt);
+  const VF m_use = hn::IfThenElseZero(hn::Ne(m_new, neg_inf), m_new);
+  const VF alpha = ExpOrNaN(df, hn::Sub(m_old, m_use));
+  VF sum0 = hn::Zero(df), sum1 = hn::Zero(df);
+  size_t k = b0;
+  for (; k + 2 <= b1; k += 2) {
+    const VF p0 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    const VF p1 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + (k + 1) * rpad + c), m_use));
+    hn::StoreU(p0, df, t.s + k * rpad + c);
+    hn::StoreU(p1, df, t.s + (k + 1) * rpad + c);
+    sum0 = hn::Add(sum0, p0);
+    sum1 = hn::Add(sum1, p1);
+  }
+  for (; k < b1; ++k) {
+    const VF p = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    hn::StoreU(p, df, t.s + k * rpad + c);
+    sum0 = hn::Add(sum0, p);
+  }
+  hn::StoreU(hn::MulAdd(alpha, hn::LoadU(df, t.l + c), hn::Add(sum0, sum1)), df, t.l + c);
+  hn::StoreU(m_new, df, t.m + c);
+  return alpha;
+}
+
+// Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for row vectors
+// [col, col + kRV · N), keys in ascending order.
+template <size_t kDim, size_t kRV, size_t kDB>
+HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, const VF* alpha,
+                            bool masked) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t rpad = t.rpad;
+  float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
+  const float* HWY_RESTRICT vt = t.v + x0;
+  const float* HWY_RESTRICT pt = t.s + col;
+  VF acc[kRV][kDB];
+  for (size_t j = 0; j < kRV; ++j) {
+    for (size_t i = 0; i < kDB; ++i) acc[j][i] = hn::Mul(hn::LoadU(df, ot + i * rpad + j * n), alpha[j]);
+  }
+  if (!masked) {
+    for (size_t k = i0; k < i1; ++k) {
+      VF p[kRV];
+      for (size_t j = 0; j < kRV; ++j) p[j] = hn::LoadU(df, pt + k * rpad + j * n);
+      for (size_t i = 0; i < kDB; ++i) {
+        const VF vv = hn::Set(df, vt[k * d_pad + i]);
+        for (size_t j = 0; j < kRV; ++j) acc[j][i] = hn::MulAdd(vv, p[j], acc[j][i]);
+      }
+    }
+  } else {
+    // Same FMA for visible lanes (bitwise equal to the unmasked path); masked lanes keep their
+    // accumulator, so 0 · Inf or 0 · NaN from a V they do not see never reaches them.
+    VI lo[kRV], hi[kRV];
+    for (size_t j = 0; j < kRV; ++j) {
+      lo[j] = hn::LoadU(di, t.lo + col + j * n);
+      hi[j] = hn::LoadU(di, t.hi + col + j * n);
+    }
+    for (size_t k = i0; k < i1; ++k) {
+      VF p[kRV];
+      hn::Mask<DF> vis[kRV];
+      for (size_t j = 0; j < kRV; ++j) {
+        p[j] = hn::LoadU(df, pt + k * rpad + j * n);
+        vis[j] = Visible(df, di, k, lo[j], hi[j]);
+      }
+      for (size_t i = 0; i < kDB; ++i) {
+        const VF vv = hn::Set(df, vt[k * d_pad + i]);
+        for (size_t j = 0; j < kRV; ++j) {
+          acc[j][i] = hn::IfThenElse(vis[j], hn::MulAdd(vv, p[j], acc[j][i]), acc[j][i]);
+        }
+      }
+    }
+  }
+  for (size_t j = 0; j < kRV; ++j) {
+    for (size_t i = 0; i < kDB; ++i) hn::StoreU(acc[j][i], df, ot + i * rpad + j * n);
+  }
+}
+
+// One tile for row vectors [col, col + kRV · N): keys [i0, i1) of the tile are loaded, [b0, b1)
+// is that range widened to whole key blocks (the extra keys are zero and never visible).
+template <size_t kDim, size_t kRV>
+inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  RowsQk<kDim, kRV>(t, col, b0, b1, masked);
+  VF alpha[kRV];
+  for (size_t j = 0; j < kRV; ++j) alpha[j] = RowsSoftmax(t, col + j * n, b0, b1);
+  size_t x = 0;
+  for (; x + kDimBlock <= d; x += kDimBlock) {
+    RowsPvBlock<kDim, kRV, kDimBlock>(t, col, x, i0, i1, alpha, masked);
+  }
+  for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, kRV, 4>(t, col, x, i0, i1, alpha, masked);
+  for (; x < d; ++x) RowsPvBlock<kDim, kRV, 1>(t, col, x, i0, i1, alpha, masked);
+}
+
+// Each row's keys of the loaded keys [k0, k1] of the tile at tb, tile-relative and inclusive;
+// [kTile + 1, -1] when none.
+inline void RowsTileRanges(const Task& t, int64_t tb, int64_t k0, int64_t k1) {
+  for (size_t r = 0; r < t.rpad; ++r) {
+    const int64_t lo = t.klo[r] > k0 ? t.klo[r] : k0;
+    const int64_t hi = t.khi[r] < k1 ? t.khi[r] : k1;
+    t.lo[r] = lo <= hi ? static_cast<int32_t>(lo - tb) : static_cast<int32_t>(kTile) + 1;
+    t.hi[r] = lo <= hi ? static_cast<int32_t>(hi - tb) : -1;
+  }
+}
+
+template <size_t kDim>
+inline void RowsRun(Task& t) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  RowsLoadQ<kDim>(t);
+  if (t.union_lo > t.union_hi) return;
+  // Tiles sit on multiples of kTile in absolute key index and a key keeps its place in the tile
+  // (key − tb) whatever part of the tile is loaded, so a row's arithmetic (which keys share a
+  // block, a partial sum) does not depend on which other rows share the task.
+  for (int64_t tb = t.union_lo / int64_t{kTile} * int64_t{kTile}; tb <= t.union_hi; tb += kTile) {
+    const int64_t k0 = tb > t.union_lo ? tb : t.union_lo;
+    const int64_t k1 = tb + int64_t{kTile} - 1 < t.union_hi ? tb + int64_t{kTile} - 1 : t.union_hi;
+    const size_t i0 = static_cast<size_t>(k0 - tb), i1 = static_cast<size_t>(k1 - tb) + 1;
+    const size_t b0 = i0 / kKeyBlock * kKeyBlock, b1 = (i1 + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    LoadKvTile(df, *t.a, t.a->k, t.g, static_cast<uint64_t>(k0), i1 - i0, d, d_pad, t.k + i0 * d_pad);
+    LoadKvTile(df, *t.a, t.a->v, t.g, static_cast<uint64_t>(k0), i1 - i0, d, d_pad, t.v + i0 * d_pad);
+    for (float* tile : {t.k, t.v}) {
+      std::memset(tile + b0 * d_pad, 0, (i0 - b0) * d_pad * sizeof(float));
+      std::memset(tile + i1 * d_pad, 0, (b1 - i1) * d_pad * sizeof(float));
+    }
+    const bool masked = b0 != i0 || b1 != i1 || k0 < t.common_lo || k1 > t.common_hi;
+    RowsTileRanges(t, tb, k0, k1);
+    size_t col = 0;
+    for (; col + kRowVecs * n <= t.rpad; col += kRowVecs * n) {
+      RowsTileStep<kDim, kRowVecs>(t, col, i0, i1, b0, b1, masked);
+    }
+    for (; col < t.rpad; col += n) RowsTileStep<kDim, 1>(t, col, i0, i1, b0, b1, masked);
+  }
+}
+
+// Oᵀ[x][r] of row r.
+HWY_INLINE float RowsOut(const Task& t, size_t r, size_t x) { return t.o[x * t.rpad + r]; }
+
+// ---------------------------------------------------------------------------------------------
+// Decode tiling: lanes along head_dim. K and V are widened straight from the cache into
+// registers (each element serves at most a few rows here, so a scratch copy would cost more
+// store traffic than it saves); a register block of rows shares every K and V load.
+
+// Pointer to the row of key `key` of kv head g in K or V.
+HWY_INLINE const char* KvRow(const AttentionArgs& a, const void* base, uint32_t g, uint64_t key) {
+  const size_t eb = KvElementBytes(a.kv_type);
+  uint64_t row = key;
+  if (a.kv_ring_rows != 0) row = (a.kv_first_row + row) % a.kv_ring_rows;
+  return static_cast<const char*>(base) +
+         (size_t{g} * a.kv_head_stride + static_cast<size_t>(row) * a.kv_row_stride) * eb;
+}
+
+// N elements [x, x + N) of a K/V row, widened to f32.
+template <KvType kType>
+HWY_INLINE VF KvVec(DF df, const char* row, size_t x) {
+  if constexpr (kType == KvType::kF32) return hn::LoadU(df, reinterpret_cast<const float*>(row) + x);
+  if constexpr (kType == KvType::kF16) return WidenF16(df, reinterpret_cast<const uint16_t*>(row) + x);
+  return WidenBF16(df, reinterpret_cast<const uint16_t*>(row) + x);
+}
+
+// Elements [x, d) of a K/V row (fewer than N), zeros after: never reads past the row.
+template <KvType kType>
+HWY_INLINE VF KvTail(DF df, const char* row, size_t x, size_t d) {
+  HWY_ALIGN float tmp[detail::kMaxLanes] = {};
+  for (size_t i = x; i < d; ++i) {
+    if constexpr (kType == KvType::kF32) {
+      tmp[i - x] = reinterpret_cast<const float*>(row)[i];
+    } else {
+      uint16_t h;
+      std::memcpy(&h, row + 2 * i, 2);
+      tmp[i - x] = kType == KvType::kF16 ? KvF16ToF32(h) : KvBF16ToF32(h);
+    }
+  }
+  return hn::Load(df, tmp);
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// dst[0..3] = the sums of all lanes of a, b, c, e: one transposing add tree (9 ops per 128-bit
+// block, then halving) instead of four horizontal sums. Lane i depends only on the i-th input,
+// always through the same operations, so SumLanes(v) (= lane 0 of Sum4(v, v, v, v)) gives the
+// same bits: a score does not depend on how its keys were blocked.
+template <class D>
+HWY_INLINE auto FoldTo4(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) <= 4) {
+    (void)d;
+    return v;
+  } else {
+    const hn::Half<D> dh;
+    return FoldTo4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+}
+template <class D>
+HWY_INLINE auto Sum4(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c, hn::Vec<D> e) {
+  const hn::Repartition<uint64_t, D> dd;  // not double: 32-bit ARM has no f64 vectors
+  // Per 128-bit block: ab = [a0+a2, b0+b2, a1+a3, b1+b3], ce likewise; then 64-bit halves.
+  const auto ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const auto ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto lo = hn::InterleaveLower(dd, hn::BitCast(dd, ab), hn::BitCast(dd, ce));
+  const auto hi = hn::InterleaveUpper(dd, hn::BitCast(dd, ab), hn::BitCast(dd, ce));
+  return FoldTo4(d, hn::Add(hn::BitCast(d, lo), hn::BitCast(d, hi)));
+}
+HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT dst) {
+  hn::StoreU(Sum4(df, a, b, c, e), hn::Simd<float, 4, 0>(), dst);
+}
+HWY_INLINE float SumLanes(DF df, VF v) { return hn::GetLane(Sum4(df, v, v, v, v)); }
+#else
+HWY_INLINE float SumLanes(DF df, VF v) { return hn::GetLane(hn::SumOfLanes(df, v)); }
+HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT dst) {
+  dst[0] = SumLanes(df, a);
+  dst[1] = SumLanes(df, b);
+  dst[2] = SumLanes(df, c);
+  dst[3] = SumLanes(df, e);
+}
+#endif
+
+template <size_t kDim>
+inline void DotLoadQ(const Task& t) {
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const float* q = QueryRow(t, r);
+    float* dst = t.q + r * d_pad;
+    for (size_t i = 0; i < d; ++i) dst[i] = q[i] * t.q_scale;
+    for (size_t i = d; i < d_pad; ++i) dst[i] = 0.0f;
+  }
+}
+
+// One step of DotQk over elements [x, x + N) (kTail: [x, d)).
+template <KvType kType, size_t kRB, size_t kKB, bool kTail>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, const char* const* krow, size_t x,
+                          size_t d, VF (&acc)[kRB][kKB]) {
+  VF kv[kKB];
+  for (size_t i = 0; i < kKB; ++i)
+    kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
+  for (size_t r = 0; r < kRB; ++r) {
+    const VF qv = hn::LoadU(df, q + r * d_pad + x);
+    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::MulAdd(qv, kv[i], acc[r][i]);
+  }
+}
+
+// S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB). Each score is the
+// same sequence of operations whatever the block, so a row's scores do not depend on its
+// neighbours.
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB>
+HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t k0) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const float* HWY_RESTRICT q = t.q + r0 * d_pad;
+  VF acc[kRB][kKB];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::Zero(df);
+  }
+  size_t x = 0;
+  for (; x + n <= d; x += n) DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, krow + k0, x, d, acc);
+  if (x < d) DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, krow + k0, x, d, acc);
+  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
+  if constexpr (kKB == 4) {
+    for (size_t r = 0; r < kRB; ++r)
+      StoreSums4(df, acc[r][0], acc[r][1], acc[r][2], acc[r][3], s + r * kTile);
+  } else {
+    for (size_t r = 0; r < kRB; ++r) {
+      for (size_t i = 0; i < kKB; ++i) s[r * kTile + i] = SumLanes(df, acc[r][i]);
+    }
+  }
+}
+
+// Scores of rows [r0, r0 + kRB) for tile keys [a, b).
+template <size_t kDim, KvType kType, size_t kRB>
+inline void DotQkKeys(const Task& t, const char* const* krow, size_t r0, size_t a, size_t b) {
+  size_t k = a;
+  for (; k + kDotKeys <= b; k += kDotKeys) DotQk<kDim, kType, kRB, kDotKeys>(t, krow, r0, k);
+  for (; k < b; ++k) DotQk<kDim, kType, kRB, 1>(t, krow, r0, k);
+}
+
+// O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
+// ascending order (kTail: the last, partial vector of the row).
+template <KvType kType, size_t kRB, size_t kC, bool kTail>
+HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, size_t x, size_t d, size_t a,
+                          size_t b) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
+  const float* HWY_RESTRICT p = t.s + r0 * kTile;
+  VF acc[kRB][kC];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::LoadU(df, o + r * t.d_pad + c * n);
+  }
+  for (size_t k = a; k < b; ++k) {
+    VF v[kC];
+    for (size_t c = 0; c < kC; ++c)
+      v[c] = kTail ? KvTail<kType>(df, vrow[k], x, d) : KvVec<kType>(df, vrow[k], x + c * n);
+    for (size_t r = 0; r < kRB; ++r) {
+      const VF pk = hn::Set(df, p[r * kTile + k]);
+      for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::MulAdd(pk, v[c], acc[r][c]);
+    }
+  }
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t c = 0; c < kC; ++c) hn::StoreU(acc[r][c], df, o + r * t.d_pad + c * n);
+  }
+}
+
+template <size_t kDim, KvType kType, size_t kRB>
+inline void DotPvKeys(const Task& t, const char* const* vrow, size_t r0, size_t a, size_t b) {
+  if (a >= b) return;
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  size_t x = 0;
+  for (; x + 4 * n <= d; x += 4 * n) DotPvStep<kType, kRB, 4, false>(t, vrow, r0, x, d, a, b);
+  for (; x + n <= d; x += n) DotPvStep<kType, kRB, 1, false>(t, vrow, r0, x, d, a, b);
+  if (x < d) DotPvStep<kType, kRB, 1, true>(t, vrow, r0, x, d, a, b);
+}
+
+// Online softmax of row r over tile keys [a, b) (b > a): scores become P in place, m and l are
+// updated, O[r] is rescaled by exp(old max − new max).
+inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const VF neg_inf = hn::Set(df, kNegInf);
+  const VF cap = hn::Set(df, t.a->softcap);
+  const bool softcap = t.a->softcap > 0.0f;
+  float* HWY_RESTRICT s = t.s + r * kTile;
+  const VI lo = hn::Set(di, static_cast<int32_t>(a));
+  const VI hi = hn::Set(di, static_cast<int32_t>(b) - 1);
+  // Whole vectors around [a, b), at fixed places in the tile (kTile is a multiple of 16).
+  const size_t v0 = a / n * n, v1 = (b + n - 1) / n * n;
+  VF mt = neg_inf;
+  for (size_t k = v0; k < v1; k += n) {
+    // Keys outside [a, b) were never computed: replace them, never read them into the result.
+    const VI kk = hn::Iota(di, static_cast<int32_t>(k));
+    const auto vis = hn::RebindMask(df, hn::Not(hn::Or(hn::Gt(lo, kk), hn::Gt(kk, hi))));
+    VF sv = hn::IfThenElse(vis, hn::LoadU(df, s + k), neg_inf);
+    if (softcap) sv = hn::IfThenElse(vis, Softcap(df, sv, cap), neg_inf);
+    hn::StoreU(sv, df, s + k);
+    mt = hn::Max(mt, sv);
+  }
+  const float m_old = t.m[r];
+  const float m_tile = hn::GetLane(hn::MaxOfLanes(df, mt));
+  const float m_new = m_tile > m_old ? m_tile : m_old;
+  const float m_use = m_new == kNegInf ? 0.0f : m_new;
+  const float alpha = hn::GetLane(ExpOrNaN(df, hn::Set(df, m_old - m_use)));
+  const VF mu = hn::Set(df, m_use);
+  VF sum = hn::Zero(df);
+  for (size_t k = v0; k < v1; k += n) {
+    const VF p = ExpOrNaN(df, hn::Sub(hn::LoadU(df, s + k), mu));
+    hn::StoreU(p, df, s + k);
+    sum = hn::Add(sum, p);
+  }
+  t.l[r] = alpha * t.l[r] + SumLanes(df, sum);
+  t.m[r] = m_new;
+  if (!(alpha == 1.0f)) {
+    float* HWY_RESTRICT o = t.o + r * t.d_pad;
+    const VF al = hn::Set(df, alpha);
+    for (size_t x = 0; x < t.d_pad; x += n) hn::StoreU(hn::Mul(hn::LoadU(df, o + x), al), df, o + x);
+  }
+}
+
+template <size_t kDim, KvType kType>
+inline void DotRunTyped(Task& t) {
+  const AttentionArgs& a = *t.a;
+  const char* krow[kTile];
+  const char* vrow[kTile];
+  for (int64_t tb = t.union_lo / int64_t{kTile} * int64_t{kTile}; tb <= t.union_hi; tb += kTile) {
+    const int64_t k0 = tb > t.union_lo ? tb : t.union_lo;
+    const int64_t k1 = tb + int64_t{kTile} - 1 < t.union_hi ? tb + int64_t{kTile} - 1 : t.union_hi;
+    // A key keeps its place in the tile (key − tb) whatever part of the tile is loaded, so a
+    // row's vectors of scores do not depend on the other rows of the task.
+    const size_t i0 = static_cast<size_t>(k0 - tb), i1 = static_cast<size_t>(k1 - tb) + 1;
+    for (size_t i = i0; i < i1; ++i) {
+      krow[i] = KvRow(a, a.k, t.g, static_cast<uint64_t>(tb) + i);
+      vrow[i] = KvRow(a, a.v, t.g, static_cast<uint64_t>(tb) + i);
+    }
+    // Decode streams the cache once: ask for the next tile while this one computes (the
+    // hardware prefetchers alone leave the loads of each new tile waiting on memory).
+    if (k1 < t.union_hi) {
+      const int64_t next_end = k1 + int64_t{kTile} < t.union_hi ? k1 + int64_t{kTile} : t.union_hi;
+      const size_t row_bytes = t.d * KvElementBytes(a.kv_type);
+      for (int64_t key = k1 + 1; key <= next_end; ++key) {
+        const char* kr = KvRow(a, a.k, t.g, static_cast<uint64_t>(key));
+        const char* vr = KvRow(a, a.v, t.g, static_cast<uint64_t>(key));
+        for (size_t off = 0; off < row_bytes; off += 64) {
+          hwy::Prefetch(kr + off);
+          hwy::Prefetch(vr + off);
+        }
+      }
+    }
+    // Each row's keys of this tile, [lo, hi) tile-relative, and the keys all rows share.
+    size_t ca = i0, cb = i1;
+    for (size_t r = 0; r < t.rows; ++r) {
+      int64_t lo = t.klo[r] - tb, hi = t.khi[r] - tb + 1;
+      if (t.klo[r] > t.khi[r]) lo = hi = static_cast<int64_t>(i0);
+      if (lo < static_cast<int64_t>(i0)) lo = static_cast<int64_t>(i0);
+      if (hi > static_cast<int64_t>(i1)) hi = static_cast<int64_t>(i1);
+      if (hi < lo) hi = lo;
+      t.lo[r] = static_cast<int32_t>(lo);
+      t.hi[r] = static_cast<int32_t>(hi);
+      if (static_cast<size_t>(lo) > ca) ca = static_cast<size_t>(lo);
+      if (static_cast<size_t>(hi) < cb) cb = static_cast<size_t>(hi);
+    }
+    if (cb < ca) cb = ca;
+    // Q·Kᵀ: shared keys in register blocks of rows, then each row's own keys.
+    size_t r = 0;
+    for (; r + kDotRows <= t.rows; r += kDotRows) DotQkKeys<kDim, kType, kDotRows>(t, krow, r, ca, cb);
+    for (; r < t.rows; ++r) DotQkKeys<kDim, kType, 1>(t, krow, r, ca, cb);
+    for (r = 0; r < t.rows; ++r) {
+      const size_t lo = static_cast<size_t>(t.lo[r]), hi = static_cast<size_t>(t.hi[r]);
+      if (lo >= hi) continue;
+      DotQkKeys<kDim, kType, 1>(t, krow, r, lo, ca > lo ? (ca < hi ? ca : hi) : lo);
+      DotQkKeys<kDim, kType, 1>(t, krow, r, cb > lo ? cb : lo, hi);
+      DotRowSoftmax(t, r, lo, hi);
+    }
+    // P·V, every row's keys in ascending order: its own keys below the shared ones, the shared
+    // ones in register blocks of rows, its own keys above.
+    for (r = 0; r < t.rows; ++r) {
+      const size_t lo = static_cast<size_t>(t.lo[r]), hi = static_cast<size_t>(t.hi[r]);
+      if (lo < hi) DotPvKeys<kDim, kType, 1>(t, vrow, r, lo, ca > lo ? (ca < hi ? ca : hi) : lo);
+    }
+    for (r = 0; r + kDotRows <= t.rows; r += kDotRows) DotPvKeys<kDim, kType, kDotRows>(t, vrow, r, ca, cb);
+    for (; r < t.rows; ++r) DotPvKeys<kDim, kType, 1>(t, vrow, r, ca, cb);
+    for (r = 0; r < t.rows; ++r) {
+      const size_t lo = static_cast<size_t>(t.lo[r]), hi = static_cast<size_t>(t.hi[r]);
+      if (lo < hi) DotPvKeys<kDim, kType, 1>(t, vrow, r, cb > lo ? cb : lo, hi);
+    }
+  }
+}
+
+template <size_t kDim>
+inline void DotRun(Task& t) {
+  DotLoadQ<kDim>(t);
+  if (t.union_lo > t.union_hi) return;
+  switch (t.a->kv_type) {
+    case KvType::kF32:
+      return DotRunTyped<kDim, KvType::kF32>(t);
+    case KvType::kF16:
+      return DotRunTyped<kDim, KvType::kF16>(t);
+    default:
+      return DotRunTyped<kDim, KvType::kBF16>(t);
+  }
+}
+
+HWY_INLINE float DotOut(const Task& t, size_t r, size_t x) { return t.o[r * t.d_pad + x]; }
+
+// ---------------------------------------------------------------------------------------------
+// Drivers.
+
+// Normalized output of the task's rows into O (zeros for rows that see no key).
+template <bool kDecode>
+inline void WriteOutput(const Task& t) {
+  const AttentionArgs& a = *t.a;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const size_t token = t.t0 + r / t.group;
+    const size_t head = size_t{t.g} * t.group + r % t.group;
+    float* out = a.o + token * a.o_token_stride + head * a.head_dim;
+    if (t.klo[r] > t.khi[r]) {
+      for (size_t x = 0; x < t.d; ++x) out[x] = 0.0f;
+      continue;
+    }
+    const float l = t.l[r];
+    for (size_t x = 0; x < t.d; ++x) out[x] = (kDecode ? DotOut(t, r, x) : RowsOut(t, r, x)) / l;
+  }
+}
+
+// Partials of the task's rows for chunk c.
+template <bool kDecode>
+inline void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p) {
+  const AttentionArgs& a = *t.a;
+  const size_t all_rows = size_t{a.t_q} * t.group;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const size_t row = size_t{c} * all_rows + size_t{t.t0} * t.group + r;
+    p.m[row] = t.m[r];
+    p.l[row] = t.l[r];
+    float* o = p.o + row * a.head_dim;
+    for (size_t x = 0; x < t.d; ++x) o[x] = kDecode ? DotOut(t, r, x) : RowsOut(t, r, x);
+  }
+}
+
+template <size_t kDim>
+inline void RunTask(Task& t, bool decode) {
+  if (decode) {
+    DotRun<kDim>(t);
+  } else {
+    RowsRun<kDim>(t);
+  }
+}
+
+// Tasks cover tokens [q_begin, q_end) of kv head g, aligned to multiples of the task size in
+// absolute token index (a row's task does not depend on the range of the call).
+template <size_t kDim>
+inline void RunRange(const AttentionArgs& a, uint32_t g, uint32_t q_begin, uint32_t q_end, int64_t key_begin,
+                     int64_t key_end, void* scratch, bool partial, uint32_t chunk_index,
+                     const AttentionPartials* partials) {
+  const uint32_t group = a.n_heads / a.n_kv_heads;
+  const uint32_t per_task = detail::TokensPerTask(group);
+  const bool decode = detail::UseDecodeTiling(a);
+  for (uint32_t t0 = q_begin; t0 < q_end;) {
+    const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
+    const uint32_t t1 = aligned_end < q_end ? static_cast<uint32_t>(aligned_end) : q_end;
+    Task t;
+    SetupTask(t, a, scratch, g, t0, t1 - t0, key_begin, key_end, decode);
+    RunTask<kDim>(t, decode);
+    if (partial) {
+      if (decode) {
+        WritePartials<true>(t, chunk_index, *partials);
+      } else {
+        WritePartials<false>(t, chunk_index, *partials);
+      }
+    } else if (decode) {
+      WriteOutput<true>(t);
+    } else {
+      WriteOutput<false>(t);
+    }
+    t0 = t1;
+  }
+}
+
+inline void RunRangeAnyDim(const AttentionArgs& a, uint32_t g, uint32_t q_begin, uint32_t q_end,
+                           int64_t key_begin, int64_t key_end, void* scratch, bool partial,
+                           uint32_t chunk_index, const AttentionPartials* partials) {
+  switch (detail::SpecializedDim(a)) {
+    case 64:
+      return RunRange<64>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
+    case 128:
+      return RunRange<128>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
+    default:
+      return RunRange<0>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
+  }
+}
+
+}  // namespace attn
+
+// Entry points (arguments already checked by attention.cc).
+
+HWY_NOINLINE void AttentionF32(const AttentionArgs& a, uint32_t kv_head_begin, uint32_t kv_head_end,
+                               uint32_t q_begin, uint32_t q_end, void* scratch) {
+  for (uint32_t g = kv_head_begin; g < kv_head_end; ++g) {
+    attn::RunRangeAnyDim(a, g, q_begin, q_end, 0, int64_t{a.t_kv}, scratch, false, 0, nullptr);
+  }
+}
+
+HWY_NOINLINE void AttentionPartialF32(const AttentionArgs& a, uint32_t kv_head, uint32_t chunk_index,
+                                      uint32_t chunk, const AttentionPartials& partials, void* scratch) {
+  uint64_t key_begin = uint64_t{chunk_index} * chunk;  // < 2^64: both factors < 2^32
+  if (key_begin > a.t_kv) key_begin = a.t_kv;
+  uint64_t key_end = key_begin + chunk;
+  if (key_end > a.t_kv) key_end = a.t_kv;
+  attn::RunRangeAnyDim(a, kv_head, 0, a.t_q, static_cast<int64_t>(key_begin), static_cast<int64_t>(key_end),
+                       scratch, true, chunk_index, &partials);
+}
+
+// out = Σ_c exp(m_c − M) · o_c / Σ_c exp(m_c − M) · l_c, M = max_c m_c, chunks in order.
+HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, uint32_t n_chunks,
+                                    const AttentionPartials& p) {
+  const attn::DF df;
+  const size_t n = hn::Lanes(df);
+  const uint32_t group = a.n_heads / a.n_kv_heads;
+  const size_t all_rows = size_t{a.t_q} * group;
+  const size_t d = a.head_dim;
+  for (uint32_t t = 0; t < a.t_q; ++t) {
+    const bool empty = detail::VisibleKeys(a, t).empty();
+    for (uint32_t h = 0; h < group; ++h) {
+      const size_t row = size_t{t} * group + h;
+      float* out = a.o + size_t{t} * a.o_token_stride + (size_t{kv_head} * group + h) * d;
+      for (size_t x = 0; x < d; ++x) out[x] = 0.0f;
+      if (empty) continue;
+      float m_max = attn::kNegInf;
+      for (uint32_t c = 0; c < n_chunks; ++c) {
+        const float m = p.m[c * all_rows + row];
+        if (m != m) {
+          m_max = m;
+          break;
+        }
+        if (m > m_max) m_max = m;
+      }
+      float l_sum = 0.0f;
+      for (uint32_t c = 0; c < n_chunks; ++c) {
+        const float m = p.m[c * all_rows + row];
+        if (m == attn::kNegInf) continue;  // the chunk saw no key of this row
+        const float w = hn::GetLane(attn::ExpOrNaN(df, hn::Set(df, m - m_max)));
+        l_sum += w * p.l[c * all_rows + row];
+        const float* o = p.o + (c * all_rows + row) * d;
+        const attn::VF wv = hn::Set(df, w);
+        size_t x = 0;
+        for (; x + n <= d; x += n) {
+          hn::StoreU(hn::MulAdd(wv, hn::LoadU(df, o + x), hn::LoadU(df, out + x)), df, out + x);
+        }
+        for (; x < d; ++x) out[x] += w * o[x];
+      }
+      for (size_t x = 0; x < d; ++x) out[x] /= l_sum;
+    }
+  }
+}
+
+HWY_NOINLINE const char* AttentionTargetName() { return hwy::TargetName(HWY_TARGET); }
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_ATTENTION_INL_H_

@@ -1,0 +1,124 @@
+// Attention: compiles attention-inl.h for every x86 target Highway 1.0.3 has (SSSE3, SSE4, AVX2,
+// AVX3, AVX3_DL and the SCALAR baseline; NEON on ARM) and exports the plain functions of
+// attention.h, which check their arguments and then dispatch at run time.
+
+// Highway 1.0.3 leaves AVX3_DL out of dynamic dispatch unless asked (its default set stops at
+// AVX3); it has to be defined before the first Highway header.
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL
+#endif
+// The register blocks are arrays of vectors, which SVE's sizeless vector types cannot form: on
+// AArch64 the kernels dispatch between NEON and the baseline only (the boards headway targets
+// have no SVE).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
+
+#include "simd/attention.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/attention-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "simd/attention-inl.h"
+#include "simd/attention_tiling.h"
+
+#if HWY_ONCE
+namespace headway {
+namespace simd {
+
+HWY_EXPORT(AttentionF32);
+HWY_EXPORT(AttentionPartialF32);
+HWY_EXPORT(AttentionMergeF32);
+HWY_EXPORT(AttentionTargetName);
+
+size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
+  return static_cast<size_t>(detail::MakeScratchLayout(head_dim, group_size).total);
+}
+
+const char* attention_args_error(const AttentionArgs& a) {
+  if (a.head_dim == 0 || a.head_dim > kAttentionMaxHeadDim) return "head_dim must be in 1..512";
+  if (a.n_heads == 0) return "n_heads must be at least 1";
+  if (a.n_kv_heads == 0) return "n_kv_heads must be at least 1";
+  if (a.n_heads % a.n_kv_heads != 0) return "n_heads is not a multiple of n_kv_heads";
+  if (a.kv_type != KvType::kF32 && a.kv_type != KvType::kF16 && a.kv_type != KvType::kBF16) {
+    return "kv_type is not f32, f16 or bf16";
+  }
+  if (!std::isfinite(a.scale)) return "scale is not finite";
+  if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap)) return "softcap must be 0 (off) or positive";
+  const uint64_t width = uint64_t{a.n_heads} * a.head_dim;
+  if (a.t_q > 0) {
+    if (a.q == nullptr) return "q is null";
+    if (a.o == nullptr) return "o is null";
+    if (a.q_token_stride < width) return "q_token_stride is less than n_heads * head_dim";
+    if (a.o_token_stride < width) return "o_token_stride is less than n_heads * head_dim";
+  }
+  if (a.t_kv > 0) {
+    if (a.k == nullptr) return "k is null";
+    if (a.v == nullptr) return "v is null";
+    if (a.kv_row_stride < a.head_dim) return "kv_row_stride is less than head_dim";
+  }
+  return nullptr;
+}
+
+namespace {
+
+bool ScratchOk(const AttentionArgs& a, const void* scratch, size_t bytes) {
+  return scratch != nullptr && bytes >= attention_scratch_bytes(a.head_dim, a.n_heads / a.n_kv_heads);
+}
+
+}  // namespace
+
+void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end, uint32_t q_begin,
+                   uint32_t q_end, void* scratch, size_t scratch_bytes) {
+  if (attention_args_error(args) != nullptr) return;
+  if (kv_head_begin >= kv_head_end || kv_head_end > args.n_kv_heads) return;
+  if (q_begin >= q_end || q_end > args.t_q) return;
+  if (!ScratchOk(args, scratch, scratch_bytes)) return;
+  HWY_DYNAMIC_DISPATCH(AttentionF32)(args, kv_head_begin, kv_head_end, q_begin, q_end, scratch);
+}
+
+void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,
+                           const AttentionPartials& partials, void* scratch, size_t scratch_bytes) {
+  if (attention_args_error(args) != nullptr) return;
+  if (kv_head >= args.n_kv_heads || chunk == 0 || args.t_q == 0) return;
+  if (partials.m == nullptr || partials.l == nullptr || partials.o == nullptr) return;
+  if (!ScratchOk(args, scratch, scratch_bytes)) return;
+  HWY_DYNAMIC_DISPATCH(AttentionPartialF32)(args, kv_head, chunk_index, chunk, partials, scratch);
+}
+
+void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
+                         const AttentionPartials& partials) {
+  if (attention_args_error(args) != nullptr) return;
+  if (kv_head >= args.n_kv_heads || args.t_q == 0) return;
+  if (n_chunks > 0 && (partials.m == nullptr || partials.l == nullptr || partials.o == nullptr)) return;
+  HWY_DYNAMIC_DISPATCH(AttentionMergeF32)(args, kv_head, n_chunks, partials);
+}
+
+const char* attention_target_name() { return HWY_DYNAMIC_DISPATCH(AttentionTargetName)(); }
+
+const char* attention_kernel_name(const AttentionArgs& args) {
+  if (args.head_dim == 0 || args.head_dim > kAttentionMaxHeadDim || args.n_kv_heads == 0 ||
+      args.n_heads % args.n_kv_heads != 0) {
+    return "invalid";
+  }
+  const bool decode = detail::UseDecodeTiling(args);
+  switch (detail::SpecializedDim(args)) {
+    case 64:
+      return decode ? "decode_d64" : "prefill_d64";
+    case 128:
+      return decode ? "decode_d128" : "prefill_d128";
+    default:
+      return decode ? "decode_generic" : "prefill_generic";
+  }
+}
+
+int64_t attention_compiled_targets() { return HWY_TARGETS; }
+
+}  // namespace simd
+}  // namespace headway
+#endif  // HWY_ONCE

@@ -1,0 +1,124 @@
+// Widening K/V rows from their storage dtype (f32, IEEE f16, bf16) to f32, per Highway target.
+// Exact for every input, including f16 subnormals, infinities and NaN (a NaN stays a NaN, so it
+// reaches the rows that see it). Reads exactly head_dim elements of each row, never past it.
+
+#if defined(HEADWAY_SIMD_KV_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_KV_LOAD_INL_H_
+#undef HEADWAY_SIMD_KV_LOAD_INL_H_
+#else
+#define HEADWAY_SIMD_KV_LOAD_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "simd/attention.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline float KvF32FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// One f16 value, exact (subnormals, infinities and NaN included).
+inline float KvF16ToF32(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t mant = h & 0x3FFu;
+  if (exp == 0x1F) return KvF32FromBits(sign | 0x7F800000u | (mant << 13));
+  if (exp == 0) {  // zero or subnormal: mant · 2^-24, exact in f32
+    const float f = static_cast<float>(mant) * (1.0f / 16777216.0f);
+    return sign ? -f : f;
+  }
+  return KvF32FromBits(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+inline float KvBF16ToF32(uint16_t b) { return KvF32FromBits(uint32_t{b} << 16); }
+
+// N f16 values. Highway 1.0.3 converts in hardware on x86 from AVX2 up (F16C) and on ARM with
+// half-precision FP (every AArch64 core), exactly; elsewhere (SSE4, SSSE3, EMU128, SCALAR, ARM
+// without FP16) it emulates without infinities or NaN (exponent 31 becomes a finite 2^16..).
+// Those targets use the integer form below: shift the 15 magnitude bits into f32 position and
+// multiply by 2^112 (rebias 15 → 127; exact, subnormals included), then patch exponent 31.
+template <class DF>
+HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2) || \
+    (HWY_ARCH_ARM && !(__ARM_FP & 2)) || !(HWY_ARCH_X86 || HWY_ARCH_ARM)
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, p));
+  const auto sign = hn::ShiftLeft<16>(hn::And(bits, hn::Set(du32, 0x8000u)));
+  const auto mag = hn::ShiftLeft<13>(hn::And(bits, hn::Set(du32, 0x7FFFu)));
+  const auto finite = hn::Mul(hn::BitCast(df, mag), hn::Set(df, 0x1.0p112f));
+  const auto inf_nan = hn::BitCast(df, hn::Or(mag, hn::Set(du32, 0x7F800000u)));
+  const auto is_inf_nan =
+      hn::RebindMask(df, hn::Eq(hn::And(bits, hn::Set(du32, 0x7C00u)), hn::Set(du32, 0x7C00u)));
+  return hn::Or(hn::IfThenElse(is_inf_nan, inf_nan, finite), hn::BitCast(df, sign));
+#else
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#endif
+}
+
+// N bf16 values: exact, the 16 bits are the top half of the f32.
+template <class DF>
+HWY_INLINE hn::Vec<DF> WidenBF16(DF df, const uint16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+
+// dst[0, d) = row widened to f32, dst[d, d_pad) = 0.
+template <class DF>
+HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, size_t d, size_t d_pad,
+                           float* HWY_RESTRICT dst) {
+  const size_t n = hn::Lanes(df);
+  size_t i = 0;
+  if (type == KvType::kF32) {
+    const float* s = static_cast<const float*>(src);
+    for (; i + n <= d; i += n) hn::StoreU(hn::LoadU(df, s + i), df, dst + i);
+    for (; i < d; ++i) dst[i] = s[i];
+  } else if (type == KvType::kF16) {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    for (; i + n <= d; i += n) hn::StoreU(WidenF16(df, s + i), df, dst + i);
+    for (; i < d; ++i) dst[i] = KvF16ToF32(s[i]);
+  } else {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    for (; i + n <= d; i += n) hn::StoreU(WidenBF16(df, s + i), df, dst + i);
+    for (; i < d; ++i) dst[i] = KvBF16ToF32(s[i]);
+  }
+  for (; i < d_pad; ++i) dst[i] = 0.0f;
+}
+
+inline size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+
+// Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of
+// tile [.., d_pad] f32. Ring caches map key j to row (kv_first_row + j) mod kv_ring_rows.
+template <class DF>
+HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint32_t g, uint64_t k0, size_t n,
+                           size_t d, size_t d_pad, float* HWY_RESTRICT tile) {
+  const size_t eb = KvElementBytes(a.kv_type);
+  const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * eb;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t row = k0 + i;
+    if (a.kv_ring_rows != 0) row = (a.kv_first_row + row) % a.kv_ring_rows;
+    WidenKvRow(df, a.kv_type, head + static_cast<size_t>(row) * a.kv_row_stride * eb, d, d_pad,
+               tile + i * d_pad);
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_KV_LOAD_INL_H_

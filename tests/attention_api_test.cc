@@ -1,0 +1,500 @@
+// attend() and attend_strided(): against the double-precision reference for many shapes, masks
+// and KV dtypes; bitwise the same O for every thread count (tile path and split-KV decode path);
+// no heap allocation inside attend(); every rejected argument names itself.
+#include "headway/attention.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/attention_run.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "tests/reference_attention.hpp"
+
+// ---- Allocation counting -------------------------------------------------------------------
+// Every malloc-family call and every operator new in this binary goes through these. Under
+// AddressSanitizer, which owns malloc, only operator new is counted.
+namespace {
+constinit std::atomic<bool> g_counting{false};
+constinit std::atomic<long> g_allocations{0};
+void note_allocation() {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+#if !defined(__SANITIZE_ADDRESS__)
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+
+void* malloc(size_t n) {
+  note_allocation();
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t size) {
+  note_allocation();
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t n) {
+  note_allocation();
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t alignment, size_t n) {
+  note_allocation();
+  return __libc_memalign(alignment, n);
+}
+void* memalign(size_t alignment, size_t n) {
+  note_allocation();
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, size_t alignment, size_t n) {
+  note_allocation();
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = __libc_memalign(alignment, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void free(void* p) {
+  if (p != nullptr) note_allocation();
+  __libc_free(p);
+}
+}  // extern "C"
+#endif
+
+namespace {
+void* counted_new(size_t n, size_t alignment) {
+  note_allocation();
+  void* p = nullptr;
+  if (alignment <= alignof(std::max_align_t)) p = std::malloc(n ? n : 1);
+  else if (posix_memalign(&p, alignment, n ? n : 1) != 0) p = nullptr;
+  if (p == nullptr) std::abort();  // the test binary has no use for bad_alloc
+  return p;
+}
+void counted_delete(void* p) {
+  if (p != nullptr) note_allocation();
+  std::free(p);
+}
+}  // namespace
+
+void* operator new(size_t n) { return counted_new(n, 0); }
+void* operator new[](size_t n) { return counted_new(n, 0); }
+void* operator new(size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
+void* operator new[](size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
+void operator delete(void* p) noexcept { counted_delete(p); }
+void operator delete[](void* p) noexcept { counted_delete(p); }
+void operator delete(void* p, size_t) noexcept { counted_delete(p); }
+void operator delete[](void* p, size_t) noexcept { counted_delete(p); }
+void operator delete(void* p, std::align_val_t) noexcept { counted_delete(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { counted_delete(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
+
+namespace headway {
+namespace {
+
+// ---- Problems ------------------------------------------------------------------------------
+
+struct Aligned {
+  explicit Aligned(size_t bytes) : size((bytes + 63) / 64 * 64), p(std::aligned_alloc(64, size ? size : 64)) {}
+  ~Aligned() { std::free(p); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  size_t size;
+  void* p;
+};
+
+struct Problem {
+  AttentionShape shape;
+  AttentionParams params;
+  DType kv_dtype = DType::kF32;
+  std::vector<float> q, k, v;       // f32 as drawn
+  std::vector<uint16_t> k16, v16;   // f16 / bf16 bit patterns for those dtypes
+  std::vector<float> kq, vq;        // K, V as the kernel sees them (after rounding)
+
+  Problem(AttentionShape s, AttentionParams p, DType dtype, uint32_t seed) : shape(s), params(p), kv_dtype(dtype) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    q.resize(size_t{s.t_q} * s.n_heads * s.head_dim);
+    k.resize(size_t{s.t_kv} * s.n_kv_heads * s.head_dim);
+    v.resize(k.size());
+    for (float& x : q) x = normal(rng);
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    kq = k;
+    vq = v;
+    if (dtype != DType::kF32) {
+      k16.resize(k.size());
+      v16.resize(v.size());
+      if (dtype == DType::kF16) {
+        f32_to_f16(k.data(), k16.data(), k.size());
+        f32_to_f16(v.data(), v16.data(), v.size());
+        f16_to_f32(k16.data(), kq.data(), k.size());
+        f16_to_f32(v16.data(), vq.data(), v.size());
+      } else {
+        f32_to_bf16(k.data(), k16.data(), k.size());
+        f32_to_bf16(v.data(), v16.data(), v.size());
+        bf16_to_f32(k16.data(), kq.data(), k.size());
+        bf16_to_f32(v16.data(), vq.data(), v.size());
+      }
+    }
+  }
+  const void* kp() const { return kv_dtype == DType::kF32 ? static_cast<const void*>(k.data()) : k16.data(); }
+  const void* vp() const { return kv_dtype == DType::kF32 ? static_cast<const void*>(v.data()) : v16.data(); }
+  size_t out_size() const { return q.size(); }
+
+  Status run(ThreadPool* pool, std::vector<float>* o) const {
+    o->assign(out_size(), -7.0f);  // poison: every element must be written
+    const Result<size_t> bytes = attention_workspace_bytes(shape, pool ? pool->threads() : 1);
+    if (!bytes.ok()) return bytes.status();
+    Aligned ws(bytes.value());
+    return attend(q.data(), kp(), vp(), kv_dtype, o->data(), shape, params, pool, ws.p, ws.size);
+  }
+
+  std::vector<double> reference() const {
+    test::RefAttention p;
+    p.t_q = shape.t_q;
+    p.t_kv = shape.t_kv;
+    p.n_heads = shape.n_heads;
+    p.n_kv_heads = shape.n_kv_heads;
+    p.head_dim = shape.head_dim;
+    p.scale = params.scale != 0.0f ? params.scale : 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
+    p.softcap = params.softcap;
+    p.causal = params.causal;
+    p.window = params.window;
+    return test::reference_attention(p, q.data(), kq.data(), vq.data());
+  }
+};
+
+simd::AttentionArgs args_of(const Problem& p) {
+  simd::AttentionArgs a;
+  a.t_q = p.shape.t_q;
+  a.t_kv = p.shape.t_kv;
+  a.n_heads = p.shape.n_heads;
+  a.n_kv_heads = p.shape.n_kv_heads;
+  a.head_dim = p.shape.head_dim;
+  return a;
+}
+
+double max_abs_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double e = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(d <= e)) e = d;  // NaN propagates
+  }
+  return e;
+}
+
+const char* name_of(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
+
+struct Case {
+  AttentionShape shape;
+  AttentionParams params;
+};
+
+// Shapes chosen to cross every path: head_dim 64 / 128 (specialized) and others (generic), MHA,
+// GQA and MQA, tiles that do not divide t_q, masks that hide whole rows and whole chunks, and
+// decode shapes that take the split-KV path.
+const Case kCases[] = {
+    {{1, 1, 1, 1, 1}, {}},
+    {{7, 13, 4, 2, 64}, {}},
+    {{7, 13, 4, 2, 64}, {0.0f, 0.0f, true, 0}},
+    {{33, 40, 8, 8, 128}, {0.0f, 0.0f, true, 5}},
+    {{17, 17, 6, 3, 80}, {0.3f, 0.0f, true, 0}},
+    {{5, 70, 12, 4, 96}, {0.0f, 2.0f, false, 0}},
+    {{9, 4, 2, 1, 50}, {0.0f, 0.0f, true, 0}},       // t_q > t_kv: the first rows see no key
+    {{3, 3, 2, 2, 256}, {0.0f, 0.0f, false, 100}},   // window beyond t_kv: no effect
+    {{64, 64, 4, 1, 32}, {0.0f, 30.0f, true, 16}},
+    {{9, 300, 8, 2, 64}, {0.0f, 0.0f, true, 40}},    // window far from key 0: most tiles masked
+    {{9, 300, 8, 8, 64}, {0.2f, 5.0f, false, 80}},   // window without causal: keys after p too
+    {{1, 2500, 8, 2, 64}, {}},                       // split-KV decode
+    {{2, 3000, 4, 1, 128}, {0.0f, 0.0f, true, 700}}, // split-KV, windowed: whole chunks masked
+    {{1, 1100, 6, 3, 100}, {0.0f, 50.0f, true, 0}},  // split-KV, generic head_dim, softcap
+};
+
+TEST_CASE("attend matches the double reference for every shape, mask and KV dtype") {
+  for (const Case& c : kCases) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const Problem p(c.shape, c.params, dtype, 42 + c.shape.t_kv);
+      std::vector<float> o;
+      const Status s = p.run(nullptr, &o);
+      INFO("t_q " << c.shape.t_q << " t_kv " << c.shape.t_kv << " heads " << c.shape.n_heads << "/"
+                  << c.shape.n_kv_heads << " d " << c.shape.head_dim << " causal " << c.params.causal << " window "
+                  << c.params.window << " softcap " << c.params.softcap << " kv " << name_of(dtype));
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      CHECK(max_abs_error(o, p.reference()) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("a query row that sees no key gives zeros") {
+  const Problem p({6, 2, 2, 1, 16}, {0.0f, 0.0f, true, 0}, DType::kF32, 3);
+  std::vector<float> o;
+  REQUIRE(p.run(nullptr, &o).ok());
+  // Rows 0..3 sit before the first key (bottom-right alignment): all zeros, not NaN.
+  for (size_t i = 0; i < 4 * 2 * 16; ++i) CHECK(o[i] == 0.0f);
+  for (size_t i = 4 * 2 * 16; i < o.size(); ++i) CHECK(std::isfinite(o[i]));
+}
+
+TEST_CASE("the same bits for every thread count, tile path and split-KV path") {
+  ThreadPool pools[4];
+  for (uint32_t t = 0; t < 4; ++t) REQUIRE(pools[t].create(t + 1).ok());
+  if (!ThreadPool::threading_available()) MESSAGE("this build has no threads: every pool runs on the caller");
+  bool saw_split = false, saw_tiles = false;
+  for (const Case& c : kCases) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      const Problem p(c.shape, c.params, dtype, 7 + c.shape.t_q);
+      (attention_split(args_of(p), 1).n_chunks > 0 ? saw_split : saw_tiles) = true;
+      std::vector<float> base, o;
+      REQUIRE(p.run(nullptr, &base).ok());
+      for (ThreadPool& pool : pools) {
+        INFO("threads " << pool.threads() << " t_kv " << c.shape.t_kv << " kv " << name_of(dtype));
+        REQUIRE(p.run(&pool, &o).ok());
+        CHECK(std::memcmp(o.data(), base.data(), o.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+  CHECK(saw_split);
+  CHECK(saw_tiles);
+}
+
+TEST_CASE("the split is a function of the shape, never of the thread count") {
+  const Problem decode({1, 4096, 32, 8, 128}, {}, DType::kF32, 1);
+  const AttentionSplit one = attention_split(args_of(decode), 1);
+  const AttentionSplit eight = attention_split(args_of(decode), 8);
+  CHECK(one.n_chunks == 4096 / kAttnKvChunk);
+  CHECK(one.n_chunks == eight.n_chunks);
+  CHECK(one.q_tile == eight.q_tile);
+  CHECK(one.scratch_bytes == eight.scratch_bytes);
+  CHECK(eight.workspace_bytes - one.workspace_bytes == 7 * one.scratch_bytes);
+  const Problem prefill({512, 512, 32, 8, 128}, {}, DType::kF32, 1);
+  CHECK(attention_split(args_of(prefill), 4).n_chunks == 0);
+}
+
+TEST_CASE("attend allocates nothing") {
+  ThreadPool pool;
+  REQUIRE(pool.create(4).ok());
+  const Problem tiles({40, 50, 8, 2, 64}, {0.0f, 0.0f, true, 0}, DType::kF16, 5);
+  const Problem split({1, 3000, 8, 2, 128}, {}, DType::kBF16, 6);
+  REQUIRE(attention_split(args_of(split), 4).n_chunks > 0);
+  Aligned ws(1 << 22);
+  std::vector<float> o1(tiles.out_size()), o2(split.out_size());
+  REQUIRE(attention_workspace_bytes(tiles.shape, 4).value() <= ws.size);
+  REQUIRE(attention_workspace_bytes(split.shape, 4).value() <= ws.size);
+
+  // The counter sees allocations at all (volatile: the compiler may not drop the pair).
+  g_allocations = 0;
+  g_counting = true;
+  void* volatile probe = std::malloc(16);
+  std::free(probe);
+  int* volatile probe2 = new int(3);
+  delete probe2;
+  g_counting = false;
+  CHECK(g_allocations.load() >= 2);
+
+  Status s1, s2, s3, s4;
+  g_allocations = 0;
+  g_counting = true;
+  s1 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, &pool,
+              ws.p, ws.size);
+  s2 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, &pool,
+              ws.p, ws.size);
+  s3 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, nullptr,
+              ws.p, ws.size);
+  s4 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, nullptr,
+              ws.p, 64);  // an error is built without the heap too
+  g_counting = false;
+  CHECK(s1.ok());
+  CHECK(s2.ok());
+  CHECK(s3.ok());
+  CHECK(!s4.ok());
+  CHECK(g_allocations.load() == 0);
+}
+
+TEST_CASE("workspace too small, misaligned or missing") {
+  const Problem p({4, 8, 4, 2, 64}, {}, DType::kF32, 9);
+  std::vector<float> o(p.out_size());
+  const size_t need = attention_workspace_bytes(p.shape, 1).value();
+  Aligned ws(need + 64);
+  Status s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, nullptr, ws.p, need - 1);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(std::string(s.message()).find("attention: workspace is " + std::to_string(need - 1) +
+                                      " bytes, attention needs " + std::to_string(need) + " (t_q 4, t_kv 8") == 0);
+  s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, nullptr,
+             static_cast<char*>(ws.p) + 16, ws.size - 16);
+  CHECK(std::string(s.message()).find("workspace is not 64-byte aligned (its address is 16 bytes past") !=
+        std::string::npos);
+  s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, nullptr, nullptr, need);
+  CHECK(std::string(s.message()).find("workspace is null") != std::string::npos);
+
+  // A workspace sized for one thread is too small for a pool of four.
+  ThreadPool pool;
+  REQUIRE(pool.create(4).ok());
+  if (pool.threads() == 4) {
+    s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, &pool, ws.p, need);
+    CHECK(std::string(s.message()).find("4 threads") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
+  const Problem p({4, 8, 4, 2, 64}, {}, DType::kF32, 9);
+  std::vector<float> o(p.out_size());
+  Aligned ws(1 << 20);
+  auto attempt = [&](AttentionShape shape, AttentionParams params, const float* q = nullptr, const void* k = nullptr,
+                     const void* v = nullptr, float* out = nullptr, DType dtype = DType::kF32) {
+    const Status s = attend(q, k, v, dtype, out, shape, params, nullptr, ws.p, ws.size);
+    return std::string(s.ok() ? "(ok)" : s.message());
+  };
+  const float* q = p.q.data();
+  const void* k = p.kp();
+  const void* v = p.vp();
+  float* out = o.data();
+  const AttentionShape good = p.shape;
+  const AttentionParams none;
+  auto shape_with = [&](auto edit) {
+    AttentionShape s = good;
+    edit(s);
+    return s;
+  };
+  CHECK(attempt(good, none, q, k, v, out) == "(ok)");
+  CHECK(attempt(shape_with([](auto& s) { s.head_dim = 0; }), none, q, k, v, out) ==
+        "attention: head_dim 0 is not in 1..512");
+  CHECK(attempt(shape_with([](auto& s) { s.head_dim = 513; }), none, q, k, v, out) ==
+        "attention: head_dim 513 is not in 1..512");
+  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 3; }), none, q, k, v, out).find(
+            "attention: n_heads 4 is not divisible by n_kv_heads 3") == 0);
+  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 0; }), none, q, k, v, out).find(
+            "n_heads 4 is not divisible by n_kv_heads 0") != std::string::npos);
+  CHECK(attempt(shape_with([](auto& s) { s.n_heads = 0; }), none, q, k, v, out) ==
+        "attention: n_heads 0 is not in 1..1024");
+  CHECK(attempt(shape_with([](auto& s) { s.t_q = 0; }), none, q, k, v, out) == "attention: t_q is 0 (no query tokens)");
+  CHECK(attempt(shape_with([](auto& s) { s.t_kv = 0; }), none, q, k, v, out) == "attention: t_kv is 0 (no keys)");
+  CHECK(attempt(good, {NAN, 0.0f, false, 0}, q, k, v, out).find("attention: scale nan is not a finite number >= 0") ==
+        0);
+  CHECK(attempt(good, {-1.0f, 0.0f, false, 0}, q, k, v, out).find("attention: scale -1 is not") == 0);
+  CHECK(attempt(good, {INFINITY, 0.0f, false, 0}, q, k, v, out).find("attention: scale inf is not") == 0);
+  CHECK(attempt(good, {0.0f, NAN, false, 0}, q, k, v, out).find("attention: softcap nan is not a finite number >= 0") ==
+        0);
+  CHECK(attempt(good, {0.0f, -2.5f, false, 0}, q, k, v, out).find("attention: softcap -2.5 is not") == 0);
+  CHECK(attempt(good, none, nullptr, k, v, out) == "attention: q is null");
+  CHECK(attempt(good, none, q, nullptr, v, out) == "attention: k is null");
+  CHECK(attempt(good, none, q, k, nullptr, out) == "attention: v is null");
+  CHECK(attempt(good, none, q, k, v, nullptr) == "attention: o is null");
+  CHECK(attempt(good, none, q, k, v, out, static_cast<DType>(9)) == "attention: kv dtype 9 is not f32, f16 or bf16");
+  CHECK(attempt(good, {0.0f, 0.0f, true, 1000}, q, k, v, out) == "(ok)");  // window > t_kv is fine
+
+  CHECK(!attention_workspace_bytes(good, 0).ok());
+  CHECK(std::string(attention_workspace_bytes(good, 0).status().message()) ==
+        "attention: threads 0 is not in 1..256");
+  CHECK(std::string(attention_workspace_bytes(shape_with([](auto& s) { s.head_dim = 0; }), 1).status().message()) ==
+        "attention: head_dim 0 is not in 1..512");
+}
+
+TEST_CASE("attend_strided reads a ring-buffer cache layout") {
+  // The KV cache's layout: [n_kv_heads, rows, head_dim] per tensor, a ring of `rows` rows whose
+  // logical key 0 sits at row `first`. Its O must match the dense problem's reference.
+  const uint32_t rows = 37, first = 29;
+  const Problem p({3, 30, 4, 2, 64}, {0.0f, 0.0f, true, 20}, DType::kF16, 11);
+  const uint32_t d = p.shape.head_dim, g_n = p.shape.n_kv_heads;
+  std::vector<uint16_t> kc(size_t{g_n} * rows * d, 0x7e00), vc(kc.size(), 0x7e00);  // NaN where no key lives
+  for (uint32_t g = 0; g < g_n; ++g) {
+    for (uint32_t j = 0; j < p.shape.t_kv; ++j) {
+      const uint32_t row = (first + j) % rows;
+      for (uint32_t x = 0; x < d; ++x) {
+        kc[(size_t{g} * rows + row) * d + x] = p.k16[(size_t{j} * g_n + g) * d + x];
+        vc[(size_t{g} * rows + row) * d + x] = p.v16[(size_t{j} * g_n + g) * d + x];
+      }
+    }
+  }
+  simd::AttentionArgs a = args_of(p);
+  std::vector<float> o(p.out_size(), -7.0f);
+  a.q = p.q.data();
+  a.q_token_stride = size_t{p.shape.n_heads} * d;
+  a.o = o.data();
+  a.o_token_stride = a.q_token_stride;
+  a.k = kc.data();
+  a.v = vc.data();
+  a.kv_type = simd::KvType::kF16;
+  a.kv_head_stride = size_t{rows} * d;
+  a.kv_row_stride = d;
+  a.kv_first_row = first;
+  a.kv_ring_rows = rows;
+  a.causal = true;
+  a.window = 20;
+  ThreadPool pool;
+  REQUIRE(pool.create(3).ok());
+  Aligned ws(attention_split(a, pool.threads()).workspace_bytes);
+  const Status s = attend_strided(a, &pool, ws.p, ws.size);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  CHECK(max_abs_error(o, p.reference()) <= 1e-4);
+
+  a.kv_first_row = rows;
+  CHECK(std::string(attend_strided(a, &pool, ws.p, ws.size).message()) ==
+        "attention: a ring of 37 rows cannot hold t_kv 30 keys starting at row 37");
+  a.kv_first_row = first;
+  a.q_token_stride = 10;
+  CHECK(std::string(attend_strided(a, &pool, ws.p, ws.size).message()) ==
+        "attention: q_token_stride 10 is less than n_heads · head_dim = 256");
+}
+
+TEST_CASE("thread pool: every task runs once, slots are never shared") {
+  ThreadPool pool;
+  CHECK(pool.threads() == 1);
+  CHECK(!pool.create(0).ok());
+  CHECK(std::string(pool.create(0).message()) == "thread pool: threads 0 is not in 1..256");
+  CHECK(!pool.create(257).ok());
+  REQUIRE(pool.create(4).ok());
+  CHECK(pool.threads() == (ThreadPool::threading_available() ? 4u : 1u));
+  struct Ctx {
+    std::atomic<int> runs[1000];
+    std::atomic<int> in_slot[ThreadPool::kMaxThreads];
+    std::atomic<bool> shared{false}, out_of_range{false};
+    uint32_t threads;
+  };
+  static Ctx ctx;
+  for (auto& r : ctx.runs) r = 0;
+  for (auto& s : ctx.in_slot) s = 0;
+  ctx.threads = pool.threads();
+  pool.run(
+      1000,
+      [](void* c, uint32_t slot, size_t task) {
+        Ctx& x = *static_cast<Ctx*>(c);
+        if (slot >= x.threads) {
+          x.out_of_range = true;
+          return;
+        }
+        if (x.in_slot[slot].fetch_add(1) != 0) x.shared = true;
+        volatile double sink = 0;
+        for (int i = 0; i < 2000; ++i) sink = sink + i;
+        x.runs[task].fetch_add(1);
+        x.in_slot[slot].fetch_sub(1);
+      },
+      &ctx);
+  CHECK(!ctx.shared);
+  CHECK(!ctx.out_of_range);
+  int once = 0;
+  for (auto& r : ctx.runs) once += r.load() == 1;
+  CHECK(once == 1000);
+  static std::atomic<int> plain{0};
+  pool.run(
+      77, [](void*, size_t task) { plain.fetch_add(static_cast<int>(task)); }, nullptr);
+  CHECK(plain.load() == 77 * 76 / 2);
+  pool.run(0, [](void*, size_t) { plain = -1; }, nullptr);
+  CHECK(plain.load() == 77 * 76 / 2);
+}
+
+}  // namespace
+}  // namespace headway

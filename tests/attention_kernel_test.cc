@@ -1,0 +1,1126 @@
+// Attention kernels (simd/attention.h) against the double-precision reference, on every Highway
+// target this machine supports: each check loops over the targets, pins dispatch to one with
+// hwy::SetSupportedTargetsForTest, and names it in failures.
+//
+// Inputs are unit-normal with fixed seeds. K/V reach the reference already rounded (RNE) to
+// their storage dtype, so the tolerances below mostly cover f32 accumulation and exp:
+//   max |kernel − reference| <= 1e-4 (f32 KV), 2e-3 (f16 KV), 3e-2 (bf16 KV).
+// Rows that see no key must be exact zeros; NaN must appear exactly where the reference has NaN.
+// Unused cache rows, row padding and Q padding hold NaN (a stray read shows up), O padding
+// and the bytes after the scratch hold canaries (a stray write shows up).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "headway/plan.hpp"
+#include "hwy/targets.h"
+#include "simd/attention.h"
+#include "tests/reference_attention.hpp"
+
+namespace hs = headway::simd;
+namespace ht = headway::test;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kCanary = 1234.5f;
+constexpr uint8_t kScratchCanary = 0xA5;
+constexpr size_t kScratchCanaryBytes = 256;
+
+double tolerance(hs::KvType t) {
+  switch (t) {
+    case hs::KvType::kF32:
+      return 1e-4;
+    case hs::KvType::kF16:
+      return 2e-3;
+    default:
+      return 3e-2;
+  }
+}
+
+const char* kv_name(hs::KvType t) {
+  return t == hs::KvType::kF32 ? "f32" : t == hs::KvType::kF16 ? "f16" : "bf16";
+}
+
+// The targets to test: supported by this CPU and compiled into the kernels. 0 stands for "the
+// target dispatch picks" where Highway's run-time detection knows none of the compiled targets
+// (32-bit ARM: libhwy detects nothing, the kernels are compiled for the NEON baseline only).
+std::vector<int64_t> test_targets() {
+  std::vector<int64_t> out;
+  for (int64_t bits = hwy::SupportedTargets() & hs::attention_compiled_targets(); bits != 0;
+       bits &= bits - 1) {
+    out.push_back(bits & -bits);
+  }
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::string target_label(int64_t target) {
+  return std::string("target ") + (target != 0 ? hwy::TargetName(target) : hs::attention_target_name());
+}
+
+// Pins dynamic dispatch to one target for its lifetime (0: leaves dispatch alone).
+struct TargetScope {
+  explicit TargetScope(int64_t target) : active(target != 0) {
+    if (!active) return;
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  }
+  ~TargetScope() {
+    if (!active) return;
+    hwy::SetSupportedTargetsForTest(0);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  }
+  TargetScope(const TargetScope&) = delete;
+  TargetScope& operator=(const TargetScope&) = delete;
+  bool active;
+};
+
+struct Rng {
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+  float normal() {  // Box-Muller
+    const double u = uniform(), v = uniform();
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v));
+  }
+};
+
+enum class Layout { kTokens, kCache, kRing };
+
+struct Case {
+  uint32_t t_q = 1, t_kv = 1, n_heads = 1, n_kv_heads = 1, head_dim = 64;
+  hs::KvType kv = hs::KvType::kF32;
+  bool causal = false;
+  uint32_t window = 0;
+  float softcap = 0.0f;
+  bool default_scale = true;
+  float scale = 0.0f;
+  // kTokens: K/V [t_kv, n_kv_heads, head_dim]. kCache: [n_kv_heads, t_kv + 3, head_dim].
+  // kRing: [n_kv_heads, ring_rows, head_dim], key j in row (first_row + j) % ring_rows.
+  Layout layout = Layout::kTokens;
+  uint32_t ring_rows = 0, first_row = 0;
+  uint32_t pad = 0;  // extra elements after each Q/O token row and each K/V row
+  uint64_t seed = 1;
+  // NaN injection: Q of (token, head) element 0, K of key element 0 (kv head 0), V of key
+  // element head_dim / 2 (kv head 0). -1 = none.
+  int64_t nan_q_token = -1, nan_q_head = 0, nan_k_key = -1, nan_v_key = -1;
+  // When set, V element x of every key and kv head is v_values[x % size] (exact in every dtype).
+  std::vector<float> v_values;
+  hs::AttentionTiling tiling = hs::AttentionTiling::kAuto;
+  bool generic_only = false;
+};
+
+std::string describe(const Case& c) {
+  std::string s =
+      "t_q=" + std::to_string(c.t_q) + " t_kv=" + std::to_string(c.t_kv) +
+      " heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
+      " d=" + std::to_string(c.head_dim) + " kv=" + kv_name(c.kv) + (c.causal ? " causal" : "") +
+      " window=" + std::to_string(c.window) + " softcap=" + std::to_string(c.softcap) +
+      (c.default_scale ? std::string(" scale=default") : " scale=" + std::to_string(c.scale)) +
+      " layout=" + std::to_string(static_cast<int>(c.layout)) + " ring=" + std::to_string(c.ring_rows) + "@" +
+      std::to_string(c.first_row) + " pad=" + std::to_string(c.pad) + " seed=" + std::to_string(c.seed) +
+      " tiling=" + std::to_string(static_cast<int>(c.tiling)) + (c.generic_only ? " generic" : "");
+  return s;
+}
+
+struct Data {
+  Case c;
+  size_t q_stride = 0, o_stride = 0, head_stride = 0, row_stride = 0;
+  std::vector<float> q;
+  std::vector<float> k32, v32;     // storage when kv is f32
+  std::vector<uint16_t> k16, v16;  // storage when kv is f16 / bf16
+  std::vector<float> kref, vref;   // [t_kv, n_kv_heads, head_dim], rounded to the storage dtype
+  std::vector<double> ref;         // [t_q, n_heads, head_dim]
+  std::vector<char> row_visible;   // [t_q]
+};
+
+ht::RefAttention ref_args(const Case& c) {
+  ht::RefAttention r;
+  r.t_q = c.t_q;
+  r.t_kv = c.t_kv;
+  r.n_heads = c.n_heads;
+  r.n_kv_heads = c.n_kv_heads;
+  r.head_dim = c.head_dim;
+  r.scale = c.default_scale ? 1.0 / std::sqrt(static_cast<double>(c.head_dim)) : double{c.scale};
+  // The kernel gets scale as f32; the reference uses the same f32 value.
+  r.scale = static_cast<float>(r.scale);
+  r.softcap = c.softcap;
+  r.causal = c.causal;
+  r.window = c.window;
+  return r;
+}
+
+Data make_data(const Case& c) {
+  Data d;
+  d.c = c;
+  const size_t D = c.head_dim;
+  Rng rng(c.seed);
+  d.q_stride = size_t{c.n_heads} * D + c.pad;
+  d.o_stride = size_t{c.n_heads} * D + c.pad;
+  d.q.assign(std::max<size_t>(size_t{c.t_q} * d.q_stride, 1), kNaN);
+  for (size_t t = 0; t < c.t_q; ++t) {
+    for (size_t x = 0; x < size_t{c.n_heads} * D; ++x) d.q[t * d.q_stride + x] = rng.normal();
+  }
+  if (c.nan_q_token >= 0) d.q[size_t(c.nan_q_token) * d.q_stride + size_t(c.nan_q_head) * D] = kNaN;
+
+  size_t rows = c.t_kv;
+  if (c.layout == Layout::kTokens) {
+    d.row_stride = size_t{c.n_kv_heads} * D + c.pad;
+    d.head_stride = D;
+  } else {
+    rows = c.layout == Layout::kCache ? size_t{c.t_kv} + 3 : c.ring_rows;
+    d.row_stride = D + c.pad;
+    d.head_stride = rows * d.row_stride;
+  }
+  const size_t storage =
+      std::max<size_t>(rows * d.row_stride * (c.layout == Layout::kTokens ? 1 : c.n_kv_heads), 1);
+  const bool wide = c.kv == hs::KvType::kF32;
+  const uint16_t nan16 = c.kv == hs::KvType::kF16 ? 0x7E00 : 0x7FC0;
+  if (wide) {
+    d.k32.assign(storage, kNaN);
+    d.v32.assign(storage, kNaN);
+  } else {
+    d.k16.assign(storage, nan16);
+    d.v16.assign(storage, nan16);
+  }
+  d.kref.assign(size_t{c.t_kv} * c.n_kv_heads * D, 0.0f);
+  d.vref.assign(d.kref.size(), 0.0f);
+  for (size_t j = 0; j < c.t_kv; ++j) {
+    const size_t row = c.layout == Layout::kRing ? (c.first_row + j) % c.ring_rows : j;
+    for (size_t g = 0; g < c.n_kv_heads; ++g) {
+      for (size_t x = 0; x < D; ++x) {
+        for (int which = 0; which < 2; ++which) {
+          float val = rng.normal();
+          if (which == 1 && !c.v_values.empty()) val = c.v_values[x % c.v_values.size()];
+          if (g == 0 && x == 0 && which == 0 && int64_t(j) == c.nan_k_key) val = kNaN;
+          if (g == 0 && x == D / 2 && which == 1 && int64_t(j) == c.nan_v_key) val = kNaN;
+          const size_t at = g * d.head_stride + row * d.row_stride + x;
+          float stored = val;
+          if (wide) {
+            (which ? d.v32 : d.k32)[at] = val;
+          } else if (c.kv == hs::KvType::kF16) {
+            const uint16_t h = ht::f32_to_f16_bits(val);
+            (which ? d.v16 : d.k16)[at] = h;
+            stored = ht::f16_bits_to_f32(h);
+          } else {
+            const uint16_t b = ht::f32_to_bf16_bits(val);
+            (which ? d.v16 : d.k16)[at] = b;
+            stored = ht::bf16_bits_to_f32(b);
+          }
+          (which ? d.vref : d.kref)[(j * c.n_kv_heads + g) * D + x] = stored;
+        }
+      }
+    }
+  }
+  // The reference wants dense Q.
+  std::vector<float> q_dense(size_t{c.t_q} * c.n_heads * D);
+  for (size_t t = 0; t < c.t_q; ++t) {
+    std::memcpy(&q_dense[t * c.n_heads * D], &d.q[t * d.q_stride], c.n_heads * D * sizeof(float));
+  }
+  const ht::RefAttention ra = ref_args(c);
+  d.ref = ht::reference_attention(ra, q_dense.data(), d.kref.data(), d.vref.data());
+  d.row_visible.resize(c.t_q);
+  for (uint32_t t = 0; t < c.t_q; ++t) {
+    int64_t lo, hi;
+    ht::reference_visible_keys(ra, t, &lo, &hi);
+    d.row_visible[t] = lo <= hi;
+  }
+  return d;
+}
+
+hs::AttentionArgs args_for(const Data& d, float* o) {
+  const Case& c = d.c;
+  hs::AttentionArgs a;
+  a.q = d.q.data();
+  a.q_token_stride = d.q_stride;
+  a.o = o;
+  a.o_token_stride = d.o_stride;
+  const bool wide = c.kv == hs::KvType::kF32;
+  a.k = wide ? static_cast<const void*>(d.k32.data()) : d.k16.data();
+  a.v = wide ? static_cast<const void*>(d.v32.data()) : d.v16.data();
+  a.kv_type = c.kv;
+  a.kv_head_stride = d.head_stride;
+  a.kv_row_stride = d.row_stride;
+  a.kv_first_row = c.layout == Layout::kRing ? c.first_row : 0;
+  a.kv_ring_rows = c.layout == Layout::kRing ? c.ring_rows : 0;
+  a.t_q = c.t_q;
+  a.t_kv = c.t_kv;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = static_cast<float>(ref_args(c).scale);
+  a.softcap = c.softcap;
+  a.causal = c.causal;
+  a.window = c.window;
+  a.tiling = c.tiling;
+  a.generic_only = c.generic_only;
+  return a;
+}
+
+// Caller-owned scratch: exactly attention_scratch_bytes, 64-byte aligned, canary bytes after.
+struct Scratch {
+  std::vector<uint8_t> buf;
+  uint8_t* p = nullptr;
+  size_t bytes = 0;
+  explicit Scratch(size_t n) : buf(n + 64 + kScratchCanaryBytes), bytes(n) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(buf.data());
+    p = buf.data() + ((64 - base % 64) % 64);
+    std::memset(p + n, kScratchCanary, kScratchCanaryBytes);
+  }
+  bool canary_intact() const {
+    for (size_t i = 0; i < kScratchCanaryBytes; ++i) {
+      if (p[bytes + i] != kScratchCanary) return false;
+    }
+    return true;
+  }
+};
+
+size_t scratch_bytes_for(const Case& c) {
+  return hs::attention_scratch_bytes(c.head_dim, c.n_heads / c.n_kv_heads);
+}
+
+std::vector<float> fresh_output(const Data& d) {
+  return std::vector<float>(std::max<size_t>(size_t{d.c.t_q} * d.o_stride, 1), kCanary);
+}
+
+// attention_f32 over all kv heads and query rows.
+std::vector<float> run_full(const Data& d) {
+  std::vector<float> o = fresh_output(d);
+  Scratch s(scratch_bytes_for(d.c));
+  const hs::AttentionArgs a = args_for(d, o.data());
+  hs::attention_f32(a, 0, d.c.n_kv_heads, 0, d.c.t_q, s.p, s.bytes);
+  CHECK_MESSAGE(s.canary_intact(), "scratch overrun");
+  return o;
+}
+
+// Partials per kv head in chunk order, then merge. reverse: compute the chunks last to first.
+std::vector<float> run_split(const Data& d, uint32_t chunk, bool reverse) {
+  const Case& c = d.c;
+  std::vector<float> o = fresh_output(d);
+  Scratch s(scratch_bytes_for(c));
+  const hs::AttentionArgs a = args_for(d, o.data());
+  const uint32_t n_chunks = (c.t_kv + chunk - 1) / chunk;
+  const size_t rows = size_t{c.t_q} * (c.n_heads / c.n_kv_heads);
+  for (uint32_t g = 0; g < c.n_kv_heads; ++g) {
+    std::vector<float> m(n_chunks * rows, kCanary), l(n_chunks * rows, kCanary);
+    std::vector<float> po(n_chunks * rows * c.head_dim, kCanary);
+    const hs::AttentionPartials p{m.data(), l.data(), po.data()};
+    for (uint32_t i = 0; i < n_chunks; ++i) {
+      hs::attention_partial_f32(a, g, reverse ? n_chunks - 1 - i : i, chunk, p, s.p, s.bytes);
+    }
+    hs::attention_merge_f32(a, g, n_chunks, p);
+  }
+  CHECK_MESSAGE(s.canary_intact(), "scratch overrun");
+  return o;
+}
+
+struct Report {
+  double max_err = 0.0;
+  size_t nan_mismatch = 0;   // NaN or Inf where the reference has none (or another), or the other way round
+  size_t zero_mismatch = 0;  // rows that see no key but are not exactly 0
+  size_t pad_broken = 0;     // O padding overwritten
+  size_t unwritten = 0;      // still the canary
+  size_t zero_rows = 0;
+  size_t nan_values = 0;
+};
+
+// Compares token rows [t0, t1) and query heads [h0, h1) with the reference; checks the padding
+// of every row.
+Report compare(const Data& d, const std::vector<float>& o, uint32_t t0 = 0, uint32_t t1 = ~0u,
+               uint32_t h0 = 0, uint32_t h1 = ~0u) {
+  const Case& c = d.c;
+  const size_t D = c.head_dim;
+  if (t1 > c.t_q) t1 = c.t_q;
+  if (h1 > c.n_heads) h1 = c.n_heads;
+  Report r;
+  for (size_t t = 0; t < c.t_q; ++t) {
+    for (size_t x = size_t{c.n_heads} * D; x < d.o_stride; ++x) {
+      if (!(o[t * d.o_stride + x] == kCanary)) ++r.pad_broken;
+    }
+  }
+  for (size_t t = t0; t < t1; ++t) {
+    if (!d.row_visible[t]) ++r.zero_rows;
+    for (size_t h = h0; h < h1; ++h) {
+      for (size_t x = 0; x < D; ++x) {
+        const float got = o[t * d.o_stride + h * D + x];
+        const double want = d.ref[(t * c.n_heads + h) * D + x];
+        if (got == kCanary) ++r.unwritten;
+        if (!d.row_visible[t]) {
+          if (!(got == 0.0f)) ++r.zero_mismatch;
+          continue;
+        }
+        if (std::isnan(want) || std::isnan(got)) {
+          if (std::isnan(want) != std::isnan(got)) ++r.nan_mismatch;
+          if (std::isnan(got)) ++r.nan_values;
+          continue;
+        }
+        if (std::isinf(want) || std::isinf(got)) {
+          if (!(double{got} == want)) ++r.nan_mismatch;
+          continue;
+        }
+        const double err = std::fabs(double{got} - want);
+        if (!(err <= r.max_err)) r.max_err = err;
+      }
+    }
+  }
+  return r;
+}
+
+void check_report(const Report& r, double tol) {
+  CHECK(r.max_err <= tol);
+  CHECK(r.nan_mismatch == 0);
+  CHECK(r.zero_mismatch == 0);
+  CHECK(r.pad_broken == 0);
+  CHECK(r.unwritten == 0);
+}
+
+// attention_f32 on every target against the reference.
+void check_case(const Case& c) {
+  const Data d = make_data(c);
+  INFO(describe(c));
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    const std::string target_name = target_label(target);
+    INFO(target_name);
+    check_report(compare(d, run_full(d)), tolerance(c.kv));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention scratch size: simd equals the plan's constexpr formula") {
+  size_t mismatches = 0;
+  for (uint32_t d = 1; d <= 512; ++d) {
+    for (uint32_t g : {1u, 2u, 4u, 7u, 8u, 16u, 32u, 64u}) {
+      if (hs::attention_scratch_bytes(d, g) != headway::attention_scratch_bytes(d, g)) {
+        INFO("head_dim " << d << " group " << g);
+        CHECK(hs::attention_scratch_bytes(d, g) == headway::attention_scratch_bytes(d, g));
+        ++mismatches;
+      }
+      if (hs::attention_scratch_bytes(d, g) % 64 != 0) ++mismatches;
+    }
+  }
+  CHECK(mismatches == 0);
+  static_assert(headway::kAttnQueryRows >= hs::kAttentionDecodeMaxRows);
+}
+
+TEST_CASE("attention dispatch: every supported target is reachable and named") {
+  const std::vector<int64_t> targets = test_targets();
+  REQUIRE(!targets.empty());
+  std::string names;
+  for (const int64_t target : targets) {
+    TargetScope scope(target);
+    const std::string target_name = target_label(target);
+    INFO(target_name);
+    if (target != 0) CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(target));
+    names += target_name + " ";
+  }
+  MESSAGE("attention targets tested: " << names);
+  // After the scopes: back to the best target.
+  if (targets.front() != 0)
+    CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(targets.front()));
+}
+
+TEST_CASE("attention kernel choice: d64/d128 specialized, generic elsewhere, decode for few rows") {
+  Case c;
+  c.n_heads = 8;
+  c.n_kv_heads = 2;
+  c.t_kv = 100;
+  const Data d64 = make_data(c);
+  std::vector<float> o(1);
+  hs::AttentionArgs a = args_for(d64, o.data());
+  a.t_q = 1;
+  CHECK(std::string(hs::attention_kernel_name(a)) == "decode_d64");
+  a.t_q = 3;  // 3 tokens × group 4 = 12 rows
+  CHECK(std::string(hs::attention_kernel_name(a)) == "prefill_d64");
+  a.head_dim = 128;
+  CHECK(std::string(hs::attention_kernel_name(a)) == "prefill_d128");
+  a.t_q = 2;
+  CHECK(std::string(hs::attention_kernel_name(a)) == "decode_d128");
+  a.generic_only = true;
+  CHECK(std::string(hs::attention_kernel_name(a)) == "decode_generic");
+  a.generic_only = false;
+  a.tiling = hs::AttentionTiling::kPrefill;
+  CHECK(std::string(hs::attention_kernel_name(a)) == "prefill_d128");
+  a.tiling = hs::AttentionTiling::kAuto;
+  for (uint32_t dim : {1u, 8u, 50u, 63u, 65u, 80u, 96u, 127u, 129u, 256u, 512u}) {
+    a.head_dim = dim;
+    CHECK(std::string(hs::attention_kernel_name(a)) == "decode_generic");
+  }
+}
+
+TEST_CASE("attention head_dim: every size 1..512 path, prefill and decode") {
+  uint64_t seed = 100;
+  for (uint32_t dim : {1u, 8u, 50u, 64u, 80u, 96u, 128u, 256u, 512u}) {
+    for (bool decode : {false, true}) {
+      Case c;
+      c.head_dim = dim;
+      c.n_heads = 4;
+      c.n_kv_heads = 2;
+      c.t_q = decode ? 1 : 17;
+      c.t_kv = 65;
+      c.causal = !decode;
+      c.kv = dim % 3 == 0 ? hs::KvType::kF16 : hs::KvType::kF32;
+      c.seed = ++seed;
+      check_case(c);
+    }
+  }
+}
+
+TEST_CASE("attention lengths: T_q x T_kv over {1, 2, 15, 16, 17, 63, 64, 65, 1000}") {
+  const uint32_t lengths[] = {1, 2, 15, 16, 17, 63, 64, 65, 1000};
+  uint64_t seed = 200;
+  for (uint32_t tq : lengths) {
+    for (uint32_t tkv : lengths) {
+      for (bool causal : {false, true}) {
+        Case c;
+        c.t_q = tq;
+        c.t_kv = tkv;
+        c.causal = causal;
+        c.head_dim = 16;
+        c.n_heads = 2;
+        c.n_kv_heads = 1;
+        c.seed = ++seed;
+        check_case(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention T_q > T_kv causal: early rows see no key and are exact zeros") {
+  for (bool decode_tiling : {false, true}) {
+    Case c;
+    c.t_q = 65;
+    c.t_kv = 17;
+    c.causal = true;
+    c.head_dim = 64;
+    c.n_heads = 4;
+    c.n_kv_heads = 4;
+    c.tiling = decode_tiling ? hs::AttentionTiling::kDecode : hs::AttentionTiling::kPrefill;
+    const Data d = make_data(c);
+    INFO(describe(c));
+    for (const int64_t target : test_targets()) {
+      TargetScope scope(target);
+      const std::string target_name = target_label(target);
+      INFO(target_name);
+      const Report r = compare(d, run_full(d));
+      CHECK(r.zero_rows == 48);
+      check_report(r, tolerance(c.kv));
+    }
+  }
+}
+
+TEST_CASE("attention GQA: groups {1, 2, 4, 7, 8}, decode and prefill, all KV dtypes") {
+  uint64_t seed = 300;
+  const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
+  int i = 0;
+  for (uint32_t group : {1u, 2u, 4u, 7u, 8u}) {
+    for (uint32_t tq : {1u, 3u, 33u}) {
+      for (uint32_t dim : {64u, 80u, 128u}) {
+        Case c;
+        c.n_kv_heads = group == 7 ? 1 : 2;
+        c.n_heads = group * c.n_kv_heads;
+        c.head_dim = dim;
+        c.t_q = tq;
+        c.t_kv = tq == 33 ? 65 : 130;
+        c.causal = tq != 1;
+        c.kv = types[i++ % 3];
+        c.seed = ++seed;
+        check_case(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention masks and logits: window, softcap, scale") {
+  uint64_t seed = 400;
+  for (bool causal : {true, false}) {
+    for (uint32_t window : {1u, 5u, 64u, 100u}) {
+      for (uint32_t tq : {1u, 40u}) {
+        Case c;
+        c.causal = causal;
+        c.window = window;
+        c.t_q = tq;
+        c.t_kv = 150;
+        c.n_heads = 4;
+        c.n_kv_heads = 2;
+        c.head_dim = window == 64 ? 128 : 50;
+        c.seed = ++seed;
+        check_case(c);
+      }
+    }
+  }
+  for (float softcap : {0.5f, 5.0f, 50.0f}) {
+    for (uint32_t dim : {64u, 96u}) {
+      Case c;
+      c.softcap = softcap;
+      c.t_q = 20;
+      c.t_kv = 70;
+      c.causal = true;
+      c.n_heads = 4;
+      c.n_kv_heads = 1;
+      c.head_dim = dim;
+      c.default_scale = false;
+      c.scale = 1.0f;  // large logits, so the cap bites
+      c.seed = ++seed;
+      check_case(c);
+    }
+  }
+  for (float scale : {0.0f, 0.01f, -0.3f, 1.0f}) {
+    Case c;
+    c.default_scale = false;
+    c.scale = scale;
+    c.t_q = 16;
+    c.t_kv = 64;
+    c.n_heads = 2;
+    c.n_kv_heads = 2;
+    c.head_dim = 128;
+    c.causal = true;
+    c.seed = ++seed;
+    check_case(c);
+  }
+}
+
+TEST_CASE("attention KV layouts: cache, ring (wrapping), padded rows, all KV dtypes") {
+  uint64_t seed = 500;
+  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
+    for (uint32_t tq : {1u, 4u, 30u}) {
+      Case c;
+      c.kv = kv;
+      c.layout = Layout::kRing;
+      c.ring_rows = 80;
+      c.first_row = 70;  // keys 0..9 in rows 70..79, then 10.. wrap to rows 0..
+      c.t_kv = 65;
+      c.t_q = tq;
+      c.window = 40;
+      c.causal = true;
+      c.n_heads = 8;
+      c.n_kv_heads = 2;
+      c.head_dim = 128;
+      c.pad = 3;
+      c.seed = ++seed;
+      check_case(c);
+      c.layout = Layout::kCache;
+      c.window = 0;
+      c.head_dim = 96;
+      c.seed = ++seed;
+      check_case(c);
+      c.layout = Layout::kTokens;
+      c.head_dim = 64;
+      c.pad = 5;
+      c.seed = ++seed;
+      check_case(c);
+    }
+  }
+}
+
+TEST_CASE("attention long sequence: T = 1000, f16 cache, GQA, causal window") {
+  Case c;
+  c.t_q = 1000;
+  c.t_kv = 1000;
+  c.n_heads = 4;
+  c.n_kv_heads = 1;
+  c.head_dim = 128;
+  c.kv = hs::KvType::kF16;
+  c.causal = true;
+  c.window = 700;
+  c.layout = Layout::kCache;
+  c.seed = 600;
+  check_case(c);
+}
+
+TEST_CASE("attention tilings: prefill and decode tiling agree with the reference on any shape") {
+  uint64_t seed = 700;
+  for (hs::AttentionTiling tiling : {hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode}) {
+    for (uint32_t dim : {8u, 64u, 128u, 256u}) {
+      Case c;
+      c.tiling = tiling;
+      c.head_dim = dim;
+      c.t_q = dim == 8 ? 1 : 37;
+      c.t_kv = dim == 256 ? 63 : 129;
+      c.n_heads = 7;
+      c.n_kv_heads = 1;
+      c.causal = true;
+      c.window = dim == 64 ? 50 : 0;
+      c.softcap = dim == 128 ? 3.0f : 0.0f;
+      c.kv = dim == 256 ? hs::KvType::kBF16 : hs::KvType::kF32;
+      c.seed = ++seed;
+      check_case(c);
+    }
+  }
+}
+
+TEST_CASE("attention specialized d64/d128 equal the generic code") {
+  uint64_t seed = 800;
+  for (uint32_t dim : {64u, 128u}) {
+    for (uint32_t tq : {1u, 50u}) {
+      Case c;
+      c.head_dim = dim;
+      c.t_q = tq;
+      c.t_kv = 90;
+      c.n_heads = 8;
+      c.n_kv_heads = 2;
+      c.causal = true;
+      c.kv = hs::KvType::kF16;
+      c.seed = ++seed;
+      const Data spec = make_data(c);
+      c.generic_only = true;
+      const Data gen = make_data(c);
+      INFO(describe(c));
+      std::vector<float> o(1);
+      CHECK(std::string(hs::attention_kernel_name(args_for(spec, o.data()))) ==
+            std::string(tq == 1 ? "decode_d" : "prefill_d") + std::to_string(dim));
+      CHECK(std::string(hs::attention_kernel_name(args_for(gen, o.data()))) ==
+            std::string(tq == 1 ? "decode_generic" : "prefill_generic"));
+      for (const int64_t target : test_targets()) {
+        TargetScope scope(target);
+        const std::string target_name = target_label(target);
+        INFO(target_name);
+        const std::vector<float> a = run_full(spec), b = run_full(gen);
+        check_report(compare(spec, a), tolerance(c.kv));
+        double diff = 0.0;
+        for (size_t i = 0; i < a.size(); ++i) diff = std::fmax(diff, std::fabs(double{a[i]} - b[i]));
+        CHECK(diff <= 1e-6);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention partial + merge: equals attention_f32, deterministic in any chunk order") {
+  uint64_t seed = 900;
+  const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
+  int i = 0;
+  for (uint32_t group : {1u, 4u, 8u}) {
+    for (uint32_t tq : {1u, 3u}) {
+      Case c;
+      c.n_kv_heads = 2;
+      c.n_heads = group * 2;
+      c.t_q = tq;
+      c.t_kv = 1000;
+      c.head_dim = group == 4 ? 128 : 64;
+      c.causal = true;
+      c.window = tq == 3 ? 900 : 0;
+      c.kv = types[i++ % 3];
+      c.layout = Layout::kCache;
+      c.seed = ++seed;
+      const Data d = make_data(c);
+      INFO(describe(c));
+      for (const int64_t target : test_targets()) {
+        TargetScope scope(target);
+        const std::string target_name = target_label(target);
+        INFO(target_name);
+        const std::vector<float> full = run_full(d);
+        for (uint32_t chunk : {1u, 7u, 64u, 100u, 333u, 1000u, 4096u}) {
+          if (chunk == 1 && target != test_targets().front()) continue;  // slow; one target is enough
+          INFO("chunk " << chunk);
+          const std::vector<float> split = run_split(d, chunk, false);
+          check_report(compare(d, split), tolerance(c.kv));
+          double diff = 0.0;
+          for (size_t k = 0; k < full.size(); ++k)
+            diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
+          CHECK(diff <= 2e-6);
+          const std::vector<float> again = run_split(d, chunk, true);
+          CHECK(std::memcmp(split.data(), again.data(), split.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention sub-ranges: only the asked rows are written, and any split is bitwise equal") {
+  uint64_t seed = 1000;
+  for (int variant = 0; variant < 8; ++variant) {
+    const bool decode = variant % 2 == 1;
+    Case c;
+    c.n_kv_heads = 4;
+    c.n_heads = 8;
+    c.t_q = decode ? 2 : 70;
+    c.t_kv = variant < 4 ? 150 : 1000;
+    c.head_dim = variant < 2 ? 80 : variant < 4 ? 64 : variant < 6 ? 128 : 50;
+    c.kv = variant < 4 ? hs::KvType::kF32 : hs::KvType::kF16;
+    c.causal = true;
+    c.window = variant < 6 ? 60 : 0;
+    c.softcap = variant == 2 || variant == 3 ? 20.0f : 0.0f;
+    c.seed = ++seed;
+    const Data d = make_data(c);
+    INFO(describe(c));
+    const uint32_t group = c.n_heads / c.n_kv_heads;
+    for (const int64_t target : test_targets()) {
+      TargetScope scope(target);
+      const std::string target_name = target_label(target);
+      INFO(target_name);
+      const std::vector<float> whole = run_full(d);
+      // One sub-range: kv heads [1, 3), rows [q0, q1).
+      const uint32_t q0 = decode ? 1 : 5, q1 = decode ? 2 : 41;
+      std::vector<float> o = fresh_output(d);
+      Scratch s(scratch_bytes_for(c));
+      hs::attention_f32(args_for(d, o.data()), 1, 3, q0, q1, s.p, s.bytes);
+      CHECK(s.canary_intact());
+      check_report(compare(d, o, q0, q1, 1 * group, 3 * group), tolerance(c.kv));
+      size_t written_outside = 0;
+      for (size_t t = 0; t < c.t_q; ++t) {
+        for (size_t x = 0; x < size_t{c.n_heads} * c.head_dim; ++x) {
+          const size_t h = x / c.head_dim;
+          const bool inside = t >= q0 && t < q1 && h >= 1 * group && h < 3 * group;
+          if (!inside && !(o[t * d.o_stride + x] == kCanary)) ++written_outside;
+        }
+      }
+      CHECK(written_outside == 0);
+      // A ragged split of both ranges gives bitwise the whole result.
+      std::vector<float> pieces = fresh_output(d);
+      const hs::AttentionArgs a = args_for(d, pieces.data());
+      const uint32_t cuts[] = {0, 1, 3, 4};  // kv heads
+      const uint32_t qcuts_prefill[] = {0, 5, 6, 23, 40, 70};
+      const uint32_t qcuts_decode[] = {0, 1, 2};
+      const uint32_t* qcuts = decode ? qcuts_decode : qcuts_prefill;
+      const size_t nq = decode ? 3 : 6;
+      for (size_t gi = 0; gi + 1 < 4; ++gi) {
+        for (size_t qi = 0; qi + 1 < nq; ++qi) {
+          hs::attention_f32(a, cuts[gi], cuts[gi + 1], qcuts[qi], qcuts[qi + 1], s.p, s.bytes);
+        }
+      }
+      CHECK(std::memcmp(whole.data(), pieces.data(), whole.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("attention scratch: exact size is enough and not overrun, one byte less writes nothing") {
+  for (uint32_t group : {1u, 7u, 33u}) {
+    for (uint32_t dim : {1u, 50u, 128u, 512u}) {
+      Case c;
+      c.n_kv_heads = 1;
+      c.n_heads = group;
+      c.head_dim = dim;
+      c.t_q = group == 33 ? 3 : 40;
+      c.t_kv = 70;
+      c.causal = true;
+      c.seed = 1100 + group * 1000 + dim;
+      const Data d = make_data(c);
+      INFO(describe(c));
+      for (const int64_t target : test_targets()) {
+        TargetScope scope(target);
+        const std::string target_name = target_label(target);
+        INFO(target_name);
+        // run_full uses exactly attention_scratch_bytes and checks the canary behind it.
+        check_report(compare(d, run_full(d)), tolerance(c.kv));
+        std::vector<float> o = fresh_output(d);
+        Scratch s(scratch_bytes_for(c) - 1);
+        hs::attention_f32(args_for(d, o.data()), 0, 1, 0, c.t_q, s.p, s.bytes);
+        size_t written = 0;
+        for (const float x : o) written += !(x == kCanary);
+        CHECK(written == 0);
+        CHECK(s.canary_intact());
+      }
+    }
+  }
+}
+
+TEST_CASE("attention NaN: propagates to the rows (and V columns) that see it, nowhere else") {
+  uint64_t seed = 1200;
+  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
+    for (bool decode : {false, true}) {
+      for (int what = 0; what < 3; ++what) {
+        for (bool softcap : {false, true}) {
+          Case c;
+          c.kv = kv;
+          c.t_q = decode ? 1 : 40;
+          c.t_kv = 100;
+          c.n_heads = 4;
+          c.n_kv_heads = 2;
+          c.head_dim = 64;
+          c.causal = true;
+          c.softcap = softcap ? 10.0f : 0.0f;
+          c.seed = ++seed;
+          if (what == 0) c.nan_k_key = decode ? 50 : 75;  // rows with position >= 75 see it
+          if (what == 1) c.nan_v_key = decode ? 50 : 75;
+          if (what == 2) {
+            c.nan_q_token = decode ? 0 : 20;
+            c.nan_q_head = 1;
+          }
+          const Data d = make_data(c);
+          INFO(describe(c));
+          for (const int64_t target : test_targets()) {
+            TargetScope scope(target);
+            const std::string target_name = target_label(target);
+            INFO(target_name);
+            const Report r = compare(d, run_full(d));
+            check_report(r, tolerance(c.kv));
+            CHECK(r.nan_values > 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention invalid arguments: reported, and nothing is written") {
+  Case c;
+  c.t_q = 4;
+  c.t_kv = 8;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  const Data d = make_data(c);
+  std::vector<float> o = fresh_output(d);
+  Scratch s(hs::attention_scratch_bytes(513, 2));
+  const hs::AttentionArgs good = args_for(d, o.data());
+  CHECK(hs::attention_args_error(good) == nullptr);
+  auto expect_nothing = [&](const hs::AttentionArgs& a, uint32_t g0, uint32_t g1, uint32_t q0, uint32_t q1) {
+    hs::attention_f32(a, g0, g1, q0, q1, s.p, s.bytes);
+    size_t written = 0;
+    for (const float x : o) written += !(x == kCanary);
+    CHECK(written == 0);
+  };
+  hs::AttentionArgs a = good;
+  a.head_dim = 0;
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.head_dim = 513;
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.n_kv_heads = 3;
+  CHECK(std::string(hs::attention_args_error(a)) == "n_heads is not a multiple of n_kv_heads");
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.n_kv_heads = 0;
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.q_token_stride = 10;
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.softcap = -1.0f;
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  a = good;
+  a.kv_type = static_cast<hs::KvType>(7);
+  CHECK(hs::attention_args_error(a) != nullptr);
+  expect_nothing(a, 0, 2, 0, 4);
+  expect_nothing(good, 0, 3, 0, 4);  // kv head past the end
+  expect_nothing(good, 1, 1, 0, 4);  // empty
+  expect_nothing(good, 0, 2, 2, 5);  // query row past the end
+  hs::attention_f32(good, 0, 2, 0, 4, nullptr, 1 << 20);
+  size_t written = 0;
+  for (const float x : o) written += !(x == kCanary);
+  CHECK(written == 0);
+}
+
+TEST_CASE("attention T_kv = 0: every row is zero") {
+  Case c;
+  c.t_q = 3;
+  c.t_kv = 0;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 64;
+  check_case(c);
+}
+
+TEST_CASE("attention widening: one key gives O = V exactly (f16 subnormals, Inf, NaN, bf16)") {
+  // With a single key p = 1 and l = 1, so O must equal V exactly: this pins the f16/bf16 to f32
+  // widening of every target (vector body and scalar tail) to the IEEE values.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  // f16: ±0, ±max, the smallest normal, subnormals (the smallest, one negative, 1.2e-6 rounded),
+  // ±Inf and two ordinary values.
+  const float f16_values[] = {0.0f,
+                              -0.0f,
+                              1.0f,
+                              -2.5f,
+                              65504.0f,
+                              -65504.0f,
+                              6.103515625e-05f,
+                              5.9604644775390625e-08f,
+                              -3.0517578125e-05f,
+                              1.2e-06f,
+                              kInf,
+                              -kInf,
+                              0.333251953125f,
+                              1024.5f};
+  // bf16: ±0, the largest finite and smallest normal value, ±Inf. No f32 subnormals: ARMv7 NEON
+  // flushes them to zero in any arithmetic.
+  const float bf16_values[] = {
+      0.0f, -0.0f, 1.0f, -2.5f, 3.3895313892515355e+38f, 1.1754943508222875e-38f, kInf, -kInf, 0.333984375f};
+  for (hs::KvType kv : {hs::KvType::kF16, hs::KvType::kBF16, hs::KvType::kF32}) {
+    for (hs::AttentionTiling tiling : {hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode}) {
+      for (uint32_t dim : {40u, 64u}) {
+        Case c;
+        c.kv = kv;
+        c.tiling = tiling;
+        c.t_q = 3;
+        c.t_kv = 1;
+        c.n_heads = 2;
+        c.n_kv_heads = 1;
+        c.head_dim = dim;
+        c.v_values = kv == hs::KvType::kBF16
+                         ? std::vector<float>(std::begin(bf16_values), std::end(bf16_values))
+                         : std::vector<float>(std::begin(f16_values), std::end(f16_values));
+        c.v_values.push_back(kNaN);
+        const Data d = make_data(c);
+        INFO(describe(c));
+        for (const int64_t target : test_targets()) {
+          TargetScope scope(target);
+          const std::string target_name = target_label(target);
+          INFO(target_name);
+          const std::vector<float> o = run_full(d);
+          size_t mismatches = 0;
+          for (size_t t = 0; t < c.t_q; ++t) {
+            for (size_t h = 0; h < c.n_heads; ++h) {
+              for (size_t x = 0; x < dim; ++x) {
+                const float want = d.vref[x];  // key 0, kv head 0
+                const float got = o[t * d.o_stride + h * dim + x];
+                // Equal values (the sign of a zero may differ: 0 + 1 · (-0) is +0 in IEEE).
+                const bool same = std::isnan(want) ? std::isnan(got) : got == want;
+                if (!same) ++mismatches;
+              }
+            }
+          }
+          CHECK(mismatches == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention Inf in V reaches only the rows that see it") {
+  uint64_t seed = 1300;
+  for (hs::AttentionTiling tiling : {hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode}) {
+    Case c;
+    c.tiling = tiling;
+    c.t_q = 30;
+    c.t_kv = 90;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 64;
+    c.causal = true;
+    c.seed = ++seed;
+    c.v_values.assign(64, 0.5f);
+    c.v_values[7] = std::numeric_limits<float>::infinity();
+    // All keys carry Inf in column 7: every row that sees a key has +Inf there, every other
+    // column is exactly 0.5 up to rounding; rows 0..29 with position 60.. all see keys.
+    const Data d = make_data(c);
+    INFO(describe(c));
+    for (const int64_t target : test_targets()) {
+      TargetScope scope(target);
+      const std::string target_name = target_label(target);
+      INFO(target_name);
+      check_report(compare(d, run_full(d)), tolerance(c.kv));
+    }
+  }
+  // Only key 70 has Inf (in column 3): causal rows before it stay finite.
+  for (hs::AttentionTiling tiling : {hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode}) {
+    Case c;
+    c.tiling = tiling;
+    c.t_q = 40;
+    c.t_kv = 100;
+    c.n_heads = 2;
+    c.n_kv_heads = 1;
+    c.head_dim = 16;
+    c.causal = true;
+    c.nan_v_key = 70;  // NaN in column 8 of key 70
+    c.seed = ++seed;
+    const Data d = make_data(c);
+    INFO(describe(c));
+    for (const int64_t target : test_targets()) {
+      TargetScope scope(target);
+      const std::string target_name = target_label(target);
+      INFO(target_name);
+      const Report r = compare(d, run_full(d));
+      check_report(r, tolerance(c.kv));
+      CHECK(r.nan_values == 30 * 2);  // rows at positions 70..99, both heads, one column
+    }
+  }
+}
+
+TEST_CASE("attention random sweep: every axis mixed (seeded)") {
+  // A fixed pseudo-random selection over the whole cross product, with the work per case
+  // bounded so the suite stays fast on the SCALAR target too.
+  const uint32_t dims[] = {1, 8, 50, 64, 80, 96, 128, 256, 512};
+  const uint32_t lengths[] = {1, 2, 15, 16, 17, 63, 64, 65, 1000};
+  const uint32_t groups[] = {1, 2, 4, 7, 8};
+  const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
+  Rng pick(4242);
+  int run = 0;
+  for (int attempt = 0; attempt < 400 && run < 120; ++attempt) {
+    Case c;
+    c.head_dim = dims[pick.next() % 9];
+    c.t_q = lengths[pick.next() % 9];
+    c.t_kv = lengths[pick.next() % 9];
+    const uint32_t group = groups[pick.next() % 5];
+    c.n_kv_heads = 1 + static_cast<uint32_t>(pick.next() % 3);
+    c.n_heads = group * c.n_kv_heads;
+    const double work = double(c.t_q) * c.t_kv * c.n_heads * c.head_dim;
+    if (work > 4e6) continue;
+    c.kv = types[pick.next() % 3];
+    c.causal = pick.next() % 2 == 0;
+    const uint32_t windows[] = {0, 0, 1, 7, 64, 300};
+    c.window = windows[pick.next() % 6];
+    const float softcaps[] = {0.0f, 0.0f, 0.0f, 1.0f, 30.0f};
+    c.softcap = softcaps[pick.next() % 5];
+    if (pick.next() % 4 == 0) {
+      c.default_scale = false;
+      const float scales[] = {0.0f, 0.05f, -0.2f, 0.7f};
+      c.scale = scales[pick.next() % 4];
+    }
+    const uint32_t layout = static_cast<uint32_t>(pick.next() % 3);
+    c.layout = static_cast<Layout>(layout);
+    if (c.layout == Layout::kRing) {
+      c.ring_rows = c.t_kv + static_cast<uint32_t>(pick.next() % 20);
+      c.first_row = static_cast<uint32_t>(pick.next() % c.ring_rows);
+    }
+    c.pad = static_cast<uint32_t>(pick.next() % 3);
+    const hs::AttentionTiling tilings[] = {hs::AttentionTiling::kAuto, hs::AttentionTiling::kAuto,
+                                           hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode};
+    c.tiling = tilings[pick.next() % 4];
+    c.generic_only = pick.next() % 5 == 0;
+    c.seed = 5000 + static_cast<uint64_t>(attempt);
+    check_case(c);
+    ++run;
+  }
+  CHECK(run == 120);
+}
+
+TEST_CASE("attention partial + merge on a wrapping ring with the prefill tiling") {
+  Case c;
+  c.n_kv_heads = 2;
+  c.n_heads = 8;
+  c.t_q = 5;  // 5 tokens × 4 heads = 20 rows: prefill tiling
+  c.t_kv = 300;
+  c.head_dim = 96;
+  c.causal = true;
+  c.window = 250;
+  c.kv = hs::KvType::kF16;
+  c.layout = Layout::kRing;
+  c.ring_rows = 320;
+  c.first_row = 100;
+  c.seed = 1400;
+  const Data d = make_data(c);
+  INFO(describe(c));
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    const std::string target_name = target_label(target);
+    INFO(target_name);
+    const std::vector<float> full = run_full(d);
+    for (uint32_t chunk : {50u, 64u, 128u}) {
+      const std::vector<float> split = run_split(d, chunk, chunk == 64);
+      check_report(compare(d, split), tolerance(c.kv));
+      double diff = 0.0;
+      for (size_t k = 0; k < full.size(); ++k) diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
+      CHECK(diff <= 2e-6);
+    }
+  }
+}

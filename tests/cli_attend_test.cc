@@ -1,0 +1,296 @@
+// `headway attend` end to end: the built binary (HEADWAY_CLI) on .npy files written into a
+// fresh temp dir. Exit 0 with O close to the double reference, or exit 2 with the reason.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headway/backend.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "runtime/formats/npy.hpp"
+#include "tests/reference_attention.hpp"
+
+#ifndef HEADWAY_CLI
+#error "HEADWAY_CLI must name the built headway binary"
+#endif
+
+namespace headway {
+namespace {
+
+using formats::NpyArray;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/headway_cli_attend_XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    REQUIRE(d != nullptr);
+    path_ = d;
+  }
+  ~TempDir() {
+    const std::string cmd = "rm -rf '" + path_ + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", path_.c_str());
+  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `headway attend ARGS` with stdout and stderr captured in files of `dir`.
+RunResult attend_cli(const TempDir& dir, const std::string& args) {
+  const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string("'") + HEADWAY_CLI + "' attend " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<float> normal_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+void write_f32(const std::string& path, const std::vector<float>& data, std::vector<uint64_t> shape) {
+  REQUIRE(formats::save_npy(path.c_str(), DType::kF32, data.data(), shape.data(), static_cast<uint32_t>(shape.size()))
+              .ok());
+}
+
+void write_f16(const std::string& path, const std::vector<float>& data, std::vector<uint64_t> shape) {
+  std::vector<uint16_t> h(data.size());
+  f32_to_f16(data.data(), h.data(), data.size());
+  REQUIRE(formats::save_npy(path.c_str(), DType::kF16, h.data(), shape.data(), static_cast<uint32_t>(shape.size()))
+              .ok());
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+struct Shape {
+  uint32_t t_q, t_kv, n_heads, n_kv_heads, head_dim;
+};
+
+struct Inputs {
+  Shape s;
+  std::vector<float> q, k, v;
+  Inputs(Shape shape, uint32_t seed)
+      : s(shape),
+        q(normal_values(size_t{shape.t_q} * shape.n_heads * shape.head_dim, seed)),
+        k(normal_values(size_t{shape.t_kv} * shape.n_kv_heads * shape.head_dim, seed + 1)),
+        v(normal_values(size_t{shape.t_kv} * shape.n_kv_heads * shape.head_dim, seed + 2)) {}
+  std::vector<uint64_t> q_shape() const { return {s.t_q, s.n_heads, s.head_dim}; }
+  std::vector<uint64_t> kv_shape() const { return {s.t_kv, s.n_kv_heads, s.head_dim}; }
+
+  // The reference on the f32 values as drawn (before any f16/bf16 rounding).
+  std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale) const {
+    test::RefAttention p;
+    p.t_q = s.t_q;
+    p.t_kv = s.t_kv;
+    p.n_heads = s.n_heads;
+    p.n_kv_heads = s.n_kv_heads;
+    p.head_dim = s.head_dim;
+    p.scale = scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+    p.softcap = softcap;
+    p.causal = causal;
+    p.window = window;
+    return test::reference_attention(p, q.data(), k.data(), v.data());
+  }
+};
+
+double max_error_of(const std::string& o_path, const std::vector<double>& want, const std::vector<uint64_t>& shape) {
+  const Result<NpyArray> o = formats::load_npy(o_path.c_str());
+  REQUIRE_MESSAGE(o.ok(), o.status().message());
+  REQUIRE(o->dtype == DType::kF32);
+  REQUIRE(o->ndim == 3);
+  for (uint32_t i = 0; i < 3; ++i) REQUIRE(o->shape[i] == shape[i]);
+  double e = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(o->f32()[i]) - want[i]);
+    if (!(d <= e)) e = d;
+  }
+  return e;
+}
+
+TEST_CASE("headway attend matches the reference for f32, f16 and bf16 K/V") {
+  TempDir dir;
+  const Inputs in({9, 300, 8, 2, 64}, 100);
+  write_f32(dir / "q.npy", in.q, in.q_shape());
+  write_f32(dir / "k.npy", in.k, in.kv_shape());
+  write_f32(dir / "v.npy", in.v, in.kv_shape());
+  write_f16(dir / "k16.npy", in.k, in.kv_shape());
+  write_f16(dir / "v16.npy", in.v, in.kv_shape());
+  const std::string qkv = "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " + (dir / "v.npy");
+  const std::string qkv16 = "--q " + (dir / "q.npy") + " --k " + (dir / "k16.npy") + " --v " + (dir / "v16.npy");
+  const std::string out = " --out " + (dir / "o.npy");
+
+  struct Run {
+    std::string inputs, flags;
+    double tolerance;
+    bool causal;
+    uint32_t window;
+    double softcap, scale;
+  };
+  const Run runs[] = {
+      {qkv, "", 1e-4, false, 0, 0, 0},
+      {qkv, " --causal --threads 3", 1e-4, true, 0, 0, 0},
+      {qkv, " --causal --window 40 --softcap 5 --scale 0.2", 1e-4, true, 40, 5, 0.2},
+      {qkv, " --kv-dtype f16 --causal", 2e-3, true, 0, 0, 0},
+      {qkv, " --kv-dtype bf16 --threads 2", 3e-2, false, 0, 0, 0},
+      {qkv16, "", 2e-3, false, 0, 0, 0},                  // f16 files stay f16
+      {qkv16, " --kv-dtype f32 --causal", 2e-3, true, 0, 0, 0},
+      {qkv16, " --kv-dtype bf16", 3e-2, false, 0, 0, 0},  // widened, then rounded once
+  };
+  for (const Run& r : runs) {
+    INFO("flags:" << r.flags << (r.inputs == qkv16 ? " (f16 files)" : ""));
+    const RunResult res = attend_cli(dir, r.inputs + out + r.flags);
+    REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+    CHECK(res.err.empty());
+    CHECK(res.out.find("attend: O [9, 8, 64] f32") != std::string::npos);
+    CHECK(max_error_of(dir / "o.npy", in.reference(r.causal, r.window, r.softcap, r.scale), in.q_shape()) <=
+          r.tolerance);
+  }
+}
+
+TEST_CASE("headway attend writes the same bytes for any --threads (split-KV decode too)") {
+  TempDir dir;
+  const Inputs in({1, 3000, 8, 1, 128}, 7);
+  write_f32(dir / "q.npy", in.q, in.q_shape());
+  write_f16(dir / "k.npy", in.k, in.kv_shape());
+  write_f16(dir / "v.npy", in.v, in.kv_shape());
+  const std::string base =
+      "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " + (dir / "v.npy") + " --causal --out ";
+  REQUIRE(attend_cli(dir, base + (dir / "o1.npy") + " --threads 1").exit_code == 0);
+  CHECK(max_error_of(dir / "o1.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= 2e-3);
+  const std::string one = slurp(dir / "o1.npy");
+  for (int t : {2, 3, 4}) {
+    CAPTURE(t);
+    const std::string o = dir / ("o" + std::to_string(t) + ".npy");
+    REQUIRE(attend_cli(dir, base + o + " --threads " + std::to_string(t)).exit_code == 0);
+    CHECK(slurp(o) == one);
+  }
+}
+
+TEST_CASE("headway attend: bad input exits 2 with the reason") {
+  TempDir dir;
+  const Inputs in({4, 6, 4, 2, 16}, 5);
+  write_f32(dir / "q.npy", in.q, in.q_shape());
+  write_f32(dir / "k.npy", in.k, in.kv_shape());
+  write_f32(dir / "v.npy", in.v, in.kv_shape());
+  write_f16(dir / "v16.npy", in.v, in.kv_shape());
+  write_f16(dir / "q16.npy", in.q, in.q_shape());
+  write_f32(dir / "q2d.npy", in.q, {4, 64});
+  write_f32(dir / "k_short.npy", std::vector<float>(5 * 2 * 16), {5, 2, 16});
+  write_f32(dir / "k_d8.npy", std::vector<float>(6 * 2 * 8), {6, 2, 8});
+  write_f32(dir / "k_h3.npy", std::vector<float>(6 * 3 * 16), {6, 3, 16});
+  write_f32(dir / "q_d600.npy", std::vector<float>(600), {1, 1, 600});
+  write_f32(dir / "k_d600.npy", std::vector<float>(600), {1, 1, 600});
+
+  // Files the encoder will not write: patch a valid one's header in place (same length).
+  const std::string good_text = slurp(dir / "q.npy");
+  const std::vector<uint8_t> good(good_text.begin(), good_text.end());
+  {
+    const std::string text(good.begin(), good.end());
+    std::vector<uint8_t> fortran = good;
+    const size_t at = text.find("False");
+    REQUIRE(at != std::string::npos);
+    std::memcpy(fortran.data() + at, "True ", 5);
+    write_bytes(dir / "fortran.npy", fortran);
+    std::vector<uint8_t> big = good;
+    big[text.find("<f4")] = '>';
+    write_bytes(dir / "big.npy", big);
+    write_bytes(dir / "truncated.npy", std::vector<uint8_t>(good.begin(), good.end() - 10));
+    write_bytes(dir / "corrupt.npy", std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o', '\n'});
+  }
+
+  const std::string q = " --q " + (dir / "q.npy"), k = " --k " + (dir / "k.npy"), v = " --v " + (dir / "v.npy");
+  const std::string out = " --out " + (dir / "o.npy");
+  const std::string ok = q + k + v + out;
+  auto with_q = [&](const char* file) { return " --q " + (dir / file) + k + v + out; };
+  auto with_k = [&](const char* file) { return q + " --k " + (dir / file) + v + out; };
+
+  struct Bad {
+    std::string args;
+    std::string message;
+  };
+  const Bad cases[] = {
+      {k + v + out, "headway attend: --q is required (an .npy of [T_q, n_heads, head_dim])"},
+      {q + k + v, "--out is required"},
+      {ok + " --threads 0", "--threads 0 is not a whole number in 1..256"},
+      {ok + " --window -1", "--window -1 is not a whole number in 0..4294967295"},
+      {ok + " --softcap nan", "--softcap nan is not a finite number"},
+      {ok + " --softcap -1", "--softcap -1 must be >= 0 (0 = off)"},
+      {ok + " --scale -0.5", "--scale -0.5 must be >= 0"},
+      {ok + " --scale inf", "--scale inf is not a finite number"},
+      {ok + " --frobnicate", "unknown argument --frobnicate"},
+      {ok + " --window", "--window needs a value"},
+      {ok + " --kv-dtype f8", "--kv-dtype f8 is not one of f32, f16, bf16"},
+      // A Vulkan driver file that does not exist (set below): no usable device. A build without
+      // HEADWAY_GPU says it has no GPU backend.
+      {ok + " --backend gpu", headway::GpuContext::compiled() ? "no Vulkan device" : "backend gpu is not available in this build"},
+      {ok + " --backend tpu", "--backend tpu is not one of cpu, gpu"},
+      {with_k("k_short.npy"), "k and v shapes differ: " + (dir / "k_short.npy") + " is (5, 2, 16)"},
+      {with_k("k_d8.npy") + " --v " + (dir / "k_d8.npy"), "head_dim differs: " + (dir / "q.npy") + " has 16, " + (dir / "k_d8.npy") + " has 8"},
+      {with_k("k_h3.npy") + " --v " + (dir / "k_h3.npy"), "has 4 query heads and " + (dir / "k_h3.npy") +
+                                                              " 3 kv heads: 4 is not divisible by 3"},
+      {with_q("q16.npy"), "q is f16, expected f32"},
+      {with_q("q2d.npy"), "npy file " + (dir / "q2d.npy") + ": shape (4, 64) has 2 dims, expected 3 [T_q, n_heads, head_dim]"},
+      {with_q("fortran.npy"), (dir / "fortran.npy") + " is in Fortran order; save it C-ordered (np.ascontiguousarray)"},
+      {with_q("big.npy"), "descr '>f4' is big-endian"},
+      {with_q("truncated.npy"), "npy file " + (dir / "truncated.npy") + " is truncated"},
+      {with_q("corrupt.npy"), (dir / "corrupt.npy") + " is not an .npy file"},
+      {with_q("missing.npy"), "cannot open " + (dir / "missing.npy")},
+      {q + k + " --v " + (dir / "v16.npy") + out, "is f32 and " + (dir / "v16.npy") + " is f16; give --kv-dtype"},
+      {" --q " + (dir / "q_d600.npy") + " --k " + (dir / "k_d600.npy") + " --v " + (dir / "k_d600.npy") + out,
+       "attention: head_dim 600 is not in 1..512"},
+      {q + k + v + " --out " + (dir / "no/such/dir/o.npy"), "cannot write " + (dir / "no/such/dir/o.npy")},
+  };
+  setenv("VK_DRIVER_FILES", "/nonexistent/headway-test-icd.json", 1);
+  setenv("VK_ICD_FILENAMES", "/nonexistent/headway-test-icd.json", 1);
+  for (const Bad& c : cases) {
+    INFO("args:" << c.args);
+    const RunResult r = attend_cli(dir, c.args);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.err.find(c.message) != std::string::npos, r.err);
+    CHECK(r.err.rfind("headway attend: ", 0) == 0);
+  }
+
+  // Mixed K/V dtypes are fine once --kv-dtype says what to store.
+  const RunResult mixed = attend_cli(dir, q + k + " --v " + (dir / "v16.npy") + out + " --kv-dtype f16");
+  CHECK_MESSAGE(mixed.exit_code == 0, mixed.err);
+  const RunResult help = attend_cli(dir, "--help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("usage: headway attend") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace headway

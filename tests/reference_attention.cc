@@ -1,0 +1,118 @@
+#include "tests/reference_attention.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace headway {
+namespace test {
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+float float_of(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+}  // namespace
+
+void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int64_t* hi) {
+  const int64_t p = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
+  *lo = 0;
+  *hi = int64_t{a.t_kv} - 1;
+  if (a.causal && p < *hi) *hi = p;
+  if (a.window > 0 && p - int64_t{a.window} + 1 > *lo) *lo = p - int64_t{a.window} + 1;
+}
+
+std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k,
+                                        const float* v) {
+  const size_t d = a.head_dim;
+  const uint32_t group = a.n_heads / a.n_kv_heads;
+  std::vector<double> out(size_t{a.t_q} * a.n_heads * d, 0.0);
+  std::vector<double> logits(a.t_kv);
+  std::vector<double> acc(d);
+  for (uint32_t i = 0; i < a.t_q; ++i) {
+    int64_t lo, hi;
+    reference_visible_keys(a, i, &lo, &hi);
+    for (uint32_t h = 0; h < a.n_heads; ++h) {
+      double* o = &out[(size_t{i} * a.n_heads + h) * d];
+      if (lo > hi) continue;  // no visible key: zeros
+      const float* qr = q + (size_t{i} * a.n_heads + h) * d;
+      const uint32_t g = h / group;
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = lo; j <= hi; ++j) {
+        const float* kr = k + (size_t(j) * a.n_kv_heads + g) * d;
+        double s = 0.0;
+        for (size_t x = 0; x < d; ++x) s += double{qr[x]} * double{kr[x]};
+        s *= a.scale;
+        if (a.softcap > 0.0) s = a.softcap * std::tanh(s / a.softcap);
+        logits[size_t(j)] = s;
+        if (std::isnan(s) || std::isnan(m)) {
+          m = std::numeric_limits<double>::quiet_NaN();
+        } else if (s > m) {
+          m = s;
+        }
+      }
+      double l = 0.0;
+      for (size_t x = 0; x < d; ++x) acc[x] = 0.0;
+      for (int64_t j = lo; j <= hi; ++j) {
+        const double p = std::exp(logits[size_t(j)] - m);
+        l += p;
+        const float* vr = v + (size_t(j) * a.n_kv_heads + g) * d;
+        for (size_t x = 0; x < d; ++x) acc[x] += p * double{vr[x]};
+      }
+      for (size_t x = 0; x < d; ++x) o[x] = acc[x] / l;
+    }
+  }
+  return out;
+}
+
+uint16_t f32_to_f16_bits(float f) {
+  const uint32_t x = bits_of(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 rounds to inf
+  if (ax < 0x38800000u) {
+    // Below 2^-14: a subnormal half, units of 2^-24. The scaling is exact; nearbyint rounds to
+    // nearest even (default rounding mode). 0x400 (rounded up to the smallest normal) is the
+    // right encoding too.
+    const float units = float_of(ax) * 16777216.0f;
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(units)));
+  }
+  // Normal: rebias the exponent (127 → 15) and round the 13 dropped bits to nearest even; a carry
+  // into the exponent is the right result.
+  const uint32_t odd = (ax >> 13) & 1u;
+  const uint32_t r = ax - 0x38000000u + 0xFFFu + odd;
+  return static_cast<uint16_t>(sign | (r >> 13));
+}
+
+float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t mant = h & 0x3FFu;
+  if (exp == 0x1F) return float_of(sign | 0x7F800000u | (mant << 13));
+  if (exp == 0) {
+    const float f = static_cast<float>(mant) * (1.0f / 16777216.0f);
+    return sign ? -f : f;
+  }
+  return float_of(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t f32_to_bf16_bits(float f) {
+  const uint32_t x = bits_of(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+float bf16_bits_to_f32(uint16_t b) { return float_of(uint32_t{b} << 16); }
+
+}  // namespace test
+}  // namespace headway

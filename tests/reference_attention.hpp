@@ -1,0 +1,47 @@
+// The double-precision reference every attention kernel and backend is held against: plain
+// O(T_q · T_kv · head_dim) loops, the semantics of DESIGN.md ("Semantics"), nothing clever.
+//
+//   O = softmax(scale · Q Kᵀ + mask) V. Query row i sits at position p = i + t_kv − t_q; causal
+//   keeps keys j <= p; window W > 0 keeps j > p − W (without causal only that lower bound);
+//   softcap c > 0 replaces a logit s by c · tanh(s / c) before the mask; query head h reads kv
+//   head h / (n_heads / n_kv_heads); a row that sees no key is 0. NaN anywhere in a row's visible
+//   inputs makes the affected outputs NaN, as IEEE arithmetic does.
+//
+// K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
+// reference sees exactly the values the kernel reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace headway {
+namespace test {
+
+struct RefAttention {
+  uint32_t t_q = 0;
+  uint32_t t_kv = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;
+  double scale = 0.0;
+  double softcap = 0.0;  // 0 = off
+  bool causal = false;
+  uint32_t window = 0;  // 0 = none
+};
+
+// q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns
+// O [t_q, n_heads, head_dim].
+std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k,
+                                        const float* v);
+
+// Keys [lo, hi] that query row i sees (lo > hi: none).
+void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int64_t* hi);
+
+// Storage dtypes, round-to-nearest-even; NaN stays NaN (quiet), overflow gives infinity.
+uint16_t f32_to_f16_bits(float f);
+float f16_bits_to_f32(uint16_t h);
+uint16_t f32_to_bf16_bits(float f);
+float bf16_bits_to_f32(uint16_t b);
+
+}  // namespace test
+}  // namespace headway

@@ -1,0 +1,36 @@
+# cmake -DEXPECT_TARGET=SVE -DEMULATOR=qemu-aarch64;-L;SYSROOT -DPROBE=simd_targets
+#       -DKERNEL_TEST=attention_kernel_test -P simd_flavour.cmake      (QEMU_CPU in the environment)
+# One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the whole kernel suite
+# must pass there (it runs every target that CPU supports, best first), and the kernels must
+# dispatch to EXPECT_TARGET (simd_targets prints the choice). When EXPECT_TARGET is not compiled
+# into the kernels at all, the test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION
+# "SKIPPED:") rather than passed.
+set(cpu "QEMU_CPU=$ENV{QEMU_CPU}")
+execute_process(COMMAND ${EMULATOR} ${PROBE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "${cpu}: ${PROBE} exited ${code}\n${out}${err}")
+endif()
+if(NOT out MATCHES "attention target: ([A-Za-z0-9_]+)\ncpu:([^\n]*)\ncompiled:([^\n]*)")
+  message(FATAL_ERROR "${cpu}: unexpected output of ${PROBE}:\n${out}${err}")
+endif()
+set(chosen "${CMAKE_MATCH_1}")
+set(detected "${CMAKE_MATCH_2}")
+set(compiled "${CMAKE_MATCH_3}")
+message(STATUS "${cpu}: attention kernels dispatch to ${chosen} (libhwy detects:${detected}; compiled:${compiled})")
+if(NOT compiled MATCHES " ${EXPECT_TARGET}( |$)")
+  # Nothing of this flavour to test (the discovered suite already ran the compiled targets).
+  message(STATUS "SKIPPED: ${EXPECT_TARGET} is not compiled into the kernels (compiled:${compiled}; "
+                 "see HWY_DISABLED_TARGETS in simd/attention.cc)")
+  return()
+endif()
+if(NOT chosen STREQUAL EXPECT_TARGET)
+  message(FATAL_ERROR "${cpu}: the kernels dispatch to ${chosen}, expected ${EXPECT_TARGET} "
+                      "(libhwy detects:${detected}; compiled:${compiled})")
+endif()
+
+execute_process(COMMAND ${EMULATOR} ${KERNEL_TEST} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "${cpu} (${chosen}): ${KERNEL_TEST} exited ${code}\n${out}${err}")
+endif()
+string(REGEX MATCH "test cases:[^\n]*" cases "${out}")
+message(STATUS "${cpu} (${chosen}): ${cases}")
