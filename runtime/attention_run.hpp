@@ -19,15 +19,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
 #include "simd/attention.h"
 
 namespace headway {
 
-inline constexpr uint32_t kAttnKvChunk = 512;          // keys per split-KV chunk
-inline constexpr uint32_t kAttnSplitMinTasks = 16;     // split when the tiles give fewer tasks
-inline constexpr uint32_t kAttnSplitMaxRows = 64;      // ... and a kv head has at most this many query rows
+// kAttnKvChunk, kAttnSplitMinTasks, kAttnSplitMaxRows: headway/plan.hpp (the plan sizes the
+// partials from them).
 
 // How attention over `args` is cut into tasks; see the header comment.
 struct AttentionSplit {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -268,6 +269,50 @@ TEST_CASE("a rope_scaling type headway cannot apply is planned but not run") {
   std::vector<uint8_t> region(p.kv_bytes_per_layer);
   KvCache cache;
   CHECK(cache.bind(p, region.data(), region.size()).code() == Code::kUnsupported);
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+TEST_CASE("the plan's scratch holds the workspace of every attend over the cache") {
+  struct Shape {
+    uint32_t heads, kv_heads, head_dim, max_seq, window, max_tokens;
+  };
+  const Shape shapes[] = {{4, 4, 16, 2100, 0, 8}, {8, 2, 64, 1500, 0, 3}, {16, 1, 8, 1100, 0, 64},
+                          {6, 3, 32, 3000, 700, 5}, {2, 1, 128, 1030, 0, 1}, {70, 1, 8, 1200, 0, 2}};
+  for (const Shape& sh : shapes) {
+    Config c;
+    c.d_model = sh.heads * sh.head_dim;
+    c.n_heads = sh.heads;
+    c.n_kv_heads = sh.kv_heads;
+    c.max_seq = sh.max_seq;
+    c.window = sh.window;
+    c.kv_dtype = DType::kF16;
+    for (uint32_t threads : {1u, 2u, 3u}) {
+      INFO("heads " << sh.heads << "/" << sh.kv_heads << " head_dim " << sh.head_dim << " threads " << threads);
+      PlanOptions o;
+      o.threads = threads;
+      o.max_tokens = sh.max_tokens;
+      const Plan p = make_plan(c, o).value();
+      std::vector<uint8_t> region(p.kv_bytes_per_layer);
+      KvCache cache;
+      REQUIRE(cache.bind(p, region.data(), region.size()).ok());
+      const std::vector<float> zeros(size_t{p.max_tokens} * p.kv_width, 0.0f);
+      uint64_t most = 0;
+      while (cache.size() < c.max_seq) {
+        const uint32_t n = std::min(p.max_tokens, c.max_seq - cache.size());
+        REQUIRE(cache.append(zeros.data(), p.kv_width, zeros.data(), p.kv_width, n).ok());
+        for (uint32_t t_q = 1; t_q <= std::min(p.max_tokens, cache.size()); ++t_q) {
+          most = std::max<uint64_t>(most, cache.workspace_bytes(t_q, threads));
+        }
+      }
+      CHECK(most <= p.scratch_bytes);
+      CHECK(most > 0);
+    }
+  }
 }
 
 }  // namespace

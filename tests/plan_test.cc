@@ -50,6 +50,10 @@ TEST_CASE("Llama-3 8B: GQA 32/8 shares each kv head among 4 query heads") {
   CHECK(p.kv_bytes_per_token == 2ull * 1024 * 2 * 32);  // 128 KiB
   CHECK(p.weight_bytes_per_layer == (2ull * 4096 * 4096 + 2ull * 1024 * 4096) * 4);
   for (uint32_t h = 0; h < 32; ++h) CHECK(p.head(h).kv_head == h / 4);
+  // Split-KV decode partials: 64 query rows (16 tokens × group 4), 8192 / 512 = 16 chunks; per kv
+  // head max and sum [16, 64] f32 and O [16, 64, 128] f32.
+  CHECK(p.attention_partials_bytes == 8ull * (2 * 16 * 64 * 4 + 16 * 64 * 128 * 4));
+  CHECK(p.scratch_bytes == p.scratch_bytes_per_thread + p.attention_partials_bytes);
   CHECK(p.head(7).qkv_k_offset == (4096 + 1 * 128) * 4);
 }
 
@@ -96,7 +100,7 @@ TEST_CASE("options: threads multiply scratch, dtypes change bytes, borrowed weig
   Config c = presets::smollm2_135m();
   c.kv_dtype = DType::kF32;
   const Plan p = make_plan(c, o).value();
-  CHECK(p.scratch_bytes == 4 * p.scratch_bytes_per_thread);
+  CHECK(p.scratch_bytes == 4 * p.scratch_bytes_per_thread + p.attention_partials_bytes);
   CHECK(p.scratch_bytes_per_thread == attention_scratch_bytes(64, 3));
   CHECK(p.weight_bytes_per_layer == align_up((2ull * 576 * 576 + 2ull * 192 * 576) * 2));
   CHECK(p.kv_bytes_per_token == 2ull * 192 * 4 * 30);

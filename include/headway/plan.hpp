@@ -8,7 +8,7 @@
 //   [weights: n_layers × (Wq Wk Wv Wo, biases, norms)]   absent when weights are borrowed
 //   [KV cache: n_layers × (K then V), each [n_kv_heads, cache_rows, head_dim] in kv_dtype]
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32]
-//   [scratch: threads × scratch_bytes_per_thread]
+//   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,14 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
 // 16-lane vectors: the prefill kernel's register block (simd/attention-inl.h).
 inline constexpr uint32_t kAttnQueryRows = 32;
 inline constexpr uint32_t kAttnKvTile = 64;
+
+// Split-KV decode (runtime/attention_run.hpp): when the (kv head, query tile) tasks are fewer than
+// kAttnSplitMinTasks, a kv head has at most kAttnSplitMaxRows query rows and there are at least
+// 2 · kAttnKvChunk keys, each kv head's keys are cut into chunks of kAttnKvChunk whose partial
+// softmax results (max, sum, unnormalized O per row) are merged afterwards.
+inline constexpr uint32_t kAttnKvChunk = 512;
+inline constexpr uint32_t kAttnSplitMinTasks = 16;
+inline constexpr uint32_t kAttnSplitMaxRows = 64;
 
 struct PlanOptions {
   uint32_t threads = 1;
@@ -66,6 +74,18 @@ constexpr uint64_t attention_scratch_bytes(uint32_t head_dim, uint32_t group) {
   return 4 * (2 * rows * d + rows * (8 + kAttnKvTile) + 2ull * kAttnKvTile * d);
 }
 
+// The most bytes the split-KV partials of all kv heads take for any call within the plan:
+// t_kv up to cache_rows, query rows up to kAttnSplitMaxRows (whole groups of t_q tokens).
+constexpr uint64_t attention_partials_bytes(uint32_t head_dim, uint32_t group, uint32_t n_kv_heads,
+                                            uint32_t cache_rows, uint32_t max_tokens) {
+  if (group == 0 || group > kAttnSplitMaxRows || cache_rows < 2 * kAttnKvChunk) return 0;
+  uint64_t tokens = kAttnSplitMaxRows / group;
+  if (tokens > max_tokens) tokens = max_tokens;
+  const uint64_t rows = tokens * group;
+  const uint64_t chunks = (uint64_t{cache_rows} + kAttnKvChunk - 1) / kAttnKvChunk;
+  return uint64_t{n_kv_heads} * (2 * align_up(chunks * rows * 4) + align_up(chunks * rows * head_dim * 4));
+}
+
 struct Plan {
   Config config;
   PlanOptions options;
@@ -89,7 +109,8 @@ struct Plan {
   uint64_t kv_cache_bytes = 0;          // all layers
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
-  uint64_t scratch_bytes = 0;           // all threads
+  uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
+  uint64_t scratch_bytes = 0;           // threads × per thread + the partials
 
   uint64_t weights_offset = 0;
   uint64_t kv_offset = 0;
@@ -179,7 +200,9 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.activation_bytes =
       ck.add(ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4)), ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4)));
   p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
-  p.scratch_bytes = ck.mul(p.scratch_bytes_per_thread, p.options.threads);
+  p.attention_partials_bytes =
+      attention_partials_bytes(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
+  p.scratch_bytes = ck.add(ck.mul(p.scratch_bytes_per_thread, p.options.threads), p.attention_partials_bytes);
 
   p.weights_offset = 0;
   p.kv_offset = o.weights_in_arena ? p.weight_bytes : 0;
