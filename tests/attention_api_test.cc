@@ -19,89 +19,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "tests/reference_attention.hpp"
 
-// ---- Allocation counting -------------------------------------------------------------------
-// Every malloc-family call and every operator new in this binary goes through these. Under
-// AddressSanitizer, which owns malloc, only operator new is counted.
-namespace {
-constinit std::atomic<bool> g_counting{false};
-constinit std::atomic<long> g_allocations{0};
-void note_allocation() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t n) {
-  note_allocation();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  note_allocation();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  note_allocation();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t alignment, size_t n) {
-  note_allocation();
-  return __libc_memalign(alignment, n);
-}
-void* memalign(size_t alignment, size_t n) {
-  note_allocation();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  note_allocation();
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* p = __libc_memalign(alignment, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void free(void* p) {
-  if (p != nullptr) note_allocation();
-  __libc_free(p);
-}
-}  // extern "C"
-#endif
-
-namespace {
-void* counted_new(size_t n, size_t alignment) {
-  note_allocation();
-  void* p = nullptr;
-  if (alignment <= alignof(std::max_align_t)) p = std::malloc(n ? n : 1);
-  else if (posix_memalign(&p, alignment, n ? n : 1) != 0) p = nullptr;
-  if (p == nullptr) std::abort();  // the test binary has no use for bad_alloc
-  return p;
-}
-void counted_delete(void* p) {
-  if (p != nullptr) note_allocation();
-  std::free(p);
-}
-}  // namespace
-
-void* operator new(size_t n) { return counted_new(n, 0); }
-void* operator new[](size_t n) { return counted_new(n, 0); }
-void* operator new(size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
-void* operator new[](size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
-void operator delete(void* p) noexcept { counted_delete(p); }
-void operator delete[](void* p) noexcept { counted_delete(p); }
-void operator delete(void* p, size_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, size_t) noexcept { counted_delete(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
+#include "tests/alloc_counter.hpp"
 
 namespace headway {
 namespace {
@@ -296,18 +214,15 @@ TEST_CASE("attend allocates nothing") {
   REQUIRE(attention_workspace_bytes(split.shape, 4).value() <= ws.size);
 
   // The counter sees allocations at all (volatile: the compiler may not drop the pair).
-  g_allocations = 0;
-  g_counting = true;
+  test::AllocationCount probe_count;
   void* volatile probe = std::malloc(16);
   std::free(probe);
   int* volatile probe2 = new int(3);
   delete probe2;
-  g_counting = false;
-  CHECK(g_allocations.load() >= 2);
+  CHECK(probe_count.stop() >= 2);
 
   Status s1, s2, s3, s4;
-  g_allocations = 0;
-  g_counting = true;
+  test::AllocationCount count;
   s1 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, &pool,
               ws.p, ws.size);
   s2 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, &pool,
@@ -316,12 +231,12 @@ TEST_CASE("attend allocates nothing") {
               ws.p, ws.size);
   s4 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, nullptr,
               ws.p, 64);  // an error is built without the heap too
-  g_counting = false;
+  const long allocations = count.stop();
   CHECK(s1.ok());
   CHECK(s2.ok());
   CHECK(s3.ok());
   CHECK(!s4.ok());
-  CHECK(g_allocations.load() == 0);
+  CHECK(allocations == 0);
 }
 
 TEST_CASE("workspace too small, misaligned or missing") {

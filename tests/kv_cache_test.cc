@@ -12,6 +12,8 @@
 #include "headway/plan.hpp"
 #include "runtime/dtype_convert.hpp"
 #include "runtime/rope.hpp"
+#include "headway/arena.hpp"
+#include "tests/alloc_counter.hpp"
 #include "tests/reference_attention.hpp"
 
 namespace headway {
@@ -312,6 +314,58 @@ TEST_CASE("the plan's scratch holds the workspace of every attend over the cache
       CHECK(most <= p.scratch_bytes);
       CHECK(most > 0);
     }
+  }
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 and 2)") {
+  for (uint32_t threads : {1u, 2u}) {
+    INFO("threads " << threads);
+    Config c = small_config(0, DType::kF16);
+    c.max_seq = 1200;  // long enough for the split-KV decode path
+    c.n_layers = 2;
+    PlanOptions o;
+    o.threads = threads;
+    o.max_tokens = 16;
+    const Plan p = make_plan(c, o).value();
+    std::vector<uint8_t> memory(p.arena_bytes + kAlignment);
+    void* base = memory.data() + (kAlignment - reinterpret_cast<uintptr_t>(memory.data()) % kAlignment) % kAlignment;
+    Arena arena;
+    REQUIRE(arena.bind(p, base, p.arena_bytes).ok());
+    KvCache caches[2];
+    for (uint32_t l = 0; l < 2; ++l) REQUIRE(caches[l].bind(p, arena.kv_layer(l), p.kv_bytes_per_layer).ok());
+    ThreadPool pool;
+    REQUIRE(pool.create(threads).ok());
+    const std::vector<float> x = normal(size_t{p.max_tokens} * p.qkv_width, 21);
+    float* qkv = arena.qkv();
+    float* out = arena.attention_out();
+    std::copy(x.begin(), x.end(), qkv);
+
+    test::AllocationCount count;
+    Status status;
+    uint32_t steps = 0;
+    while (caches[0].size() < c.max_seq && status.ok()) {
+      const uint32_t n = caches[0].size() == 0 ? p.max_tokens : 1;  // one prefill chunk, then decode
+      for (uint32_t l = 0; l < 2 && status.ok(); ++l) {
+        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].size(), c.rope);
+        status = caches[l].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width + p.kv_width, p.qkv_width, n);
+        if (status.ok()) {
+          status = caches[l].attend(qkv, p.qkv_width, out, p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);
+        }
+      }
+      ++steps;
+    }
+    const Status past = caches[0].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width, p.qkv_width, 1);
+    const long allocations = count.stop();
+    REQUIRE_MESSAGE(status.ok(), status.message());
+    CHECK(past.code() == Code::kOutOfRange);
+    CHECK(steps == c.max_seq - p.max_tokens + 1);
+    CHECK(allocations == 0);
   }
 }
 
