@@ -334,13 +334,16 @@ TEST_CASE("gpu dense attention matches the reference: head_dim x dtype x lengths
       make_dense(&b, ctx, 4, 2, d, dt, 300, 300);
       uint64_t seed = 1;
       for (const Case& base : kLengthCases) {
+        // 300 × 300 with f32 K/V only: the double reference of it is most of this test's time
+        // (minutes under the sanitizers); the other dtypes read the same shader with 300 keys.
+        if (base.t_q == 300 && dt != DType::kF32) continue;
         Case c = base;
         c.seed = seed++;
         check_dense(b.gpu, 4, 2, d, dt, c);
       }
     }
   }
-  MESSAGE("max error f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
 TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8") {
@@ -360,7 +363,7 @@ TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8")
         check_dense(b.gpu, group * n_kv, n_kv, d, dt, c);
       }
     }
-  }
+  }  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
 TEST_CASE("gpu dense attention without 16-bit storage and through a staging buffer") {
@@ -381,7 +384,7 @@ TEST_CASE("gpu dense attention without 16-bit storage and through a staging buff
         check_dense(b.gpu, 6, 2, d, dt, c);
       }
     }
-  }
+  }  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
 namespace {
