@@ -16,6 +16,13 @@
 //    accumulators share their K and Q loads, and a transposing add tree reduces 4 at a time;
 //    P·V runs 4 rows × 4 vectors of head_dim per V load.
 //
+// SVE and SVE2 (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form the arrays the
+// blocks above are written with: there the blocks are named accumulators, 1 row vector × 8 keys
+// or 8 dims (prefill; 512-bit A64FX: 2 FMA pipes × 9 cycles would like more chains, but 8 keep
+// the code one block shape) and 1 row × 4 keys or 4 vectors (decode; scores reduce with
+// SumOfLanes, the same for every block). Everything else (scratch, softmax, masking, drivers) is
+// shared. Lanes(DF) stays a power of two up to 16 there (Highway counts SVE lanes SV_POW2).
+//
 // Specialized at compile time for head_dim 64 and 128 (kDim); kDim = 0 is the runtime-head_dim
 // code for every head_dim 1..512. No allocation: everything lives in the caller's scratch (layout
 // in attention_tiling.h), in vector registers, or on ~1.2 KiB of stack (decode: the K and V row
@@ -60,7 +67,10 @@ using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
-#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
+#if HWY_HAVE_SCALABLE
+constexpr size_t kRowVecs = 1;  // SVE: sizeless vectors, blocks of named accumulators (below)
+constexpr size_t kDotRows = 1;
+#elif (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
 constexpr size_t kRowVecs = 2;  // prefill: row vectors per register block (32 registers)
 constexpr size_t kDotRows = 4;  // decode: query rows per register block
 #else
@@ -201,6 +211,40 @@ inline void RowsLoadQ(const Task& t) {
   }
 }
 
+// Online softmax of one row vector over tile keys [b0, b1): new running max, Pᵀ = exp(Sᵀ − max)
+// in place, running sum. Returns alpha = exp(old max − new max), the factor for the old
+// accumulators. b0 is even: the two partial sums take keys by absolute parity.
+HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
+  const DF df;
+  const size_t rpad = t.rpad;
+  const VF neg_inf = hn::Set(df, kNegInf);
+  VF mt = neg_inf;
+  for (size_t k = b0; k < b1; ++k) mt = hn::Max(mt, hn::LoadU(df, t.s + k * rpad + c));
+  const VF m_old = hn::LoadU(df, t.m + c);
+  const VF m_new = hn::Max(m_old, mt);
+  const VF m_use = hn::IfThenElseZero(hn::Ne(m_new, neg_inf), m_new);
+  const VF alpha = ExpOrNaN(df, hn::Sub(m_old, m_use));
+  VF sum0 = hn::Zero(df), sum1 = hn::Zero(df);
+  size_t k = b0;
+  for (; k + 2 <= b1; k += 2) {
+    const VF p0 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    const VF p1 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + (k + 1) * rpad + c), m_use));
+    hn::StoreU(p0, df, t.s + k * rpad + c);
+    hn::StoreU(p1, df, t.s + (k + 1) * rpad + c);
+    sum0 = hn::Add(sum0, p0);
+    sum1 = hn::Add(sum1, p1);
+  }
+  for (; k < b1; ++k) {
+    const VF p = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    hn::StoreU(p, df, t.s + k * rpad + c);
+    sum0 = hn::Add(sum0, p);
+  }
+  hn::StoreU(hn::MulAdd(alpha, hn::LoadU(df, t.l + c), hn::Add(sum0, sum1)), df, t.l + c);
+  hn::StoreU(m_new, df, t.m + c);
+  return alpha;
+}
+
+#if !HWY_HAVE_SCALABLE
 // Scores of tile keys [b0, b1) (whole key blocks) for row vectors [col, col + kRV · N): Sᵀ[k][rows].
 template <size_t kDim, size_t kRV>
 HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
@@ -239,39 +283,6 @@ HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool mas
       }
     }
   }
-}
-
-// Online softmax of one row vector over tile keys [b0, b1): new running max, Pᵀ = exp(Sᵀ − max)
-// in place, running sum. Returns alpha = exp(old max − new max), the factor for the old
-// accumulators. b0 is even: the two partial sums take keys by absolute parity.
-HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
-  const DF df;
-  const size_t rpad = t.rpad;
-  const VF neg_inf = hn::Set(df, kNegInf);
-  VF mt = neg_inf;
-  for (size_t k = b0; k < b1; ++k) mt = hn::Max(mt, hn::LoadU(df, t.s + k * rpad + c));
-  const VF m_old = hn::LoadU(df, t.m + c);
-  const VF m_new = hn::Max(m_old, mt);
-  const VF m_use = hn::IfThenElseZero(hn::Ne(m_new, neg_inf), m_new);
-  const VF alpha = ExpOrNaN(df, hn::Sub(m_old, m_use));
-  VF sum0 = hn::Zero(df), sum1 = hn::Zero(df);
-  size_t k = b0;
-  for (; k + 2 <= b1; k += 2) {
-    const VF p0 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
-    const VF p1 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + (k + 1) * rpad + c), m_use));
-    hn::StoreU(p0, df, t.s + k * rpad + c);
-    hn::StoreU(p1, df, t.s + (k + 1) * rpad + c);
-    sum0 = hn::Add(sum0, p0);
-    sum1 = hn::Add(sum1, p1);
-  }
-  for (; k < b1; ++k) {
-    const VF p = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
-    hn::StoreU(p, df, t.s + k * rpad + c);
-    sum0 = hn::Add(sum0, p);
-  }
-  hn::StoreU(hn::MulAdd(alpha, hn::LoadU(df, t.l + c), hn::Add(sum0, sum1)), df, t.l + c);
-  hn::StoreU(m_new, df, t.m + c);
-  return alpha;
 }
 
 // Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for row vectors
@@ -345,6 +356,145 @@ inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t
   for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, kRV, 4>(t, col, x, i0, i1, alpha, masked);
   for (; x < d; ++x) RowsPvBlock<kDim, kRV, 1>(t, col, x, i0, i1, alpha, masked);
 }
+
+#else  // HWY_HAVE_SCALABLE
+// Sizeless vectors (SVE): one row vector per block and named accumulators. Every lane goes
+// through the same operations as in the array blocks above, so the per-row guarantees hold.
+
+// Score of tile key k for the row vector at c: softcap, mask, store into Sᵀ.
+HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, VI hi, bool masked) {
+  const DF df;
+  const DI di;
+  if (t.a->softcap > 0.0f) sv = Softcap(df, sv, hn::Set(df, t.a->softcap));
+  if (masked) sv = hn::IfThenElse(Visible(df, di, k, lo, hi), sv, hn::Set(df, kNegInf));
+  hn::StoreU(sv, df, t.s + k * t.rpad + c);
+}
+
+// Scores of tile keys [b0, b1) (whole blocks of kKeyBlock = 8 keys) for the row vector at col.
+template <size_t kDim, size_t kRV>
+HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
+  static_assert(kRV == 1 && kKeyBlock == 8, "scalable blocks: 1 row vector x 8 keys");
+  const DF df;
+  const DI di;
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t rpad = t.rpad;
+  const float* HWY_RESTRICT qt = t.q + col;
+  const VI lo = hn::LoadU(di, t.lo + col);
+  const VI hi = hn::LoadU(di, t.hi + col);
+  for (size_t kb = b0; kb < b1; kb += kKeyBlock) {
+    const float* HWY_RESTRICT kt = t.k + kb * d_pad;
+    VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t x = 0; x < d; ++x) {
+      const VF qv = hn::LoadU(df, qt + x * rpad);
+      const float* HWY_RESTRICT kx = kt + x;
+      a0 = hn::MulAdd(hn::Set(df, kx[0 * d_pad]), qv, a0);
+      a1 = hn::MulAdd(hn::Set(df, kx[1 * d_pad]), qv, a1);
+      a2 = hn::MulAdd(hn::Set(df, kx[2 * d_pad]), qv, a2);
+      a3 = hn::MulAdd(hn::Set(df, kx[3 * d_pad]), qv, a3);
+      a4 = hn::MulAdd(hn::Set(df, kx[4 * d_pad]), qv, a4);
+      a5 = hn::MulAdd(hn::Set(df, kx[5 * d_pad]), qv, a5);
+      a6 = hn::MulAdd(hn::Set(df, kx[6 * d_pad]), qv, a6);
+      a7 = hn::MulAdd(hn::Set(df, kx[7 * d_pad]), qv, a7);
+    }
+    RowsStoreScore(t, kb + 0, col, a0, lo, hi, masked);
+    RowsStoreScore(t, kb + 1, col, a1, lo, hi, masked);
+    RowsStoreScore(t, kb + 2, col, a2, lo, hi, masked);
+    RowsStoreScore(t, kb + 3, col, a3, lo, hi, masked);
+    RowsStoreScore(t, kb + 4, col, a4, lo, hi, masked);
+    RowsStoreScore(t, kb + 5, col, a5, lo, hi, masked);
+    RowsStoreScore(t, kb + 6, col, a6, lo, hi, masked);
+    RowsStoreScore(t, kb + 7, col, a7, lo, hi, masked);
+  }
+}
+
+// acc + v · p, or (kMasked) only in the lanes of vis: a masked lane keeps its accumulator.
+template <bool kMasked>
+HWY_INLINE VF PvFma(DF df, hn::Mask<DF> vis, float v, VF p, VF acc) {
+  const VF r = hn::MulAdd(hn::Set(df, v), p, acc);
+  return kMasked ? hn::IfThenElse(vis, r, acc) : r;
+}
+
+// Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for the row vector at col,
+// keys in ascending order; kDB is 8, 4 or 1 (accumulators past kDB are dead code).
+template <size_t kDim, size_t kDB, bool kMasked>
+HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, VF alpha) {
+  static_assert(kDB == 8 || kDB == 4 || kDB == 1, "kDB is 8, 4 or 1");
+  const DF df;
+  const DI di;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t rpad = t.rpad;
+  float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
+  const float* HWY_RESTRICT vt = t.v + x0;
+  const float* HWY_RESTRICT pt = t.s + col;
+  const VI lo = hn::LoadU(di, t.lo + col);
+  const VI hi = hn::LoadU(di, t.hi + col);
+  VF a0 = hn::Mul(hn::LoadU(df, ot), alpha), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  if constexpr (kDB >= 4) {
+    a1 = hn::Mul(hn::LoadU(df, ot + 1 * rpad), alpha);
+    a2 = hn::Mul(hn::LoadU(df, ot + 2 * rpad), alpha);
+    a3 = hn::Mul(hn::LoadU(df, ot + 3 * rpad), alpha);
+  }
+  if constexpr (kDB == 8) {
+    a4 = hn::Mul(hn::LoadU(df, ot + 4 * rpad), alpha);
+    a5 = hn::Mul(hn::LoadU(df, ot + 5 * rpad), alpha);
+    a6 = hn::Mul(hn::LoadU(df, ot + 6 * rpad), alpha);
+    a7 = hn::Mul(hn::LoadU(df, ot + 7 * rpad), alpha);
+  }
+  const hn::Mask<DF> all = hn::FirstN(df, hn::Lanes(df));  // unused when !kMasked
+  for (size_t k = i0; k < i1; ++k) {
+    const VF p = hn::LoadU(df, pt + k * rpad);
+    const hn::Mask<DF> vis = kMasked ? Visible(df, di, k, lo, hi) : all;
+    const float* HWY_RESTRICT vk = vt + k * d_pad;
+    a0 = PvFma<kMasked>(df, vis, vk[0], p, a0);
+    if constexpr (kDB >= 4) {
+      a1 = PvFma<kMasked>(df, vis, vk[1], p, a1);
+      a2 = PvFma<kMasked>(df, vis, vk[2], p, a2);
+      a3 = PvFma<kMasked>(df, vis, vk[3], p, a3);
+    }
+    if constexpr (kDB == 8) {
+      a4 = PvFma<kMasked>(df, vis, vk[4], p, a4);
+      a5 = PvFma<kMasked>(df, vis, vk[5], p, a5);
+      a6 = PvFma<kMasked>(df, vis, vk[6], p, a6);
+      a7 = PvFma<kMasked>(df, vis, vk[7], p, a7);
+    }
+  }
+  hn::StoreU(a0, df, ot);
+  if constexpr (kDB >= 4) {
+    hn::StoreU(a1, df, ot + 1 * rpad);
+    hn::StoreU(a2, df, ot + 2 * rpad);
+    hn::StoreU(a3, df, ot + 3 * rpad);
+  }
+  if constexpr (kDB == 8) {
+    hn::StoreU(a4, df, ot + 4 * rpad);
+    hn::StoreU(a5, df, ot + 5 * rpad);
+    hn::StoreU(a6, df, ot + 6 * rpad);
+    hn::StoreU(a7, df, ot + 7 * rpad);
+  }
+}
+
+template <size_t kDim, bool kMasked>
+inline void RowsPv(const Task& t, size_t col, size_t i0, size_t i1, VF alpha) {
+  const size_t d = kDim ? kDim : t.d;
+  size_t x = 0;
+  for (; x + kDimBlock <= d; x += kDimBlock) RowsPvBlock<kDim, kDimBlock, kMasked>(t, col, x, i0, i1, alpha);
+  for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, 4, kMasked>(t, col, x, i0, i1, alpha);
+  for (; x < d; ++x) RowsPvBlock<kDim, 1, kMasked>(t, col, x, i0, i1, alpha);
+}
+
+// One tile for the row vector at col (see the array form above).
+template <size_t kDim, size_t kRV>
+inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
+  static_assert(kRV == 1, "scalable blocks: 1 row vector");
+  RowsQk<kDim, 1>(t, col, b0, b1, masked);
+  const VF alpha = RowsSoftmax(t, col, b0, b1);
+  if (masked) {
+    RowsPv<kDim, true>(t, col, i0, i1, alpha);
+  } else {
+    RowsPv<kDim, false>(t, col, i0, i1, alpha);
+  }
+}
+#endif  // HWY_HAVE_SCALABLE
 
 // Each row's keys of the loaded keys [k0, k1] of the tile at tb, tile-relative and inclusive;
 // [kTile + 1, -1] when none.
@@ -430,7 +580,7 @@ HWY_INLINE VF KvTail(DF df, const char* row, size_t x, size_t d) {
   return hn::Load(df, tmp);
 }
 
-#if HWY_TARGET != HWY_SCALAR
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 // dst[0..3] = the sums of all lanes of a, b, c, e: one transposing add tree (9 ops per 128-bit
 // block, then halving) instead of four horizontal sums. Lane i depends only on the i-th input,
 // always through the same operations, so SumLanes(v) (= lane 0 of Sum4(v, v, v, v)) gives the
@@ -481,6 +631,7 @@ inline void DotLoadQ(const Task& t) {
   }
 }
 
+#if !HWY_HAVE_SCALABLE
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)).
 template <KvType kType, size_t kRB, size_t kKB, bool kTail>
 HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, const char* const* krow, size_t x,
@@ -522,14 +673,6 @@ HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t 
   }
 }
 
-// Scores of rows [r0, r0 + kRB) for tile keys [a, b).
-template <size_t kDim, KvType kType, size_t kRB>
-inline void DotQkKeys(const Task& t, const char* const* krow, size_t r0, size_t a, size_t b) {
-  size_t k = a;
-  for (; k + kDotKeys <= b; k += kDotKeys) DotQk<kDim, kType, kRB, kDotKeys>(t, krow, r0, k);
-  for (; k < b; ++k) DotQk<kDim, kType, kRB, 1>(t, krow, r0, k);
-}
-
 // O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
 // ascending order (kTail: the last, partial vector of the row).
 template <KvType kType, size_t kRB, size_t kC, bool kTail>
@@ -555,6 +698,94 @@ HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, siz
   for (size_t r = 0; r < kRB; ++r) {
     for (size_t c = 0; c < kC; ++c) hn::StoreU(acc[r][c], df, o + r * t.d_pad + c * n);
   }
+}
+
+#else  // HWY_HAVE_SCALABLE
+// Sizeless vectors (SVE): one row per block and named accumulators (kDotRows is 1).
+
+// Elements [x, x + N) (kTail: [x, d), zeros after) of a K/V row.
+template <KvType kType, bool kTail>
+HWY_INLINE VF KvLoad(DF df, const char* row, size_t x, size_t d) {
+  return kTail ? KvTail<kType>(df, row, x, d) : KvVec<kType>(df, row, x);
+}
+
+// One step of DotQk over elements [x, x + N) (kTail: [x, d)) for kKB (1 or 4) keys.
+template <KvType kType, size_t kKB, bool kTail>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, const char* const* krow, size_t x, size_t d,
+                          VF& a0, VF& a1, VF& a2, VF& a3) {
+  const VF qv = hn::LoadU(df, q + x);
+  a0 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[0], x, d), a0);
+  if constexpr (kKB == 4) {
+    a1 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[1], x, d), a1);
+    a2 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[2], x, d), a2);
+    a3 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[3], x, d), a3);
+  }
+}
+
+// S[r0][k] = Q[r0] · K[k] for tile keys [k0, k0 + kKB), kKB 1 or 4. Each score is the same
+// sequence of operations whatever the block.
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB>
+HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t k0) {
+  static_assert(kRB == 1 && (kKB == 1 || kKB == 4), "scalable blocks: 1 row x 1 or 4 keys");
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const float* HWY_RESTRICT q = t.q + r0 * d_pad;
+  const char* const* kr = krow + k0;
+  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  size_t x = 0;
+  for (; x + n <= d; x += n) DotQkStep<kType, kKB, false>(df, q, kr, x, d, a0, a1, a2, a3);
+  if (x < d) DotQkStep<kType, kKB, true>(df, q, kr, x, d, a0, a1, a2, a3);
+  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
+  s[0] = SumLanes(df, a0);
+  if constexpr (kKB == 4) {
+    s[1] = SumLanes(df, a1);
+    s[2] = SumLanes(df, a2);
+    s[3] = SumLanes(df, a3);
+  }
+}
+
+// O[r0][x, x + kC · N) += Σ_{k in [a, b)} P[r0][k] · V[k], keys in ascending order; kC 1 or 4
+// (kTail: the last, partial vector of the row).
+template <KvType kType, size_t kRB, size_t kC, bool kTail>
+HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, size_t x, size_t d, size_t a,
+                          size_t b) {
+  static_assert(kRB == 1 && (kC == 1 || kC == 4), "scalable blocks: 1 row x 1 or 4 vectors");
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
+  const float* HWY_RESTRICT p = t.s + r0 * kTile;
+  VF a0 = hn::LoadU(df, o), a1 = a0, a2 = a0, a3 = a0;
+  if constexpr (kC == 4) {
+    a1 = hn::LoadU(df, o + 1 * n);
+    a2 = hn::LoadU(df, o + 2 * n);
+    a3 = hn::LoadU(df, o + 3 * n);
+  }
+  for (size_t k = a; k < b; ++k) {
+    const VF pk = hn::Set(df, p[k]);
+    a0 = hn::MulAdd(pk, KvLoad<kType, kTail>(df, vrow[k], x, d), a0);
+    if constexpr (kC == 4) {
+      a1 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 1 * n), a1);
+      a2 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 2 * n), a2);
+      a3 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 3 * n), a3);
+    }
+  }
+  hn::StoreU(a0, df, o);
+  if constexpr (kC == 4) {
+    hn::StoreU(a1, df, o + 1 * n);
+    hn::StoreU(a2, df, o + 2 * n);
+    hn::StoreU(a3, df, o + 3 * n);
+  }
+}
+#endif  // HWY_HAVE_SCALABLE
+
+// Scores of rows [r0, r0 + kRB) for tile keys [a, b).
+template <size_t kDim, KvType kType, size_t kRB>
+inline void DotQkKeys(const Task& t, const char* const* krow, size_t r0, size_t a, size_t b) {
+  size_t k = a;
+  for (; k + kDotKeys <= b; k += kDotKeys) DotQk<kDim, kType, kRB, kDotKeys>(t, krow, r0, k);
+  for (; k < b; ++k) DotQk<kDim, kType, kRB, 1>(t, krow, r0, k);
 }
 
 template <size_t kDim, KvType kType, size_t kRB>

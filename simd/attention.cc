@@ -1,18 +1,15 @@
-// Attention: compiles attention-inl.h for every x86 target Highway 1.0.3 has (SSSE3, SSE4, AVX2,
-// AVX3, AVX3_DL and the SCALAR baseline; NEON on ARM) and exports the plain functions of
-// attention.h, which check their arguments and then dispatch at run time.
+// Attention: compiles attention-inl.h for every target Highway 1.0.3 has (x86: SSSE3, SSE4, AVX2,
+// AVX3, AVX3_DL and the SCALAR baseline; AArch64: NEON, SVE, SVE2, SVE_256, SVE2_128) and
+// exports the plain functions of attention.h, which check their arguments and then dispatch at
+// run time.
 
 // Highway 1.0.3 leaves AVX3_DL out of dynamic dispatch unless asked (its default set stops at
 // AVX3); it has to be defined before the first Highway header.
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL
 #endif
-// The register blocks are arrays of vectors, which SVE's sizeless vector types cannot form: on
-// AArch64 the kernels dispatch between NEON and the baseline only (the boards headway targets
-// have no SVE).
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
-#endif
+// SVE and SVE2 (HWY_HAVE_SCALABLE: sizeless vectors, which cannot form the arrays of the
+// register blocks) compile the named-accumulator blocks of attention-inl.h instead.
 
 #include "simd/attention.h"
 
