@@ -16,6 +16,10 @@ export DEBIAN_FRONTEND=noninteractive
 
 host_pkgs=(cmake make g++ pkg-config python3 libhwy-dev libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
            doctest-dev nlohmann-json3-dev)
+# Cross targets (toolchains/aarch64-linux-gnu.cmake, armv7-linux-gnueabihf.cmake): the cross
+# compiler, qemu-user to run the tests, and the target's Highway from Debian multiarch. Debian 12's
+# pthreadpool and XNNPACK packages are not Multi-Arch: same (installing the arm64 ones would remove
+# the host's), so cross builds go without them (the presets set HEADWAY_THREADS=OFF).
 pkgs=()
 want_arch=()
 case "$what" in
@@ -55,6 +59,10 @@ fi
 # One index failing transiently must not stop the install: retry, then go on with what we have.
 for attempt in 1 2 3; do
   if "${sudo_cmd[@]}" apt-get update -q; then break; fi
+  if [ "$attempt" -eq 3 ]; then
+    echo "install-deps.sh: apt-get update failed 3 times; going on with the indexes there are" >&2
+    break
+  fi
   echo "install-deps.sh: apt-get update failed (attempt $attempt); retrying" >&2
   sleep $((attempt * 5))
 done
