@@ -30,6 +30,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
 #include "tests/reference_attention.hpp"
+#include "tests/test_rng.hpp"
 
 // operator new is counted around append() and attend(): headway's own code must not allocate
 // there. malloc is not counted: the Vulkan driver may allocate inside its command recording and
@@ -88,21 +89,7 @@ namespace {
 
 double tolerance(DType t) { return t == DType::kF32 ? 1e-4 : t == DType::kF16 ? 2e-3 : 3e-2; }
 
-struct Rng {
-  uint64_t state;
-  explicit Rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  uint64_t next() {  // splitmix64
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
-  float normal() {
-    const double u = uniform(), v = uniform();
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v));
-  }
-};
+using headway::test::Rng;
 
 bool optional_gpu() {
   const char* e = std::getenv("HEADWAY_GPU_TESTS_OPTIONAL");
