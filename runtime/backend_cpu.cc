@@ -47,21 +47,8 @@ Status check_plan(const char* who, const Plan& plan) {
 const char* backend_kind_name(BackendKind kind) { return kind == BackendKind::kGpu ? "gpu" : "cpu"; }
 
 Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
-  float dummy = 0.0f;
-  simd::AttentionArgs a;
-  a.q = &dummy;
-  a.k = &dummy;
-  a.v = &dummy;
-  a.o = &dummy;
-  a.q_token_stride = a.o_token_stride = size_t{shape.n_heads} * shape.head_dim;
-  a.kv_row_stride = size_t{shape.n_kv_heads} * shape.head_dim;
-  a.kv_head_stride = shape.head_dim;
-  a.t_q = shape.t_q;
-  a.t_kv = shape.t_kv;
-  a.n_heads = shape.n_heads;
-  a.n_kv_heads = shape.n_kv_heads;
-  a.head_dim = shape.head_dim;
-  HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
+  // The same shape checks and messages as attend() (which builds its dense args from the shape).
+  HEADWAY_RETURN_IF_ERROR(attention_workspace_bytes(shape, 1).status());
   Config c;
   c.set_name("dense");
   c.n_heads = shape.n_heads;
