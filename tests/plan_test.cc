@@ -15,6 +15,19 @@ static_assert(kLlama2.kv_cache_bytes == 4096ull * 524288);  // 2 GiB at 4096 tok
 static_assert(kLlama2.head_dim == 128 && kLlama2.kernel == KernelKind::kD128);
 static_assert(kLlama2.arena_bytes == kLlama2.scratch_offset + kLlama2.scratch_bytes);
 
+TEST_CASE("XNNPACK projections: a packed region replaces the weights copy") {
+  PlanOptions o;
+  o.projection = Projection::kXnnpack;
+  o.threads = 4;
+  const Plan p = plan_for(presets::llama2_7b(), o);
+  CHECK(p.weights_region_bytes == 0);
+  CHECK(p.projection_blocks == 4);
+  CHECK(p.packed_offset == 0);
+  CHECK(p.packed_bytes == 32 * p.packed_bytes_per_layer);
+  CHECK(p.packed_bytes_per_layer >= 4ull * 4096 * 4097 * 4);  // f32, one bias word per row
+  CHECK(p.kv_offset == p.packed_bytes);
+}
+
 TEST_CASE("Llama-2 7B: MHA, head_dim 128") {
   const Plan& p = kLlama2;
   CHECK(p.group_size == 1);
@@ -27,7 +40,11 @@ TEST_CASE("Llama-2 7B: MHA, head_dim 128") {
   CHECK(p.weight_bytes == 32ull * 4 * 4096 * 4096 * 4);
   CHECK(p.kv_bytes_per_layer == 4096ull * 2 * 4096 * 2);
   CHECK(p.max_tokens == 512);
-  CHECK(p.activation_bytes == 512ull * 12288 * 4 + 512ull * 4096 * 4);
+  // QKV rows, attention out, then a block's output and the residual stream [512, d_model].
+  CHECK(p.activation_bytes == 512ull * 12288 * 4 + 512ull * 4096 * 4 + 2 * 512ull * 4096 * 4);
+  CHECK(p.block_out_offset == p.activations_offset + 512ull * 12288 * 4 + 512ull * 4096 * 4);
+  CHECK(p.stream_offset == p.block_out_offset + 512ull * 4096 * 4);
+  CHECK(p.packed_bytes == 0);
   CHECK(p.kv_offset == p.weight_bytes);
   CHECK(p.activations_offset == p.kv_offset + p.kv_cache_bytes);
   CHECK(p.scratch_offset == p.activations_offset + p.activation_bytes);

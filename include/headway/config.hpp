@@ -62,6 +62,7 @@ struct Config {
   bool qkv_bias = false;    // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
   bool o_bias = false;      // output projection carries a bias (BERT, GPT-2, Phi-2)
   bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3)
+  float rms_norm_eps = 1e-6f;  // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
   DType kv_dtype = DType::kF16;
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.

@@ -5,9 +5,14 @@
 //   static_assert(p.kv_bytes_per_token == 524288);
 //
 // Arena layout (each region starts on a 64-byte boundary):
-//   [weights: n_layers × (Wq Wk Wv Wo, biases, norms)]   absent when weights are borrowed
+//   [weights: n_layers × (Wqkv [qkv_width, d_model], Wo [d_model, q_width], bqkv [qkv_width],
+//             bo [d_model], q_norm [head_dim], k_norm [head_dim]) in weight_dtype]
+//             absent when weights are borrowed, and with XNNPACK projections (packed below)
+//   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
+//             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
 //   [KV cache: n_layers × (K then V), each [n_kv_heads, cache_rows, head_dim] in kv_dtype]
-//   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32]
+//   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
+//                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
 #pragma once
 
@@ -42,11 +47,36 @@ inline constexpr uint32_t kAttnKvChunk = 512;
 inline constexpr uint32_t kAttnSplitMinTasks = 16;
 inline constexpr uint32_t kAttnSplitMaxRows = 64;
 
+// The engine of the Q/K/V/O projections. Highway: simd/matmul.h over the weights region (or the
+// borrowed weights). XNNPACK: fully-connected operators created at init, whose packed copies of
+// the weights live in the packed region (hosted builds with HEADWAY_XNNPACK only).
+enum class Projection : uint8_t { kHighway = 0, kXnnpack };
+constexpr const char* projection_name(Projection p) { return p == Projection::kXnnpack ? "xnnpack" : "highway"; }
+
+// Upper bounds of what XNNPACK (the 2022 f32 fully-connected operator) allocates, for the plan.
+// Its packing rounds the output channels up to the micro-kernel's nr (16 on AVX-512, 8 on NEON;
+// kXnnNr leaves room) and the input channels up to kr·sr (1 or 4), adds one bias word per output
+// channel; the operator object is a fixed-size struct (2112 bytes in the 2022 snapshot on
+// x86-64). Each allocation also pays the arena allocator's 64-byte header and 64-byte alignment.
+// tests/layer_test.cc checks what XNNPACK asked for against this bound. Each projection matrix is
+// cut into up to kXnnMaxBlocks operators over its output rows, one per thread, so that the
+// layer's own pool runs them.
+inline constexpr uint64_t kXnnNr = 32;
+inline constexpr uint64_t kXnnKr = 4;
+inline constexpr uint64_t kXnnOperatorBytes = 4096;
+inline constexpr uint32_t kXnnMaxBlocks = 16;
+
+constexpr uint64_t xnn_packed_bytes_bound(uint64_t out, uint64_t in, uint32_t blocks) {
+  const uint64_t k = (in + kXnnKr - 1) / kXnnKr * kXnnKr + 1;
+  return (out + kXnnNr * blocks) * k * 4 + blocks * (kXnnOperatorBytes + 4 * kAlignment);
+}
+
 struct PlanOptions {
   uint32_t threads = 1;
   uint32_t max_tokens = 0;           // most tokens per prefill call; 0 = min(512, max_seq)
   DType weight_dtype = DType::kF32;  // projection weights as the runtime keeps them
   bool weights_in_arena = true;      // false: weights are borrowed (memory-mapped), not copied
+  Projection projection = Projection::kHighway;
 };
 
 struct HeadLayout {
@@ -104,6 +134,10 @@ struct Plan {
 
   uint64_t weight_bytes_per_layer = 0;
   uint64_t weight_bytes = 0;            // all layers (also when borrowed: what the file provides)
+  uint64_t weights_region_bytes = 0;    // weight_bytes when copied into the arena for Highway, else 0
+  uint32_t projection_blocks = 0;       // XNNPACK operators per matrix (min(threads, kXnnMaxBlocks))
+  uint64_t packed_bytes_per_layer = 0;  // XNNPACK: norms + operators of one layer (upper bound)
+  uint64_t packed_bytes = 0;            // all layers
   uint64_t kv_bytes_per_token = 0;      // K and V of one token across all layers
   uint64_t kv_bytes_per_layer = 0;      // one layer's cache: cache_rows tokens, K and V, aligned
   uint64_t kv_cache_bytes = 0;          // all layers
@@ -113,8 +147,11 @@ struct Plan {
   uint64_t scratch_bytes = 0;           // threads × per thread + the partials
 
   uint64_t weights_offset = 0;
+  uint64_t packed_offset = 0;
   uint64_t kv_offset = 0;
   uint64_t activations_offset = 0;
+  uint64_t block_out_offset = 0;  // activations: one block's output [max_tokens, d_model] f32
+  uint64_t stream_offset = 0;     // activations: the residual stream [max_tokens, d_model] f32
   uint64_t scratch_offset = 0;
   uint64_t arena_bytes = 0;
 
@@ -191,22 +228,41 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   if (c.qk_norm) per_layer = ck.add(per_layer, ck.mul(2, p.head_dim));
   p.weight_bytes_per_layer = ck.align(ck.mul(per_layer, wb));
   p.weight_bytes = ck.mul(p.weight_bytes_per_layer, c.n_layers);
+  const bool xnn = o.projection == Projection::kXnnpack;
+  p.weights_region_bytes = o.weights_in_arena && !xnn ? p.weight_bytes : 0;
+  if (xnn) {
+    p.projection_blocks = p.options.threads < kXnnMaxBlocks ? p.options.threads : kXnnMaxBlocks;
+    const uint32_t b = p.projection_blocks;
+    // Borrowed weights: Q, K, V are three operators; copied: one fused QKV operator (bounded by
+    // the three, since every term is additive in the output rows).
+    uint64_t packed = ck.align(ck.mul(ck.mul(2, p.head_dim), 4));
+    packed = ck.add(packed, xnn_packed_bytes_bound(qw, c.d_model, b));
+    packed = ck.add(packed, ck.mul(2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
+    packed = ck.add(packed, xnn_packed_bytes_bound(c.d_model, qw, b));
+    p.packed_bytes_per_layer = ck.align(packed);
+    p.packed_bytes = ck.mul(p.packed_bytes_per_layer, c.n_layers);
+  }
 
   const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvw), dtype_bytes(c.kv_dtype));
   p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
   p.kv_cache_bytes = ck.mul(p.kv_bytes_per_layer, c.n_layers);
 
-  p.activation_bytes =
-      ck.add(ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4)), ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4)));
+  const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4));
+  const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
+  const uint64_t model_act = ck.align(ck.mul(ck.mul(p.max_tokens, c.d_model), 4));
+  p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));
   p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
   p.attention_partials_bytes =
       attention_partials_bytes(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
   p.scratch_bytes = ck.add(ck.mul(p.scratch_bytes_per_thread, p.options.threads), p.attention_partials_bytes);
 
   p.weights_offset = 0;
-  p.kv_offset = o.weights_in_arena ? p.weight_bytes : 0;
+  p.packed_offset = p.weights_region_bytes;
+  p.kv_offset = ck.add(p.packed_offset, p.packed_bytes);
   p.activations_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.block_out_offset = ck.add(p.activations_offset, ck.add(qkv_act, attn_act));
+  p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);
   p.arena_bytes = ck.add(p.scratch_offset, p.scratch_bytes);
   p.overflow = ck.overflow;

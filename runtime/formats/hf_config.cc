@@ -377,6 +377,7 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
+  if (const json* e = lookup(obj, "rms_norm_eps")) { double d = 0.0; HEADWAY_RETURN_IF_ERROR(read_real(w, "rms_norm_eps", *e, false, &d)); cfg->rms_norm_eps = static_cast<float>(d); }
 
   bool bias = cfg->qkv_bias;
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "attention_bias", &bias));

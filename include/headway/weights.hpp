@@ -1,0 +1,33 @@
+// The weights of one attention layer, as borrowed views: the layer engineer's AttentionLayer and
+// Session read them; the weight-file loaders (runtime/formats/) produce them. Nothing here owns
+// memory: a TensorRef points into a memory-mapped file, a caller's buffer or the arena.
+#pragma once
+
+#include <cstdint>
+
+#include "headway/config.hpp"
+
+namespace headway {
+
+// A borrowed, row-major 2-D tensor (1-D tensors: rows = 1). Weights use the Hugging Face layout
+// W [out_features, in_features] (GGUF's ggml tensors have the same memory layout).
+struct TensorRef {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;  // f32, f16 or bf16
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  bool present() const { return data != nullptr; }
+  uint64_t elements() const { return uint64_t{rows} * cols; }
+  uint64_t bytes() const { return elements() * dtype_bytes(dtype); }
+};
+
+// One layer's attention weights. wq [n_heads*head_dim, d_model], wk/wv [n_kv_heads*head_dim, d_model],
+// wo [d_model, n_heads*head_dim]; biases bq/bk/bv/bo (1-D) when config.qkv_bias / o_bias;
+// q_norm/k_norm [head_dim] (per-head RMSNorm weights, Qwen3) when config.qk_norm.
+struct LayerWeights {
+  TensorRef wq, wk, wv, wo;
+  TensorRef bq, bk, bv, bo;
+  TensorRef q_norm, k_norm;
+};
+
+}  // namespace headway

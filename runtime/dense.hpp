@@ -1,0 +1,37 @@
+// A dense projection y = x · Wᵀ + b over the thread pool, on the Highway kernel (simd/matmul.h),
+// or on XNNPACK fully-connected operators (runtime/xnnpack_dense.hpp) when the plan says so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/config.hpp"
+#include "headway/thread_pool.hpp"
+#include "headway/weights.hpp"
+
+namespace headway {
+
+// One projection: W [out, in] (row stride `in`), optional bias [out], both borrowed.
+struct DenseMatrix {
+  TensorRef w;
+  TensorRef bias;  // !present(): none
+};
+
+// Element i of a tensor as f32 (f32, f16 or bf16 storage).
+float tensor_at(const TensorRef& t, uint64_t i);
+
+// Copies `src` into dst converted to `dtype` (round to nearest even). No allocation.
+void convert_tensor(const TensorRef& src, void* dst, DType dtype);
+
+// y[i][0..out) = x[i] · Wᵀ + b for i < t (x row stride x_stride floats, y row stride y_stride).
+// Output rows are cut into tasks of kDenseRowTask rows (a function of the shape alone, so the
+// result is the same for every pool size, and for no pool). Never allocates.
+inline constexpr uint32_t kDenseRowTask = 64;
+// Below this many multiply-adds (t · in · out) the caller's thread does all the work: waking the
+// pool costs more than it saves (a small model's decode projection is ~0.5 M, ~50 µs on a core;
+// on a busy device a worker may wait a whole scheduler slice to run).
+inline constexpr uint64_t kDenseMinParallelMacs = 1u << 20;
+void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float* y, size_t y_stride, uint32_t t,
+                   ThreadPool* pool);
+
+}  // namespace headway

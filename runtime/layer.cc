@@ -1,0 +1,220 @@
+#include "headway/layer.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/dense.hpp"
+#include "runtime/rope.hpp"
+#include "runtime/xnnpack_dense.hpp"
+
+namespace headway {
+
+namespace {
+
+Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows,
+                    uint32_t cols) {
+  if (!required) return Status();
+  if (!t.present()) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the config needs it [%u, %u]", layer,
+                         name, rows, cols);
+  }
+  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
+    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype code %u, expected f32, f16 or bf16", layer,
+                         name, static_cast<unsigned>(t.dtype));
+  }
+  if (t.rows != rows || t.cols != cols) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,
+                         name, t.rows, t.cols, rows, cols);
+  }
+  return Status();
+}
+
+// RMS norm of each head of `n_heads` heads of one token's row, in place: x · rsqrt(mean(x²) + eps) · w.
+void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef& w, float eps) {
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    float* v = x + uint64_t{h} * head_dim;
+    float ss = 0.0f;
+    for (uint32_t i = 0; i < head_dim; ++i) ss += v[i] * v[i];
+    const float r = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
+    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * tensor_at(w, i);
+  }
+}
+
+}  // namespace
+
+Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
+  const Config& c = plan.config;
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, true, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, plan.head_dim));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, plan.head_dim));
+  return Status();
+}
+
+AttentionLayer::~AttentionLayer() {
+  for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
+}
+
+Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool) {
+  for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
+  plan_ = nullptr;
+  packed_used_ = 0;
+  if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "layer: the arena is not bound to a plan");
+  const Plan& p = arena.plan();
+  const Config& c = p.config;
+  if (layer >= c.n_layers) {
+    return Status::error(Code::kInvalidArgument, "layer: index %u, the plan has %u layers", layer, c.n_layers);
+  }
+  if (pool != nullptr && pool->threads() > p.options.threads) {
+    return Status::error(Code::kInvalidArgument,
+                         "layer %u: the pool has %u threads, the plan's scratch is for %u (PlanOptions::threads)",
+                         layer, pool->threads(), p.options.threads);
+  }
+  HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(p, arena.kv_layer(layer), p.kv_bytes_per_layer));
+  uint8_t* base = arena.weights() - p.weights_offset;
+  w_ = weights;
+  fused_qkv_ = false;
+  op_blocks_ = 0;
+
+  if (p.options.projection == Projection::kXnnpack) {
+    if (!xnnpack_built()) {
+      return Status::error(Code::kUnsupported,
+                           "layer %u: the plan asks for XNNPACK projections, but this build has none "
+                           "(HEADWAY_XNNPACK=OFF); plan with Projection::kHighway",
+                           layer);
+    }
+    uint8_t* region = base + p.packed_offset + uint64_t{layer} * p.packed_bytes_per_layer;
+    uint64_t used = 0;
+    if (c.qk_norm) {  // the norms outlive the caller's buffers: f32 at the region's start
+      float* norms = reinterpret_cast<float*>(region);
+      convert_tensor(weights.q_norm, norms, DType::kF32);
+      convert_tensor(weights.k_norm, norms + p.head_dim, DType::kF32);
+      w_.q_norm = TensorRef{norms, DType::kF32, 1, p.head_dim};
+      w_.k_norm = TensorRef{norms + p.head_dim, DType::kF32, 1, p.head_dim};
+    }
+    used = align_up(uint64_t{2} * p.head_dim * 4);
+    op_blocks_ = p.projection_blocks;
+    const DenseMatrix mats[4] = {{weights.wq, c.qkv_bias ? weights.bq : TensorRef{}},
+                                 {weights.wk, c.qkv_bias ? weights.bk : TensorRef{}},
+                                 {weights.wv, c.qkv_bias ? weights.bv : TensorRef{}},
+                                 {weights.wo, c.o_bias ? weights.bo : TensorRef{}}};
+    for (uint32_t i = 0; i < 4; ++i) {
+      const size_t x_stride = i < 3 ? c.d_model : p.q_width;
+      const size_t y_stride = i < 3 ? p.qkv_width : c.d_model;
+      HEADWAY_RETURN_IF_ERROR(
+          xnn_dense_create(mats[i], x_stride, y_stride, op_blocks_, region, p.packed_bytes_per_layer, &used, ops_[i]));
+    }
+    packed_used_ = used;
+    // The borrowed tensors may go away after init: nothing but shapes is read from w_ now.
+    for (TensorRef* t : {&w_.wq, &w_.wk, &w_.wv, &w_.wo, &w_.bq, &w_.bk, &w_.bv, &w_.bo}) t->data = nullptr;
+  } else if (p.options.weights_in_arena) {
+    // Layout of the layer's slice (weight_dtype, packed back to back):
+    //   Wqkv [qkv_width, d_model] (Wq, Wk, Wv stacked), Wo [d_model, q_width], bqkv [qkv_width],
+    //   bo [d_model], q_norm [head_dim], k_norm [head_dim] — the last three only when configured.
+    const DType dt = p.options.weight_dtype;
+    const uint32_t eb = dtype_bytes(dt);
+    uint8_t* dst = base + p.weights_offset + uint64_t{layer} * p.weight_bytes_per_layer;
+    auto put = [&](const TensorRef& src) {
+      TensorRef out{dst, dt, src.rows, src.cols};
+      convert_tensor(src, dst, dt);
+      dst += src.elements() * eb;
+      return out;
+    };
+    w_ = LayerWeights{};
+    w_.wq = put(weights.wq);
+    put(weights.wk);
+    put(weights.wv);
+    w_.wq.rows = p.qkv_width;
+    w_.wo = put(weights.wo);
+    if (c.qkv_bias) {
+      w_.bq = put(weights.bq);
+      put(weights.bk);
+      put(weights.bv);
+      w_.bq.cols = p.qkv_width;
+    }
+    if (c.o_bias) w_.bo = put(weights.bo);
+    if (c.qk_norm) {
+      w_.q_norm = put(weights.q_norm);
+      w_.k_norm = put(weights.k_norm);
+    }
+    fused_qkv_ = true;
+  }
+  if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
+  if (!c.o_bias) w_.bo = TensorRef{};
+  plan_ = &p;
+  arena_ = &arena;
+  layer_ = layer;
+  pool_ = pool;
+  start_ = 0;
+  return Status();
+}
+
+void AttentionLayer::reset(uint32_t start_position) {
+  cache_.reset();
+  start_ = start_position;
+}
+
+// which: 0 = the Q/K/V projections into the QKV rows, 1 = the O projection into y.
+Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
+  const Plan& p = *plan_;
+  const uint32_t d = p.config.d_model;
+  if (op_blocks_ != 0) {
+    if (which == 1) return xnn_dense_run(ops_[3], op_blocks_, d, x, y, t, pool_);
+    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_width, x, y, t, pool_));
+    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_width, t, pool_));
+    return xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_width + p.kv_width, t, pool_);
+  }
+  if (which == 1) {
+    dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
+  } else if (fused_qkv_) {
+    dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
+  } else {
+    dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
+    dense_highway({w_.wk, w_.bk}, x, d, y + p.q_width, p.qkv_width, t, pool_);
+    dense_highway({w_.wv, w_.bv}, x, d, y + p.q_width + p.kv_width, p.qkv_width, t, pool_);
+  }
+  return Status();
+}
+
+Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
+  if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
+  const Plan& p = *plan_;
+  const Config& c = p.config;
+  if (t == 0 || t > p.max_tokens) {
+    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)",
+                         layer_, t, p.max_tokens);
+  }
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
+  if (uint64_t{position()} + t > c.max_seq) {
+    return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
+                         layer_, t, position(), c.max_seq);
+  }
+  float* qkv = arena_->qkv();
+  float* attn = arena_->attention_out();
+  const size_t w = p.qkv_width;
+  const uint32_t kvh = c.kv_heads();
+  HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
+  for (uint32_t i = 0; i < t; ++i) {
+    float* row = qkv + i * w;
+    if (c.qk_norm) {
+      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps);
+      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps);
+    }
+    // A cache that starts at start_ > 0: KvCache::append rotates K by its own count (0..), so
+    // K is first rotated by start_ (rotations compose: angle start_ + n).
+    if (start_ != 0) apply_rope(row + p.q_width, 1, w, kvh, p.head_dim, start_, c.rope);
+  }
+  apply_rope(qkv, t, w, c.n_heads, p.head_dim, position(), c.rope);
+  HEADWAY_RETURN_IF_ERROR(cache_.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
+  HEADWAY_RETURN_IF_ERROR(cache_.attend(qkv, w, attn, p.q_width, t, pool_, arena_->scratch(), p.scratch_bytes));
+  return project(1, attn, y, t);
+}
+
+}  // namespace headway

@@ -1,0 +1,91 @@
+#include "headway/session.hpp"
+
+#include <cstring>
+
+namespace headway {
+
+namespace {
+
+struct ArrayWeights {
+  const LayerWeights* layers;
+};
+
+Result<LayerWeights> from_array(void* ctx, uint32_t layer) { return static_cast<ArrayWeights*>(ctx)->layers[layer]; }
+
+}  // namespace
+
+Status Session::init(const Arena& arena, const LayerWeights* layers, uint32_t n_layers, ThreadPool* pool) {
+  arena_ = nullptr;
+  n_layers_ = 0;
+  if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "session: the arena is not bound to a plan");
+  if (n_layers != arena.plan().config.n_layers) {
+    return Status::error(Code::kInvalidArgument, "session: %u layers of weights, the plan has %u", n_layers,
+                         arena.plan().config.n_layers);
+  }
+  if (layers == nullptr) return Status::error(Code::kInvalidArgument, "session: layer weights are null");
+  ArrayWeights a{layers};
+  return init(arena, from_array, &a, pool);
+}
+
+Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, ThreadPool* pool) {
+  arena_ = nullptr;
+  n_layers_ = 0;
+  if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "session: the arena is not bound to a plan");
+  const uint32_t n_layers = arena.plan().config.n_layers;
+  if (n_layers > kMaxLayers) {
+    return Status::error(Code::kUnsupported, "session: %u layers, a Session holds at most %u", n_layers, kMaxLayers);
+  }
+  if (fn == nullptr) return Status::error(Code::kInvalidArgument, "session: the layer weights function is null");
+  for (uint32_t l = 0; l < n_layers; ++l) {
+    const Result<LayerWeights> w = fn(ctx, l);
+    if (!w.ok()) return w.status();
+    HEADWAY_RETURN_IF_ERROR(layers_[l].init(arena, l, w.value(), pool));
+  }
+  arena_ = &arena;
+  n_layers_ = n_layers;
+  return Status();
+}
+
+void Session::reset() {
+  for (uint32_t l = 0; l < n_layers_; ++l) layers_[l].reset();
+}
+
+Status Session::prefill(const float* x, uint32_t t, float* y) {
+  if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "session: prefill or decode before init");
+  const Plan& p = arena_->plan();
+  if (t == 0) return Status();
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "session: x or y is null");
+  // Checked before any chunk runs, so that a prompt past the context changes no cache.
+  if (uint64_t{position()} + t > p.config.max_seq) {
+    return Status::error(Code::kOutOfRange,
+                         "session: %u tokens at position %u go past the context of %u tokens (max_seq); nothing "
+                         "was run",
+                         t, position(), p.config.max_seq);
+  }
+  const size_t d = p.config.d_model;
+  for (uint32_t done = 0; done < t;) {
+    const uint32_t n = t - done < p.max_tokens ? t - done : p.max_tokens;
+    HEADWAY_RETURN_IF_ERROR(run_chunk(x + done * d, n, y + done * d));
+    done += n;
+  }
+  return Status();
+}
+
+// h = x; for each layer h += attn(h); y = h. The stream h and the block output live in the
+// arena's activation region (plan.stream_offset, plan.block_out_offset).
+Status Session::run_chunk(const float* x, uint32_t t, float* y) {
+  const Plan& p = arena_->plan();
+  uint8_t* base = arena_->weights() - p.weights_offset;
+  float* h = reinterpret_cast<float*>(base + p.stream_offset);
+  float* out = reinterpret_cast<float*>(base + p.block_out_offset);
+  const size_t n = size_t{t} * p.config.d_model;
+  std::memcpy(h, x, n * sizeof(float));
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    HEADWAY_RETURN_IF_ERROR(layers_[l].forward(h, out, t));
+    for (size_t i = 0; i < n; ++i) h[i] += out[i];
+  }
+  std::memmove(y, h, n * sizeof(float));
+  return Status();
+}
+
+}  // namespace headway

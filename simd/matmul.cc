@@ -1,0 +1,49 @@
+// Dense projections: compiles matmul-inl.h for every target Highway has here (as attention.cc
+// does) and exports the plain functions of matmul.h.
+
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL
+#endif
+
+#include "simd/matmul.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/matmul-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "simd/matmul-inl.h"
+
+#if HWY_ONCE
+namespace headway {
+namespace simd {
+
+HWY_EXPORT(MatmulF32);
+HWY_EXPORT(MatmulTargetName);
+
+const char* matmul_args_error(const MatmulArgs& a) {
+  if (a.w_type != WeightType::kF32 && a.w_type != WeightType::kF16 && a.w_type != WeightType::kBF16) {
+    return "w_type is not f32, f16 or bf16";
+  }
+  if (a.t == 0 || a.out == 0) return nullptr;  // nothing to compute
+  if (a.x == nullptr && a.in > 0) return "x is null";
+  if (a.w == nullptr && a.in > 0) return "w is null";
+  if (a.y == nullptr) return "y is null";
+  if (a.x_stride < a.in) return "x_stride is less than in";
+  if (a.w_stride < a.in) return "w_stride is less than in";
+  if (a.y_stride < a.out) return "y_stride is less than out";
+  return nullptr;
+}
+
+void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end) {
+  if (out_begin >= out_end || args.t == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulF32)(args, out_begin, out_end);
+}
+
+const char* matmul_target_name() { return HWY_DYNAMIC_DISPATCH(MatmulTargetName)(); }
+
+}  // namespace simd
+}  // namespace headway
+#endif  // HWY_ONCE

@@ -1,0 +1,50 @@
+// Dense projections: y = x · Wᵀ for the Q/K/V/O projections when XNNPACK is not there (bare
+// metal, HEADWAY_XNNPACK=OFF) or not chosen. Highway dispatch happens inside (dynamic on hosted
+// x86/ARM, static where the target is fixed). Pure functions over pointers and shapes: no
+// allocation, no I/O, no threads; callers split the output rows across threads.
+//
+//   x [t, in] f32, token i at x + i · x_stride floats
+//   W [out, in] row-major in f32, f16 or bf16 (Hugging Face / GGUF layout), row o at
+//     w + o · w_stride elements
+//   y [t, out] f32, token i at y + i · y_stride floats
+//   y[i][o] = Σ_k x[i][k] · W[o][k], accumulated in f32, for o in [out_begin, out_end).
+//
+// Reads exactly the `in` elements of each x and W row (never past them) and writes only y[i][o]
+// for the rows asked. For a given (t, in, w_type) the result of an element does not depend on
+// out_begin/out_end, so any row split gives bitwise the same y.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace headway {
+namespace simd {
+
+enum class WeightType : uint8_t { kF32 = 0, kF16, kBF16 };
+
+struct MatmulArgs {
+  const float* x = nullptr;
+  size_t x_stride = 0;
+  const void* w = nullptr;
+  WeightType w_type = WeightType::kF32;
+  size_t w_stride = 0;  // elements
+  float* y = nullptr;
+  size_t y_stride = 0;
+  size_t t = 0;    // tokens (rows of x and y)
+  size_t in = 0;   // reduction length
+  size_t out = 0;  // rows of W (columns of y)
+};
+
+// Null when the arguments are usable, else what is wrong with them.
+const char* matmul_args_error(const MatmulArgs& args);
+
+// Computes y[:, out_begin:out_end). Preconditions: matmul_args_error(args) == nullptr,
+// out_begin <= out_end <= args.out. t == 1 runs the GEMV path (bandwidth-bound: 4 weight rows
+// share each x load), t > 1 the register-blocked GEMM (4 tokens × 4 weight rows per block).
+void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end);
+
+// The Highway target the kernels dispatch to on this machine ("AVX3", "NEON", ...).
+const char* matmul_target_name();
+
+}  // namespace simd
+}  // namespace headway

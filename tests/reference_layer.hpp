@@ -1,0 +1,62 @@
+// The double-precision reference of one attention block and of the Session's residual stack:
+// plain loops over the definitions (projections, biases, per-head RMS q/k norm, RoPE, attention
+// through reference_attention, output projection). Weights come as the values the runtime sees
+// (already rounded to their storage dtype); K and V are rounded to the cache's kv_dtype before
+// attention, exactly as the cache stores them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headway/config.hpp"
+#include "headway/weights.hpp"
+
+namespace headway {
+namespace test {
+
+// W [out, in] row-major, biases and norms 1-D; empty = absent.
+struct RefWeights {
+  std::vector<double> wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
+};
+
+class RefLayer {
+ public:
+  RefLayer(const Config& config, RefWeights weights) : c_(config), w_(static_cast<RefWeights&&>(weights)) {}
+
+  // Empties the history; the next token sits at start_position.
+  void reset(uint32_t start_position = 0) {
+    k_.clear();
+    v_.clear();
+    pos_ = start_position;
+    n_ = 0;
+  }
+  // x [t, d_model] → y [t, d_model].
+  std::vector<double> forward(const std::vector<double>& x, uint32_t t);
+
+ private:
+  Config c_;
+  RefWeights w_;
+  std::vector<float> k_, v_;  // [n, kv_heads, head_dim], rotated, rounded to kv_dtype
+  uint32_t pos_ = 0;
+  uint32_t n_ = 0;
+};
+
+// The residual stack: h = x; h += layer_l(h) for every layer; returns h.
+std::vector<double> reference_stack(std::vector<RefLayer>& layers, const std::vector<double>& x, uint32_t t);
+
+// Seeded random weights of one layer of `config` (W ~ N(0, 1/in), biases ~ 0.1·N, norms ~ 1 +
+// 0.1·N), stored in `dtype`: the runtime's view (pointing into `storage`) and the same values,
+// rounded to dtype, in double for the reference. Move it, never copy it (view points into storage).
+struct TestLayerWeights {
+  std::vector<std::vector<uint16_t>> storage;  // one buffer per tensor (f32 as pairs of halves)
+  LayerWeights view;
+  RefWeights ref;
+  TestLayerWeights() = default;
+  TestLayerWeights(TestLayerWeights&&) = default;
+  TestLayerWeights& operator=(TestLayerWeights&&) = default;
+  TestLayerWeights(const TestLayerWeights&) = delete;
+};
+TestLayerWeights make_test_weights(const Config& config, DType dtype, uint64_t seed);
+
+}  // namespace test
+}  // namespace headway

@@ -1,0 +1,199 @@
+// Session: a residual stack of attention blocks in one arena, against the double reference
+// stack; token-by-token decode equals one prefill; prompts longer than max_tokens run in chunks;
+// a prompt past the context changes no cache byte; no heap during prefill and decode.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "headway/arena.hpp"
+#include "headway/plan.hpp"
+#include "headway/session.hpp"
+#include "headway/thread_pool.hpp"
+#include "runtime/xnnpack_dense.hpp"
+#include "tests/alloc_counter.hpp"
+#include "tests/reference_layer.hpp"
+#include "tests/test_rng.hpp"
+
+namespace headway {
+namespace {
+
+struct Stack {
+  Plan plan;
+  uint8_t* buffer = nullptr;
+  Arena arena;
+  std::vector<test::TestLayerWeights> weights;
+  std::vector<LayerWeights> views;
+  Session session;
+  ~Stack() { std::free(buffer); }
+};
+
+Config stack_config() {
+  Config c;
+  c.set_name("stack");
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_seq = 48;
+  c.n_layers = 3;
+  c.rope.style = RopeStyle::kNeox;
+  c.qkv_bias = true;
+  c.kv_dtype = DType::kF32;
+  return c;
+}
+
+// Heap-allocated: a Session holds kMaxLayers layer objects.
+Stack* make_stack(const Config& c, const PlanOptions& o, ThreadPool* pool) {
+  Stack* s = new Stack;
+  Result<Plan> plan = make_plan(c, o);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
+  s->plan = *plan;
+  s->buffer = static_cast<uint8_t*>(std::aligned_alloc(64, s->plan.arena_bytes));
+  REQUIRE(s->arena.bind(s->plan, s->buffer, s->plan.arena_bytes).ok());
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    s->weights.push_back(test::make_test_weights(c, o.weight_dtype, 11 + l));
+    s->views.push_back(s->weights.back().view);
+  }
+  Status st = s->session.init(s->arena, s->views.data(), c.n_layers, pool);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  return s;
+}
+
+std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
+  test::Rng rng(seed);
+  std::vector<float> x(size_t{t} * d);
+  for (float& v : x) v = rng.normal();
+  return x;
+}
+
+double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double scale = 1.0, err = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+  return err / scale;
+}
+
+std::vector<Projection> projections() {
+  std::vector<Projection> p{Projection::kHighway};
+  if (xnnpack_built()) p.push_back(Projection::kXnnpack);
+  return p;
+}
+
+TEST_CASE("Session: the residual stack matches the reference, a long prompt runs in max_tokens chunks") {
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  const Config c = stack_config();
+  for (Projection proj : projections()) {
+    for (DType wt : {DType::kF32, DType::kBF16}) {
+      INFO(projection_name(proj) << " " << dtype_name(wt));
+      PlanOptions o;
+      o.threads = 2;
+      o.max_tokens = 8;
+      o.weight_dtype = wt;
+      o.projection = proj;
+      Stack* s = make_stack(c, o, &pool);
+      std::vector<test::RefLayer> ref;
+      for (uint32_t l = 0; l < c.n_layers; ++l) ref.emplace_back(c, s->weights[l].ref);
+      for (auto& r : ref) r.reset();
+      std::vector<float> x = random_x(19, c.d_model, 5);  // 3 chunks: 8, 8, 3
+      std::vector<float> y(x.size());
+      test::AllocationCount count;
+      REQUIRE(s->session.prefill(x.data(), 19, y.data()).ok());
+      CHECK(count.stop() == 0);
+      CHECK(s->session.position() == 19);
+      CHECK(max_rel_error(y, test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), 19)) < 5e-5);
+      for (int i = 0; i < 4; ++i) {
+        std::vector<float> xt = random_x(1, c.d_model, 50 + i);
+        std::vector<float> yt(xt.size());
+        test::AllocationCount count2;
+        REQUIRE(s->session.decode(xt.data(), yt.data()).ok());
+        CHECK(count2.stop() == 0);
+        CHECK(max_rel_error(yt, test::reference_stack(ref, std::vector<double>(xt.begin(), xt.end()), 1)) < 5e-5);
+      }
+      delete s;
+    }
+  }
+}
+
+TEST_CASE("Session: decoding token by token equals one prefill of the same tokens") {
+  const Config c = stack_config();
+  for (Projection proj : projections()) {
+    INFO(projection_name(proj));
+    PlanOptions o;
+    o.max_tokens = 16;
+    o.projection = proj;
+    Stack* a = make_stack(c, o, nullptr);
+    Stack* b = make_stack(c, o, nullptr);
+    const uint32_t n = 20;
+    std::vector<float> x = random_x(n, c.d_model, 9);
+    std::vector<float> y_prefill(x.size()), y_decode(x.size());
+    REQUIRE(a->session.prefill(x.data(), n, y_prefill.data()).ok());
+    for (uint32_t i = 0; i < n; ++i) {
+      REQUIRE(b->session.decode(x.data() + i * c.d_model, y_decode.data() + i * c.d_model).ok());
+    }
+    double scale = 1.0, err = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      scale = std::max(scale, double(std::fabs(y_prefill[i])));
+      err = std::max(err, double(std::fabs(y_prefill[i] - y_decode[i])));
+    }
+    CHECK(err / scale < 1e-5);
+    // reset(): the same prompt again gives the same output.
+    a->session.reset();
+    CHECK(a->session.position() == 0);
+    std::vector<float> again(x.size());
+    REQUIRE(a->session.prefill(x.data(), n, again.data()).ok());
+    CHECK(std::memcmp(again.data(), y_prefill.data(), again.size() * 4) == 0);
+    delete a;
+    delete b;
+  }
+}
+
+TEST_CASE("Session: a prompt past the context is an error and leaves every cache byte unchanged") {
+  const Config c = stack_config();
+  PlanOptions o;
+  o.max_tokens = 8;
+  Stack* s = make_stack(c, o, nullptr);
+  std::vector<float> x = random_x(c.max_seq + 1, c.d_model, 3);
+  std::vector<float> y(x.size());
+  REQUIRE(s->session.prefill(x.data(), 10, y.data()).ok());
+  const uint8_t* kv = s->arena.kv_layer(0);
+  std::vector<uint8_t> before(kv, kv + s->plan.kv_cache_bytes);
+  Status st = s->session.prefill(x.data(), c.max_seq - 9, y.data());
+  CHECK(st.code() == Code::kOutOfRange);
+  CHECK(std::string(st.message()) ==
+        "session: 39 tokens at position 10 go past the context of 48 tokens (max_seq); nothing was run");
+  CHECK(std::memcmp(before.data(), kv, before.size()) == 0);
+  CHECK(s->session.position() == 10);
+  REQUIRE(s->session.prefill(x.data(), c.max_seq - 10, y.data()).ok());
+  CHECK(s->session.position() == c.max_seq);
+  CHECK(s->session.decode(x.data(), y.data()).code() == Code::kOutOfRange);
+  delete s;
+}
+
+TEST_CASE("Session: init errors name the problem") {
+  Config c = stack_config();
+  PlanOptions o;
+  o.max_tokens = 4;
+  Result<Plan> plan = make_plan(c, o);
+  REQUIRE(plan.ok());
+  Session* s = new Session;
+  Arena unbound;
+  CHECK(s->init(unbound, nullptr, 3, nullptr).code() == Code::kFailedPrecondition);
+  float x[64] = {};
+  CHECK(s->decode(x, x).code() == Code::kFailedPrecondition);
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, plan->arena_bytes));
+  Arena arena;
+  REQUIRE(arena.bind(*plan, buf, plan->arena_bytes).ok());
+  Status st = s->init(arena, nullptr, 2, nullptr);
+  CHECK(std::string(st.message()) == "session: 2 layers of weights, the plan has 3");
+  std::free(buf);
+  delete s;
+}
+
+}  // namespace
+}  // namespace headway
