@@ -174,7 +174,7 @@ Status read_header(Reader& p, uint64_t* kv_count) {
                          "%s: GGUF version %u is not supported (versions 2 and 3 are)", p.source,
                          version);
   }
-  p.take(8);  // tensor_count: the tensor infos after the kv section are not read
+  p.tensor_count = p.take(8);
   *kv_count = p.take(8);
   if (*kv_count > p.file_left() / kMinKvBytes) {
     return Status::error(Code::kDataLoss,
@@ -322,6 +322,66 @@ Status read_string(const Reader& p, const Kv& kv, const uint8_t** text, uint64_t
   if (kv.type != kString) return Typed(p, kv).wrong_type("a string");
   *len = load_le(p.data + kv.value_pos, 8);
   *text = p.data + kv.value_pos + 8;
+  return Status();
+}
+
+const char* ggml_type_name(uint32_t t) {
+  // ggml.h's enum ggml_type; 4, 5 and 31..33 were removed from ggml and are unknown here.
+  static constexpr const char* kNames[] = {
+      "f32",     "f16",    "q4_0",    "q4_1",  "unknown", "unknown", "q5_0",   "q5_1",  "q8_0",
+      "q8_1",    "q2_K",   "q3_K",    "q4_K",  "q5_K",    "q6_K",    "q8_K",   "iq2_xxs", "iq2_xs",
+      "iq3_xxs", "iq1_s",  "iq4_nl",  "iq3_s", "iq2_s",   "iq4_xs",  "i8",     "i16",   "i32",
+      "i64",     "f64",    "iq1_m",   "bf16",  "unknown", "unknown", "unknown", "tq1_0", "tq2_0"};
+  return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : "unknown";
+}
+
+Status next_tensor_info(Reader& p, uint64_t i, uint64_t count, TensorInfo* out) {
+  TensorInfo info;
+  if (!p.require(8, "a tensor name length", "").ok()) {
+    return Status::error(Code::kDataLoss,
+                         "%s: truncated in tensor info %llu of %llu: its name length needs 8 bytes at offset %zu, "
+                         "the data ends at %llu",
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(count), p.pos,
+                         static_cast<unsigned long long>(p.size));
+  }
+  info.name_len = p.take(8);
+  if (info.name_len > kMaxKeyBytes || info.name_len > p.file_left()) {
+    return Status::error(Code::kDataLoss,
+                         "%s: tensor info %llu of %llu has a name of %llu bytes at offset %zu (at most %llu, and "
+                         "%llu bytes are left in the file)",
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(count),
+                         static_cast<unsigned long long>(info.name_len), p.pos,
+                         static_cast<unsigned long long>(kMaxKeyBytes),
+                         static_cast<unsigned long long>(p.file_left()));
+  }
+  if (!p.require(info.name_len + 4, "the name and n_dims", "").ok()) {
+    return Status::error(Code::kDataLoss,
+                         "%s: truncated in tensor info %llu of %llu: its name and n_dims need %llu bytes at offset "
+                         "%zu, the data ends at %llu",
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(count),
+                         static_cast<unsigned long long>(info.name_len + 4), p.pos,
+                         static_cast<unsigned long long>(p.size));
+  }
+  info.name = p.data + p.pos;
+  p.pos += static_cast<size_t>(info.name_len);
+  const KeyText name(info.name, info.name_len);
+  info.n_dims = static_cast<uint32_t>(p.take(4));
+  if (info.n_dims < 1 || info.n_dims > kMaxDims) {
+    return Status::error(Code::kDataLoss, "%s: tensor '%s' has n_dims %u, expected 1 to %u", p.source, name.text,
+                         info.n_dims, kMaxDims);
+  }
+  const uint64_t rest = uint64_t{8} * info.n_dims + 12;
+  if (!p.require(rest, "the dims, type and offset", "").ok()) {
+    return Status::error(Code::kDataLoss,
+                         "%s: truncated in tensor '%s': its ne, type and offset need %llu bytes at offset %zu, the "
+                         "data ends at %llu",
+                         p.source, name.text, static_cast<unsigned long long>(rest), p.pos,
+                         static_cast<unsigned long long>(p.size));
+  }
+  for (uint32_t d = 0; d < info.n_dims; ++d) info.ne[d] = p.take(8);
+  info.type = static_cast<uint32_t>(p.take(4));
+  info.offset = p.take(8);
+  *out = info;
   return Status();
 }
 

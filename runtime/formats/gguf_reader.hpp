@@ -5,7 +5,11 @@
 //   kv     = string key | u32 type | value
 //   string = u64 length | length bytes (no NUL)
 //   array  = u32 element type | u64 count | count × element (arrays may nest)
-// Tensor infos and data follow the kv section; nothing here reads them.
+//   then tensor_count × tensor_info, padding to the alignment, the data section:
+//   tensor_info = string name | u32 n_dims | n_dims × u64 ne | u32 ggml type | u64 offset
+//   ne[0] varies fastest (ne = [in, out] is row-major [out, in]); offset is relative to the
+//   data section, which starts at the first multiple of general.alignment (default 32) after
+//   the last tensor_info, and is itself a multiple of it.
 //
 // Every read is checked against the bytes present before it happens, and every count against
 // the bytes that could hold it, so a length of 2^63 is a DataLoss error naming its key rather
@@ -74,6 +78,7 @@ struct Reader {
   const char* source;  // the file name in messages
   size_t pos = 0;
   uint64_t needed = 0;
+  uint64_t tensor_count = 0;  // set by read_header
 
   uint64_t file_left() const { return file_size - pos; }
   // Checks that `n` bytes can be read at pos; `what` and `key` (empty: the header) name them.
@@ -86,7 +91,8 @@ struct Reader {
   }
 };
 
-// Checks magic and version and reads the counts, leaving pos at the first kv pair.
+// Checks magic and version and reads the counts (tensor_count into r), leaving pos at the first
+// kv pair.
 Status read_header(Reader& r, uint64_t* kv_count);
 
 // Reads kv pair `index` of `count` at pos and skips its value, checking every length in it.
@@ -114,5 +120,24 @@ Status read_real(const Reader& r, const Kv& kv, bool allow_zero, float* out);
 Status read_bool(const Reader& r, const Kv& kv, bool* out);
 // *text points into the data (not NUL-terminated), *len is its length.
 Status read_string(const Reader& r, const Kv& kv, const uint8_t** text, uint64_t* len);
+
+// ggml's tensor types as GGUF stores them (the ones headway maps; ggml_type_name knows more).
+enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30 };
+const char* ggml_type_name(uint32_t type);  // "f32", "q4_K", ...; "unknown" when not a ggml type
+
+inline constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
+
+// One tensor_info, located and bounds-checked (not yet against the data section).
+struct TensorInfo {
+  const uint8_t* name = nullptr;
+  uint64_t name_len = 0;
+  uint32_t n_dims = 0;
+  uint64_t ne[kMaxDims] = {1, 1, 1, 1};  // dims past n_dims are 1
+  uint32_t type = 0;
+  uint64_t offset = 0;  // relative to the data section
+};
+
+// Reads tensor_info `index` of `count` at pos. n_dims must be 1..4.
+Status next_tensor_info(Reader& r, uint64_t index, uint64_t count, TensorInfo* info);
 
 }  // namespace headway::formats::gguf

@@ -1,0 +1,211 @@
+// The GGUF tensor table; layout in gguf_reader.hpp, guarantees in gguf_tensors.hpp.
+#include "runtime/formats/gguf_tensors.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "headway/model_files.hpp"
+#include "runtime/formats/safetensors.hpp"  // format_shape
+
+namespace headway::formats {
+namespace {
+
+// The smallest tensor_info that parses as far as its n_dims check: an empty name (8), n_dims
+// (4), type (4), offset (8).
+constexpr uint64_t kMinTensorInfoBytes = 24;
+
+uint32_t element_bytes(uint32_t type) {
+  switch (type) {
+    case gguf::kGgmlF32: return 4;
+    case gguf::kGgmlF16: return 2;
+    case gguf::kGgmlBF16: return 2;
+    default: return 0;
+  }
+}
+
+bool is_power_of_two(uint32_t v) { return v && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+Status GgufFile::open(const char* path) {
+  HEADWAY_RETURN_IF_ERROR(file_.open(path));
+  return parse(file_.data(), file_.size(), path);
+}
+
+Status GgufFile::parse(const uint8_t* data, uint64_t size, const char* source) {
+  entries_.clear();
+  source_ = source ? source : "model.gguf";
+  const char* src = source_.c_str();
+  static const uint8_t kEmpty[1] = {0};
+  data_ = data ? data : kEmpty;
+  size_ = data ? size : 0;
+  gguf::Reader r{data_, static_cast<size_t>(size_), size_, src};
+
+  gguf::Kv align_kv;
+  HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(r, [&](const gguf::Kv& kv) {
+    if (kv.is("general.alignment")) align_kv = kv;
+    return Status();
+  }));
+  alignment_ = kDefaultAlignment;
+  if (align_kv.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(r, align_kv, 1, &alignment_));
+    if (!is_power_of_two(alignment_)) {
+      return Status::error(Code::kDataLoss, "%s: general.alignment is %u, expected a power of two", src, alignment_);
+    }
+  }
+
+  // for_each_kv left pos after the last kv pair: the tensor infos start there.
+  const uint64_t count = r.tensor_count;
+  if (count > r.file_left() / kMinTensorInfoBytes) {
+    return Status::error(Code::kDataLoss, "%s: tensor_count %llu cannot fit in the %llu bytes after the kv section",
+                         src, static_cast<unsigned long long>(count), static_cast<unsigned long long>(r.file_left()));
+  }
+  std::vector<gguf::TensorInfo> infos(static_cast<size_t>(count));
+  for (uint64_t i = 0; i < count; ++i) HEADWAY_RETURN_IF_ERROR(gguf::next_tensor_info(r, i, count, &infos[i]));
+  const uint64_t start = (r.pos + alignment_ - 1) / alignment_ * alignment_;
+  data_start_ = start;
+  if (count > 0 && start > size_) {
+    return Status::error(Code::kDataLoss,
+                         "%s: the data section would start at offset %llu (tensor infos end at %zu, alignment %u), "
+                         "past the end of the %llu-byte file",
+                         src, static_cast<unsigned long long>(start), r.pos, alignment_,
+                         static_cast<unsigned long long>(size_));
+  }
+  const uint64_t data_size = start <= size_ ? size_ - start : 0;
+
+  entries_.reserve(infos.size());
+  for (const gguf::TensorInfo& info : infos) {
+    const gguf::KeyText name(info.name, info.name_len);
+    Entry e;
+    e.name.assign(reinterpret_cast<const char*>(info.name), static_cast<size_t>(info.name_len));
+    e.type = info.type;
+    e.n_dims = info.n_dims;
+    std::copy(info.ne, info.ne + gguf::kMaxDims, e.ne);
+    if (info.offset % alignment_ != 0) {
+      return Status::error(Code::kDataLoss, "%s: tensor '%s' has offset %llu, not a multiple of the alignment %u", src,
+                           name.text, static_cast<unsigned long long>(info.offset), alignment_);
+    }
+    if (info.offset > data_size) {
+      return Status::error(Code::kDataLoss,
+                           "%s: tensor '%s' has offset %llu, past the end of the %llu-byte data section", src,
+                           name.text, static_cast<unsigned long long>(info.offset),
+                           static_cast<unsigned long long>(data_size));
+    }
+    if (const uint32_t eb = element_bytes(info.type)) {
+      // elements × size, refusing overflow: any product above the data left already fails.
+      const uint64_t left = data_size - info.offset;
+      uint64_t need = eb;
+      bool too_big = false;
+      for (uint32_t d = 0; d < info.n_dims; ++d) {
+        if (info.ne[d] == 0) {
+          need = 0, too_big = false;
+          break;
+        }
+        if (need > left / info.ne[d]) too_big = true;
+        else need *= info.ne[d];
+      }
+      if (too_big) {
+        char s[128];
+        format_shape(info.ne, info.n_dims, s, sizeof(s));
+        return Status::error(Code::kDataLoss,
+                             "%s: tensor '%s' (%s, ne %s) at offset %llu runs past the end of the %llu-byte data "
+                             "section",
+                             src, name.text, gguf::ggml_type_name(info.type), s,
+                             static_cast<unsigned long long>(info.offset), static_cast<unsigned long long>(data_size));
+      }
+      e.bytes = need;
+    }
+    e.begin = start + info.offset;
+    entries_.push_back(std::move(e));
+  }
+
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+  const auto dup = std::adjacent_find(entries_.begin(), entries_.end(),
+                                      [](const Entry& a, const Entry& b) { return a.name == b.name; });
+  if (dup != entries_.end()) {
+    return Status::error(Code::kDataLoss, "%s: tensor '%s' appears twice in the tensor infos", src,
+                         gguf::KeyText(reinterpret_cast<const uint8_t*>(dup->name.data()), dup->name.size()).text);
+  }
+
+  std::vector<const Entry*> by_begin;
+  for (const Entry& e : entries_) {
+    if (e.bytes > 0) by_begin.push_back(&e);
+  }
+  std::sort(by_begin.begin(), by_begin.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_begin.size(); ++i) {
+    const Entry& a = *by_begin[i - 1];
+    const Entry& b = *by_begin[i];
+    if (a.begin + a.bytes > b.begin) {
+      return Status::error(Code::kDataLoss, "%s: tensors '%s' (offset %llu, %llu bytes) and '%s' (offset %llu) overlap",
+                           src, gguf::KeyText(reinterpret_cast<const uint8_t*>(a.name.data()), a.name.size()).text,
+                           static_cast<unsigned long long>(a.begin - start), static_cast<unsigned long long>(a.bytes),
+                           gguf::KeyText(reinterpret_cast<const uint8_t*>(b.name.data()), b.name.size()).text,
+                           static_cast<unsigned long long>(b.begin - start));
+    }
+  }
+  return Status();
+}
+
+const GgufFile::Entry* GgufFile::entry(const char* name) const {
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const Entry& e, const char* n) { return std::strcmp(e.name.c_str(), n) < 0; });
+  return it != entries_.end() && it->name == name ? &*it : nullptr;
+}
+
+Result<TensorRef> GgufFile::find(const char* name, uint32_t* rank) const {
+  const Entry* e = entry(name);
+  const char* src = source_.c_str();
+  if (!e) return Status::error(Code::kNotFound, "%s: no tensor '%s'", src, name);
+  TensorRef t;
+  switch (e->type) {
+    case gguf::kGgmlF32: t.dtype = DType::kF32; break;
+    case gguf::kGgmlF16: t.dtype = DType::kF16; break;
+    case gguf::kGgmlBF16: t.dtype = DType::kBF16; break;
+    default:
+      return Status::error(Code::kUnsupported,
+                           "%s: tensor '%s' has ggml type %s (%u); headway reads f32, f16 and bf16 tensors", src, name,
+                           gguf::ggml_type_name(e->type), e->type);
+  }
+  char s[128];
+  format_shape(e->ne, e->n_dims, s, sizeof(s));
+  for (uint32_t d = 2; d < gguf::kMaxDims; ++d) {
+    if (e->ne[d] != 1) {
+      return Status::error(Code::kUnsupported,
+                           "%s: tensor '%s' has ne %s (%u dims); headway reads 1-D and 2-D weights", src, name, s,
+                           e->n_dims);
+    }
+  }
+  if (e->ne[0] > UINT32_MAX || e->ne[1] > UINT32_MAX) {
+    return Status::error(Code::kUnsupported, "%s: tensor '%s' has ne %s, a dim past %u", src, name, s, UINT32_MAX);
+  }
+  const uint8_t* p = data_ + e->begin;
+  if (reinterpret_cast<uintptr_t>(p) % element_bytes(e->type) != 0) {
+    return Status::error(Code::kUnsupported, "%s: tensor '%s' starts at file offset %llu, not a multiple of %u bytes",
+                         src, name, static_cast<unsigned long long>(e->begin), element_bytes(e->type));
+  }
+  t.data = p;
+  t.cols = static_cast<uint32_t>(e->ne[0]);
+  t.rows = static_cast<uint32_t>(e->ne[1]);
+  if (rank) *rank = e->n_dims;
+  return t;
+}
+
+Result<Config> GgufFile::config() const {
+  Result<Config> parsed = parse_gguf_metadata(data_, static_cast<size_t>(size_), source_.c_str());
+  if (!parsed.ok()) return parsed;
+  Config c = parsed.value();
+  // The qk_norm epsilon: {arch}.attention.layer_norm_rms_epsilon (general.architecture was
+  // checked by the metadata parse; any arch prefix is accepted here).
+  static constexpr char kSuffix[] = ".attention.layer_norm_rms_epsilon";
+  constexpr uint64_t n = sizeof(kSuffix) - 1;
+  gguf::Reader r{data_, static_cast<size_t>(size_), size_, source_.c_str()};
+  HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(r, [&](const gguf::Kv& kv) {
+    if (kv.key_len > n && std::memcmp(kv.key + kv.key_len - n, kSuffix, n) == 0) {
+      return gguf::read_real(r, kv, false, &c.rms_norm_eps);
+    }
+    return Status();
+  }));
+  return c;
+}
+
+}  // namespace headway::formats

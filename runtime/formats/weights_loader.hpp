@@ -1,0 +1,57 @@
+// One layer's attention weights from a model file: safetensors (Hugging Face names) or GGUF
+// (llama.cpp names), memory-mapped, borrowed, never copied. Part of the hosted tools layer.
+//
+//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight
+//   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight
+//
+// GGUF needs no reordering: ggml's ne = [in, out] is HF's row-major [out, in], and the Q/K rows
+// that convert_hf_to_gguf.py permutes for "llama" models are what the GPT-J RoPE pairing
+// load_gguf_config() picks for that architecture expects.
+#pragma once
+
+#include <cstdint>
+
+#include "headway/config.hpp"
+#include "headway/status.hpp"
+#include "headway/weights.hpp"
+#include "runtime/formats/gguf_tensors.hpp"
+#include "runtime/formats/mapped_file.hpp"
+#include "runtime/formats/safetensors.hpp"
+
+namespace headway::formats {
+
+enum class WeightFormat : uint8_t { kNone = 0, kSafetensors, kGguf };
+
+class WeightFile {
+ public:
+  // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise.
+  Status open(const char* path);
+
+  WeightFormat format() const { return format_; }
+  const char* path() const { return file_.path(); }
+  Result<TensorRef> find(const char* name, uint32_t* rank = nullptr) const;
+  bool has(const char* name) const;
+
+  // GGUF only: the config from the kv section (rms_norm_eps from {arch}.attention.
+  // layer_norm_rms_epsilon), with qkv_bias, o_bias and qk_norm turned on when
+  // layer 0 has those tensors (llama.cpp loads them as optional for several architectures).
+  Result<Config> gguf_config() const;
+
+  const SafetensorsFile& safetensors() const { return safetensors_; }
+  const GgufFile& gguf() const { return gguf_; }
+
+ private:
+  MappedFile file_;
+  WeightFormat format_ = WeightFormat::kNone;
+  SafetensorsFile safetensors_;
+  GgufFile gguf_;
+};
+
+// Finds and checks layer `layer`'s attention tensors against `config` (validated first). The
+// projections are required; the biases when config.qkv_bias / o_bias, the q/k norms when
+// config.qk_norm. A bias or norm tensor in the file that the config does not ask for is an
+// error too: ignoring it would compute a different model than the file holds. Every error names
+// the tensor, the expected and the found shape.
+Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer);
+
+}  // namespace headway::formats
