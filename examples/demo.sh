@@ -30,3 +30,8 @@ start=$(date +%s%N)
 "$headway" attend --q "$tmp/q.npy" --k "$tmp/k.npy" --v "$tmp/v.npy" --out "$tmp/o.npy" --causal --threads 2
 end=$(date +%s%N)
 echo "wrote o.npy [512, 9, 64] f32 ($(stat -c %s "$tmp/o.npy") bytes) in $(( (end - start) / 1000000 )) ms, process start included"
+
+echo
+echo "== headway run --preset smollm2-135m: the whole attention stack (30 layers, residual adds),"
+echo "   f16 weights in one arena, 128-token prompt then 32 decoded tokens, 2 threads"
+"$headway" run --preset smollm2-135m --prompt 128 --tokens 32 --threads 2

@@ -52,6 +52,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   j["kv_bytes_per_layer"] = p.kv_bytes_per_layer;
   j["kv_cache_bytes"] = p.kv_cache_bytes;
   j["weight_bytes"] = p.weight_bytes;
+  j["projection"] = projection_name(p.options.projection), j["packed_bytes"] = p.packed_bytes;
   j["activation_bytes"] = p.activation_bytes;
   j["scratch_bytes_per_thread"] = p.scratch_bytes_per_thread;
   j["scratch_bytes"] = p.scratch_bytes;
@@ -97,12 +98,14 @@ void print_table(const Plan& p) {
               p.max_tokens, p.options.threads, p.options.threads == 1 ? "" : "s");
 
   std::printf("memory plan (arena regions, each 64-byte aligned)\n");
-  std::printf("  weights      %12s  %s per layer, %s\n", human_bytes(p.weight_bytes).c_str(),
-              human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype));
+  std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
+              human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype),
+              p.weights_region_bytes ? "" : p.packed_bytes ? " (packed by XNNPACK below)" : " (borrowed, not in the arena)");
   std::printf("  kv cache     %12s  %s per token, %s per layer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
               human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(), p.cache_rows,
               dtype_name(c.kv_dtype));
-  std::printf("  activations  %12s  qkv and attention output for %u tokens\n", human_bytes(p.activation_bytes).c_str(),
+  if (p.packed_bytes) std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n", human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());
+  std::printf("  activations  %12s  qkv, attention output, block output, residual stream for %u tokens\n", human_bytes(p.activation_bytes).c_str(),
               p.max_tokens);
   std::printf("  scratch      %12s  %s per thread\n", human_bytes(p.scratch_bytes).c_str(),
               human_bytes(p.scratch_bytes_per_thread).c_str());
@@ -139,11 +142,12 @@ int cmd_plan(int argc, char** argv) {
     else if (f == "--config") s = flags.value(&config_path);
     else if (f == "--gguf") s = flags.value(&gguf_path);
     else if (f == "--spec") s = flags.value(&spec);
-    else if (f == "--json") json = true;
+    else if (f == "--json" && !flags.has_inline_value()) json = true;
     else if (f == "--threads") s = flags.value_u32(&options.threads, 1, 256);
     else if (f == "--max-tokens") s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
     else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
     else if (f == "--weight-dtype") s = flags.value_dtype(&options.weight_dtype);
+    else if (f == "--projection") { const char* v = ""; s = flags.value(&v); if (s.ok() && std::string(v) != "highway" && std::string(v) != "xnnpack") s = Status::error(Code::kInvalidArgument, "--projection '%s': expected highway or xnnpack", v); options.projection = std::string(v) == "xnnpack" ? Projection::kXnnpack : Projection::kHighway; }
     else s = flags.unknown();
     if (!s.ok()) return report("plan", s);
   }

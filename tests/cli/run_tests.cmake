@@ -1,0 +1,15 @@
+# headway run: a small stack end to end (no heap while running), and the refusals.
+headway_cli_test(run-smollm-json 0 "\"prompt_tokens\":16,\"decode_tokens\":4,.*\"heap_allocations\":0"
+  run --preset smollm2-135m --layers 2 --prompt 16 --tokens 4 --threads 2 --json)
+headway_cli_test(run-table 0 "heap +0 allocations during prefill and decode"
+  run --spec "d_model=64 heads=4 kv_heads=2 ctx=64 layers=3 rope_theta=10000 qkv_bias=1 qk_norm=1" --prompt 9 --tokens 3
+  --max-tokens 4 --weight-dtype bf16)
+headway_cli_test(run-highway-f32 0 "projections on highway"
+  run --preset gpt2 --layers 1 --prompt 8 --tokens 2 --weight-dtype f32 --projection highway)
+headway_cli_test(run-max-arena 2 "the plan needs an arena of [0-9]+ bytes \\([0-9.]+ GiB\\), above --max-arena 4294967296 bytes"
+  run --preset llama-2-7b --prompt 16 --tokens 4)
+headway_cli_test(run-past-context 2 "--prompt 2000 \\+ --tokens 32 = 2032 tokens, more than the model's context of 1024"
+  run --preset gpt2 --prompt 2000)
+headway_cli_test(run-bad-projection 2 "--projection 'gpu': expected auto, highway or xnnpack"
+  run --preset gpt2 --projection gpu)
+headway_cli_test(run-bad-max-arena 2 "--max-arena '4 GB' is not a byte count" run --preset gpt2 --max-arena "4 GB")
