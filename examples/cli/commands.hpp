@@ -7,5 +7,8 @@ namespace headway::cli {
 int cmd_presets(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_attend(int argc, char** argv);
+int cmd_layer(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_run(int argc, char** argv);
 
 }  // namespace headway::cli

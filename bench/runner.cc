@@ -1,0 +1,200 @@
+#include "bench/runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "simd/attention.h"
+
+namespace headway::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kPoolMin = 64 * kMiB;
+constexpr uint64_t kPoolMax = 1024 * kMiB;
+constexpr uint64_t kCopyAlign = 4096;
+
+uint64_t align_to(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+// One copy's footprint: K, then V at the next 64-byte boundary, padded to a page.
+uint64_t copy_stride(const BenchCase& c) {
+  const uint64_t one = case_kv_bytes(c) / 2;
+  return align_to(align_to(one, 64) + one, kCopyAlign);
+}
+
+struct Lcg {
+  uint64_t s;
+  uint32_t next() {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(s >> 32);
+  }
+  float uniform() { return static_cast<float>(static_cast<int32_t>(next())) * (1.0f / 2147483648.0f); }
+};
+
+// Calls fn() once to warm up, then `reps` times (kAutoReps: 5..200, ~0.25 s), each timed alone.
+template <class Fn>
+Status time_calls(uint32_t reps, CaseResult* r, Fn&& fn) {
+  Clock::time_point t0 = Clock::now();
+  HEADWAY_RETURN_IF_ERROR(fn(0u));
+  const double warm = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (reps == kAutoReps) {
+    const double n = std::ceil(0.25 / (warm > 1e-7 ? warm : 1e-7));
+    reps = static_cast<uint32_t>(std::clamp(n, 5.0, 200.0));
+  }
+  std::vector<double> ms(reps);
+  for (uint32_t i = 0; i < reps; ++i) {
+    t0 = Clock::now();
+    HEADWAY_RETURN_IF_ERROR(fn(i + 1));
+    ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+  std::sort(ms.begin(), ms.end());
+  r->reps = reps;
+  r->min_ms = ms.front();
+  r->max_ms = ms.back();
+  r->median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+  return Status();
+}
+
+void finish(const BenchCase& c, CaseResult* r) {
+  const double s = r->median_ms * 1e-3;
+  const double bytes = static_cast<double>(case_kv_bytes(c));
+  r->spec = &c;
+  r->gflops = case_flops(c) / s * 1e-9;
+  r->kv_gbps = bytes / s * 1e-9;
+  r->intensity = case_flops(c) / bytes;
+}
+
+AttentionShape shape_of(const BenchCase& c) {
+  AttentionShape shape;
+  shape.t_q = c.t_q;
+  shape.t_kv = c.t_kv;
+  shape.n_heads = c.n_heads;
+  shape.n_kv_heads = c.n_kv_heads;
+  shape.head_dim = c.head_dim;
+  return shape;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  std::vector<float> x(n);
+  Lcg rng{seed};
+  for (float& v : x) v = rng.uniform();
+  return x;
+}
+
+// The kernel attend() runs for this case (production defaults: the shapes alone choose).
+const char* cpu_kernel_name(const BenchCase& c) {
+  simd::AttentionArgs a;
+  a.t_q = c.t_q;
+  a.t_kv = c.t_kv;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = c.head_dim;
+  a.causal = c.causal;
+  return simd::attention_kernel_name(a);
+}
+
+}  // namespace
+
+uint64_t kv_pool_bytes(std::span<const BenchCase* const> cases, uint64_t llc_bytes) {
+  uint64_t largest = 0;
+  for (const BenchCase* c : cases) largest = std::max(largest, copy_stride(*c));
+  const uint64_t want = std::clamp<uint64_t>(2 * llc_bytes, kPoolMin, kPoolMax);
+  return std::max(want, largest);
+}
+
+Status make_kv_pool(BenchBuffer* pool, uint64_t bytes) {
+  // 1 MiB of 16-bit values: sign | [0x2000, 0x3c00). As f16 that is ±[2^-7, 1); as bf16
+  // ±[2^-63, 2^-7); the high half of an f32 the same, so no pattern is NaN, Inf or denormal.
+  std::vector<uint16_t> block(kMiB / 2);
+  Lcg rng{0x9e3779b97f4a7c15ull};
+  for (uint16_t& v : block) {
+    const uint32_t r = rng.next();
+    v = static_cast<uint16_t>((r & 0x8000u) | (0x2000u + (r >> 16) % 0x1c00u));
+  }
+  return pool->allocate("kv pool", bytes, block.data(), block.size() * sizeof(uint16_t));
+}
+
+Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
+  CaseResult r;
+  r.backend = "cpu";
+  r.threads = run.pool != nullptr ? run.pool->threads() : 1;
+  std::snprintf(r.kernel, sizeof(r.kernel), "%s", cpu_kernel_name(c));
+  const AttentionShape shape = shape_of(c);
+  const Result<size_t> ws = attention_workspace_bytes(shape, r.threads);
+  if (!ws.ok()) return Status::error(Code::kInvalidArgument, "bench case %s: %s", c.name, ws.status().message());
+
+  const uint64_t stride = copy_stride(c);
+  if (run.kv == nullptr || run.kv->size() < stride) {
+    return Status::error(Code::kInvalidArgument, "bench case %s: the K/V pool holds %zu bytes, one copy needs %llu",
+                         c.name, run.kv ? run.kv->size() : size_t{0}, static_cast<unsigned long long>(stride));
+  }
+  r.kv_copies = static_cast<uint32_t>(std::min<uint64_t>(run.kv->size() / stride, UINT32_MAX));
+  r.kv_cold = (r.kv_copies - 1) * case_kv_bytes(c) >= run.llc_bytes;
+  const uint64_t v_offset = align_to(case_kv_bytes(c) / 2, 64);
+
+  const size_t q_floats = size_t{c.t_q} * c.n_heads * c.head_dim;
+  const std::vector<float> q = random_floats(q_floats, 7);
+  std::vector<float> o(q_floats, 0.0f);
+  const size_t ws_bytes = align_to(ws.value() ? ws.value() : 1, kWorkspaceAlignment);
+  void* workspace = std::aligned_alloc(kWorkspaceAlignment, ws_bytes);
+  if (workspace == nullptr) {
+    return Status::error(Code::kInternal, "bench case %s: cannot allocate a %zu-byte workspace", c.name, ws_bytes);
+  }
+  std::memset(workspace, 0, ws_bytes);
+
+  AttentionParams params;
+  params.causal = c.causal;
+  const Status s = time_calls(run.reps, &r, [&](uint32_t call) {
+    const uint8_t* base = run.kv->data() + (call % r.kv_copies) * stride;
+    return attend(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, run.pool, workspace,
+                  ws_bytes);
+  });
+  std::free(workspace);
+  if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());
+  finish(c, &r);
+  return r;
+}
+
+Result<CaseResult> run_gpu_case(const BenchCase& c, GpuContext* context, uint32_t reps) {
+  CaseResult r;
+  r.backend = "gpu";
+  r.threads = 1;
+  Config cfg;
+  cfg.set_name("bench");
+  cfg.n_heads = c.n_heads;
+  cfg.n_kv_heads = c.n_kv_heads;
+  cfg.head_dim = c.head_dim;
+  cfg.d_model = c.n_heads * c.head_dim;
+  cfg.max_seq = c.t_kv;
+  cfg.causal = c.causal;
+  cfg.kv_dtype = c.kv_dtype;
+  PlanOptions options;
+  options.max_tokens = c.t_q;
+  options.weights_in_arena = false;
+  const Result<Plan> plan = make_plan(cfg, options);
+  if (!plan.ok()) return Status::error(plan.status().code(), "bench case %s: %s", c.name, plan.status().message());
+  const Plan& p = plan.value();
+
+  GpuBackend gpu;
+  Status s = gpu.create(context, p);
+  // K and V the same values: only their traffic matters here. Appended in one go (no window).
+  const std::vector<float> kv = random_floats(size_t{c.t_kv} * p.kv_width, 11);
+  if (s.ok()) s = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, c.t_kv);
+  if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());
+  std::snprintf(r.kernel, sizeof(r.kernel), "%s", gpu.kernel_name());
+
+  const std::vector<float> q = random_floats(size_t{c.t_q} * p.q_width, 7);
+  std::vector<float> o(q.size(), 0.0f);
+  s = time_calls(reps, &r, [&](uint32_t) { return gpu.attend(q.data(), p.q_width, o.data(), p.q_width, c.t_q); });
+  if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());
+  finish(c, &r);
+  return r;
+}
+
+}  // namespace headway::bench

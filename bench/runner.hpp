@@ -1,0 +1,64 @@
+// Runs one bench case and times it: a warm-up call, then repetitions timed one by one with
+// std::chrono::steady_clock; median, min and max of the per-call times.
+//
+// CPU: attend() (include/headway/attention.hpp) on the caller's ThreadPool. K/V come from one
+// shared pool buffer (make_kv_pool), allocated and touched before any timing, and each case
+// rotates through as many separate K/V copies as the pool holds: a repetition reads a copy that
+// (copies − 1) · K/V bytes of other copies have gone through the caches since, so when that is
+// at least the last-level cache (kv_cold) every repetition streams its K/V from memory. Q, O and
+// the workspace are allocated and touched before timing too.
+//
+// GPU: the Vulkan backend in cache use, as a runtime decodes: K/V appended once (resident on the
+// device), then each repetition is one attend() call: Q upload, dispatch, O read-back, fence
+// wait. K/V are not rotated there: a decode case whose K/V fit in the GPU's L2 reads them warm.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "bench/buffer.hpp"
+#include "bench/cases.hpp"
+#include "headway/backend.hpp"
+#include "headway/status.hpp"
+#include "headway/thread_pool.hpp"
+
+namespace headway::bench {
+
+struct CaseResult {
+  const BenchCase* spec = nullptr;
+  const char* backend = "cpu";
+  char kernel[64] = {};      // cpu: "prefill_d128", ...; gpu: the shader variant
+  uint32_t threads = 1;
+  uint32_t reps = 0;         // timed repetitions (after one warm-up call)
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  double gflops = 0;         // case_flops / median
+  double kv_gbps = 0;        // case_kv_bytes / median
+  double intensity = 0;      // case_flops / case_kv_bytes, FLOP per byte of unique K/V
+  uint32_t kv_copies = 1;    // K/V copies the repetitions rotate through
+  bool kv_cold = false;      // (kv_copies − 1) · K/V bytes >= the last-level cache
+};
+
+// reps 0: automatic, at least 5 and enough to fill ~0.25 s, at most 200.
+inline constexpr uint32_t kAutoReps = 0;
+
+// Bytes of the K/V pool for these cases: at least 2 × the last-level cache (so it also serves as
+// the bandwidth probe's buffer, bench/peak.hpp) and 64 MiB, at most 1 GiB unless one case's K/V
+// alone need more (then one copy of it).
+uint64_t kv_pool_bytes(std::span<const BenchCase* const> cases, uint64_t llc_bytes);
+
+// Allocates and touches the pool, filled with 16-bit patterns that are finite, small values read
+// as f16, bf16 or (in pairs) f32: every case's K/V can be carved from it.
+Status make_kv_pool(BenchBuffer* pool, uint64_t bytes);
+
+struct CpuRun {
+  ThreadPool* pool = nullptr;       // null: one thread
+  const BenchBuffer* kv = nullptr;  // make_kv_pool's buffer
+  uint64_t llc_bytes = 0;
+  uint32_t reps = kAutoReps;
+};
+Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run);
+
+// context: created by the caller (it fails on a machine without a usable device).
+Result<CaseResult> run_gpu_case(const BenchCase& c, GpuContext* context, uint32_t reps);
+
+}  // namespace headway::bench

@@ -1,0 +1,320 @@
+// headway bench: times named attention cases (bench/cases.hpp) on the CPU kernels or the Vulkan
+// backend and puts each against this machine's roofs, measured at start in the same process for
+// the run's thread count (bench/peak.hpp). One line per case, or one JSON object per line
+// (--json; the machine lines then go to stderr), and a roofline picture (--svg).
+// docs/PERFORMANCE.md says what every column means.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/buffer.hpp"
+#include "bench/cases.hpp"
+#include "bench/peak.hpp"
+#include "bench/roofline_svg.hpp"
+#include "bench/runner.hpp"
+#include "examples/cli/cli_common.hpp"
+#include "examples/cli/commands.hpp"
+#include "headway/backend.hpp"
+#include "headway/thread_pool.hpp"
+#include "simd/attention.h"
+
+namespace headway::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: headway bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu]\n"
+    "                     [--json] [--svg FILE] [--llc-mib N] [--device N]\n"
+    "  --case NAME   run this case (repeatable; default: every case, see --list)\n"
+    "  --threads N   CPU threads for the attention and for the measured peak (default 1)\n"
+    "  --reps N      timed repetitions after one warm-up (default: 5..200, about 0.25 s a case)\n"
+    "  --backend     cpu (default) or gpu (the Vulkan backend; no peak is measured for it)\n"
+    "  --json        one JSON object per case on stdout\n"
+    "  --svg FILE    write a roofline picture of the run\n"
+    "  --llc-mib N   the last-level cache size to plan cold K/V and the bandwidth buffer for\n"
+    "                (default: what the OS reports)\n"
+    "  --device N    Vulkan device index for --backend gpu (default: discrete, integrated, any)\n";
+
+constexpr uint64_t kAssumedLlc = uint64_t{32} << 20;  // when the OS reports no cache size
+
+struct Options {
+  std::vector<const bench::BenchCase*> cases;
+  bool list = false, json = false, gpu = false;
+  uint32_t threads = 1, reps = bench::kAutoReps, llc_mib = 0;
+  int32_t device = -1;
+  const char* svg = nullptr;
+};
+
+int list_cases() {
+  for (const bench::BenchCase& c : bench::bench_cases()) {
+    std::printf("%-42s %-7s t_q %4u t_kv %4u heads %2u/%-2u d%-3u %s  %s\n", c.name, bench::case_kind_name(c.kind),
+                c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim, dtype_name(c.kv_dtype), c.about);
+  }
+  return kExitOk;
+}
+
+// The roofline's colours: prefill, decode, or the model / kernel path a case stands for.
+struct Group {
+  const char* name;
+  unsigned colour;
+};
+Group group_of(const bench::BenchCase& c) {
+  if (std::strncmp(c.name, "smollm2", 7) == 0) return {"SmolLM2-135M (9/3 heads)", 2};
+  if (c.head_dim != 64 && c.head_dim != 128) return {"generic head_dim (80, 256)", 3};
+  return c.kind == bench::CaseKind::kDecode ? Group{"decode", 1} : Group{"prefill", 0};
+}
+
+struct Machine {
+  bool measured = false;  // false on the GPU backend: no roof
+  bench::MachinePeak peak;
+  uint64_t llc = 0;
+  std::string target;     // cpu: the attention kernels' Highway target; gpu: the device
+};
+
+double frac(double v, double peak) { return peak > 0 ? v / peak : NAN; }
+
+// 6 significant digits: more than any timing here resolves, and lines a person can read.
+double sig6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
+  const bench::BenchCase& c = *r.spec;
+  const bool decode = c.kind == bench::CaseKind::kDecode;
+  nlohmann::ordered_json j;
+  j["case"] = c.name;
+  j["backend"] = r.backend;
+  j["kind"] = bench::case_kind_name(c.kind);
+  j["t_q"] = c.t_q;
+  j["t_kv"] = c.t_kv;
+  j["n_heads"] = c.n_heads;
+  j["n_kv_heads"] = c.n_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["kv_dtype"] = dtype_name(c.kv_dtype);
+  j["causal"] = c.causal;
+  j["threads"] = r.threads;
+  j["reps"] = r.reps;
+  j["median_ms"] = sig6(r.median_ms);
+  j["min_ms"] = sig6(r.min_ms);
+  j["max_ms"] = sig6(r.max_ms);
+  j["gflops"] = sig6(r.gflops);
+  j["kv_gbps"] = sig6(r.kv_gbps);
+  j["intensity"] = sig6(r.intensity);
+  const auto number_or_null = [](double v) { return std::isfinite(v) ? nlohmann::ordered_json(sig6(v)) : nullptr; };
+  j["peak_gflops"] = m.measured ? nlohmann::ordered_json(sig6(m.peak.gflops)) : nullptr;
+  j["peak_gbps"] = m.measured ? nlohmann::ordered_json(sig6(m.peak.gbps)) : nullptr;
+  const double ff = frac(r.gflops, m.measured ? m.peak.gflops : 0);
+  const double fb = frac(r.kv_gbps, m.measured ? m.peak.gbps : 0);
+  j["frac_peak"] = number_or_null(decode ? fb : ff);
+  j["frac_flops"] = number_or_null(ff);
+  j["frac_bw"] = number_or_null(fb);
+  j["bound"] = decode ? "memory" : "compute";
+  j["target"] = m.target;
+  j["kernel"] = r.kernel;
+  j["kv_copies"] = r.kv_copies;
+  j["kv_cold"] = r.kv_cold;
+  return j;
+}
+
+void print_header(const Options& o, const Machine& m) {
+  std::FILE* out = o.json ? stderr : stdout;
+  if (m.measured) {
+    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s\n", m.target.c_str(), m.peak.threads,
+                 m.peak.threads == 1 ? "" : "s");
+    std::fprintf(out,
+                 "peak, measured now: %.1f GFLOP/s FMA (%u chains x %u f32 lanes, %s), %.1f GB/s read (%s buffer; "
+                 "last-level cache %s)\n",
+                 m.peak.gflops, m.peak.fma_chains, m.peak.lanes, m.peak.target, m.peak.gbps,
+                 human_bytes(m.peak.read_bytes).c_str(), human_bytes(m.llc).c_str());
+  } else {
+    std::fprintf(out, "headway bench: gpu, %s (peak not measured: fractions n/a)\n", m.target.c_str());
+  }
+  if (!o.json) {
+    std::printf("%-42s %9s %9s %9s %9s %8s %8s %6s %6s  %s\n", "case", "median ms", "min ms", "max ms", "GFLOP/s",
+                "KV GB/s", "FLOP/B", "%FMA", "%BW", "kernel");
+  }
+}
+
+void print_line(const bench::CaseResult& r, const Machine& m) {
+  const bench::BenchCase& c = *r.spec;
+  const bool decode = c.kind == bench::CaseKind::kDecode;
+  char ff[16] = "n/a", fb[16] = "n/a";
+  if (m.measured) {
+    // The bounding roof's fraction is the figure that matters: marked with '*'.
+    std::snprintf(ff, sizeof(ff), "%.1f%s", 100 * r.gflops / m.peak.gflops, decode ? "" : "*");
+    std::snprintf(fb, sizeof(fb), "%.1f%s", 100 * r.kv_gbps / m.peak.gbps, decode ? "*" : "");
+  }
+  std::printf("%-42s %9.3f %9.3f %9.3f %9.2f %8.2f %8.1f %6s %6s  %s%s\n", c.name, r.median_ms, r.min_ms, r.max_ms,
+              r.gflops, r.kv_gbps, r.intensity, ff, fb, r.kernel,
+              r.backend[0] == 'c' && !r.kv_cold ? " (K/V partly cached: pool smaller than LLC + K/V)" : "");
+  std::fflush(stdout);
+}
+
+Status write_svg(const Options& o, const Machine& m, const std::vector<bench::CaseResult>& results) {
+  std::vector<bench::RooflinePoint> points;
+  for (const bench::CaseResult& r : results) {
+    const bool decode = r.spec->kind == bench::CaseKind::kDecode;
+    double f = -1;
+    if (m.measured) f = decode ? r.kv_gbps / m.peak.gbps : r.gflops / m.peak.gflops;
+    const Group g = group_of(*r.spec);
+    points.push_back({r.spec->name, g.name, g.colour, decode, r.intensity, r.gflops, f});
+  }
+  bench::Roofline roof;
+  char text[512];
+  if (m.measured) {
+    std::snprintf(text, sizeof(text), "headway attention roofline: cpu %s, %u thread%s", m.target.c_str(),
+                  m.peak.threads, m.peak.threads == 1 ? "" : "s");
+    roof.title = text;
+    std::snprintf(text, sizeof(text),
+                  "roofs measured in this run: FMA %.1f GFLOP/s (%s, %u chains), read %.1f GB/s over %s; "
+                  "points: median of the timed calls",
+                  m.peak.gflops, m.peak.target, m.peak.fma_chains, m.peak.gbps, human_bytes(m.peak.read_bytes).c_str());
+    roof.subtitle = text;
+    roof.peak_gflops = m.peak.gflops;
+    roof.peak_gbps = m.peak.gbps;
+  } else {
+    std::snprintf(text, sizeof(text), "headway attention: gpu %s (Vulkan)", m.target.c_str());
+    roof.title = text;
+    roof.subtitle = "no roofs: the FMA and read loops measure the CPU; points: median of the timed calls";
+  }
+  roof.points = points;
+  return bench::write_roofline_svg(o.svg, roof);
+}
+
+int run(int argc, char** argv) {
+  Flags flags("bench", argc, argv);
+  Options o;
+  const char* backend = "cpu";
+  while (flags.next()) {
+    const std::string& f = flags.name();
+    Status s;
+    if (f == "--help" || f == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (f == "--case") {
+      const char* name = nullptr;
+      s = flags.value(&name);
+      if (s.ok()) {
+        const bench::BenchCase* c = bench::find_bench_case(name);
+        if (c == nullptr) {
+          s = Status::error(Code::kInvalidArgument, "--case %s: no case of that name (headway bench --list names them)",
+                            name);
+        } else {
+          o.cases.push_back(c);
+        }
+      }
+    } else if (f == "--list" && !flags.has_inline_value()) {
+      o.list = true;
+    } else if (f == "--json" && !flags.has_inline_value()) {
+      o.json = true;
+    } else if (f == "--threads") {
+      s = flags.value_u32(&o.threads, 1, ThreadPool::kMaxThreads);
+    } else if (f == "--reps") {
+      s = flags.value_u32(&o.reps, 1, 100000);
+    } else if (f == "--llc-mib") {
+      s = flags.value_u32(&o.llc_mib, 1, 1u << 20);
+    } else if (f == "--device") {
+      uint32_t d = 0;
+      s = flags.value_u32(&d, 0, 255);
+      o.device = static_cast<int32_t>(d);
+    } else if (f == "--backend") {
+      s = flags.value(&backend);
+    } else if (f == "--svg") {
+      s = flags.value(&o.svg);
+    } else {
+      s = flags.unknown();
+    }
+    if (!s.ok()) return report("bench", s);
+  }
+  if (o.list) return list_cases();
+  o.gpu = std::strcmp(backend, "gpu") == 0;
+  if (!o.gpu && std::strcmp(backend, "cpu") != 0) {
+    return report("bench", Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", backend));
+  }
+  if (o.cases.empty()) {
+    for (const bench::BenchCase& c : bench::bench_cases()) o.cases.push_back(&c);
+  }
+
+  Machine m;
+  std::vector<bench::CaseResult> results;
+  if (o.gpu) {
+    if (!GpuContext::compiled()) {
+      return report("bench", Status::error(Code::kUnsupported,
+                                           "--backend gpu: this headway was built without the GPU backend "
+                                           "(HEADWAY_GPU=OFF: no Vulkan or glslc at configure time)"));
+    }
+    GpuContext context;
+    GpuOptions options;
+    options.device_index = o.device;
+    Status s = context.create(options);
+    if (!s.ok()) {
+      return report("bench", Status::error(Code::kUnsupported, "--backend gpu: %s", s.message()));
+    }
+    m.target = context.info().name;
+    print_header(o, m);
+    for (const bench::BenchCase* c : o.cases) {
+      const Result<bench::CaseResult> r = bench::run_gpu_case(*c, &context, o.reps);
+      if (!r.ok()) return report("bench", r.status());
+      results.push_back(r.value());
+      if (o.json) std::printf("%s\n", to_json(r.value(), m).dump().c_str()), std::fflush(stdout);
+      else print_line(r.value(), m);
+    }
+  } else {
+    ThreadPool pool;
+    Status s = pool.create(o.threads);
+    if (!s.ok()) return report("bench", s);
+    if (pool.threads() != o.threads) {
+      std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", o.threads);
+    }
+    m.llc = o.llc_mib ? uint64_t{o.llc_mib} << 20 : bench::last_level_cache_bytes();
+    if (m.llc == 0) {
+      m.llc = kAssumedLlc;
+      std::fprintf(stderr, "headway bench: the OS reports no last-level cache size; assuming %s (--llc-mib)\n",
+                   human_bytes(m.llc).c_str());
+    }
+    bench::BenchBuffer kv;
+    s = bench::make_kv_pool(&kv, bench::kv_pool_bytes(o.cases, m.llc));
+    if (!s.ok()) return report("bench", s);
+    const Result<bench::MachinePeak> peak = bench::measure_peak(&pool, kv.data(), kv.size());
+    if (!peak.ok()) return report("bench", peak.status());
+    m.measured = true;
+    m.peak = peak.value();
+    m.target = simd::attention_target_name();
+    if (m.target != m.peak.target) {
+      std::fprintf(stderr, "headway bench: note: the peak loops run %s, the attention kernels %s\n", m.peak.target,
+                   m.target.c_str());
+    }
+    print_header(o, m);
+    bench::CpuRun cpu;
+    cpu.pool = &pool;
+    cpu.kv = &kv;
+    cpu.llc_bytes = m.llc;
+    cpu.reps = o.reps;
+    for (const bench::BenchCase* c : o.cases) {
+      const Result<bench::CaseResult> r = bench::run_cpu_case(*c, cpu);
+      if (!r.ok()) return report("bench", r.status());
+      results.push_back(r.value());
+      if (o.json) std::printf("%s\n", to_json(r.value(), m).dump().c_str()), std::fflush(stdout);
+      else print_line(r.value(), m);
+    }
+  }
+  if (o.svg != nullptr) {
+    const Status s = write_svg(o, m, results);
+    if (!s.ok()) return report("bench", s);
+    std::fprintf(o.json ? stderr : stdout, "roofline: %s\n", o.svg);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) { return run(argc, argv); }
+
+}  // namespace headway::cli

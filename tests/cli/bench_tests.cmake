@@ -1,0 +1,23 @@
+# `headway bench`: included from tests/cli/CMakeLists.txt (headway_cli_test, ${data}).
+# The JSON smoke test: one decode and one prefill case, 2 repetitions, 2 threads; --llc-mib 8
+# keeps the K/V pool and bandwidth buffer at their 64 MiB floor (under a second to touch).
+add_test(NAME "cli: bench-json"
+  COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=2 "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+          "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t512-h32x8-d64-f16;--case;prefill-t512-h32x8-d64-f16;--reps;2;--threads;2;--llc-mib;8;--json"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+set_tests_properties("cli: bench-json" PROPERTIES TIMEOUT 60)
+headway_cli_test(bench-list 0 "decode-t8192-h32x8-d128-f16 +decode" bench --list)
+headway_cli_test(bench-unknown-case 2 "--case prefill-t9-nope: no case of that name" bench --case prefill-t9-nope)
+headway_cli_test(bench-bad-backend 2 "--backend tpu is not one of cpu, gpu" bench --backend tpu)
+headway_cli_test(bench-bad-reps 2 "--reps 0 is not a whole number" bench --reps 0)
+if(NOT HEADWAY_GPU)
+  headway_cli_test(bench-gpu-not-built 2 "built without the GPU backend" bench --backend gpu --case decode-t512-h32x8-d64-f16)
+elseif(HEADWAY_LAVAPIPE_ICD)
+  # The GPU path end to end on lavapipe (a CPU Vulkan device): one small decode case.
+  add_test(NAME "cli: bench-gpu-json"
+    COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=1 "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+            "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--backend;gpu;--case;decode-t512-h32x8-d64-f16;--reps;2;--json"
+            -DGPU=1 -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+  set_tests_properties("cli: bench-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT
+    "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache")
+endif()
