@@ -1,0 +1,128 @@
+// headway on a Cortex-M, no heap: a model fixed at compile time (tiny_model.hpp), its Plan
+// computed by the compiler, one static arena of exactly the plan's size, and a Session over it:
+// a prefill of kPromptTokens, then kDecodeSteps single-token decode steps, each through the Q/K/V
+// projections (Highway GEMM over f16 weights kept in the image), RoPE, the KV cache, attention
+// and the output projection of both layers. Every output row is compared with the
+// double-precision reference computed on the build machine (firmware_golden.h); a summary goes
+// out over semihosting and the exit status says whether all rows matched (0) or not (1).
+#include <cmath>
+#include <cstdint>
+#include <new>
+
+#include "firmware_golden.h"
+#include "headway/arena.hpp"
+#include "headway/plan.hpp"
+#include "headway/session.hpp"
+#include "semihosting.hpp"
+#include "tiny_model.hpp"
+
+namespace {
+
+constexpr headway::Plan kPlan = headway::plan_for(tiny::config(), tiny::options());
+static_assert(!kPlan.overflow);
+// The whole runtime memory of this model: KV cache rings, activations, scratch (the weights are
+// borrowed from the image). A change that grows it shows up here first.
+static_assert(kPlan.arena_bytes <= 160 * 1024, "the tiny model's arena outgrew its 160 KiB budget");
+static_assert(kPlan.cache_rows == 27 && kPlan.kernel == headway::KernelKind::kD64);
+
+headway::StaticArena<kPlan.arena_bytes> tiny_arena;
+// The Session's own state (its layer objects): built in place once, never destroyed, so no
+// destructor is registered to run at exit.
+alignas(headway::Session) uint8_t session_storage[sizeof(headway::Session)];
+
+// f16 K/V and f16 weights, relative to the largest output magnitude (as the hosted session suite).
+constexpr double kTolerance = 5e-4;
+
+double max_abs(const float* v, size_t n) {
+  double m = 1.0;
+  for (size_t i = 0; i < n; ++i) m = std::fabs(double{v[i]}) > m ? std::fabs(double{v[i]}) : m;
+  return m;
+}
+
+// Runs tokens [first, first + n) and returns the largest relative error of their output rows.
+headway::Status step(headway::Session& s, uint32_t first, uint32_t n, double* err) {
+  static float y[tiny::kPromptTokens * tiny::config().d_model];
+  const size_t width = kPlan.config.d_model;
+  HEADWAY_RETURN_IF_ERROR(s.prefill(tiny::kInput + first * width, n, y));
+  const float* want = tiny::kGoldenOut + first * width;
+  const double scale = max_abs(want, n * width);
+  for (size_t i = 0; i < n * width; ++i) {
+    const double d = std::fabs(double{y[i]} - double{want[i]}) / scale;
+    if (!(d <= *err)) *err = d;  // NaN sticks
+  }
+  return headway::Status();
+}
+
+}  // namespace
+
+int main() {
+  cortex_m::Text()
+      .str("headway firmware: ")
+      .str(kPlan.config.name)
+      .str(", ")
+      .u64(kPlan.config.n_layers)
+      .str(" layers, d_model ")
+      .u64(kPlan.config.d_model)
+      .str(", heads ")
+      .u64(kPlan.config.n_heads)
+      .str("/")
+      .u64(kPlan.config.kv_heads())
+      .str(" x ")
+      .u64(kPlan.head_dim)
+      .str(", window ")
+      .u64(kPlan.config.window)
+      .str("\n")
+      .print();
+  cortex_m::Text()
+      .str("arena ")
+      .u64(kPlan.arena_bytes)
+      .str(" bytes (kv ")
+      .u64(kPlan.kv_cache_bytes)
+      .str(", activations ")
+      .u64(kPlan.activation_bytes)
+      .str(", scratch ")
+      .u64(kPlan.scratch_bytes)
+      .str("), weights ")
+      .u64(kPlan.weight_bytes)
+      .str(" bytes f16 in the image, Session object ")
+      .u64(sizeof(headway::Session))
+      .str(" bytes\n")
+      .print();
+
+  headway::Arena arena;
+  headway::Session* session = new (session_storage) headway::Session;
+  headway::Status s = arena.bind(kPlan, tiny_arena.bytes, sizeof(tiny_arena.bytes));
+  if (s.ok()) s = session->init(arena, tiny::kLayerWeights, kPlan.config.n_layers);
+
+  double prefill_err = 0.0, decode_err = 0.0;
+  if (s.ok()) s = step(*session, 0, tiny::kPromptTokens, &prefill_err);
+  for (uint32_t i = 0; s.ok() && i < tiny::kDecodeSteps; ++i) {
+    s = step(*session, tiny::kPromptTokens + i, 1, &decode_err);
+  }
+  if (!s.ok()) {
+    cortex_m::Text().str("FAIL: ").str(s.message()).str("\n").print();
+    return 1;
+  }
+  const bool ok = prefill_err <= kTolerance && decode_err <= kTolerance;
+  cortex_m::Text().str("prefill ").u64(tiny::kPromptTokens).str(" tokens: max relative error ").sci(prefill_err).str("\n").print();
+  cortex_m::Text()
+      .str("decode ")
+      .u64(tiny::kDecodeSteps)
+      .str(" steps (KV ring of ")
+      .u64(kPlan.cache_rows)
+      .str(" rows wraps): max relative error ")
+      .sci(decode_err)
+      .str("\n")
+      .print();
+  cortex_m::Text()
+      .str(ok ? "PASS" : "FAIL")
+      .str(": ")
+      .u64(tiny::kTokens)
+      .str(" tokens through ")
+      .u64(kPlan.config.n_layers)
+      .str(" layers match the double reference within ")
+      .sci(kTolerance)
+      .str("\n")
+      .print();
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,74 @@
+// Host program, run by the Cortex-M build: writes the reference outputs of the bare-metal
+// harness's cases (kernel_cases.hpp) as a C++ header, computed by the double-precision reference
+// (tests/reference_attention.cc) on the build machine.
+//   golden_gen OUT.h
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "tests/baremetal/kernel_cases.hpp"
+#include "tests/reference_attention.hpp"
+
+namespace bm = headway::test::baremetal;
+namespace ht = headway::test;
+
+namespace {
+
+float round_kv(bm::Kv kv, float x) {
+  if (kv == bm::Kv::kF16) return ht::f16_bits_to_f32(ht::f32_to_f16_bits(x));
+  if (kv == bm::Kv::kBF16) return ht::bf16_bits_to_f32(ht::f32_to_bf16_bits(x));
+  return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: golden_gen OUT.h\n");
+    return 2;
+  }
+  std::FILE* f = std::fopen(argv[1], "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "golden_gen: cannot write %s\n", argv[1]);
+    return 1;
+  }
+  std::fprintf(f,
+               "// Generated at build time by tests/baremetal/golden_gen.cc from the double-precision\n"
+               "// reference: O of each case in kernel_cases.hpp, and which query rows see a key.\n"
+               "#pragma once\n#include <cstdint>\n\nnamespace headway {\nnamespace test {\nnamespace baremetal {\n\n");
+  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) {
+    const bm::KernelCase& c = bm::kKernelCases[n];
+    std::vector<float> q(size_t{c.t_q} * c.n_heads * c.head_dim);
+    std::vector<float> k(size_t{c.t_kv} * c.n_kv_heads * c.head_dim), v(k.size());
+    bm::generate_inputs(c, [&](int which, uint64_t i, float x) {
+      if (which == 0) q[i] = x;
+      else (which == 1 ? k : v)[i] = round_kv(c.kv, x);
+    });
+    ht::RefAttention a;
+    a.t_q = c.t_q;
+    a.t_kv = c.t_kv;
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv_heads;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0 / std::sqrt(double(c.head_dim));
+    a.softcap = c.softcap;
+    a.causal = c.causal;
+    a.window = c.window;
+    const std::vector<double> o = ht::reference_attention(a, q.data(), k.data(), v.data());
+    std::fprintf(f, "// %s\ninline constexpr float kGoldenO%u[] = {", c.name, n);
+    for (size_t i = 0; i < o.size(); ++i) std::fprintf(f, "%s%.9g", i == 0 ? "\n    " : i % 8 ? ", " : ",\n    ", float(o[i]));
+    std::fprintf(f, "};\ninline constexpr uint8_t kGoldenVisible%u[] = {", n);
+    for (uint32_t i = 0; i < c.t_q; ++i) {
+      int64_t lo, hi;
+      ht::reference_visible_keys(a, i, &lo, &hi);
+      std::fprintf(f, "%s%d", i ? ", " : "", lo <= hi ? 1 : 0);
+    }
+    std::fprintf(f, "};\n\n");
+  }
+  std::fprintf(f, "struct Golden {\n  const float* o;\n  const uint8_t* visible;\n};\n"
+                  "inline constexpr Golden kGolden[] = {\n");
+  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) std::fprintf(f, "    {kGoldenO%u, kGoldenVisible%u},\n", n, n);
+  std::fprintf(f, "};\n\n}  // namespace baremetal\n}  // namespace test\n}  // namespace headway\n");
+  return std::fclose(f) == 0 ? 0 : 1;
+}

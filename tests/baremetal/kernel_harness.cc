@@ -1,0 +1,225 @@
+// The attention kernels on a Cortex-M, under qemu-system-arm: every case of kernel_cases.hpp
+// through the public attend() and through the kernel entry points with each tiling forced
+// (prefill, decode, the runtime-head_dim code, split-KV partials + merge), held against the
+// double-precision reference computed on the build machine (kernel_golden.h). Heap-free: static
+// buffers sized for the largest case. Prints one line per check and a summary; exits 0 when
+// every check passed, 1 otherwise.
+//
+// Tolerances (inputs in [-2, 2], K/V rounded to their storage type before the reference sees
+// them), as the hosted kernel suite: max |kernel − reference| <= 1e-4 (f32 KV), 2e-3 (f16),
+// 3e-2 (bf16); rows that see no key exactly 0; nothing written into O's row padding.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "headway/attention.hpp"
+#include "kernel_golden.h"
+#include "semihosting.hpp"
+#include "simd/attention.h"
+#include "tests/baremetal/kernel_cases.hpp"
+#include "tests/reference_attention.hpp"
+
+namespace bm = headway::test::baremetal;
+namespace hs = headway::simd;
+namespace ht = headway::test;
+
+namespace {
+
+constexpr uint32_t kPad = 16;  // floats of canary after each O row (attention_f32 variants)
+constexpr float kCanary = 1234.5f;
+constexpr uint32_t kSplitChunk = 16;
+
+constexpr uint64_t max_of(uint64_t (*f)(const bm::KernelCase&)) {
+  uint64_t m = 0;
+  for (const bm::KernelCase& c : bm::kKernelCases) m = f(c) > m ? f(c) : m;
+  return m;
+}
+constexpr uint64_t q_elems(const bm::KernelCase& c) { return uint64_t{c.t_q} * c.n_heads * c.head_dim; }
+constexpr uint64_t kv_elems(const bm::KernelCase& c) { return uint64_t{c.t_kv} * c.n_kv_heads * c.head_dim; }
+constexpr uint64_t o_elems(const bm::KernelCase& c) { return uint64_t{c.t_q} * (c.n_heads * c.head_dim + kPad); }
+constexpr uint64_t split_rows(const bm::KernelCase& c) {
+  return uint64_t{(c.t_kv + kSplitChunk - 1) / kSplitChunk} * c.t_q * (c.n_heads / c.n_kv_heads);
+}
+constexpr uint64_t split_o(const bm::KernelCase& c) { return split_rows(c) * c.head_dim; }
+
+constexpr size_t kWorkspaceBytes = 256 * 1024;
+
+alignas(64) float g_q[max_of(q_elems)];
+alignas(64) uint8_t g_k[max_of(kv_elems) * 4];
+alignas(64) uint8_t g_v[max_of(kv_elems) * 4];
+alignas(64) float g_o[max_of(o_elems)];
+alignas(64) uint8_t g_workspace[kWorkspaceBytes];
+alignas(64) float g_pm[max_of(split_rows)];
+alignas(64) float g_pl[max_of(split_rows)];
+alignas(64) float g_po[max_of(split_o)];
+
+uint32_t g_checks = 0;
+uint32_t g_failures = 0;
+
+double tolerance(bm::Kv kv) { return kv == bm::Kv::kF32 ? 1e-4 : kv == bm::Kv::kF16 ? 2e-3 : 3e-2; }
+hs::KvType kv_type(bm::Kv kv) {
+  return kv == bm::Kv::kF32 ? hs::KvType::kF32 : kv == bm::Kv::kF16 ? hs::KvType::kF16 : hs::KvType::kBF16;
+}
+headway::DType kv_dtype(bm::Kv kv) {
+  return kv == bm::Kv::kF32 ? headway::DType::kF32 : kv == bm::Kv::kF16 ? headway::DType::kF16 : headway::DType::kBF16;
+}
+
+void load_inputs(const bm::KernelCase& c) {
+  bm::generate_inputs(c, [&](int which, uint64_t i, float x) {
+    if (which == 0) {
+      g_q[i] = x;
+      return;
+    }
+    uint8_t* dst = which == 1 ? g_k : g_v;
+    if (c.kv == bm::Kv::kF32) {
+      std::memcpy(dst + i * 4, &x, 4);
+    } else {
+      const uint16_t h = c.kv == bm::Kv::kF16 ? ht::f32_to_f16_bits(x) : ht::f32_to_bf16_bits(x);
+      std::memcpy(dst + i * 2, &h, 2);
+    }
+  });
+}
+
+// Compares O (row stride `stride` floats) with the golden output of case n and reports.
+void check(uint32_t n, const char* variant, const char* kernel, uint32_t stride) {
+  const bm::KernelCase& c = bm::kKernelCases[n];
+  const bm::Golden& g = bm::kGolden[n];
+  const uint32_t width = c.n_heads * c.head_dim;
+  double max_err = 0.0;
+  uint32_t bad_zero = 0, bad_pad = 0, non_finite = 0;
+  for (uint32_t t = 0; t < c.t_q; ++t) {
+    for (uint32_t x = 0; x < width; ++x) {
+      const float got = g_o[size_t{t} * stride + x];
+      const float want = g.o[size_t{t} * width + x];
+      if (!g.visible[t]) {
+        if (!(got == 0.0f)) ++bad_zero;
+        continue;
+      }
+      if (!std::isfinite(got)) {
+        ++non_finite;
+        continue;
+      }
+      const double err = std::fabs(double{got} - double{want});
+      if (err > max_err) max_err = err;
+    }
+    for (uint32_t x = width; x < stride; ++x) {
+      if (!(g_o[size_t{t} * stride + x] == kCanary)) ++bad_pad;
+    }
+  }
+  const bool ok = max_err <= tolerance(c.kv) && bad_zero == 0 && bad_pad == 0 && non_finite == 0;
+  ++g_checks;
+  if (!ok) ++g_failures;
+  cortex_m::Text line;
+  line.str(ok ? "ok   " : "FAIL ").str(c.name).str(" [").str(variant).str(", ").str(kernel).str("] max_err ");
+  line.sci(max_err);
+  if (bad_zero) line.str(" nonzero-masked ").u64(bad_zero);
+  if (bad_pad) line.str(" padding-written ").u64(bad_pad);
+  if (non_finite) line.str(" non-finite ").u64(non_finite);
+  line.str("\n").print();
+}
+
+void fill_o(uint32_t rows, uint32_t stride) {
+  for (size_t i = 0; i < size_t{rows} * stride; ++i) g_o[i] = kCanary;
+}
+
+hs::AttentionArgs args_for(const bm::KernelCase& c, uint32_t o_stride) {
+  hs::AttentionArgs a;
+  a.q = g_q;
+  a.q_token_stride = size_t{c.n_heads} * c.head_dim;
+  a.o = g_o;
+  a.o_token_stride = o_stride;
+  a.k = g_k;
+  a.v = g_v;
+  a.kv_type = kv_type(c.kv);
+  a.kv_row_stride = size_t{c.n_kv_heads} * c.head_dim;  // [t_kv, n_kv_heads, d]
+  a.kv_head_stride = c.head_dim;
+  a.t_q = c.t_q;
+  a.t_kv = c.t_kv;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.softcap = c.softcap;
+  a.causal = c.causal;
+  a.window = c.window;
+  return a;
+}
+
+void run_attend(uint32_t n) {
+  const bm::KernelCase& c = bm::kKernelCases[n];
+  headway::AttentionShape shape{c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim};
+  headway::AttentionParams params;
+  params.softcap = c.softcap;
+  params.causal = c.causal;
+  params.window = c.window;
+  const uint32_t width = c.n_heads * c.head_dim;
+  fill_o(c.t_q, width);
+  const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);
+  headway::Status s = ws.ok() ? headway::Status() : ws.status();
+  if (s.ok() && *ws > kWorkspaceBytes) {
+    s = headway::Status::error(headway::Code::kInternal, "workspace %u bytes > %u", unsigned(*ws), unsigned(kWorkspaceBytes));
+  }
+  if (s.ok()) s = headway::attend(g_q, g_k, g_v, kv_dtype(c.kv), g_o, shape, params, nullptr, g_workspace, *ws);
+  if (!s.ok()) {
+    ++g_checks;
+    ++g_failures;
+    cortex_m::Text().str("FAIL ").str(c.name).str(" [attend] ").str(s.message()).str("\n").print();
+    return;
+  }
+  check(n, "attend", "runtime", width);
+}
+
+void run_kernel(uint32_t n, const char* variant, hs::AttentionTiling tiling, bool generic_only) {
+  const bm::KernelCase& c = bm::kKernelCases[n];
+  const uint32_t stride = c.n_heads * c.head_dim + kPad;
+  fill_o(c.t_q, stride);
+  hs::AttentionArgs a = args_for(c, stride);
+  a.tiling = tiling;
+  a.generic_only = generic_only;
+  hs::attention_f32(a, 0, c.n_kv_heads, 0, c.t_q, g_workspace, kWorkspaceBytes);
+  check(n, variant, hs::attention_kernel_name(a), stride);
+}
+
+void run_split(uint32_t n) {
+  const bm::KernelCase& c = bm::kKernelCases[n];
+  const uint32_t stride = c.n_heads * c.head_dim + kPad;
+  fill_o(c.t_q, stride);
+  const hs::AttentionArgs a = args_for(c, stride);
+  const uint32_t n_chunks = (c.t_kv + kSplitChunk - 1) / kSplitChunk;
+  const hs::AttentionPartials p{g_pm, g_pl, g_po};
+  for (uint32_t g = 0; g < c.n_kv_heads; ++g) {
+    for (uint32_t i = 0; i < n_chunks; ++i) hs::attention_partial_f32(a, g, i, kSplitChunk, p, g_workspace, kWorkspaceBytes);
+    hs::attention_merge_f32(a, g, n_chunks, p);
+  }
+  check(n, "split-KV chunks of 16", "partial+merge", stride);
+}
+
+}  // namespace
+
+int main() {
+  cortex_m::Text()
+      .str("headway kernel harness: ")
+      .u64(bm::kKernelCaseCount)
+      .str(" cases, kernels compiled for Highway target ")
+      .str(hs::attention_target_name())
+      .str("\n")
+      .print();
+  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) {
+    const bm::KernelCase& c = bm::kKernelCases[n];
+    load_inputs(c);
+    run_attend(n);
+    run_kernel(n, "prefill tiling", hs::AttentionTiling::kPrefill, false);
+    run_kernel(n, "decode tiling", hs::AttentionTiling::kDecode, false);
+    if (c.head_dim == 64 || c.head_dim == 128) run_kernel(n, "generic code", hs::AttentionTiling::kAuto, true);
+    if (c.t_q * (c.n_heads / c.n_kv_heads) <= 32) run_split(n);
+  }
+  cortex_m::Text()
+      .str(g_failures == 0 ? "PASS" : "FAIL")
+      .str(": ")
+      .u64(g_checks - g_failures)
+      .str("/")
+      .u64(g_checks)
+      .str(" kernel checks match the double reference\n")
+      .print();
+  return g_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,26 @@
+# cmake -DNM=arm-none-eabi-nm -DFILES="a.elf;b.o" -P check_no_allocator.cmake
+# Fails when any of FILES defines or references an allocator: malloc, free, calloc, realloc
+# (and newlib's reentrant _malloc_r..., memalign, sbrk), or C++ operator new / delete in any form
+# (_Znw*, _Zna*, _Zdl*, _Zda*). Run on every Cortex-M image after it links.
+set(pattern "^(malloc|free|calloc|realloc|memalign|aligned_alloc|posix_memalign|_malloc_r|_free_r|_calloc_r|_realloc_r|_memalign_r|_sbrk|_sbrk_r|sbrk|_Znw.*|_Zna.*|_Zdl.*|_Zda.*)$")
+set(found "")
+foreach(f IN LISTS FILES)
+  execute_process(COMMAND ${NM} ${f} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "check_no_allocator: ${NM} ${f} failed (${rc})")
+  endif()
+  string(REPLACE "\n" ";" lines "${out}")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^.* " "" sym "${line}")
+    if(sym MATCHES "${pattern}")
+      list(APPEND found "${sym}")
+    endif()
+  endforeach()
+  if(found)
+    list(REMOVE_DUPLICATES found)
+    list(JOIN found ", " names)
+    message(FATAL_ERROR "check_no_allocator: ${f} contains an allocator: ${names}")
+  endif()
+  get_filename_component(short ${f} NAME)
+  message(STATUS "check_no_allocator: ${short}: no malloc/free/calloc/realloc/sbrk/operator new/delete")
+endforeach()
