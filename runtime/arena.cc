@@ -4,6 +4,10 @@ namespace headway {
 
 Status Arena::bind(const Plan& plan, void* buffer, size_t bytes) {
   if (buffer == nullptr) return Status::error(Code::kInvalidArgument, "arena: buffer is null");
+  if (plan.overflow || plan.arena_bytes == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "arena: the plan is not valid (make it with make_plan(), which checks the config)");
+  }
   if (reinterpret_cast<uintptr_t>(buffer) % kAlignment != 0) {
     return Status::error(Code::kInvalidArgument, "arena: buffer at 0x%llx is not %llu-byte aligned",
                          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(buffer)),

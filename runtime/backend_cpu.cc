@@ -124,8 +124,10 @@ Status CpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
                          "cpu backend: k and v are %s, the plan stores %s (make the plan with dense_plan(shape, %s))",
                          dtype_name(kv_dtype), dtype_name(c.kv_dtype), dtype_name(kv_dtype));
   }
-  cache_.reset();
-  return headway::attend(q, k, v, kv_dtype, o, shape, params, pool_, workspace_, workspace_bytes_);
+  // The dense call replaces what the cache held, but a rejected call leaves it as it was.
+  const Status s = headway::attend(q, k, v, kv_dtype, o, shape, params, pool_, workspace_, workspace_bytes_);
+  if (s.ok()) cache_.reset();
+  return s;
 }
 
 }  // namespace headway

@@ -14,6 +14,10 @@ struct KvCache::View {
 
 Status KvCache::bind(const Plan& plan, void* region, size_t bytes) {
   if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
+  if (plan.overflow || plan.head_dim == 0 || plan.cache_rows == 0 || plan.kv_bytes_per_layer == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv cache: the plan is not valid (make it with make_plan(), which checks the config)");
+  }
   if (bytes < plan.kv_bytes_per_layer) {
     return Status::error(Code::kInvalidArgument, "kv cache: region is %llu bytes, one layer needs %llu",
                          static_cast<unsigned long long>(bytes),

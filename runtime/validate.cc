@@ -19,7 +19,9 @@ Status not_divisible(uint32_t d_model, uint32_t n_heads) {
   for (uint32_t h = n_heads - 1; h >= 1 && !below; --h) {
     if (d_model % h == 0) below = h;
   }
-  for (uint32_t h = n_heads + 1; h <= d_model && !above; ++h) {
+  // Only head counts validate() accepts (<= kMaxHeads): a search up to d_model would take
+  // seconds for a large prime d_model.
+  for (uint32_t h = n_heads + 1; h <= d_model && h <= kMaxHeads && !above; ++h) {
     if (d_model % h == 0) above = h;
   }
   char near[96] = {};

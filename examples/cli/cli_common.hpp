@@ -31,6 +31,8 @@ class Flags {
   Status value_dtype(DType* out);
   // A switch given "=value" (e.g. --causal=1) or an unknown flag.
   Status unknown() const;
+  // True when the flag came as "--name=value": a switch so given is unknown() (no silent "=yes").
+  bool has_inline_value() const { return inline_value_ != nullptr; }
 
  private:
   const char* cmd_;

@@ -107,7 +107,7 @@ int run(int argc, char** argv) {
     else if (f == "--k") s = flags.value(&k.path);
     else if (f == "--v") s = flags.value(&v.path);
     else if (f == "--out") s = flags.value(&out_path);
-    else if (f == "--causal") params.causal = true;
+    else if (f == "--causal" && !flags.has_inline_value()) params.causal = true;
     else if (f == "--window") s = flags.value_u32(&params.window, 0, UINT32_MAX);
     else if (f == "--softcap") s = flags.value_float(&params.softcap);
     else if (f == "--scale") s = flags.value_float(&params.scale);
