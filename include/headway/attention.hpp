@@ -7,6 +7,10 @@
 //   j iff j <= i + (t_kv − t_q); window W > 0 additionally requires j > i + (t_kv − t_q) − W;
 //   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv
 //   head h / (n_heads / n_kv_heads). A query row that sees no key gets zeros.
+//   NaN / Inf in Q, K or V are data, not errors: they reach the output rows whose computation
+//   reads them with the value IEEE arithmetic gives (a NaN query row or a NaN key a row sees
+//   makes that row NaN), and no other row, which is bitwise what it is without them. NaN / Inf
+//   in scale or softcap are errors.
 //
 // Memory: the caller passes a workspace of attention_workspace_bytes() bytes, 64-byte aligned;
 // attend() allocates nothing. Threads: work is cut into tasks by the shapes alone, so the result

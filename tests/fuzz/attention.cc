@@ -1,0 +1,146 @@
+// attend() with shapes, parameters and data decoded from the fuzz bytes. It must return an error
+// (and then write nothing) or match the double-precision reference: never crash, never read or
+// write outside the buffers (ASan), never hang.
+//
+// Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
+// [9] softcap, [10] scale, [11] special values; the rest seeds the data. Work is capped so the
+// reference stays fast: the fuzzer explores shapes, not throughput.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "headway/attention.hpp"
+#include "runtime/dtype_convert.hpp"
+#include "tests/fuzz/fuzz_common.hpp"
+#include "tests/reference_attention.hpp"
+#include "tests/test_rng.hpp"
+
+namespace {
+
+using namespace headway;
+
+uint8_t byte(const uint8_t* data, size_t size, size_t i) { return i < size ? data[i] : 0; }
+
+float param(uint8_t b) {
+  // Mostly ordinary values; some that attend() must reject.
+  switch (b % 16) {
+    case 0: return std::numeric_limits<float>::quiet_NaN();
+    case 1: return std::numeric_limits<float>::infinity();
+    case 2: return -1.0f;
+    case 3: return 0.0f;
+    default: return static_cast<float>(b) / 32.0f;  // 0.125 .. 8
+  }
+}
+
+ThreadPool* pool() {
+  static ThreadPool* p = [] {
+    static ThreadPool tp;
+    (void)tp.create(3);
+    return &tp;
+  }();
+  return p;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 12) return 0;
+  AttentionShape s;
+  s.t_q = byte(data, size, 0) % 17;                                           // 0 is rejected
+  s.t_kv = (byte(data, size, 1) | byte(data, size, 2) << 8) % 1300;           // > 1024: split-KV
+  s.n_kv_heads = byte(data, size, 3) % 5;                                     // 0 is rejected
+  const uint32_t group = byte(data, size, 4) % 9;
+  s.n_heads = s.n_kv_heads * (group ? group : 1) + (group == 0 ? 1 : 0);      // group 0: not a multiple
+  s.head_dim = (byte(data, size, 5) | byte(data, size, 6) << 8) % 530;        // 513+ and 0 rejected
+  const uint8_t flags = byte(data, size, 7);
+  AttentionParams p;
+  p.causal = flags & 1;
+  p.window = (flags & 2) ? byte(data, size, 8) : 0;
+  p.softcap = (flags & 4) ? param(byte(data, size, 9)) : 0.0f;
+  p.scale = (flags & 8) ? param(byte(data, size, 10)) : 0.0f;
+  const DType dtype = static_cast<DType>((flags >> 4) % 4);  // 3 is not a dtype
+  const bool threaded = flags & 64;
+  const bool short_workspace = flags & 128;
+  const uint8_t special = byte(data, size, 11);
+
+  const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
+  if (work > (uint64_t{1} << 21)) return 0;
+
+  uint64_t seed = 0;
+  for (size_t i = 12; i < size; ++i) seed = seed * 131 + data[i];
+  test::Rng rng(seed);
+  std::vector<float> q(size_t{s.t_q} * s.n_heads * s.head_dim);
+  std::vector<float> k(size_t{s.t_kv} * s.n_kv_heads * s.head_dim), v(k.size());
+  for (float& x : q) x = rng.normal();
+  for (float& x : k) x = rng.normal();
+  for (float& x : v) x = rng.normal();
+  // One NaN in Q or V at a chosen place: it must reach exactly the rows the reference says.
+  if ((special & 3) == 1 && !q.empty()) q[special % q.size()] = std::numeric_limits<float>::quiet_NaN();
+  if ((special & 3) == 2 && !v.empty()) v[(special * 7u) % v.size()] = std::numeric_limits<float>::quiet_NaN();
+
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  std::vector<float> kq = k, vq = v;  // K, V as stored
+  if (dtype == DType::kF16) {
+    f32_to_f16(k.data(), k16.data(), k.size());
+    f32_to_f16(v.data(), v16.data(), v.size());
+    f16_to_f32(k16.data(), kq.data(), k.size());
+    f16_to_f32(v16.data(), vq.data(), v.size());
+  } else if (dtype == DType::kBF16) {
+    f32_to_bf16(k.data(), k16.data(), k.size());
+    f32_to_bf16(v.data(), v16.data(), v.size());
+    bf16_to_f32(k16.data(), kq.data(), k.size());
+    bf16_to_f32(v16.data(), vq.data(), v.size());
+  }
+  const void* kp = dtype == DType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
+  const void* vp = dtype == DType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+
+  ThreadPool* tp = threaded ? pool() : nullptr;
+  const uint32_t threads = tp ? tp->threads() : 1;
+  const Result<size_t> need = attention_workspace_bytes(s, threads);
+  // Exactly the bytes asked for (rounded to the alignment), so ASan sees any overrun.
+  const size_t ws_bytes = need.ok() ? (short_workspace && need.value() > 0 ? need.value() - 1 : need.value()) : 64;
+  void* ws = std::aligned_alloc(64, (ws_bytes + 63) / 64 * 64 + 64);
+  constexpr float kPoison = -12345.0f;
+  std::vector<float> o(q.size() + 1, kPoison);  // +1: a canary after the last row
+  const Status st = attend(q.empty() ? nullptr : q.data(), k.empty() ? nullptr : kp, v.empty() ? nullptr : vp,
+                           dtype, o.data(), s, p, tp, ws, ws_bytes);
+  std::free(ws);
+  FUZZ_CHECK(o.back() == kPoison);
+  if (!need.ok() || short_workspace || !st.ok()) {
+    // A shape attention_workspace_bytes rejects, attend rejects too; a rejected call writes nothing.
+    if (!need.ok() || (short_workspace && need.value() > 0)) FUZZ_CHECK(!st.ok());
+    if (!st.ok()) {
+      for (const float x : o) FUZZ_CHECK(x == kPoison);
+      return 0;
+    }
+  }
+
+  test::RefAttention r;
+  r.t_q = s.t_q;
+  r.t_kv = s.t_kv;
+  r.n_heads = s.n_heads;
+  r.n_kv_heads = s.n_kv_heads;
+  r.head_dim = s.head_dim;
+  r.scale = p.scale != 0.0f ? p.scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  r.softcap = p.softcap;
+  r.causal = p.causal;
+  r.window = p.window;
+  const std::vector<double> want = test::reference_attention(r, q.data(), kq.data(), vq.data());
+  // The suites' tolerances hold for logits of unit scale (scale 1/sqrt(head_dim) over unit-normal
+  // data); f32 rounding in a dot product grows with the logits, so larger scales get a
+  // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4).
+  const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
+  const double tol = (dtype == DType::kF32 ? 1e-4 : dtype == DType::kF16 ? 2e-3 : 3e-2) *
+                     (logit_scale > 1.0 ? logit_scale : 1.0);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      FUZZ_CHECK(std::isnan(o[i]));
+    } else {
+      FUZZ_CHECK(std::fabs(o[i] - want[i]) <= tol * (1.0 + std::fabs(want[i])));
+    }
+  }
+  return 0;
+}

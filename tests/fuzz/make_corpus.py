@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<target>/: small real
+inputs (spec strings, a few config.json files from tests/data/hf, tiny GGUF, .npy and
+safetensors files, attention shapes). Deterministic; rerun after changing it. The regress-*
+files beside them are inputs the fuzzers found (a hang in validate(), a tolerance too tight for
+large logit scales): run.sh replays them every time; this script leaves them alone."""
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data", "hf")
+OUT = os.path.join(HERE, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+# Spec strings: the README's, every key, and a few that validate() rejects.
+specs = [
+    "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50",
+    "d_model=800 heads=12 ctx=2048",
+    "d_model=768,heads=12,ctx=1024,layers=12,qkv_bias=1,o_bias=1,rope=none",
+    "name=tiny d_model=64 heads=4 kv_heads=2 ctx=16 rope=gptj rope_dim=8 kv_dtype=bf16 causal=0",
+    "d_model=3072 heads=16 head_dim=256 ctx=8192 query_pre_attn_scalar=256 scale=0.0625 qk_norm=1 kv_dtype=f32",
+    "d_model=4096 heads=32 kv_heads=5 ctx=128",
+]
+for i, s in enumerate(specs):
+    put("spec", "spec%d" % i, s)
+
+# config.json: a few real ones, small.
+for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
+             "qwen2.5-0.5b"]:
+    with open(os.path.join(DATA, name + ".json"), "rb") as f:
+        put("hf_config", name, f.read())
+
+
+def gguf(kvs):
+    def s(x):
+        b = x.encode()
+        return struct.pack("<Q", len(b)) + b
+    out = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs))
+    for key, typ, val in kvs:
+        out += s(key) + struct.pack("<I", typ)
+        if typ == 8:
+            out += s(val)
+        elif typ == 4:
+            out += struct.pack("<I", val)
+        elif typ == 6:
+            out += struct.pack("<f", val)
+        elif typ == 9:  # array of u32
+            out += struct.pack("<IQ", 4, len(val)) + b"".join(struct.pack("<I", v) for v in val)
+    return out
+
+
+put("gguf", "llama", gguf([
+    ("general.architecture", 8, "llama"), ("general.name", 8, "tiny"),
+    ("llama.context_length", 4, 256), ("llama.embedding_length", 4, 64), ("llama.block_count", 4, 2),
+    ("llama.attention.head_count", 4, 4), ("llama.attention.head_count_kv", 4, 2),
+    ("llama.rope.freq_base", 6, 10000.0)]))
+put("gguf", "gemma2", gguf([
+    ("gemma2.context_length", 4, 8192), ("gemma2.embedding_length", 4, 2304), ("gemma2.block_count", 4, 26),
+    ("gemma2.attention.head_count", 4, 8), ("gemma2.attention.head_count_kv", 9, [4] * 26),
+    ("gemma2.attention.key_length", 4, 256), ("gemma2.attention.value_length", 4, 256),
+    ("gemma2.attn_logit_softcapping", 6, 50.0), ("gemma2.attention.sliding_window", 4, 4096),
+    ("general.architecture", 8, "gemma2")]))
+
+
+def npy(descr, shape, payload, version=1):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (
+        descr, "(%s)" % (", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")))
+    pre = 6 + 2 + (2 if version == 1 else 4)
+    pad = (64 - (pre + len(header) + 1) % 64) % 64
+    header = header + " " * pad + "\n"
+    size = struct.pack("<H", len(header)) if version == 1 else struct.pack("<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + size + header.encode() + payload
+
+
+put("npy", "f32_2x3", npy("<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6)))
+put("npy", "f16_4", npy("<f2", (4,), struct.pack("<4H", 0x3C00, 0x4000, 0x7E00, 0x8000)))
+put("npy", "scalar_v2", npy("<f4", (), struct.pack("<f", 1.5), version=2))
+put("npy", "empty_0x3", npy("<f4", (0, 3), b""))
+
+
+def safetensors(tensors):
+    header, data = {"__metadata__": {"format": "pt"}}, b""
+    for name, dtype, shape, payload in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+put("safetensors", "two", safetensors([
+    ("model.layers.0.self_attn.q_proj.weight", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4)),
+    ("model.layers.0.self_attn.k_proj.weight", "F16", [1, 2], struct.pack("<2H", 0x3C00, 0x4000))]))
+put("safetensors", "bf16_bias", safetensors([("b", "BF16", [3], struct.pack("<3H", 0x3F80, 0, 0x4000)),
+                                             ("i", "I64", [1], struct.pack("<q", 7))]))
+
+# Attention: 12 bytes of shape and flags (see attention.cc), then seed bytes.
+shapes = [
+    bytes([4, 13, 0, 2, 2, 64, 0, 1, 0, 0, 0, 0]),        # GQA 4/2, d64, causal
+    bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0, 0, 0, 0, 0]),  # decode over 1076 keys: split-KV
+    bytes([7, 30, 0, 1, 3, 80, 0, 0x4F, 9, 200, 40, 1]),  # window, softcap, scale, threads, NaN in Q
+    bytes([3, 5, 0, 3, 1, 0x01, 2, 0x10, 0, 0, 0, 2]),    # head_dim 257, f16, NaN in V
+    bytes([2, 9, 0, 1, 1, 0x14, 2, 0x20, 0, 0, 0, 0]),    # head_dim 532 % 530 = 2, bf16
+]
+for i, b in enumerate(shapes):
+    put("attention", "shape%d" % i, b + b"seed%d" % i)
+
+if __name__ == "__main__":
+    print("corpora written to", OUT)
