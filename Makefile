@@ -2,7 +2,7 @@
 #   make demo   install what is missing, build, plan real models and run attention on them
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
-.PHONY: demo test test-cross test-cross-ci deps release debug clean
+.PHONY: demo test test-cross test-cross-ci test-baremetal deps release debug clean
 
 deps:
 	bash toolchains/install-deps.sh host
@@ -16,6 +16,7 @@ demo: release
 
 test: deps
 	bash toolchains/install-deps.sh gpu  # Vulkan, glslc and lavapipe: the GPU tests run on the CPU
+	bash toolchains/install-deps.sh torch  # PyTorch: the independent check of `headway layer`
 	cmake --workflow --preset release
 	cmake --workflow --preset debug
 
@@ -40,6 +41,29 @@ test-cross-ci:
 	  ctest --preset $$p -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' && \
 	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
 	done
+
+# Bare metal Cortex-M55 (mps3-an547) and Cortex-M4F (mps2-an386) under qemu-system-arm: the
+# Session firmware and the kernel harness against the double reference, the no-allocator check
+# on every image, and the size report (examples/baremetal, tests/baremetal).
+test-baremetal:
+	bash toolchains/install-deps.sh cortex-m
+	cmake --workflow --preset cortex-m55
+	@grep -h "kernels compiled for Highway target" build/cortex-m55/Testing/Temporary/LastTest.log
+	cmake --workflow --preset cortex-m4
+	@grep -h "kernels compiled for Highway target" build/cortex-m4/Testing/Temporary/LastTest.log
+
+# ThreadSanitizer over the threading tests only (build/tsan); clang-14 libFuzzer targets over their
+# seed corpora, FUZZ_SECONDS each (build/fuzz). .ci/run may call both after make test.
+FUZZ_SECONDS ?= 60
+.PHONY: test-tsan test-fuzz
+test-tsan: deps
+	cmake --workflow --preset tsan
+
+test-fuzz:
+	bash toolchains/install-deps.sh fuzz
+	cmake --preset fuzz
+	cmake --build --preset fuzz
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages a headway build needs. Idempotent: packages already present
 # are skipped, so a second run does nothing but check.
-#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|all]   (default: host)
+#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|fuzz|torch|all]   (default: host)
 set -euo pipefail
 
 what=${1:-host}
-case "$what" in host|aarch64|armv7|cortex-m|gpu|all) ;; *)
-  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu or all)" >&2
+case "$what" in host|aarch64|armv7|cortex-m|gpu|fuzz|torch|all) ;; *)
+  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu, fuzz, torch or all)" >&2
   exit 2 ;;
 esac
 
@@ -31,9 +31,13 @@ case "$what" in
   cortex-m) pkgs=("${host_pkgs[@]}" gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
                   qemu-system-arm) ;;
   gpu) pkgs=("${host_pkgs[@]}" libvulkan-dev glslc mesa-vulkan-drivers) ;;
+  fuzz) pkgs=("${host_pkgs[@]}" clang-14 libclang-rt-14-dev) ;;  # libFuzzer (make test-fuzz)
+  # The independent PyTorch check of `headway layer` (tests/torch), run by Debian's python3.
+  torch) pkgs=("${host_pkgs[@]}" python3-numpy python3-torch) ;;
   all) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user qemu-system-arm
              libhwy-dev:arm64 libhwy-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
-             libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers)
+             libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers clang-14 libclang-rt-14-dev
+             python3-numpy python3-torch)
        want_arch=(arm64 armhf) ;;
 esac
 
