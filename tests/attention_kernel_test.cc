@@ -22,6 +22,7 @@
 #include "hwy/targets.h"
 #include "simd/attention.h"
 #include "tests/reference_attention.hpp"
+#include "tests/target_scope.hpp"
 #include "tests/test_rng.hpp"
 
 namespace hs = headway::simd;
@@ -49,39 +50,9 @@ const char* kv_name(hs::KvType t) {
   return t == hs::KvType::kF32 ? "f32" : t == hs::KvType::kF16 ? "f16" : "bf16";
 }
 
-// The targets to test: supported by this CPU and compiled into the kernels. 0 stands for "the
-// target dispatch picks" where Highway's run-time detection knows none of the compiled targets
-// (32-bit ARM: libhwy detects nothing, the kernels are compiled for the NEON baseline only).
-std::vector<int64_t> test_targets() {
-  std::vector<int64_t> out;
-  for (int64_t bits = hwy::SupportedTargets() & hs::attention_compiled_targets(); bits != 0;
-       bits &= bits - 1) {
-    out.push_back(bits & -bits);
-  }
-  if (out.empty()) out.push_back(0);
-  return out;
-}
-
-std::string target_label(int64_t target) {
-  return std::string("target ") + (target != 0 ? hwy::TargetName(target) : hs::attention_target_name());
-}
-
-// Pins dynamic dispatch to one target for its lifetime (0: leaves dispatch alone).
-struct TargetScope {
-  explicit TargetScope(int64_t target) : active(target != 0) {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(target);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  ~TargetScope() {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(0);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  TargetScope(const TargetScope&) = delete;
-  TargetScope& operator=(const TargetScope&) = delete;
-  bool active;
-};
+using headway::test::target_label;
+using headway::test::TargetScope;
+using headway::test::test_targets;
 
 using headway::test::Rng;
 

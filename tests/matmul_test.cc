@@ -13,6 +13,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "simd/attention.h"
 #include "simd/matmul.h"
+#include "tests/target_scope.hpp"
 #include "tests/test_rng.hpp"
 
 namespace headway {
@@ -20,28 +21,8 @@ namespace {
 
 namespace hs = simd;
 
-std::vector<int64_t> test_targets() {
-  std::vector<int64_t> out;
-  for (int64_t bits = hwy::SupportedTargets() & hs::attention_compiled_targets(); bits != 0; bits &= bits - 1) {
-    out.push_back(bits & -bits);
-  }
-  if (out.empty()) out.push_back(0);
-  return out;
-}
-
-struct TargetScope {
-  explicit TargetScope(int64_t target) : active(target != 0) {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(target);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  ~TargetScope() {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(0);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  bool active;
-};
+using test::TargetScope;
+using test::test_targets;
 
 const char* wname(hs::WeightType t) {
   return t == hs::WeightType::kF32 ? "f32" : t == hs::WeightType::kF16 ? "f16" : "bf16";

@@ -24,6 +24,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "simd/attention.h"
 #include "tests/reference_attention.hpp"
+#include "tests/target_scope.hpp"
 #include "tests/test_rng.hpp"
 
 namespace headway {
@@ -32,29 +33,8 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Every target this CPU supports that the kernels are compiled for (0: whatever dispatch picks).
-std::vector<int64_t> targets() {
-  std::vector<int64_t> out;
-  for (int64_t bits = hwy::SupportedTargets() & simd::attention_compiled_targets(); bits != 0; bits &= bits - 1) {
-    out.push_back(bits & -bits);
-  }
-  if (out.empty()) out.push_back(0);
-  return out;
-}
-
-struct TargetScope {
-  explicit TargetScope(int64_t t) : active(t != 0) {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(t);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  ~TargetScope() {
-    if (!active) return;
-    hwy::SetSupportedTargetsForTest(0);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  }
-  bool active;
-};
+using test::TargetScope;
+using test::test_targets;
 
 struct Aligned {
   explicit Aligned(size_t bytes) : size((bytes + 63) / 64 * 64), p(std::aligned_alloc(64, size ? size : 64)) {}
@@ -182,7 +162,7 @@ const Shape kShapes[] = {
 void each_target_and_pool(const std::function<void(ThreadPool*)>& body) {
   ThreadPool pool;
   REQUIRE(pool.create(3).ok());
-  for (const int64_t target : targets()) {
+  for (const int64_t target : test_targets()) {
     TargetScope scope(target);
     INFO("target " << (target ? hwy::TargetName(target) : simd::attention_target_name()));
     body(nullptr);
