@@ -14,6 +14,7 @@
 
 #include "headway/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
+#include "runtime/formats/json_check.hpp"
 
 namespace headway {
 namespace {
@@ -460,42 +461,11 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   return cfg;
 }
 
-// Consumes SAX events only to catch the parse error with its position; nlohmann's message says
-// "parse error at line L, column C: ..." which is what a user editing the file needs.
-class SyntaxErrorSax final : public json::json_sax_t {
- public:
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
-    message_ = ex.what();
-    return false;
-  }
-  // The text after nlohmann's "[json.exception.parse_error.101] " tag.
-  const char* message() const {
-    const size_t tag_end = message_.find("] ");
-    return tag_end == std::string::npos ? message_.c_str() : message_.c_str() + tag_end + 2;
-  }
-  bool failed() const { return !message_.empty(); }
-
- private:
-  std::string message_;
-};
-
 Status syntax_error(const char* text, size_t size, const char* source) {
-  SyntaxErrorSax sax;
-  json::sax_parse(text, text + size, &sax);
+  formats::JsonCheck sax;
+  sax.run(text, size);
   if (!sax.failed()) return Status::error(Code::kInvalidArgument, "%s is not valid JSON", source);
-  return Status::error(Code::kInvalidArgument, "%s is not valid JSON: %s", source, sax.message());
+  return Status::error(Code::kInvalidArgument, "%s is not valid JSON: %s", source, sax.error().c_str());
 }
 
 }  // namespace

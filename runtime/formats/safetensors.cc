@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/formats/json_check.hpp"
+
 namespace headway::formats {
 namespace {
 
@@ -53,45 +55,6 @@ const char* kind_of(const json& v) {
   if (v.is_number_integer() && !v.is_number_unsigned()) return "a negative number";
   return "a number";
 }
-
-// One SAX pass: the syntax error with its position, and the first duplicate top-level key.
-class CheckSax final : public json::json_sax_t {
- public:
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return ++depth_, true; }
-  bool end_object() override { return --depth_, true; }
-  bool start_array(std::size_t) override { return ++depth_, true; }
-  bool end_array() override { return --depth_, true; }
-  bool key(string_t& k) override {
-    if (depth_ == 1) keys_.push_back(k);
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
-    const std::string what = ex.what();
-    const size_t tag_end = what.find("] ");  // drop "[json.exception.parse_error.101] "
-    error_ = tag_end == std::string::npos ? what : what.substr(tag_end + 2);
-    return false;
-  }
-
-  const std::string& error() const { return error_; }
-  // The first name that appears twice, or nullptr.
-  const std::string* duplicate() {
-    std::sort(keys_.begin(), keys_.end());
-    const auto it = std::adjacent_find(keys_.begin(), keys_.end());
-    return it == keys_.end() ? nullptr : &*it;
-  }
-
- private:
-  int depth_ = 0;
-  std::vector<std::string> keys_;
-  std::string error_;
-};
 
 // A non-negative integer that fits in 64 bits.
 bool as_u64(const json& v, uint64_t* out) {
@@ -237,9 +200,9 @@ Status SafetensorsFile::parse(const uint8_t* data, uint64_t size, const char* so
                          src, static_cast<unsigned long long>(n), static_cast<unsigned long long>(size - 8));
   }
   const char* text = reinterpret_cast<const char*>(data + 8);
-  CheckSax sax;
-  json::sax_parse(text, text + n, &sax);
-  if (!sax.error().empty()) {
+  JsonCheck sax;
+  sax.run(text, n);
+  if (sax.failed()) {
     return Status::error(Code::kDataLoss, "%s: the safetensors header is not valid JSON: %s", src,
                          sax.error().c_str());
   }
@@ -249,7 +212,7 @@ Status SafetensorsFile::parse(const uint8_t* data, uint64_t size, const char* so
     return Status::error(Code::kDataLoss, "%s: the safetensors header is %s, expected a JSON object", src,
                          kind_of(top));
   }
-  if (const std::string* dup = sax.duplicate()) {
+  if (const std::string* dup = sax.duplicate_key()) {
     return Status::error(Code::kDataLoss, "%s: tensor '%s' appears twice in the safetensors header", src,
                          Shown(*dup).text);
   }
