@@ -19,6 +19,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "runtime/formats/npy.hpp"
 #include "tests/reference_attention.hpp"
+#include "tests/temp_dir.hpp"
 
 #ifndef HEADWAY_CLI
 #error "HEADWAY_CLI must name the built headway binary"
@@ -29,46 +30,13 @@ namespace {
 
 using formats::NpyArray;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/headway_cli_attend_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    path_ = d;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", path_.c_str());
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using test::RunResult;
+using test::TempDir;
+using test::slurp;
 
 // Runs `headway attend ARGS` with stdout and stderr captured in files of `dir`.
 RunResult attend_cli(const TempDir& dir, const std::string& args) {
-  const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + HEADWAY_CLI + "' attend " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return test::run_cli(HEADWAY_CLI, dir, "attend " + args);
 }
 
 std::vector<float> normal_values(size_t n, uint32_t seed) {
@@ -142,7 +110,7 @@ double max_error_of(const std::string& o_path, const std::vector<double>& want, 
 }
 
 TEST_CASE("headway attend matches the reference for f32, f16 and bf16 K/V") {
-  TempDir dir;
+  TempDir dir("cli_attend");
   const Inputs in({9, 300, 8, 2, 64}, 100);
   write_f32(dir / "q.npy", in.q, in.q_shape());
   write_f32(dir / "k.npy", in.k, in.kv_shape());
@@ -182,7 +150,7 @@ TEST_CASE("headway attend matches the reference for f32, f16 and bf16 K/V") {
 }
 
 TEST_CASE("headway attend writes the same bytes for any --threads (split-KV decode too)") {
-  TempDir dir;
+  TempDir dir("cli_attend");
   const Inputs in({1, 3000, 8, 1, 128}, 7);
   write_f32(dir / "q.npy", in.q, in.q_shape());
   write_f16(dir / "k.npy", in.k, in.kv_shape());
@@ -201,7 +169,7 @@ TEST_CASE("headway attend writes the same bytes for any --threads (split-KV deco
 }
 
 TEST_CASE("headway attend: bad input exits 2 with the reason") {
-  TempDir dir;
+  TempDir dir("cli_attend");
   const Inputs in({4, 6, 4, 2, 16}, 5);
   write_f32(dir / "q.npy", in.q, in.q_shape());
   write_f32(dir / "k.npy", in.k, in.kv_shape());

@@ -22,27 +22,12 @@
 #include "runtime/formats/npy.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace headway::formats {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/headway_weights_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    path_ = d;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", path_.c_str());
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -117,7 +102,7 @@ Status st_entry_error(const std::string& entry, size_t data_bytes = 24) {
 }
 
 TEST_CASE("safetensors: f32, f16 and bf16 tensors are views into the mapped file") {
-  TempDir dir;
+  TempDir dir("weights");
   const std::vector<StTensor> ts = {st("a.f32", "F32", {3, 5}, 1), st("b.f16", "F16", {4, 2}, 2),
                                     st("c.bf16", "BF16", {6}, 3), st("d.scalar", "F32", {}, 4)};
   write_file(dir / "m.safetensors", st_file(ts));
@@ -273,7 +258,7 @@ TEST_CASE("safetensors: every truncation of a valid file is an error, never a cr
 }
 
 TEST_CASE("safetensors: open() names the path and the system's reason") {
-  TempDir dir;
+  TempDir dir("weights");
   SafetensorsFile f;
   const std::string missing = dir / "none.safetensors";
   const Status s = f.open(missing.c_str());
@@ -387,7 +372,7 @@ Status gguf_error(const std::vector<uint8_t>& b) {
 TEST_CASE("gguf: f32, f16 and bf16 tensors in HF layout, default and explicit alignment") {
   for (uint32_t alignment : {32u, 64u}) {
     INFO("alignment " << alignment);
-    TempDir dir;
+    TempDir dir("weights");
     GgufBuilder b;
     b.str("general.architecture", "llama");
     if (alignment != 32) b.u32("general.alignment", alignment);
@@ -573,7 +558,7 @@ TEST_CASE("weights: one layer from safetensors, every family's tensors, every dt
   for (const char* dtype : {"F32", "F16", "BF16"}) {
     for (int family = 0; family < 3; ++family) {  // Llama, Qwen2 (q/k/v bias), Qwen3 (q/k norm, head_dim)
       INFO(dtype << " family " << family);
-      TempDir dir;
+      TempDir dir("weights");
       Config c = small_config();
       if (family == 1) c.qkv_bias = true;
       if (family == 2) c.qk_norm = true, c.head_dim = 32;  // 4 × 32 = 128 ≠ d_model 64
@@ -604,7 +589,7 @@ TEST_CASE("weights: one layer from safetensors, every family's tensors, every dt
 }
 
 TEST_CASE("weights: missing, misshapen and unexpected tensors are errors that name them") {
-  TempDir dir;
+  TempDir dir("weights");
   const Config c = small_config();
   WeightFile file;
   SUBCASE("a missing projection") {
@@ -701,7 +686,7 @@ GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
 }
 
 TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") {
-  TempDir dir;
+  TempDir dir("weights");
   Config want = small_config();
   want.head_dim = 32;
   write_file(dir / "m.gguf", qwen3_gguf(want).bytes());
@@ -753,7 +738,7 @@ TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") 
 }
 
 TEST_CASE("weights: a quantized GGUF projection is named with its type") {
-  TempDir dir;
+  TempDir dir("weights");
   Config want = small_config();
   want.head_dim = 32;
   GgufBuilder b = qwen3_gguf(want, 0);
@@ -774,7 +759,7 @@ TEST_CASE("weights: a quantized GGUF projection is named with its type") {
 }
 
 TEST_CASE("weights: a file that is neither format") {
-  TempDir dir;
+  TempDir dir("weights");
   write_file(dir / "config.json", std::vector<uint8_t>{'{', '"', 'a', '"', ':', '1', '}', '\n', ' ', ' '});
   WeightFile file;
   const Status s = file.open((dir / "config.json").c_str());
@@ -786,22 +771,10 @@ TEST_CASE("weights: a file that is neither format") {
 #ifdef HEADWAY_CLI
 // ---------------------------------------------------------------- headway layer
 
-struct RunResult {
-  int exit_code = -1;
-  std::string err;
-};
+using test::RunResult;
 
 RunResult run_cli(const TempDir& dir, const std::string& args) {
-  const std::string err_path = dir / "stderr.txt";
-  const std::string cmd = "'" HEADWAY_CLI "' layer " + args + " >/dev/null 2>'" + err_path + "'";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_path);
-  std::stringstream s;
-  s << f.rdbuf();
-  r.err = s.str();
-  return r;
+  return test::run_cli(HEADWAY_CLI, dir, "layer " + args);
 }
 
 #define CHECK_CLI(result, code, part)                                        \
@@ -812,7 +785,7 @@ RunResult run_cli(const TempDir& dir, const std::string& args) {
   } while (0)
 
 TEST_CASE("cli layer: bad input exits 2 naming the file, tensor or value") {
-  TempDir dir;
+  TempDir dir("weights");
   const Config c = small_config();
   write_file(dir / "m.safetensors", st_file(hf_layer(c, 0, "F32")));
   const std::string config_json =
