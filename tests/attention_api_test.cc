@@ -17,6 +17,7 @@
 
 #include "runtime/attention_run.hpp"
 #include "runtime/dtype_convert.hpp"
+#include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"
 
 #include "tests/alloc_counter.hpp"
@@ -83,16 +84,7 @@ struct Problem {
   }
 
   std::vector<double> reference() const {
-    test::RefAttention p;
-    p.t_q = shape.t_q;
-    p.t_kv = shape.t_kv;
-    p.n_heads = shape.n_heads;
-    p.n_kv_heads = shape.n_kv_heads;
-    p.head_dim = shape.head_dim;
-    p.scale = params.scale != 0.0f ? params.scale : 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
-    p.softcap = params.softcap;
-    p.causal = params.causal;
-    p.window = params.window;
+    const test::RefAttention p = test::ref_args(shape, params);
     return test::reference_attention(p, q.data(), kq.data(), vq.data());
   }
 };

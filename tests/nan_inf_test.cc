@@ -23,6 +23,7 @@
 #include "hwy/targets.h"
 #include "runtime/dtype_convert.hpp"
 #include "simd/attention.h"
+#include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"
 #include "tests/target_scope.hpp"
 #include "tests/test_rng.hpp"
@@ -81,16 +82,7 @@ struct Problem {
       for (float& x : kq) x = f16_bits_to_f32(f32_to_f16_bits(x));
       for (float& x : vq) x = f16_bits_to_f32(f32_to_f16_bits(x));
     }
-    test::RefAttention r;
-    r.t_q = s.t_q;
-    r.t_kv = s.t_kv;
-    r.n_heads = s.n_heads;
-    r.n_kv_heads = s.n_kv_heads;
-    r.head_dim = s.head_dim;
-    r.scale = p.scale != 0.0f ? p.scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-    r.softcap = p.softcap;
-    r.causal = p.causal;
-    r.window = p.window;
+    const test::RefAttention r = test::ref_args(s, p);
     return test::reference_attention(r, q.data(), kq.data(), vq.data());
   }
 

@@ -15,6 +15,7 @@
 #include "headway/attention.hpp"
 #include "runtime/dtype_convert.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
+#include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"
 #include "tests/test_rng.hpp"
 
@@ -118,16 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  test::RefAttention r;
-  r.t_q = s.t_q;
-  r.t_kv = s.t_kv;
-  r.n_heads = s.n_heads;
-  r.n_kv_heads = s.n_kv_heads;
-  r.head_dim = s.head_dim;
-  r.scale = p.scale != 0.0f ? p.scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  r.softcap = p.softcap;
-  r.causal = p.causal;
-  r.window = p.window;
+  const test::RefAttention r = test::ref_args(s, p);
   const std::vector<double> want = test::reference_attention(r, q.data(), kq.data(), vq.data());
   // The suites' tolerances hold for logits of unit scale (scale 1/sqrt(head_dim) over unit-normal
   // data); f32 rounding in a dot product grows with the logits, so larger scales get a
