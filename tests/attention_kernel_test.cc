@@ -359,6 +359,50 @@ void check_case(const Case& c) {
 
 }  // namespace
 
+TEST_CASE("decode softmax exp: within 2 ulp of exp on [-86.5, 0], 0 below, NaN kept, every target") {
+  // Every 257th float in [-86.5, 0] (4.4e6 values across every binade of the range), the ends,
+  // and the special inputs.
+  std::vector<float> x;
+  for (uint32_t bits = 0x80000000u; bits <= 0xC2AD0000u; bits += 257) {  // -0 .. -86.5
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float f : {0.0f, -0.0f, -1e-30f, -86.5f, std::nextafter(-86.5f, 0.0f), std::nextafter(-86.5f, -inf), -87.0f,
+                  -103.0f, -1e30f, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+    x.push_back(f);
+  }
+  x.push_back(-1.0f);  // an odd count: the last values take the tail path
+  std::vector<float> y(x.size());
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    INFO(target_label(target));
+    headway::simd::decode_softmax_exp(x.data(), y.data(), x.size());
+    double worst_ulp = 0.0;
+    float worst_x = 0.0f;
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        if (!std::isnan(y[i])) ++wrong;
+      } else if (x[i] < -86.5f) {
+        if (y[i] != 0.0f) ++wrong;
+      } else {
+        const double e = std::exp(static_cast<double>(x[i]));
+        const double ulp = std::ldexp(1.0, std::ilogb(e) - 23);  // of the float nearest e
+        const double err = std::fabs(static_cast<double>(y[i]) - e) / ulp;
+        if (!(err <= worst_ulp)) {
+          worst_ulp = err;
+          worst_x = x[i];
+        }
+      }
+    }
+    INFO("worst error " << worst_ulp << " ulp at x = " << worst_x);
+    CHECK(wrong == 0);
+    CHECK(worst_ulp <= 2.0);
+  }
+}
+
 TEST_CASE("attention scratch size: simd equals the plan's constexpr formula") {
   size_t mismatches = 0;
   for (uint32_t d = 1; d <= 512; ++d) {
