@@ -707,18 +707,6 @@ inline void DotLoadQ(const Task& t) {
 }
 
 #if !HWY_HAVE_SCALABLE
-// Keeps v in a register for its several uses. GCC otherwise folds the load of a Q vector into
-// each FMA that uses it (one load per FMA instead of one per block): with the K loads beside
-// them the load ports, not the FMA pipes, bound Q·Kᵀ (x86-64 AVX-512, GQA 4 at head_dim 128
-// with K/V in L2: the decode kernel ran ~5% slower).
-HWY_INLINE void InRegister(VF& v) {
-#if HWY_COMPILER_GCC && HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR
-  __asm__("" : "+v"(v.raw));
-#else
-  (void)v;
-#endif
-}
-
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)).
 template <KvType kType, size_t kRB, size_t kKB, bool kTail>
 HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, const char* const* krow, size_t x,
@@ -727,8 +715,7 @@ HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, cons
   for (size_t i = 0; i < kKB; ++i)
     kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
   for (size_t r = 0; r < kRB; ++r) {
-    VF qv = hn::LoadU(df, q + r * d_pad + x);
-    InRegister(qv);
+    const VF qv = hn::LoadU(df, q + r * d_pad + x);
     for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::MulAdd(qv, kv[i], acc[r][i]);
   }
 }
