@@ -1,7 +1,11 @@
 // Runs one bench case and times it: a warm-up call, then repetitions timed one by one with
 // std::chrono::steady_clock; median, min and max of the per-call times.
 //
-// CPU: attend() (include/headway/attention.hpp) on the caller's ThreadPool. K/V come from one
+// CPU: attention on the caller's ThreadPool over K/V in one of two layouts. kCache (the default):
+// the KV cache's [n_kv_heads, t_kv, head_dim], each kv head's rows contiguous, the call KvCache
+// and Session make for every prefill chunk and decode step. kDense: attend() on token-major
+// [t_kv, n_kv_heads, head_dim] tensors (include/headway/attention.hpp), where one kv head's
+// rows are n_kv_heads · head_dim elements apart. K/V come from one
 // shared pool buffer (make_kv_pool), allocated and touched before any timing, and each case
 // rotates through as many separate K/V copies as the pool holds: a repetition reads a copy that
 // (copies − 1) · K/V bytes of other copies have gone through the caches since, so when that is
@@ -24,9 +28,14 @@
 
 namespace headway::bench {
 
+// K/V layout of a CPU run (see the header comment).
+enum class KvLayout { kCache, kDense };
+const char* kv_layout_name(KvLayout layout);  // "cache", "dense"
+
 struct CaseResult {
   const BenchCase* spec = nullptr;
   const char* backend = "cpu";
+  const char* kv_layout = "cache";  // gpu: the backend's own cache
   char kernel[64] = {};      // cpu: "prefill_d128", ...; gpu: the shader variant
   uint32_t threads = 1;
   uint32_t reps = 0;         // timed repetitions (after one warm-up call)
@@ -55,6 +64,7 @@ struct CpuRun {
   const BenchBuffer* kv = nullptr;  // make_kv_pool's buffer
   uint64_t llc_bytes = 0;
   uint32_t reps = kAutoReps;
+  KvLayout layout = KvLayout::kCache;
 };
 Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run);
 

@@ -28,11 +28,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: headway bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu]\n"
-    "                     [--json] [--svg FILE] [--llc-mib N] [--device N]\n"
+    "                     [--layout cache|dense] [--json] [--svg FILE] [--llc-mib N] [--device N]\n"
     "  --case NAME   run this case (repeatable; default: every case, see --list)\n"
     "  --threads N   CPU threads for the attention and for the measured peak (default 1)\n"
     "  --reps N      timed repetitions after one warm-up (default: 5..200, about 0.25 s a case)\n"
     "  --backend     cpu (default) or gpu (the Vulkan backend; no peak is measured for it)\n"
+    "  --layout      CPU K/V layout: cache (default; the KV cache's [kv_heads, t_kv, head_dim], what\n"
+    "                sessions decode from) or dense (attend() on token-major [t_kv, kv_heads, head_dim])\n"
     "  --json        one JSON object per case on stdout\n"
     "  --svg FILE    write a roofline picture of the run\n"
     "  --llc-mib N   the last-level cache size to plan cold K/V and the bandwidth buffer for\n"
@@ -45,6 +47,7 @@ struct Options {
   std::vector<const bench::BenchCase*> cases;
   bool list = false, json = false, gpu = false;
   uint32_t threads = 1, reps = bench::kAutoReps, llc_mib = 0;
+  bench::KvLayout layout = bench::KvLayout::kCache;
   int32_t device = -1;
   const char* svg = nullptr;
 };
@@ -97,6 +100,7 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   j["n_kv_heads"] = c.n_kv_heads;
   j["head_dim"] = c.head_dim;
   j["kv_dtype"] = dtype_name(c.kv_dtype);
+  j["kv_layout"] = r.kv_layout;
   j["causal"] = c.causal;
   j["threads"] = r.threads;
   j["reps"] = r.reps;
@@ -125,8 +129,8 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
 void print_header(const Options& o, const Machine& m) {
   std::FILE* out = o.json ? stderr : stdout;
   if (m.measured) {
-    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s\n", m.target.c_str(), m.peak.threads,
-                 m.peak.threads == 1 ? "" : "s");
+    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s\n", m.target.c_str(),
+                 m.peak.threads, m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout));
     std::fprintf(out,
                  "peak, measured now: %.1f GFLOP/s FMA (%u chains x %u f32 lanes, %s), %.1f GB/s read (%s buffer; "
                  "last-level cache %s)\n",
@@ -226,6 +230,16 @@ int run(int argc, char** argv) {
       o.device = static_cast<int32_t>(d);
     } else if (f == "--backend") {
       s = flags.value(&backend);
+    } else if (f == "--layout") {
+      const char* layout = nullptr;
+      s = flags.value(&layout);
+      if (s.ok() && std::strcmp(layout, "cache") == 0) {
+        o.layout = bench::KvLayout::kCache;
+      } else if (s.ok() && std::strcmp(layout, "dense") == 0) {
+        o.layout = bench::KvLayout::kDense;
+      } else if (s.ok()) {
+        s = Status::error(Code::kInvalidArgument, "--layout %s is not one of cache, dense", layout);
+      }
     } else if (f == "--svg") {
       s = flags.value(&o.svg);
     } else {
@@ -297,6 +311,7 @@ int run(int argc, char** argv) {
     cpu.kv = &kv;
     cpu.llc_bytes = m.llc;
     cpu.reps = o.reps;
+    cpu.layout = o.layout;
     for (const bench::BenchCase* c : o.cases) {
       const Result<bench::CaseResult> r = bench::run_cpu_case(*c, cpu);
       if (!r.ok()) return report("bench", r.status());

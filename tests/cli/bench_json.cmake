@@ -1,4 +1,5 @@
-# cmake -DCOMMAND=prog;args... -DEXPECT_LINES=N [-DGPU=1] [-DEMULATOR=...] -P bench_json.cmake
+# cmake -DCOMMAND=prog;args... -DEXPECT_LINES=N [-DEXPECT_LAYOUT=cache|dense] [-DGPU=1] [-DEMULATOR=...]
+#       -P bench_json.cmake
 # `headway bench --json` smoke test: exit 0, N lines on stdout, each a JSON object with every key
 # of the documented schema; numbers finite (JSON has no Inf/NaN) and positive, nothing about speed.
 # GPU=1: the peak and fraction keys are null (no roof is measured for the GPU backend).
@@ -14,7 +15,7 @@ else()
   list(APPEND numbers ${peaks})
   set(nulls "")
 endif()
-set(strings case backend kv_dtype target)
+set(strings case backend kv_dtype kv_layout target)
 string(REGEX REPLACE "\n$" "" out "${out}")
 string(REPLACE ";" "\\;" out "${out}")
 string(REPLACE "\n" ";" lines "${out}")
@@ -49,6 +50,12 @@ foreach(line IN LISTS lines)
       message(FATAL_ERROR "key ${key} is ${t}${bad}, expected a string: ${line}")
     endif()
   endforeach()
+  if(EXPECT_LAYOUT)
+    string(JSON layout GET "${line}" kv_layout)
+    if(NOT layout STREQUAL EXPECT_LAYOUT)
+      message(FATAL_ERROR "kv_layout is ${layout}, expected ${EXPECT_LAYOUT}: ${line}")
+    endif()
+  endif()
   string(JSON t ERROR_VARIABLE bad TYPE "${line}" causal)
   if(bad OR NOT t STREQUAL "BOOLEAN")
     message(FATAL_ERROR "key causal is ${t}${bad}, expected true or false: ${line}")

@@ -4,12 +4,19 @@
 add_test(NAME "cli: bench-json"
   COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=2 "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
           "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t512-h32x8-d64-f16;--case;prefill-t512-h32x8-d64-f16;--reps;2;--threads;2;--llc-mib;8;--json"
-          -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+          -DEXPECT_LAYOUT=cache -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
 set_tests_properties("cli: bench-json" PROPERTIES TIMEOUT 60)
+# The other K/V layout (attend() on token-major tensors): named in every line.
+add_test(NAME "cli: bench-json-dense"
+  COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=1 -DEXPECT_LAYOUT=dense "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+          "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t512-h32x8-d64-f16;--layout;dense;--reps;2;--llc-mib;8;--json"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+set_tests_properties("cli: bench-json-dense" PROPERTIES TIMEOUT 60)
 headway_cli_test(bench-list 0 "decode-t8192-h32x8-d128-f16 +decode" bench --list)
 headway_cli_test(bench-unknown-case 2 "--case prefill-t9-nope: no case of that name" bench --case prefill-t9-nope)
 headway_cli_test(bench-bad-backend 2 "--backend tpu is not one of cpu, gpu" bench --backend tpu)
 headway_cli_test(bench-bad-reps 2 "--reps 0 is not a whole number" bench --reps 0)
+headway_cli_test(bench-bad-layout 2 "--layout rows is not one of cache, dense" bench --layout rows)
 if(NOT HEADWAY_GPU)
   headway_cli_test(bench-gpu-not-built 2 "built without the GPU backend" bench --backend gpu --case decode-t512-h32x8-d64-f16)
 elseif(HEADWAY_LAVAPIPE_ICD)
