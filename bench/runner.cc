@@ -100,29 +100,6 @@ const char* cpu_kernel_name(const BenchCase& c) {
   return simd::attention_kernel_name(a);
 }
 
-// The KV cache's view of the case (as KvCache::view builds it, cache rows = t_kv, no ring): K
-// and V [n_kv_heads, t_kv, head_dim] at k and v; Q and O token-major.
-simd::AttentionArgs cache_args(const BenchCase& c, const float* q, const void* k, const void* v, float* o) {
-  simd::AttentionArgs a;
-  a.q = q;
-  a.q_token_stride = size_t{c.n_heads} * c.head_dim;
-  a.o = o;
-  a.o_token_stride = a.q_token_stride;
-  a.k = k;
-  a.v = v;
-  a.kv_type = c.kv_dtype == DType::kF32 ? simd::KvType::kF32
-              : c.kv_dtype == DType::kF16 ? simd::KvType::kF16
-                                          : simd::KvType::kBF16;
-  a.kv_head_stride = size_t{c.t_kv} * c.head_dim;
-  a.kv_row_stride = c.head_dim;
-  a.t_q = c.t_q;
-  a.t_kv = c.t_kv;
-  a.n_heads = c.n_heads;
-  a.n_kv_heads = c.n_kv_heads;
-  a.head_dim = c.head_dim;
-  a.causal = c.causal;  // scale 0: attend_strided's default, 1/sqrt(head_dim), as attend() uses
-  return a;
-}
 
 }  // namespace
 
@@ -181,8 +158,10 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
   params.causal = c.causal;
   const Status s = time_calls(run.reps, &r, [&](uint32_t call) {
     const uint8_t* base = run.kv->data() + (call % r.kv_copies) * stride;
-    if (run.layout == KvLayout::kCache) {
-      return attend_strided(cache_args(c, q.data(), base, base + v_offset, o.data()), run.pool, workspace, ws_bytes);
+    if (run.layout == KvLayout::kCache) {  // as KvCache holds them: rows = t_kv, no ring
+      const Result<simd::AttentionArgs> a = strided_attention_args(
+          q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, size_t{c.t_kv} * c.head_dim, c.head_dim);
+      return a.ok() ? attend_strided(a.value(), run.pool, workspace, ws_bytes) : a.status();
     }
     return attend(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, run.pool, workspace,
                   ws_bytes);

@@ -77,29 +77,6 @@ float default_scale(uint32_t head_dim) { return 1.0f / std::sqrt(static_cast<flo
 
 bool bad_float(float x) { return !(x >= 0.0f) || std::isinf(x); }  // NaN, negative or infinite
 
-simd::AttentionArgs dense_args(const float* q, const void* k, const void* v, simd::KvType kv_type, float* o,
-                               const AttentionShape& s, const AttentionParams& p) {
-  simd::AttentionArgs a;
-  a.q = q;
-  a.q_token_stride = size_t{s.n_heads} * s.head_dim;
-  a.o = o;
-  a.o_token_stride = a.q_token_stride;
-  a.k = k;
-  a.v = v;
-  a.kv_type = kv_type;
-  a.kv_head_stride = s.head_dim;
-  a.kv_row_stride = size_t{s.n_kv_heads} * s.head_dim;
-  a.t_q = s.t_q;
-  a.t_kv = s.t_kv;
-  a.n_heads = s.n_heads;
-  a.n_kv_heads = s.n_kv_heads;
-  a.head_dim = s.head_dim;
-  a.scale = p.scale;
-  a.softcap = p.softcap;
-  a.causal = p.causal;
-  a.window = p.window;
-  return a;
-}
 
 }  // namespace
 
@@ -227,24 +204,52 @@ Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t t
   }
   // Stand-in pointers: only the shape is checked here, not the tensors.
   float dummy = 0.0f;
-  const simd::AttentionArgs args =
-      dense_args(&dummy, &dummy, &dummy, simd::KvType::kF32, &dummy, shape, AttentionParams{});
-  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args));
-  return attention_split(args, threads).workspace_bytes;
+  const Result<simd::AttentionArgs> args = strided_attention_args(
+      &dummy, &dummy, &dummy, DType::kF32, &dummy, shape, AttentionParams{}, shape.head_dim,
+      size_t{shape.n_kv_heads} * shape.head_dim);
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args.value()));
+  return attention_split(args.value(), threads).workspace_bytes;
 }
 
-Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
-              const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
-  simd::KvType kv_type;
+Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k, const void* v, DType kv_dtype,
+                                                   float* o, const AttentionShape& s, const AttentionParams& p,
+                                                   size_t kv_head_stride, size_t kv_row_stride) {
+  simd::AttentionArgs a;
   switch (kv_dtype) {
-    case DType::kF32: kv_type = simd::KvType::kF32; break;
-    case DType::kF16: kv_type = simd::KvType::kF16; break;
-    case DType::kBF16: kv_type = simd::KvType::kBF16; break;
+    case DType::kF32: a.kv_type = simd::KvType::kF32; break;
+    case DType::kF16: a.kv_type = simd::KvType::kF16; break;
+    case DType::kBF16: a.kv_type = simd::KvType::kBF16; break;
     default:
       return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
                            static_cast<unsigned>(kv_dtype));
   }
-  return attend_strided(dense_args(q, k, v, kv_type, o, shape, params), pool, workspace, workspace_bytes);
+  a.q = q;
+  a.q_token_stride = size_t{s.n_heads} * s.head_dim;
+  a.o = o;
+  a.o_token_stride = a.q_token_stride;
+  a.k = k;
+  a.v = v;
+  a.kv_head_stride = kv_head_stride;
+  a.kv_row_stride = kv_row_stride;
+  a.t_q = s.t_q;
+  a.t_kv = s.t_kv;
+  a.n_heads = s.n_heads;
+  a.n_kv_heads = s.n_kv_heads;
+  a.head_dim = s.head_dim;
+  a.scale = p.scale;
+  a.softcap = p.softcap;
+  a.causal = p.causal;
+  a.window = p.window;
+  return a;
+}
+
+Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
+              const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
+  // Token-major K/V [t_kv, n_kv_heads, head_dim].
+  const Result<simd::AttentionArgs> args = strided_attention_args(
+      q, k, v, kv_dtype, o, shape, params, shape.head_dim, size_t{shape.n_kv_heads} * shape.head_dim);
+  if (!args.ok()) return args.status();
+  return attend_strided(args.value(), pool, workspace, workspace_bytes);
 }
 
 }  // namespace headway

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/attention.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -46,6 +47,15 @@ Status validate_attention_args(const simd::AttentionArgs& args);
 
 // The split for valid args and `threads` threads (>= 1).
 AttentionSplit attention_split(const simd::AttentionArgs& args, uint32_t threads);
+
+// The arguments for Q and O token-major [t_q, n_heads, head_dim] and K/V whose kv head g, row j
+// starts g · kv_head_stride + j · kv_row_stride elements in: attend()'s token-major tensors
+// (head_dim, n_kv_heads · head_dim) or a block per kv head as a KV cache holds them
+// (rows · head_dim, head_dim). An error for a kv_dtype other than f32, f16, bf16; the rest is
+// checked by attend_strided.
+Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k, const void* v, DType kv_dtype,
+                                                   float* o, const AttentionShape& shape, const AttentionParams& params,
+                                                   size_t kv_head_stride, size_t kv_row_stride);
 
 // Runs attention over args on `pool` (null: the caller's thread). The workspace must be 64-byte
 // aligned and hold attention_split(args, threads).workspace_bytes, threads = pool's thread
