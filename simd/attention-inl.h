@@ -97,10 +97,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // exp(x), but NaN stays NaN (Highway 1.0.3 returns 0 for NaN).
 HWY_INLINE VF ExpOrNaN(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x)); }
 
-// exp(x) for x <= 0 (a score minus its row's running maximum): −inf gives 0, NaN stays NaN.
-// Within 2 ulp of exp(x) where exp(x) >= 2^-125 (x >= −86.5), 0 below (a weight under 1e-37
-// beside the maximum's 1). About half the instructions of hn::Exp, which takes every input: the
-// decode softmax spends most of its time here.
+// exp(x) for x <= 0 (a score minus its row's running maximum, or an old maximum minus the new):
+// −inf gives 0, NaN stays NaN. Within 2 ulp of exp(x) where exp(x) >= 2^-125 (x >= −86.5), 0
+// below (a weight under 1e-37 beside the maximum's 1). About half the instructions of hn::Exp,
+// which takes every input: the softmax of both tilings spends most of its time here.
 HWY_INLINE VF ExpNonPositive(DF df, VF x) {
   const DI di;
   const VF n = hn::Round(hn::Mul(x, hn::Set(df, 1.44269504088896341f)));  // x / ln 2
@@ -260,19 +260,19 @@ HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
   const VF m_old = hn::LoadU(df, t.m + c);
   const VF m_new = hn::Max(m_old, mt);
   const VF m_use = hn::IfThenElseZero(hn::Ne(m_new, neg_inf), m_new);
-  const VF alpha = ExpOrNaN(df, hn::Sub(m_old, m_use));
+  const VF alpha = ExpNonPositive(df, hn::Sub(m_old, m_use));
   VF sum0 = hn::Zero(df), sum1 = hn::Zero(df);
   size_t k = b0;
   for (; k + 2 <= b1; k += 2) {
-    const VF p0 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
-    const VF p1 = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + (k + 1) * rpad + c), m_use));
+    const VF p0 = ExpNonPositive(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    const VF p1 = ExpNonPositive(df, hn::Sub(hn::LoadU(df, t.s + (k + 1) * rpad + c), m_use));
     hn::StoreU(p0, df, t.s + k * rpad + c);
     hn::StoreU(p1, df, t.s + (k + 1) * rpad + c);
     sum0 = hn::Add(sum0, p0);
     sum1 = hn::Add(sum1, p1);
   }
   for (; k < b1; ++k) {
-    const VF p = ExpOrNaN(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
+    const VF p = ExpNonPositive(df, hn::Sub(hn::LoadU(df, t.s + k * rpad + c), m_use));
     hn::StoreU(p, df, t.s + k * rpad + c);
     sum0 = hn::Add(sum0, p);
   }
