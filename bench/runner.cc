@@ -100,7 +100,6 @@ const char* cpu_kernel_name(const BenchCase& c) {
   return simd::attention_kernel_name(a);
 }
 
-
 }  // namespace
 
 const char* kv_layout_name(KvLayout layout) { return layout == KvLayout::kCache ? "cache" : "dense"; }

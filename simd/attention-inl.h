@@ -1231,8 +1231,8 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
 
 HWY_NOINLINE const char* AttentionTargetName() { return hwy::TargetName(HWY_TARGET); }
 
-// y[i] = the decode softmax's exp of x[i] (attn::ExpNonPositive), for tests.
-HWY_NOINLINE void DecodeSoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
+// y[i] = the softmax's exp of x[i] (attn::ExpNonPositive), for tests.
+HWY_NOINLINE void SoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
   const attn::DF df;
   const size_t N = hn::Lanes(df);
   size_t i = 0;

@@ -32,7 +32,7 @@ HWY_EXPORT(AttentionF32);
 HWY_EXPORT(AttentionPartialF32);
 HWY_EXPORT(AttentionMergeF32);
 HWY_EXPORT(AttentionTargetName);
-HWY_EXPORT(DecodeSoftmaxExp);
+HWY_EXPORT(SoftmaxExp);
 
 size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
   return static_cast<size_t>(detail::MakeScratchLayout(head_dim, group_size).total);
@@ -99,7 +99,7 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 
 const char* attention_target_name() { return HWY_DYNAMIC_DISPATCH(AttentionTargetName)(); }
 
-void decode_softmax_exp(const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(DecodeSoftmaxExp)(x, y, n); }
+void softmax_exp(const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxExp)(x, y, n); }
 
 const char* attention_kernel_name(const AttentionArgs& args) {
   if (args.head_dim == 0 || args.head_dim > kAttentionMaxHeadDim || args.n_kv_heads == 0 ||

@@ -104,10 +104,10 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 // The Highway target that attention_f32 dispatches to on this machine (e.g. "AVX3").
 const char* attention_target_name();
 
-// y[i] = exp(x[i]) as the decode softmax computes it, for x[i] <= 0 (a score minus its row's
+// y[i] = exp(x[i]) as the kernels' softmax computes it, for x[i] <= 0 (a score minus its row's
 // maximum): within 2 ulp where exp(x) >= 2^-125 (x >= -86.5), 0 below and at -inf, NaN for NaN.
 // For tests; the dispatched target's code.
-void decode_softmax_exp(const float* x, float* y, size_t n);
+void softmax_exp(const float* x, float* y, size_t n);
 
 // The kernel attention_f32 runs for args: "<tiling>_<head_dim>", tiling "prefill" or "decode",
 // head_dim "d64", "d128" (compile-time specialized) or "generic".
