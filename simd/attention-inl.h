@@ -31,8 +31,9 @@
 //
 // Masking and non-finite values: a key outside a row's visible range gets logit −inf and
 // contributes nothing, not even 0 · V (so a NaN or Inf in V reaches only the rows that see it).
-// Highway 1.0.3's Exp(NaN) returns 0 and Tanh(NaN) is not NaN; both are patched so that a NaN
-// logit makes its row NaN, as IEEE arithmetic would. While a row has seen only masked keys its
+// Every softmax weight (and rescale factor) is ExpNonPositive of a non-positive difference, which
+// keeps NaN; Highway 1.0.3's Tanh(NaN) is not NaN and is patched: a NaN logit makes its row NaN,
+// as IEEE arithmetic would. While a row has seen only masked keys its
 // running max is −inf and exp is taken relative to 0, never −inf − −inf.
 
 #if defined(HEADWAY_SIMD_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -94,13 +95,11 @@ constexpr size_t kTile = detail::kKvTile;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// exp(x), but NaN stays NaN (Highway 1.0.3 returns 0 for NaN).
-HWY_INLINE VF ExpOrNaN(DF df, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(df, x)); }
-
 // exp(x) for x <= 0 (a score minus its row's running maximum, or an old maximum minus the new):
 // −inf gives 0, NaN stays NaN. Within 2 ulp of exp(x) where exp(x) >= 2^-125 (x >= −86.5), 0
 // below (a weight under 1e-37 beside the maximum's 1). About half the instructions of hn::Exp,
-// which takes every input: the softmax of both tilings spends most of its time here.
+// which takes every input (and returns 0 for NaN in Highway 1.0.3): the softmax of both tilings
+// spends most of its time here.
 HWY_INLINE VF ExpNonPositive(DF df, VF x) {
   const DI di;
   const VF n = hn::Round(hn::Mul(x, hn::Set(df, 1.44269504088896341f)));  // x / ln 2
@@ -928,7 +927,7 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
   const float m_new = m_tile > m_old ? m_tile : m_old;
   const float m_use = m_new == kNegInf ? 0.0f : m_new;
   // exp(0) = 1: no vector exp for a tile that does not raise the maximum (most of them).
-  const float alpha = m_new == m_old ? 1.0f : hn::GetLane(ExpOrNaN(df, hn::Set(df, m_old - m_use)));
+  const float alpha = m_new == m_old ? 1.0f : hn::GetLane(ExpNonPositive(df, hn::Set(df, m_old - m_use)));
   const VF mu = hn::Set(df, m_use);
   VF sum = hn::Zero(df);
   for (size_t k = v0; k < v1; k += n) {
@@ -1214,7 +1213,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
       for (uint32_t c = 0; c < n_chunks; ++c) {
         const float m = p.m[c * all_rows + row];
         if (m == attn::kNegInf) continue;  // the chunk saw no key of this row
-        const float w = hn::GetLane(attn::ExpOrNaN(df, hn::Set(df, m - m_max)));
+        const float w = hn::GetLane(attn::ExpNonPositive(df, hn::Set(df, m - m_max)));
         l_sum += w * p.l[c * all_rows + row];
         const float* o = p.o + (c * all_rows + row) * d;
         const attn::VF wv = hn::Set(df, w);
