@@ -77,6 +77,11 @@ float default_scale(uint32_t head_dim) { return 1.0f / std::sqrt(static_cast<flo
 
 bool bad_float(float x) { return !(x >= 0.0f) || std::isinf(x); }  // NaN, negative or infinite
 
+// attend()'s tensors: K/V token-major [t_kv, n_kv_heads, head_dim].
+Result<simd::AttentionArgs> token_major_args(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                                             const AttentionShape& s, const AttentionParams& p) {
+  return strided_attention_args(q, k, v, kv_dtype, o, s, p, s.head_dim, size_t{s.n_kv_heads} * s.head_dim);
+}
 
 }  // namespace
 
@@ -204,9 +209,8 @@ Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t t
   }
   // Stand-in pointers: only the shape is checked here, not the tensors.
   float dummy = 0.0f;
-  const Result<simd::AttentionArgs> args = strided_attention_args(
-      &dummy, &dummy, &dummy, DType::kF32, &dummy, shape, AttentionParams{}, shape.head_dim,
-      size_t{shape.n_kv_heads} * shape.head_dim);
+  const Result<simd::AttentionArgs> args =
+      token_major_args(&dummy, &dummy, &dummy, DType::kF32, &dummy, shape, AttentionParams{});
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(args.value()));
   return attention_split(args.value(), threads).workspace_bytes;
 }
@@ -245,9 +249,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
 
 Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
               const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
-  // Token-major K/V [t_kv, n_kv_heads, head_dim].
-  const Result<simd::AttentionArgs> args = strided_attention_args(
-      q, k, v, kv_dtype, o, shape, params, shape.head_dim, size_t{shape.n_kv_heads} * shape.head_dim);
+  const Result<simd::AttentionArgs> args = token_major_args(q, k, v, kv_dtype, o, shape, params);
   if (!args.ok()) return args.status();
   return attend_strided(args.value(), pool, workspace, workspace_bytes);
 }
