@@ -978,10 +978,14 @@ inline void DotRunTyped(Task& t) {
     // the arithmetic (a burst fills the miss queue and stalls); prefetching a whole tile ahead
     // (K and V of the next tile) ran 15-30% slower at T_kv 32768 (likely: twice the lines in
     // flight, more than L1 holds).
+    // The next tile's K may lie past this task's keys, up to the last key: with the keys split
+    // into chunks (attention_partial_f32), those start the next chunk, which the same thread most
+    // likely runs next. It then starts with its first tile on the way instead of waiting for it.
     const int64_t pf0 = tb + int64_t{kTile};
-    const size_t n_pf = pf0 > t.union_hi                          ? 0
-                        : t.union_hi - pf0 < int64_t{kTile} ? static_cast<size_t>(t.union_hi - pf0) + 1
-                                                            : kTile;
+    const int64_t pf_last = int64_t{a.t_kv} - 1;
+    const size_t n_pf = pf0 > pf_last                          ? 0
+                        : pf_last - pf0 < int64_t{kTile} ? static_cast<size_t>(pf_last - pf0) + 1
+                                                         : kTile;
     KvRows(a, a.k, t.g, static_cast<uint64_t>(pf0), n_pf, pf_k);
     size_t pf_done = i0;
     auto prefetch_rows = [&](size_t count) {
