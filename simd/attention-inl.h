@@ -33,8 +33,8 @@
 // contributes nothing, not even 0 · V (so a NaN or Inf in V reaches only the rows that see it).
 // Every softmax weight (and rescale factor) is ExpNonPositive of a non-positive difference, which
 // keeps NaN; Highway 1.0.3's Tanh(NaN) is not NaN and is patched: a NaN logit makes its row NaN,
-// as IEEE arithmetic would. While a row has seen only masked keys its
-// running max is −inf and exp is taken relative to 0, never −inf − −inf.
+// as IEEE arithmetic would. While a row has seen only masked keys its running max is −inf and
+// exp is taken relative to 0, never −inf − −inf.
 
 #if defined(HEADWAY_SIMD_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_INL_H_
