@@ -638,21 +638,60 @@ HWY_INLINE void KvPrefetch(const char* p) {
 #endif
 }
 
-// Rows of the next tile's K that the P·V loops prefetch as they go (rows[k] beside the key at
-// tile place k; none past n).
-struct RowPrefetch {
-  const char* const* rows = nullptr;
-  size_t n = 0;
+// The rows of a K/V head from some key on, back to back (kStride bytes apart: head_dim 64 or 128
+// in the cache layout) and not wrapping in a ring: row i at p + i · kStride. The decode loops
+// index these like KvRows' arrays (and shift them by +); a block's rows are then one register
+// plus constant offsets, where four row pointers left the Q·Kᵀ loop short of registers on x86.
+template <size_t kStride>
+struct StridedRows {
+  const char* p = nullptr;
+  HWY_INLINE const char* operator[](size_t i) const { return p + i * kStride; }
+  HWY_INLINE StridedRows operator+(size_t i) const { return StridedRows{p + i * kStride}; }
 };
 
-// Prefetches elements [x, x + count) of row k of pf (count · element bytes, whole lines).
-template <KvType kType>
-HWY_INLINE void PrefetchPart(const RowPrefetch& pf, size_t k, size_t x, size_t count) {
-  constexpr size_t eb = kType == KvType::kF32 ? 4 : 2;
-  if (k >= pf.n) return;
-  const char* p = pf.rows[k] + x * eb;
-  for (size_t off = 0; off < count * eb; off += 64) KvPrefetch(p + off);
-}
+// Prefetch policies of the decode loops, which say at each step which part of a tile they have
+// reached: Q·Kᵀ at element x of the rows of keys [k0, k0 + kKB) (Qk), P·V at elements
+// [x, x + count) of the row of key k (Pv); eb is the K/V element size.
+struct NoPrefetch {
+  HWY_INLINE void Qk(size_t, size_t, size_t, size_t, size_t) const {}
+  HWY_INLINE void Pv(size_t, size_t, size_t, size_t) const {}
+};
+
+// The P·V loops prefetch the next tile's K rows as they go: the same part of rows[k] as they read
+// of key k's V row (none past n).
+template <class Rows>
+struct RowPrefetch {
+  Rows rows{};
+  size_t n = 0;
+  HWY_INLINE void Pv(size_t k, size_t x, size_t count, size_t eb) const {
+    if (k >= n) return;
+    const char* p = rows[k] + x * eb;
+    for (size_t off = 0; off < count * eb; off += 64) KvPrefetch(p + off);
+  }
+};
+
+// A whole tile of rows of kRowBytes back to back, bytes [0, n) from p (this tile's V rows, or the
+// next tile's K rows), prefetched in address order at an even pace through a loop over the tile:
+// each step asks for the lines that start in its share of the bytes. Q·Kᵀ steps over kKB-key
+// blocks: the block at k0 has bytes [k0, k0 + kKB) · kRowBytes, x elements into each of its rows
+// is x · kKB · eb into that. P·V passes over every key for elements [x, x + count): the pass has
+// bytes [x, x + count) · eb · kTile, key k the k-th count · eb of them.
+template <size_t kRowBytes>
+struct TilePrefetch {
+  const char* p = nullptr;
+  size_t n = 0;
+  HWY_INLINE void Lines(size_t b0, size_t b1) const {
+    for (size_t off = (b0 + 63) / 64 * 64; off < b1 && off < n; off += 64) KvPrefetch(p + off);
+  }
+  HWY_INLINE void Qk(size_t k0, size_t kKB, size_t x, size_t count, size_t eb) const {
+    const size_t b = k0 * kRowBytes + x * kKB * eb;
+    Lines(b, b + count * kKB * eb);
+  }
+  HWY_INLINE void Pv(size_t k, size_t x, size_t count, size_t eb) const {
+    const size_t b = x * eb * kTile + k * count * eb;
+    Lines(b, b + count * eb);
+  }
+};
 
 #if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 // dst[0..3] = the sums of all lanes of a, b, c, e: one transposing add tree (9 ops per 128-bit
@@ -707,8 +746,8 @@ inline void DotLoadQ(const Task& t) {
 
 #if !HWY_HAVE_SCALABLE
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)).
-template <KvType kType, size_t kRB, size_t kKB, bool kTail>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, const char* const* krow, size_t x,
+template <KvType kType, size_t kRB, size_t kKB, bool kTail, class Rows>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows krow, size_t x,
                           size_t d, VF (&acc)[kRB][kKB]) {
   VF kv[kKB];
   for (size_t i = 0; i < kKB; ++i)
@@ -722,20 +761,27 @@ HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, cons
 // S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB). Each score is the
 // same sequence of operations whatever the block, so a row's scores do not depend on its
 // neighbours.
-template <size_t kDim, KvType kType, size_t kRB, size_t kKB>
-HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t k0) {
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = kDim ? kDim : t.d;
   const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  constexpr size_t eb = kType == KvType::kF32 ? 4 : 2;
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
   VF acc[kRB][kKB];
   for (size_t r = 0; r < kRB; ++r) {
     for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::Zero(df);
   }
   size_t x = 0;
-  for (; x + n <= d; x += n) DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, krow + k0, x, d, acc);
-  if (x < d) DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, krow + k0, x, d, acc);
+  for (; x + n <= d; x += n) {
+    pf.Qk(k0, kKB, x, n, eb);
+    DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, krow + k0, x, d, acc);
+  }
+  if (x < d) {
+    pf.Qk(k0, kKB, x, d - x, eb);
+    DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, krow + k0, x, d, acc);
+  }
   float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
   if constexpr (kKB % 4 == 0) {
     for (size_t r = 0; r < kRB; ++r) {
@@ -751,9 +797,9 @@ HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t 
 
 // O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
 // ascending order (kTail: the last, partial vector of the row).
-template <KvType kType, size_t kRB, size_t kC, bool kTail>
-HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, size_t x, size_t d, size_t a,
-                          size_t b, const RowPrefetch& pf) {
+template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
+                          const Pf& pf) {
   const DF df;
   const size_t n = hn::Lanes(df);
   float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
@@ -763,7 +809,7 @@ HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, siz
     for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::LoadU(df, o + r * t.d_pad + c * n);
   }
   for (size_t k = a; k < b; ++k) {
-    PrefetchPart<kType>(pf, k, x, kTail ? d - x : kC * n);
+    pf.Pv(k, x, kTail ? d - x : kC * n, kType == KvType::kF32 ? 4 : 2);
     VF v[kC];
     for (size_t c = 0; c < kC; ++c)
       v[c] = kTail ? KvTail<kType>(df, vrow[k], x, d) : KvVec<kType>(df, vrow[k], x + c * n);
@@ -787,8 +833,8 @@ HWY_INLINE VF KvLoad(DF df, const char* row, size_t x, size_t d) {
 }
 
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)) for kKB (1 or 4) keys.
-template <KvType kType, size_t kKB, bool kTail>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, const char* const* krow, size_t x, size_t d,
+template <KvType kType, size_t kKB, bool kTail, class Rows>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t x, size_t d,
                           VF& a0, VF& a1, VF& a2, VF& a3) {
   const VF qv = hn::LoadU(df, q + x);
   a0 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[0], x, d), a0);
@@ -801,19 +847,26 @@ HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, const char* const*
 
 // S[r0][k] = Q[r0] · K[k] for tile keys [k0, k0 + kKB), kKB 1 or 4. Each score is the same
 // sequence of operations whatever the block.
-template <size_t kDim, KvType kType, size_t kRB, size_t kKB>
-HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t k0) {
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   static_assert(kRB == 1 && (kKB == 1 || kKB == 4), "scalable blocks: 1 row x 1 or 4 keys");
+  constexpr size_t eb = kType == KvType::kF32 ? 4 : 2;
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = kDim ? kDim : t.d;
   const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
-  const char* const* kr = krow + k0;
+  const Rows kr = krow + k0;
   VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
   size_t x = 0;
-  for (; x + n <= d; x += n) DotQkStep<kType, kKB, false>(df, q, kr, x, d, a0, a1, a2, a3);
-  if (x < d) DotQkStep<kType, kKB, true>(df, q, kr, x, d, a0, a1, a2, a3);
+  for (; x + n <= d; x += n) {
+    pf.Qk(k0, kKB, x, n, eb);
+    DotQkStep<kType, kKB, false>(df, q, kr, x, d, a0, a1, a2, a3);
+  }
+  if (x < d) {
+    pf.Qk(k0, kKB, x, d - x, eb);
+    DotQkStep<kType, kKB, true>(df, q, kr, x, d, a0, a1, a2, a3);
+  }
   float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
   s[0] = SumLanes(df, a0);
   if constexpr (kKB == 4) {
@@ -825,9 +878,9 @@ HWY_INLINE void DotQk(const Task& t, const char* const* krow, size_t r0, size_t 
 
 // O[r0][x, x + kC · N) += Σ_{k in [a, b)} P[r0][k] · V[k], keys in ascending order; kC 1 or 4
 // (kTail: the last, partial vector of the row).
-template <KvType kType, size_t kRB, size_t kC, bool kTail>
-HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, size_t x, size_t d, size_t a,
-                          size_t b, const RowPrefetch& pf) {
+template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
+                          const Pf& pf) {
   static_assert(kRB == 1 && (kC == 1 || kC == 4), "scalable blocks: 1 row x 1 or 4 vectors");
   const DF df;
   const size_t n = hn::Lanes(df);
@@ -840,7 +893,7 @@ HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, siz
     a3 = hn::LoadU(df, o + 3 * n);
   }
   for (size_t k = a; k < b; ++k) {
-    PrefetchPart<kType>(pf, k, x, kTail ? d - x : kC * n);
+    pf.Pv(k, x, kTail ? d - x : kC * n, kType == KvType::kF32 ? 4 : 2);
     const VF pk = hn::Set(df, p[k]);
     a0 = hn::MulAdd(pk, KvLoad<kType, kTail>(df, vrow[k], x, d), a0);
     if constexpr (kC == 4) {
@@ -859,8 +912,8 @@ HWY_INLINE void DotPvStep(const Task& t, const char* const* vrow, size_t r0, siz
 #endif  // HWY_HAVE_SCALABLE
 
 // Scores of rows [r0, r0 + kRB) for tile keys [a, b).
-template <size_t kDim, KvType kType, size_t kRB>
-inline void DotQkKeys(const Task& t, const char* const* krow, size_t r0, size_t a, size_t b) {
+template <size_t kDim, KvType kType, size_t kRB, class Rows>
+inline void DotQkKeys(const Task& t, Rows krow, size_t r0, size_t a, size_t b) {
   size_t k = a;
   if constexpr (kRB == 1 && kDotKeys1 != kDotKeys) {
     for (; k + kDotKeys1 <= b; k += kDotKeys1) DotQk<kDim, kType, 1, kDotKeys1>(t, krow, r0, k);
@@ -869,9 +922,8 @@ inline void DotQkKeys(const Task& t, const char* const* krow, size_t r0, size_t 
   for (; k < b; ++k) DotQk<kDim, kType, kRB, 1>(t, krow, r0, k);
 }
 
-template <size_t kDim, KvType kType, size_t kRB>
-inline void DotPvKeys(const Task& t, const char* const* vrow, size_t r0, size_t a, size_t b,
-                      const RowPrefetch& pf = RowPrefetch()) {
+template <size_t kDim, KvType kType, size_t kRB, class Rows, class Pf = NoPrefetch>
+inline void DotPvKeys(const Task& t, Rows vrow, size_t r0, size_t a, size_t b, const Pf& pf = Pf()) {
   if (a >= b) return;
   const DF df;
   const size_t n = hn::Lanes(df);
@@ -944,12 +996,78 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
   }
 }
 
-template <size_t kDim, KvType kType>
+// Rows r with r[i] the K/V row of key `key + i`, i in [i0, i0 + n). kStride > 0: the keys lie
+// back to back (StridedRows from `key`, see KeysBackToBack); 0: KvRows fills rows[i0, i0 + n),
+// which is returned.
+template <size_t kStride>
+HWY_INLINE auto TileRows(const AttentionArgs& a, const void* base, uint32_t g, uint64_t key, size_t i0, size_t n,
+                         const char** rows) {
+  if constexpr (kStride != 0) {
+    (void)i0;
+    (void)n;
+    (void)rows;
+    const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * KvElementBytes(a.kv_type);
+    const uint64_t row = a.kv_ring_rows != 0 ? (a.kv_first_row + key) % a.kv_ring_rows : key;
+    return StridedRows<kStride>{head + static_cast<size_t>(row) * kStride};
+  } else {
+    KvRows(a, base, g, key + i0, n, rows + i0);
+    return static_cast<const char* const*>(rows);
+  }
+}
+
+// Whether the rows of keys [from, t_kv) lie back to back, kDim elements apart: the KV cache
+// layout (or a strided call with rows of head_dim), without a ring or with one that does not
+// wrap among those keys.
+template <size_t kDim>
+inline bool KeysBackToBack(const AttentionArgs& a, int64_t from) {
+  if (kDim == 0 || a.kv_row_stride != kDim) return false;
+  if (a.kv_ring_rows == 0) return true;
+  const uint64_t row = (a.kv_first_row + static_cast<uint64_t>(from)) % a.kv_ring_rows;
+  return row + (uint64_t{a.t_kv} - static_cast<uint64_t>(from)) <= a.kv_ring_rows;
+}
+
+// A tile whose kTile keys every row sees, no softcap, rows back to back: nearly every tile of a
+// long decode. The blocks of DotRunTyped's general loop (the same operations, so the same bits)
+// without its per-row key ranges, and its V rows (during Q·Kᵀ) and the next tile's K rows
+// (during P·V) prefetched in address order at an even pace rather than a few rows at a time.
+template <size_t kDim, KvType kType, size_t kRowBytes>
+HWY_INLINE void DotFullTile(const Task& t, StridedRows<kRowBytes> krow, StridedRows<kRowBytes> vrow,
+                            TilePrefetch<kRowBytes> v_pf, TilePrefetch<kRowBytes> k_pf) {
+  // The first row block of each key block (Q·Kᵀ) or of P·V prefetches; the others do not.
+  const size_t first = t.rows >= kDotRows ? kDotRows : 1;
+  if (t.rows == 1) {
+    for (size_t kb = 0; kb < kTile; kb += kDotKeys1) DotQk<kDim, kType, 1, kDotKeys1>(t, krow, 0, kb, v_pf);
+  } else {
+    for (size_t kb = 0; kb < kTile; kb += kDotKeys) {
+      if (first == kDotRows) {
+        DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, 0, kb, v_pf);
+      } else {
+        DotQk<kDim, kType, 1, kDotKeys>(t, krow, 0, kb, v_pf);
+      }
+      size_t r = first;
+      for (; r + kDotRows <= t.rows; r += kDotRows) DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, r, kb);
+      for (; r < t.rows; ++r) DotQk<kDim, kType, 1, kDotKeys>(t, krow, r, kb);
+    }
+  }
+  for (size_t r = 0; r < t.rows; ++r) DotRowSoftmax(t, r, 0, kTile);
+  if (first == kDotRows) {
+    DotPvKeys<kDim, kType, kDotRows>(t, vrow, 0, 0, kTile, k_pf);
+  } else {
+    DotPvKeys<kDim, kType, 1>(t, vrow, 0, 0, kTile, k_pf);
+  }
+  size_t r = first;
+  for (; r + kDotRows <= t.rows; r += kDotRows) DotPvKeys<kDim, kType, kDotRows>(t, vrow, r, 0, kTile);
+  for (; r < t.rows; ++r) DotPvKeys<kDim, kType, 1>(t, vrow, r, 0, kTile);
+}
+
+// kStride: the bytes of one K/V row, which lie back to back (KeysBackToBack), or 0: rows found by
+// KvRows (any layout, any ring).
+template <size_t kDim, KvType kType, size_t kStride>
 inline void DotRunTyped(Task& t) {
   const AttentionArgs& a = *t.a;
-  const char* krow[kTile];
-  const char* vrow[kTile];
-  const char* pf_k[kTile];
+  const char* krow_a[kStride != 0 ? 1 : kTile];
+  const char* vrow_a[kStride != 0 ? 1 : kTile];
+  const char* pf_k_a[kStride != 0 ? 1 : kTile];
   // Bytes of one K/V row: a constant for the specialized head_dims, so the prefetch loop unrolls.
   const size_t row_bytes = (kDim ? kDim : t.d) * (kType == KvType::kF32 ? 4 : 2);
   const int64_t first_tile = t.union_lo / int64_t{kTile} * int64_t{kTile};
@@ -958,7 +1076,7 @@ inline void DotRunTyped(Task& t) {
     // overlap one another instead of coming one demand load at a time.
     const int64_t k1 = first_tile + int64_t{kTile} - 1 < t.union_hi ? first_tile + int64_t{kTile} - 1 : t.union_hi;
     const size_t n0 = static_cast<size_t>(k1 - t.union_lo) + 1;
-    KvRows(a, a.k, t.g, static_cast<uint64_t>(t.union_lo), n0, pf_k);
+    const auto pf_k = TileRows<kStride>(a, a.k, t.g, static_cast<uint64_t>(t.union_lo), 0, n0, pf_k_a);
     for (size_t i = 0; i < n0; ++i) {
       for (size_t off = 0; off < row_bytes; off += 64) KvPrefetch(pf_k[i] + off);
     }
@@ -969,8 +1087,9 @@ inline void DotRunTyped(Task& t) {
     // A key keeps its place in the tile (key − tb) whatever part of the tile is loaded, so a
     // row's vectors of scores do not depend on the other rows of the task.
     const size_t i0 = static_cast<size_t>(k0 - tb), i1 = static_cast<size_t>(k1 - tb) + 1;
-    KvRows(a, a.k, t.g, static_cast<uint64_t>(tb) + i0, i1 - i0, krow + i0);
-    KvRows(a, a.v, t.g, static_cast<uint64_t>(tb) + i0, i1 - i0, vrow + i0);
+    // krow[i], vrow[i]: the rows of key tb + i, i in [i0, i1).
+    const auto krow = TileRows<kStride>(a, a.k, t.g, static_cast<uint64_t>(tb), i0, i1 - i0, krow_a);
+    const auto vrow = TileRows<kStride>(a, a.v, t.g, static_cast<uint64_t>(tb), i0, i1 - i0, vrow_a);
     // Decode streams the cache once (without these prefetches it ran at ~60% of the speed: f16,
     // head_dim 128, T_kv 8192). Each phase prefetches what the other phase reads next, half a
     // tile ahead: this tile's V rows a few rows at a time between the Q·Kᵀ blocks below, the
@@ -986,7 +1105,7 @@ inline void DotRunTyped(Task& t) {
     const size_t n_pf = pf0 > pf_last                          ? 0
                         : pf_last - pf0 < int64_t{kTile} ? static_cast<size_t>(pf_last - pf0) + 1
                                                          : kTile;
-    KvRows(a, a.k, t.g, static_cast<uint64_t>(pf0), n_pf, pf_k);
+    const auto pf_k = TileRows<kStride>(a, a.k, t.g, static_cast<uint64_t>(n_pf != 0 ? pf0 : tb), 0, n_pf, pf_k_a);
     size_t pf_done = i0;
     auto prefetch_rows = [&](size_t count) {
       const size_t end = pf_done + count < i1 ? pf_done + count : i1;
@@ -1008,6 +1127,13 @@ inline void DotRunTyped(Task& t) {
       if (static_cast<size_t>(hi) < cb) cb = static_cast<size_t>(hi);
     }
     if (cb < ca) cb = ca;
+    if constexpr (kStride != 0) {
+      if (i0 == 0 && i1 == kTile && ca == 0 && cb == kTile && !(a.softcap > 0.0f)) {
+        DotFullTile<kDim, kType>(t, krow, vrow, TilePrefetch<kStride>{vrow[0], kTile * kStride},
+                                 TilePrefetch<kStride>{pf_k[0], n_pf * kStride});
+        continue;
+      }
+    }
     // Q·Kᵀ: shared keys in register blocks of rows, then each row's own keys. Key blocks outer,
     // row blocks inner (a score does not depend on the order), with as many prefetched rows as
     // keys in between.
@@ -1041,7 +1167,7 @@ inline void DotRunTyped(Task& t) {
       if (lo < hi) DotPvKeys<kDim, kType, 1>(t, vrow, r, lo, ca > lo ? (ca < hi ? ca : hi) : lo);
     }
     // The first row block prefetches the next tile's K rows [ca, cb); the rest follow after.
-    RowPrefetch pfv{pf_k, n_pf};
+    RowPrefetch<std::remove_const_t<decltype(pf_k)>> pfv{pf_k, n_pf};
     for (r = 0; r + kDotRows <= t.rows; r += kDotRows) {
       DotPvKeys<kDim, kType, kDotRows>(t, vrow, r, ca, cb, pfv);
       pfv.n = 0;
@@ -1066,17 +1192,33 @@ inline void DotRunTyped(Task& t) {
   }
 }
 
+// Rows back to back take StridedRows (and full tiles DotFullTile), except on the scalar targets:
+// there (bare-metal builds) a second copy of the decode loops would cost flash, and the gain was
+// measured on x86 only.
+template <size_t kDim, KvType kType>
+inline void DotRunLayout(Task& t) {
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  constexpr size_t kStride = kDim * (kType == KvType::kF32 ? 4 : 2);
+  if constexpr (kStride != 0) {
+    if (KeysBackToBack<kDim>(*t.a, t.union_lo / int64_t{kTile} * int64_t{kTile})) {
+      return DotRunTyped<kDim, kType, kStride>(t);
+    }
+  }
+#endif
+  DotRunTyped<kDim, kType, 0>(t);
+}
+
 template <size_t kDim>
 inline void DotRun(Task& t) {
   DotLoadQ<kDim>(t);
   if (t.union_lo > t.union_hi) return;
   switch (t.a->kv_type) {
     case KvType::kF32:
-      return DotRunTyped<kDim, KvType::kF32>(t);
+      return DotRunLayout<kDim, KvType::kF32>(t);
     case KvType::kF16:
-      return DotRunTyped<kDim, KvType::kF16>(t);
+      return DotRunLayout<kDim, KvType::kF16>(t);
     default:
-      return DotRunTyped<kDim, KvType::kBF16>(t);
+      return DotRunLayout<kDim, KvType::kBF16>(t);
   }
 }
 
