@@ -46,7 +46,7 @@ void chunk_task(void* ctx, uint32_t slot, size_t task) {
   const RunContext& c = *static_cast<const RunContext*>(ctx);
   const uint32_t kv_head = static_cast<uint32_t>(task / c.split.n_chunks);
   const uint32_t chunk = static_cast<uint32_t>(task % c.split.n_chunks);
-  simd::attention_partial_f32(*c.args, kv_head, chunk, kAttnKvChunk, partials_of(c, kv_head), slot_scratch(c, slot),
+  simd::attention_partial_f32(*c.args, kv_head, chunk, c.split.chunk, partials_of(c, kv_head), slot_scratch(c, slot),
                               c.split.scratch_bytes);
 }
 
@@ -156,7 +156,8 @@ AttentionSplit attention_split(const simd::AttentionArgs& a, uint32_t threads) {
   const uint64_t rows = uint64_t{a.t_q} * s.group;
   const uint64_t tile_tasks = uint64_t{a.n_kv_heads} * s.q_tiles;
   if (tile_tasks < kAttnSplitMinTasks && rows <= kAttnSplitMaxRows && a.t_kv >= 2 * kAttnKvChunk) {
-    s.n_chunks = (a.t_kv + kAttnKvChunk - 1) / kAttnKvChunk;
+    s.chunk = attention_kv_chunk(a.t_kv, tile_tasks);
+    s.n_chunks = (a.t_kv + s.chunk - 1) / s.chunk;
     const size_t ml = round_up(size_t{s.n_chunks} * rows * sizeof(float));
     s.partials_bytes = 2 * ml + round_up(size_t{s.n_chunks} * rows * a.head_dim * sizeof(float));
   }

@@ -7,8 +7,8 @@
 //   - tiles: one task per (kv head, tile of query tokens); a tile holds kAttnQueryRows query
 //     rows (tokens × the group's heads), at least one token.
 //   - split-KV decode: when there are few such tasks (few kv heads, few query rows) and many
-//     keys, one task per (kv head, chunk of kAttnKvChunk keys) writes a partial softmax; a second
-//     pass merges each kv head's partials in chunk order.
+//     keys, one task per (kv head, chunk of keys: attention_kv_chunk) writes a partial softmax; a
+//     second pass merges each kv head's partials in chunk order.
 //
 // Workspace layout (every region starts on a 64-byte boundary):
 //   [threads × per-thread kernel scratch]
@@ -27,7 +27,7 @@
 
 namespace headway {
 
-// kAttnKvChunk, kAttnSplitMinTasks, kAttnSplitMaxRows: headway/plan.hpp (the plan sizes the
+// attention_kv_chunk, kAttnSplitMinTasks, kAttnSplitMaxRows: headway/plan.hpp (the plan sizes the
 // partials from them).
 
 // How attention over `args` is cut into tasks; see the header comment.
@@ -35,6 +35,7 @@ struct AttentionSplit {
   uint32_t group = 0;          // query heads per kv head
   uint32_t q_tile = 0;         // query tokens per tile task
   uint32_t q_tiles = 0;        // tiles per kv head
+  uint32_t chunk = 0;          // split-KV keys per chunk
   uint32_t n_chunks = 0;       // split-KV chunks per kv head; 0 = tiles only
   size_t scratch_bytes = 0;    // per thread, a multiple of 64
   size_t partials_bytes = 0;   // per kv head (m, l, o), a multiple of 64

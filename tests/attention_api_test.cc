@@ -185,7 +185,9 @@ TEST_CASE("the split is a function of the shape, never of the thread count") {
   const Problem decode({1, 4096, 32, 8, 128}, {}, DType::kF32, 1);
   const AttentionSplit one = attention_split(args_of(decode), 1);
   const AttentionSplit eight = attention_split(args_of(decode), 8);
-  CHECK(one.n_chunks == 4096 / kAttnKvChunk);
+  // 8 kv heads: 4 chunks of 1024 keys make kAttnSplitTasks tasks.
+  CHECK(one.chunk == 1024);
+  CHECK(one.n_chunks == 4);
   CHECK(one.n_chunks == eight.n_chunks);
   CHECK(one.q_tile == eight.q_tile);
   CHECK(one.scratch_bytes == eight.scratch_bytes);

@@ -2,6 +2,7 @@
 // sliding window, partial rotary.
 #include <doctest/doctest.h>
 
+#include "headway/attention.hpp"
 #include "headway/plan.hpp"
 #include "headway/presets.hpp"
 
@@ -67,9 +68,9 @@ TEST_CASE("Llama-3 8B: GQA 32/8 shares each kv head among 4 query heads") {
   CHECK(p.kv_bytes_per_token == 2ull * 1024 * 2 * 32);  // 128 KiB
   CHECK(p.weight_bytes_per_layer == (2ull * 4096 * 4096 + 2ull * 1024 * 4096) * 4);
   for (uint32_t h = 0; h < 32; ++h) CHECK(p.head(h).kv_head == h / 4);
-  // Split-KV decode partials: 64 query rows (16 tokens × group 4), 8192 / 512 = 16 chunks; per kv
-  // head max and sum [16, 64] f32 and O [16, 64, 128] f32.
-  CHECK(p.attention_partials_bytes == 8ull * (2 * 16 * 64 * 4 + 16 * 64 * 128 * 4));
+  // Split-KV decode partials: 64 query rows (16 tokens × group 4), 32 tasks / 8 kv heads = 4
+  // chunks (of 2048 keys at 8192); per kv head max and sum [4, 64] f32 and O [4, 64, 128] f32.
+  CHECK(p.attention_partials_bytes == 8ull * (2 * 4 * 64 * 4 + 4 * 64 * 128 * 4));
   CHECK(p.scratch_bytes == p.scratch_bytes_per_thread + p.attention_partials_bytes);
   CHECK(p.head(7).qkv_k_offset == (4096 + 1 * 128) * 4);
 }
@@ -142,6 +143,52 @@ TEST_CASE("biases add their widths, every region is 64-byte aligned") {
     CHECK(q.activations_offset % kAlignment == 0);
     CHECK(q.scratch_offset % kAlignment == 0);
     CHECK(q.arena_bytes % kAlignment == 0);
+  }
+}
+
+TEST_CASE("split-KV chunks: about kAttnSplitTasks tasks in all, whole tiles, at least kAttnKvChunk keys") {
+  static_assert(attention_kv_chunk(8192, 8) == 2048);   // 8 kv heads × 4 chunks
+  static_assert(attention_kv_chunk(4096, 8) == 1024);
+  static_assert(attention_kv_chunk(8200, 8) == 2112);   // 2050 rounded up to whole 64-key tiles
+  static_assert(attention_kv_chunk(2048, 3) == kAttnKvChunk);  // 11 chunks wanted, 4 of 512 keys
+  static_assert(attention_kv_chunk(1024, 15) == kAttnKvChunk);
+  static_assert(attention_kv_chunk(65536, 1) == 2048);  // MQA: 32 chunks
+  for (uint32_t tasks = 1; tasks < kAttnSplitMinTasks; ++tasks) {
+    for (uint32_t t_kv : {1024u, 1025u, 4095u, 8192u, 100000u}) {
+      const uint32_t chunk = attention_kv_chunk(t_kv, tasks);
+      const uint32_t n = (t_kv + chunk - 1) / chunk;
+      INFO("tasks " << tasks << " t_kv " << t_kv);
+      CHECK(chunk % kAttnKvTile == 0);
+      CHECK(chunk >= kAttnKvChunk);
+      CHECK(n >= 2);
+      CHECK(n * tasks <= kAttnSplitTasks + tasks);
+    }
+  }
+}
+
+// Every call a plan allows (t_q up to max_tokens, t_kv up to cache_rows) finds the workspace
+// attention asks for within the plan's scratch.
+TEST_CASE("the plan's scratch holds attention's workspace for every call it allows") {
+  size_t n = 0;
+  const presets::Entry* all = presets::all(&n);
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t threads : {1u, 3u}) {
+      PlanOptions o;
+      o.threads = threads;
+      o.max_tokens = 40;
+      const Plan p = make_plan(all[i].make(), o).value();
+      INFO(all[i].name << ", " << threads << " threads");
+      for (uint32_t t_q = 1; t_q <= p.max_tokens; ++t_q) {
+        for (uint32_t t_kv : {t_q, 1023u, 1024u, 1025u, 2049u, 4096u, 5000u, 8191u, p.cache_rows}) {
+          if (t_kv < t_q || t_kv > p.cache_rows) continue;
+          const AttentionShape shape{t_q, t_kv, p.config.n_heads, p.config.n_kv_heads, p.head_dim};
+          const Result<size_t> need = attention_workspace_bytes(shape, threads);
+          REQUIRE(need.ok());
+          INFO("t_q " << t_q << " t_kv " << t_kv);
+          CHECK(need.value() <= p.scratch_bytes);
+        }
+      }
+    }
   }
 }
 
