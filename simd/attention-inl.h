@@ -14,8 +14,9 @@
 //    in registers straight from the cache (a scratch copy costs more store traffic than the few
 //    rows save), prefetched half a tile ahead. Scores are dot products: 4 rows × 4 keys of
 //    accumulators share their K and Q loads, and a transposing add tree reduces 4 at a time;
-//    P·V runs 4 rows × 4 vectors of head_dim per V load. A single row (MHA) takes 8 keys or 8
-//    vectors per block instead, so it still has 8 independent FMA chains.
+//    P·V runs 4 rows × 4 vectors of head_dim per V load; the rows left over (a group of 3) form
+//    one block of 2 or 3. A single row (MHA) takes 8 keys or 8 vectors per block instead, so it
+//    still has 8 independent FMA chains.
 //
 // SVE and SVE2 (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form the arrays the
 // blocks above are written with: there the blocks are named accumulators, 1 row vector × 8 keys
@@ -937,6 +938,29 @@ inline void DotPvKeys(const Task& t, Rows vrow, size_t r0, size_t a, size_t b, c
   if (x < d) DotPvStep<kType, kRB, 1, true>(t, vrow, r0, x, d, a, b, pf);
 }
 
+// The rows from r on that no block of kDotRows took (fewer than kDotRows) as one block, so each K
+// or V vector is loaded once for all of them: a GQA group of 3 (SmolLM2) is one block of 3 rows,
+// not 3 rows alone. Q·Kᵀ for tile keys [k0, k0 + kKB); P·V for tile keys [a, b).
+template <size_t kDim, KvType kType, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQkRest(const Task& t, Rows krow, size_t r, size_t k0, const Pf& pf = Pf()) {
+  const size_t n = t.rows - r;
+  if constexpr (kDotRows == 4) {
+    if (n == 3) return DotQk<kDim, kType, 3, kKB>(t, krow, r, k0, pf);
+    if (n == 2) return DotQk<kDim, kType, 2, kKB>(t, krow, r, k0, pf);
+  }
+  if (n == 1) DotQk<kDim, kType, 1, kKB>(t, krow, r, k0, pf);
+}
+
+template <size_t kDim, KvType kType, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotPvRest(const Task& t, Rows vrow, size_t r, size_t a, size_t b, const Pf& pf = Pf()) {
+  const size_t n = t.rows - r;
+  if constexpr (kDotRows == 4) {
+    if (n == 3) return DotPvKeys<kDim, kType, 3>(t, vrow, r, a, b, pf);
+    if (n == 2) return DotPvKeys<kDim, kType, 2>(t, vrow, r, a, b, pf);
+  }
+  if (n == 1) DotPvKeys<kDim, kType, 1>(t, vrow, r, a, b, pf);
+}
+
 // Online softmax of row r over tile keys [a, b) (b > a): scores become P in place, m and l are
 // updated, O[r] is rescaled by exp(old max − new max).
 inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
@@ -1034,30 +1058,26 @@ template <size_t kDim, KvType kType, size_t kRowBytes>
 HWY_INLINE void DotFullTile(const Task& t, StridedRows<kRowBytes> krow, StridedRows<kRowBytes> vrow,
                             TilePrefetch<kRowBytes> v_pf, TilePrefetch<kRowBytes> k_pf) {
   // The first row block of each key block (Q·Kᵀ) or of P·V prefetches; the others do not.
-  const size_t first = t.rows >= kDotRows ? kDotRows : 1;
   if (t.rows == 1) {
     for (size_t kb = 0; kb < kTile; kb += kDotKeys1) DotQk<kDim, kType, 1, kDotKeys1>(t, krow, 0, kb, v_pf);
   } else {
     for (size_t kb = 0; kb < kTile; kb += kDotKeys) {
-      if (first == kDotRows) {
-        DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, 0, kb, v_pf);
-      } else {
-        DotQk<kDim, kType, 1, kDotKeys>(t, krow, 0, kb, v_pf);
+      if (t.rows < kDotRows) {
+        DotQkRest<kDim, kType, kDotKeys>(t, krow, 0, kb, v_pf);
+        continue;
       }
-      size_t r = first;
+      DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, 0, kb, v_pf);
+      size_t r = kDotRows;
       for (; r + kDotRows <= t.rows; r += kDotRows) DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, r, kb);
-      for (; r < t.rows; ++r) DotQk<kDim, kType, 1, kDotKeys>(t, krow, r, kb);
+      DotQkRest<kDim, kType, kDotKeys>(t, krow, r, kb);
     }
   }
   for (size_t r = 0; r < t.rows; ++r) DotRowSoftmax(t, r, 0, kTile);
-  if (first == kDotRows) {
-    DotPvKeys<kDim, kType, kDotRows>(t, vrow, 0, 0, kTile, k_pf);
-  } else {
-    DotPvKeys<kDim, kType, 1>(t, vrow, 0, 0, kTile, k_pf);
-  }
-  size_t r = first;
+  if (t.rows < kDotRows) return DotPvRest<kDim, kType>(t, vrow, 0, 0, kTile, k_pf);
+  DotPvKeys<kDim, kType, kDotRows>(t, vrow, 0, 0, kTile, k_pf);
+  size_t r = kDotRows;
   for (; r + kDotRows <= t.rows; r += kDotRows) DotPvKeys<kDim, kType, kDotRows>(t, vrow, r, 0, kTile);
-  for (; r < t.rows; ++r) DotPvKeys<kDim, kType, 1>(t, vrow, r, 0, kTile);
+  DotPvRest<kDim, kType>(t, vrow, r, 0, kTile);
 }
 
 // kStride: the bytes of one K/V row, which lie back to back (KeysBackToBack), or 0: rows found by
@@ -1147,7 +1167,7 @@ inline void DotRunTyped(Task& t) {
     }
     for (; kb + kDotKeys <= cb; kb += kDotKeys) {
       for (r = 0; r + kDotRows <= t.rows; r += kDotRows) DotQk<kDim, kType, kDotRows, kDotKeys>(t, krow, r, kb);
-      for (; r < t.rows; ++r) DotQk<kDim, kType, 1, kDotKeys>(t, krow, r, kb);
+      DotQkRest<kDim, kType, kDotKeys>(t, krow, r, kb);
       prefetch_rows(kDotKeys);
     }
     for (r = 0; r + kDotRows <= t.rows; r += kDotRows) DotQkKeys<kDim, kType, kDotRows>(t, krow, r, kb, cb);
@@ -1172,10 +1192,7 @@ inline void DotRunTyped(Task& t) {
       DotPvKeys<kDim, kType, kDotRows>(t, vrow, r, ca, cb, pfv);
       pfv.n = 0;
     }
-    for (; r < t.rows; ++r) {
-      DotPvKeys<kDim, kType, 1>(t, vrow, r, ca, cb, pfv);
-      pfv.n = 0;
-    }
+    DotPvRest<kDim, kType>(t, vrow, r, ca, cb, pfv);
     for (r = 0; r < t.rows; ++r) {
       const size_t lo = static_cast<size_t>(t.lo[r]), hi = static_cast<size_t>(t.hi[r]);
       if (lo < hi) DotPvKeys<kDim, kType, 1>(t, vrow, r, cb > lo ? cb : lo, hi);
