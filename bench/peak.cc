@@ -15,11 +15,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The read roof cuts the buffer into this many chunks per thread, which the pool's threads take
-// as they go: a thread the OS (or a virtual machine's host) holds back takes fewer, as with the
-// attention tasks. With one equal slice per thread, the slowest thread's slice set the wall time:
-// on a shared 2-core VM a quarter of the 2-thread roofs came out at one thread's worth while the
-// decode cases of the same runs read a third more.
+// With several threads the read roof cuts the buffer into this many chunks per thread, which the
+// pool's threads take as they go: a thread the OS (or a virtual machine's host) holds back takes
+// fewer, as with the attention tasks. With one equal slice per thread, the slowest thread's slice
+// set the wall time: on a shared 2-core VM a quarter of the 2-thread roofs came out at one
+// thread's worth while the decode cases of the same runs read a third more. One thread reads the
+// buffer in one pass, as before.
 constexpr size_t kReadChunksPerThread = 16;
 
 // Per-task results land here so the loops' sums are used (and the loops kept).
@@ -118,7 +119,7 @@ Result<MachinePeak> measure_peak(ThreadPool* pool, const void* buffer, size_t by
   if (buffer == nullptr || reinterpret_cast<uintptr_t>(buffer) % 64 != 0) {
     return Status::error(Code::kInvalidArgument, "measure_peak: the read buffer is null or not 64-byte aligned");
   }
-  const size_t chunks = size_t{peak.threads} * kReadChunksPerThread;
+  const size_t chunks = peak.threads == 1 ? 1 : size_t{peak.threads} * kReadChunksPerThread;
   const size_t floats_per_chunk = bytes / sizeof(float) / chunks / kReadBlockFloats * kReadBlockFloats;
   if (floats_per_chunk == 0) {
     return Status::error(Code::kInvalidArgument, "measure_peak: a %zu-byte read buffer is too small for %u threads",
