@@ -768,7 +768,7 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
   const size_t n = hn::Lanes(df);
   const size_t d = kDim ? kDim : t.d;
   const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
-  constexpr size_t eb = kType == KvType::kF32 ? 4 : 2;
+  constexpr size_t eb = KvElementBytes(kType);
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
   VF acc[kRB][kKB];
   for (size_t r = 0; r < kRB; ++r) {
@@ -810,7 +810,7 @@ HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t 
     for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::LoadU(df, o + r * t.d_pad + c * n);
   }
   for (size_t k = a; k < b; ++k) {
-    pf.Pv(k, x, kTail ? d - x : kC * n, kType == KvType::kF32 ? 4 : 2);
+    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
     VF v[kC];
     for (size_t c = 0; c < kC; ++c)
       v[c] = kTail ? KvTail<kType>(df, vrow[k], x, d) : KvVec<kType>(df, vrow[k], x + c * n);
@@ -851,7 +851,7 @@ HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t 
 template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
 HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   static_assert(kRB == 1 && (kKB == 1 || kKB == 4), "scalable blocks: 1 row x 1 or 4 keys");
-  constexpr size_t eb = kType == KvType::kF32 ? 4 : 2;
+  constexpr size_t eb = KvElementBytes(kType);
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = kDim ? kDim : t.d;
@@ -894,7 +894,7 @@ HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t 
     a3 = hn::LoadU(df, o + 3 * n);
   }
   for (size_t k = a; k < b; ++k) {
-    pf.Pv(k, x, kTail ? d - x : kC * n, kType == KvType::kF32 ? 4 : 2);
+    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
     const VF pk = hn::Set(df, p[k]);
     a0 = hn::MulAdd(pk, KvLoad<kType, kTail>(df, vrow[k], x, d), a0);
     if constexpr (kC == 4) {
@@ -1089,7 +1089,7 @@ inline void DotRunTyped(Task& t) {
   const char* vrow_a[kStride != 0 ? 1 : kTile];
   const char* pf_k_a[kStride != 0 ? 1 : kTile];
   // Bytes of one K/V row: a constant for the specialized head_dims, so the prefetch loop unrolls.
-  const size_t row_bytes = (kDim ? kDim : t.d) * (kType == KvType::kF32 ? 4 : 2);
+  const size_t row_bytes = (kDim ? kDim : t.d) * KvElementBytes(kType);
   const int64_t first_tile = t.union_lo / int64_t{kTile} * int64_t{kTile};
   {
     // No earlier tile prefetched the first tile's K: ask for all of it at once, so its misses
@@ -1215,7 +1215,7 @@ inline void DotRunTyped(Task& t) {
 template <size_t kDim, KvType kType>
 inline void DotRunLayout(Task& t) {
 #if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
-  constexpr size_t kStride = kDim * (kType == KvType::kF32 ? 4 : 2);
+  constexpr size_t kStride = kDim * KvElementBytes(kType);
   if constexpr (kStride != 0) {
     if (KeysBackToBack<kDim>(*t.a, t.union_lo / int64_t{kTile} * int64_t{kTile})) {
       return DotRunTyped<kDim, kType, kStride>(t);

@@ -98,7 +98,7 @@ HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, siz
   for (; i < d_pad; ++i) dst[i] = 0.0f;
 }
 
-inline size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+constexpr size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
 
 // Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of
 // tile [.., d_pad] f32. Ring caches map key j to row (kv_first_row + j) mod kv_ring_rows.
