@@ -629,9 +629,55 @@ TEST_CASE("attention KV layouts: cache, ring (wrapping), padded rows, all KV dty
   }
 }
 
-// Decode finds K/V rows two ways: back to back (cache layout, or a ring that does not wrap among
-// the keys) through one base pointer, with whole tiles in a lean loop; otherwise through per-tile
-// row pointers. Both do the same operations per row, so every layout gives the same bits.
+// The same keys in every layout (cache, tokens, a ring with and without a wrap among them, padded
+// rows) give bitwise the same O: where the kernels find rows differently per layout (decode: one
+// base pointer for rows back to back, with whole tiles in a lean loop, else per-tile row pointers;
+// prefill: f32 tiles read in place from the cache layout, else widened into scratch), they still
+// do the same operations per row.
+void check_layouts_agree(const Case& c) {
+  INFO(describe(c));
+  struct Layouts {
+    Layout layout;
+    uint32_t ring_rows, first_row, pad;
+  };
+  const Layouts layouts[] = {
+      {Layout::kCache, 0, 0, 0},
+      {Layout::kTokens, 0, 0, 0},
+      {Layout::kRing, c.t_kv + 5, 2, 0},                // rows back to back
+      {Layout::kRing, c.t_kv + 5, (c.t_kv + 5) / 2, 0},  // wraps after half the keys
+      {Layout::kCache, 0, 0, 3},                       // padded rows
+  };
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    const std::string target_name = target_label(target);
+    INFO(target_name);
+    std::vector<float> first;
+    for (const Layouts& l : layouts) {
+      Case lc = c;
+      lc.layout = l.layout;
+      lc.ring_rows = l.ring_rows;
+      lc.first_row = l.first_row;
+      lc.pad = l.pad;
+      INFO("layout " << static_cast<int>(l.layout) << " ring " << l.ring_rows << "@" << l.first_row << " pad "
+                     << l.pad);
+      const Data data = make_data(lc);
+      const std::vector<float> o = run_full(data);
+      check_report(compare(data, o), tolerance(c.kv));
+      // Compare the heads' values only: the padded layout's O rows carry canaries after them.
+      std::vector<float> packed;
+      for (size_t t = 0; t < c.t_q; ++t) {
+        packed.insert(packed.end(), o.begin() + t * data.o_stride,
+                      o.begin() + t * data.o_stride + size_t{c.n_heads} * c.head_dim);
+      }
+      if (first.empty()) {
+        first = packed;
+      } else {
+        CHECK(std::memcmp(first.data(), packed.data(), first.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
   uint64_t seed = 1200;
   const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
@@ -651,47 +697,35 @@ TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
         c.head_dim = d;
         c.seed = ++seed;
         ++variant;
-        INFO(describe(c));
-        struct Layouts {
-          Layout layout;
-          uint32_t ring_rows, first_row, pad;
-        };
-        const Layouts layouts[] = {
-            {Layout::kCache, 0, 0, 0},
-            {Layout::kTokens, 0, 0, 0},
-            {Layout::kRing, t_kv + 5, 2, 0},              // rows back to back
-            {Layout::kRing, t_kv + 5, (t_kv + 5) / 2, 0},  // wraps after half the keys
-            {Layout::kCache, 0, 0, 3},                   // padded rows
-        };
-        for (const int64_t target : test_targets()) {
-          TargetScope scope(target);
-          const std::string target_name = target_label(target);
-          INFO(target_name);
-          std::vector<float> first;
-          for (const Layouts& l : layouts) {
-            Case lc = c;
-            lc.layout = l.layout;
-            lc.ring_rows = l.ring_rows;
-            lc.first_row = l.first_row;
-            lc.pad = l.pad;
-            INFO("layout " << static_cast<int>(l.layout) << " ring " << l.ring_rows << "@" << l.first_row
-                           << " pad " << l.pad);
-            const Data data = make_data(lc);
-            const std::vector<float> o = run_full(data);
-            check_report(compare(data, o), tolerance(c.kv));
-            // Compare the heads' values only: the padded layout's O rows carry canaries after them.
-            std::vector<float> packed;
-            for (size_t t = 0; t < c.t_q; ++t) {
-              packed.insert(packed.end(), o.begin() + t * data.o_stride,
-                            o.begin() + t * data.o_stride + size_t{c.n_heads} * d);
-            }
-            if (first.empty()) {
-              first = packed;
-            } else {
-              CHECK(std::memcmp(first.data(), packed.data(), first.size() * sizeof(float)) == 0);
-            }
-          }
-        }
+        check_layouts_agree(c);
+      }
+    }
+  }
+}
+
+// f32 mostly: the in-place tiles are f32 only (f16 and bf16 keep one case each for contrast).
+// Windows of 40 and 72 start rows' keys inside a tile, on and off a key block of 8; t_q below
+// t_kv is a prefill chunk after earlier tokens; head_dim 50 pads to 64, so its tiles are copied.
+TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
+  uint64_t seed = 1300;
+  int variant = 0;
+  for (uint32_t d : {64u, 128u, 80u, 50u}) {
+    for (uint32_t group : {1u, 4u}) {
+      for (uint32_t t_kv : {16u, 64u, 130u, 300u}) {
+        Case c;
+        c.tiling = hs::AttentionTiling::kPrefill;
+        c.kv = variant % 11 == 3 ? hs::KvType::kF16 : variant % 11 == 7 ? hs::KvType::kBF16 : hs::KvType::kF32;
+        c.t_q = variant % 2 == 0 ? t_kv : (t_kv + 1) / 2;
+        c.t_kv = t_kv;
+        c.causal = variant % 5 != 4;
+        c.window = variant % 3 == 1 ? 40 : variant % 3 == 2 ? 72 : 0;
+        c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
+        c.n_kv_heads = 2;
+        c.n_heads = 2 * group;
+        c.head_dim = d;
+        c.seed = ++seed;
+        ++variant;
+        check_layouts_agree(c);
       }
     }
   }
