@@ -703,9 +703,10 @@ TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
   }
 }
 
-// f32 mostly: the in-place tiles are f32 only (f16 and bf16 keep one case each for contrast).
-// Windows of 40 and 72 start rows' keys inside a tile, on and off a key block of 8; t_q below
-// t_kv is a prefill chunk after earlier tokens; head_dim 50 pads to 64, so its tiles are copied.
+// f32 mostly: the in-place tiles are f32 only (f16 and bf16 keep a few cases for contrast). A
+// window starts a task's keys inside a tile: with t_q = t_kv, on a key block of 8 for a window of
+// 41 (the tile is still read in place, from its first loaded key) and off one for 72 (copied);
+// t_q below t_kv is a prefill chunk after earlier tokens; head_dim 50 pads to 64 (copied).
 TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
   uint64_t seed = 1300;
   int variant = 0;
@@ -718,7 +719,7 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
         c.t_q = variant % 2 == 0 ? t_kv : (t_kv + 1) / 2;
         c.t_kv = t_kv;
         c.causal = variant % 5 != 4;
-        c.window = variant % 3 == 1 ? 40 : variant % 3 == 2 ? 72 : 0;
+        c.window = variant % 3 == 1 ? 41 : variant % 3 == 2 ? 72 : 0;
         c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
         c.n_kv_heads = 2;
         c.n_heads = 2 * group;
