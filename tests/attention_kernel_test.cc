@@ -678,6 +678,16 @@ void check_layouts_agree(const Case& c) {
   }
 }
 
+// 2 kv heads of `group` query heads each, head_dim d.
+Case grouped_case(uint32_t d, uint32_t group, uint64_t seed) {
+  Case c;
+  c.n_kv_heads = 2;
+  c.n_heads = 2 * group;
+  c.head_dim = d;
+  c.seed = seed;
+  return c;
+}
+
 TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
   uint64_t seed = 1200;
   const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
@@ -685,17 +695,13 @@ TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
   for (uint32_t d : {64u, 128u, 80u}) {
     for (uint32_t group : {1u, 3u, 4u}) {
       for (uint32_t t_kv : {1u, 64u, 65u, 300u}) {
-        Case c;
+        Case c = grouped_case(d, group, ++seed);
         c.kv = types[variant % 3];
         c.t_q = variant % 2 == 0 ? 1 : 2;
         c.t_kv = t_kv;
         c.causal = true;
         c.window = variant % 4 == 1 ? 100 : 0;
         c.softcap = variant % 5 == 2 ? 30.0f : 0.0f;
-        c.n_kv_heads = 2;
-        c.n_heads = 2 * group;
-        c.head_dim = d;
-        c.seed = ++seed;
         ++variant;
         check_layouts_agree(c);
       }
@@ -713,7 +719,7 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
   for (uint32_t d : {64u, 128u, 80u, 50u}) {
     for (uint32_t group : {1u, 4u}) {
       for (uint32_t t_kv : {16u, 64u, 130u, 300u}) {
-        Case c;
+        Case c = grouped_case(d, group, ++seed);
         c.tiling = hs::AttentionTiling::kPrefill;
         c.kv = variant % 11 == 3 ? hs::KvType::kF16 : variant % 11 == 7 ? hs::KvType::kBF16 : hs::KvType::kF32;
         c.t_q = variant % 2 == 0 ? t_kv : (t_kv + 1) / 2;
@@ -721,10 +727,6 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
         c.causal = variant % 5 != 4;
         c.window = variant % 3 == 1 ? 41 : variant % 3 == 2 ? 72 : 0;
         c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
-        c.n_kv_heads = 2;
-        c.n_heads = 2 * group;
-        c.head_dim = d;
-        c.seed = ++seed;
         ++variant;
         check_layouts_agree(c);
       }
