@@ -554,15 +554,12 @@ inline void RowsTileRanges(const Task& t, int64_t tb, int64_t k0, int64_t k1) {
 // wrapping in a ring. Prefill then reads the tile in place: no copy, and half the bytes through
 // L1 (f32 prefill ran 10-14% faster on x86-64 AVX-512).
 inline bool TileInPlace(const AttentionArgs& a, int64_t tb, size_t n, size_t d_pad) {
-  if (a.kv_type != KvType::kF32 || a.kv_row_stride != d_pad) return false;
-  if (a.kv_ring_rows == 0) return true;
-  return (a.kv_first_row + static_cast<uint64_t>(tb)) % a.kv_ring_rows + n <= a.kv_ring_rows;
+  return a.kv_type == KvType::kF32 && a.kv_row_stride == d_pad && KvRowsConsecutive(a, static_cast<uint64_t>(tb), n);
 }
 
 // The f32 row of key tb of kv head g in K or V (base = a.k or a.v).
 inline const float* TileRow(const AttentionArgs& a, const void* base, uint32_t g, int64_t tb) {
-  uint64_t row = static_cast<uint64_t>(tb);
-  if (a.kv_ring_rows != 0) row = (a.kv_first_row + row) % a.kv_ring_rows;
+  const uint64_t row = KvRow(a, static_cast<uint64_t>(tb));
   return static_cast<const float*>(base) + size_t{g} * a.kv_head_stride + static_cast<size_t>(row) * a.kv_row_stride;
 }
 
@@ -622,10 +619,9 @@ HWY_INLINE void KvRows(const AttentionArgs& a, const void* base, uint32_t g, uin
   const size_t eb = KvElementBytes(a.kv_type);
   const size_t stride = a.kv_row_stride * eb;
   const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * eb;
-  uint64_t row = key;
+  const uint64_t row = KvRow(a, key);
   size_t n1 = n;
   if (a.kv_ring_rows != 0) {
-    row = (a.kv_first_row + row) % a.kv_ring_rows;
     const size_t left = static_cast<size_t>(a.kv_ring_rows - row);
     if (left < n1) n1 = left;
   }
@@ -1061,8 +1057,7 @@ HWY_INLINE auto TileRows(const AttentionArgs& a, const void* base, uint32_t g, u
     (void)n;
     (void)rows;
     const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * KvElementBytes(a.kv_type);
-    const uint64_t row = a.kv_ring_rows != 0 ? (a.kv_first_row + key) % a.kv_ring_rows : key;
-    return StridedRows<kStride>{head + static_cast<size_t>(row) * kStride};
+    return StridedRows<kStride>{head + static_cast<size_t>(KvRow(a, key)) * kStride};
   } else {
     KvRows(a, base, g, key + i0, n, rows + i0);
     return static_cast<const char* const*>(rows);
@@ -1075,9 +1070,7 @@ HWY_INLINE auto TileRows(const AttentionArgs& a, const void* base, uint32_t g, u
 template <size_t kDim>
 inline bool KeysBackToBack(const AttentionArgs& a, int64_t from) {
   if (kDim == 0 || a.kv_row_stride != kDim) return false;
-  if (a.kv_ring_rows == 0) return true;
-  const uint64_t row = (a.kv_first_row + static_cast<uint64_t>(from)) % a.kv_ring_rows;
-  return row + (uint64_t{a.t_kv} - static_cast<uint64_t>(from)) <= a.kv_ring_rows;
+  return KvRowsConsecutive(a, static_cast<uint64_t>(from), uint64_t{a.t_kv} - static_cast<uint64_t>(from));
 }
 
 // A tile whose kTile keys every row sees, no softcap, rows back to back: nearly every tile of a

@@ -100,6 +100,16 @@ HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, siz
 
 constexpr size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
 
+// The row of logical key j in K/V: (kv_first_row + j) mod kv_ring_rows in a ring cache, else j.
+HWY_INLINE uint64_t KvRow(const AttentionArgs& a, uint64_t key) {
+  return a.kv_ring_rows != 0 ? (a.kv_first_row + key) % a.kv_ring_rows : key;
+}
+
+// Whether keys [key, key + n) sit in consecutive rows: no ring, or one that does not wrap among them.
+HWY_INLINE bool KvRowsConsecutive(const AttentionArgs& a, uint64_t key, uint64_t n) {
+  return a.kv_ring_rows == 0 || KvRow(a, key) + n <= a.kv_ring_rows;
+}
+
 // Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of
 // tile [.., d_pad] f32. Ring caches map key j to row (kv_first_row + j) mod kv_ring_rows.
 template <class DF>
@@ -108,8 +118,7 @@ HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint
   const size_t eb = KvElementBytes(a.kv_type);
   const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * eb;
   for (size_t i = 0; i < n; ++i) {
-    uint64_t row = k0 + i;
-    if (a.kv_ring_rows != 0) row = (a.kv_first_row + row) % a.kv_ring_rows;
+    const uint64_t row = KvRow(a, k0 + i);
     WidenKvRow(df, a.kv_type, head + static_cast<size_t>(row) * a.kv_row_stride * eb, d, d_pad,
                tile + i * d_pad);
   }
