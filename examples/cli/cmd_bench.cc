@@ -145,6 +145,16 @@ void print_header(const Options& o, const Machine& m) {
   }
 }
 
+// The roofs measured once more after the cases (a shared machine moves while a run lasts: its
+// memory, a host that takes a core back), against the ones the fractions use.
+void print_peak_again(const Options& o, const Machine& m, const bench::MachinePeak& again) {
+  std::fprintf(o.json ? stderr : stdout,
+               "peak, measured again after the cases: %.1f GFLOP/s FMA (%+.0f%%), %.1f GB/s read (%+.0f%%); the "
+               "fractions are of the first\n",
+               again.gflops, 100.0 * (again.gflops / m.peak.gflops - 1.0), again.gbps,
+               100.0 * (again.gbps / m.peak.gbps - 1.0));
+}
+
 void print_line(const bench::CaseResult& r, const Machine& m) {
   const bench::BenchCase& c = *r.spec;
   const bool decode = c.kind == bench::CaseKind::kDecode;
@@ -319,6 +329,9 @@ int run(int argc, char** argv) {
       if (o.json) std::printf("%s\n", to_json(r.value(), m).dump().c_str()), std::fflush(stdout);
       else print_line(r.value(), m);
     }
+    const Result<bench::MachinePeak> again = bench::measure_peak(&pool, kv.data(), kv.size());
+    if (!again.ok()) return report("bench", again.status());
+    print_peak_again(o, m, again.value());
   }
   if (o.svg != nullptr) {
     const Status s = write_svg(o, m, results);

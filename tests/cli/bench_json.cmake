@@ -1,7 +1,8 @@
 # cmake -DCOMMAND=prog;args... -DEXPECT_LINES=N [-DEXPECT_LAYOUT=cache|dense] [-DGPU=1] [-DEMULATOR=...]
 #       -P bench_json.cmake
 # `headway bench --json` smoke test: exit 0, N lines on stdout, each a JSON object with every key
-# of the documented schema; numbers finite (JSON has no Inf/NaN) and positive, nothing about speed.
+# of the documented schema; numbers finite (JSON has no Inf/NaN) and positive, nothing about speed;
+# on the CPU, the roofs measured again after the cases on stderr.
 # GPU=1: the peak and fraction keys are null (no roof is measured for the GPU backend).
 execute_process(COMMAND ${EMULATOR} ${COMMAND} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code EQUAL 0)
@@ -61,4 +62,8 @@ foreach(line IN LISTS lines)
     message(FATAL_ERROR "key causal is ${t}${bad}, expected true or false: ${line}")
   endif()
 endforeach()
+# The CPU backend measures its roofs again after the cases and says how far they moved.
+if(NOT GPU AND NOT err MATCHES "peak, measured again after the cases: [0-9.]+ GFLOP/s FMA \\([-+][0-9]+%\\), [0-9.]+ GB/s read \\([-+][0-9]+%\\)")
+  message(FATAL_ERROR "no 'peak, measured again after the cases' line on stderr\n--- stderr ---\n${err}")
+endif()
 message(STATUS "${n} JSON lines with every key")
