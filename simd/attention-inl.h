@@ -557,12 +557,6 @@ inline bool TileInPlace(const AttentionArgs& a, int64_t tb, size_t n, size_t d_p
   return a.kv_type == KvType::kF32 && a.kv_row_stride == d_pad && KvRowsConsecutive(a, static_cast<uint64_t>(tb), n);
 }
 
-// The f32 row of key tb of kv head g in K or V (base = a.k or a.v).
-inline const float* TileRow(const AttentionArgs& a, const void* base, uint32_t g, int64_t tb) {
-  const uint64_t row = KvRow(a, static_cast<uint64_t>(tb));
-  return static_cast<const float*>(base) + size_t{g} * a.kv_head_stride + static_cast<size_t>(row) * a.kv_row_stride;
-}
-
 template <size_t kDim>
 inline void RowsRun(Task& t) {
   const DF df;
@@ -581,8 +575,8 @@ inline void RowsRun(Task& t) {
     const size_t b0 = i0 / kKeyBlock * kKeyBlock, b1 = (i1 + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
     // In place when the loaded keys are whole key blocks (the loops read keys [b0, b1) only).
     if (b0 == i0 && b1 == i1 && TileInPlace(*t.a, tb, i1, d_pad)) {
-      t.kt = TileRow(*t.a, t.a->k, t.g, tb);
-      t.vt = TileRow(*t.a, t.a->v, t.g, tb);
+      t.kt = reinterpret_cast<const float*>(KvRowAt(*t.a, t.a->k, t.g, static_cast<uint64_t>(tb)));
+      t.vt = reinterpret_cast<const float*>(KvRowAt(*t.a, t.a->v, t.g, static_cast<uint64_t>(tb)));
     } else {
       LoadKvTile(df, *t.a, t.a->k, t.g, static_cast<uint64_t>(k0), i1 - i0, d, d_pad, t.k + i0 * d_pad);
       LoadKvTile(df, *t.a, t.a->v, t.g, static_cast<uint64_t>(k0), i1 - i0, d, d_pad, t.v + i0 * d_pad);
@@ -1056,8 +1050,7 @@ HWY_INLINE auto TileRows(const AttentionArgs& a, const void* base, uint32_t g, u
     (void)i0;
     (void)n;
     (void)rows;
-    const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * KvElementBytes(a.kv_type);
-    return StridedRows<kStride>{head + static_cast<size_t>(KvRow(a, key)) * kStride};
+    return StridedRows<kStride>{KvRowAt(a, base, g, key)};  // kStride = the rows' own stride here
   } else {
     KvRows(a, base, g, key + i0, n, rows + i0);
     return static_cast<const char* const*>(rows);

@@ -110,18 +110,19 @@ HWY_INLINE bool KvRowsConsecutive(const AttentionArgs& a, uint64_t key, uint64_t
   return a.kv_ring_rows == 0 || KvRow(a, key) + n <= a.kv_ring_rows;
 }
 
+// The first byte of the row of key j of kv head g in K or V (base = a.k or a.v).
+HWY_INLINE const char* KvRowAt(const AttentionArgs& a, const void* base, uint32_t g, uint64_t key) {
+  const size_t row = static_cast<size_t>(KvRow(a, key));
+  const size_t element = size_t{g} * a.kv_head_stride + row * a.kv_row_stride;
+  return static_cast<const char*>(base) + element * KvElementBytes(a.kv_type);
+}
+
 // Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of
 // tile [.., d_pad] f32. Ring caches map key j to row (kv_first_row + j) mod kv_ring_rows.
 template <class DF>
 HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint32_t g, uint64_t k0, size_t n,
                            size_t d, size_t d_pad, float* HWY_RESTRICT tile) {
-  const size_t eb = KvElementBytes(a.kv_type);
-  const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * eb;
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t row = KvRow(a, k0 + i);
-    WidenKvRow(df, a.kv_type, head + static_cast<size_t>(row) * a.kv_row_stride * eb, d, d_pad,
-               tile + i * d_pad);
-  }
+  for (size_t i = 0; i < n; ++i) WidenKvRow(df, a.kv_type, KvRowAt(a, base, g, k0 + i), d, d_pad, tile + i * d_pad);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
