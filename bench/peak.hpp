@@ -3,7 +3,8 @@
 //              (bench/peak_fma-inl.h), the loop running on every thread of the pool at once;
 //   bandwidth  read bandwidth over a buffer larger than the last-level cache, each thread
 //              streaming its own slice (bench/peak_read-inl.h).
-// Both are the best of a few trials: a roof is what the machine can do, not its average.
+// Both are the best of trials spread over a second or so: a roof is what the machine can do, not
+// its average, and not what it did during a neighbour's burst.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,7 @@ uint64_t last_level_cache_bytes();
 // Measures both roofs with pool->threads() threads (pool may be null: 1 thread). buffer: at
 // least 64-byte aligned, already touched, holding finite f32 values (any bit pattern that is not
 // NaN/Inf as f32), larger than the last-level cache for the figure to be memory's. Takes about
-// 0.2 s plus 6 reads of the buffer.
+// 0.6 s of FMA loops, then a warm-up read of the buffer and at least 5 more reads spanning 1 s.
 Result<MachinePeak> measure_peak(ThreadPool* pool, const void* buffer, size_t bytes);
 
 }  // namespace headway::bench
