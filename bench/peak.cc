@@ -52,7 +52,7 @@ void run_read(void* ctx, size_t chunk) {
 // A roof's trials span at least this long. Other tenants of a shared machine slow its memory
 // (and at times its cores) for moments at a time: with 5 read passes back to back (~0.2 s), 3
 // of 30 runs on the 2-core development VM measured a read roof below what their own decode
-// cases then read, two of them at less than half (docs/PERFORMANCE.md).
+// cases then read, two of them at about half (docs/PERFORMANCE.md).
 constexpr double kReadSpanSeconds = 1.0;
 constexpr double kFmaSpanSeconds = 0.5;
 
