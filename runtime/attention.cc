@@ -1,4 +1,5 @@
-// attend() over dense tensors and the threaded driver behind it (attention_run.hpp).
+// attend() and AttentionOp over dense tensors, and the threaded driver behind them
+// (attention_run.hpp).
 #include "headway/attention.hpp"
 
 #include <cmath>
@@ -6,13 +7,12 @@
 
 #include "headway/plan.hpp"
 #include "runtime/attention_run.hpp"
+#include "runtime/kernel_dtype.hpp"
 
 namespace headway {
 namespace {
 
-constexpr size_t round_up(size_t n) { return (n + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
-
-// Per-call state the tasks share; lives on attend_strided's stack.
+// Per-call state the tasks share; lives on run_prepared_attention's stack.
 struct RunContext {
   const simd::AttentionArgs* args;
   AttentionSplit split;
@@ -24,7 +24,7 @@ uint8_t* slot_scratch(const RunContext& c, uint32_t slot) { return c.scratch + s
 
 simd::AttentionPartials partials_of(const RunContext& c, uint32_t kv_head) {
   const size_t rows = size_t{c.args->t_q} * c.split.group;
-  const size_t ml_bytes = round_up(size_t{c.split.n_chunks} * rows * sizeof(float));
+  const size_t ml_bytes = align_up(size_t{c.split.n_chunks} * rows * sizeof(float));
   uint8_t* base = c.partials + size_t{kv_head} * c.split.partials_bytes;
   simd::AttentionPartials p;
   p.m = reinterpret_cast<float*>(base);
@@ -39,21 +39,21 @@ void tile_task(void* ctx, uint32_t slot, size_t task) {
   const uint32_t tile = static_cast<uint32_t>(task % c.split.q_tiles);
   const uint32_t q_begin = tile * c.split.q_tile;
   const uint32_t q_end = c.args->t_q - q_begin < c.split.q_tile ? c.args->t_q : q_begin + c.split.q_tile;
-  simd::attention_f32(*c.args, kv_head, kv_head + 1, q_begin, q_end, slot_scratch(c, slot), c.split.scratch_bytes);
+  simd::attention_f32_unchecked(*c.args, kv_head, kv_head + 1, q_begin, q_end, slot_scratch(c, slot));
 }
 
 void chunk_task(void* ctx, uint32_t slot, size_t task) {
   const RunContext& c = *static_cast<const RunContext*>(ctx);
   const uint32_t kv_head = static_cast<uint32_t>(task / c.split.n_chunks);
   const uint32_t chunk = static_cast<uint32_t>(task % c.split.n_chunks);
-  simd::attention_partial_f32(*c.args, kv_head, chunk, c.split.chunk, partials_of(c, kv_head), slot_scratch(c, slot),
-                              c.split.scratch_bytes);
+  simd::attention_partial_f32_unchecked(*c.args, kv_head, chunk, c.split.chunk, partials_of(c, kv_head),
+                                        slot_scratch(c, slot));
 }
 
 void merge_task(void* ctx, size_t task) {
   const RunContext& c = *static_cast<const RunContext*>(ctx);
   const uint32_t kv_head = static_cast<uint32_t>(task);
-  simd::attention_merge_f32(*c.args, kv_head, c.split.n_chunks, partials_of(c, kv_head));
+  simd::attention_merge_f32_unchecked(*c.args, kv_head, c.split.n_chunks, partials_of(c, kv_head));
 }
 
 // Without a pool the caller runs the same tasks in order: the same split, the same result.
@@ -83,6 +83,43 @@ Result<simd::AttentionArgs> token_major_args(const float* q, const void* k, cons
   return strided_attention_args(q, k, v, kv_dtype, o, s, p, s.head_dim, size_t{s.n_kv_heads} * s.head_dim);
 }
 
+Status check_threads(uint32_t threads) {
+  if (threads == 0 || threads > ThreadPool::kMaxThreads) {
+    return Status::error(Code::kInvalidArgument, "attention: threads %u is not in 1..%u", threads,
+                         ThreadPool::kMaxThreads);
+  }
+  return Status();
+}
+
+Status check_tensors(const float* q, const void* k, const void* v, const float* o) {
+  if (q == nullptr) return Status::error(Code::kInvalidArgument, "attention: q is null");
+  if (k == nullptr) return Status::error(Code::kInvalidArgument, "attention: k is null");
+  if (v == nullptr) return Status::error(Code::kInvalidArgument, "attention: v is null");
+  if (o == nullptr) return Status::error(Code::kInvalidArgument, "attention: o is null");
+  return Status();
+}
+
+Status check_workspace(const PreparedAttention& call, const void* workspace, size_t workspace_bytes) {
+  const size_t need = static_cast<size_t>(call.split.workspace_bytes);
+  if (workspace == nullptr && need > 0) {
+    return Status::error(Code::kInvalidArgument, "attention: workspace is null, attention needs %zu bytes", need);
+  }
+  if (workspace_bytes < need) {
+    const simd::AttentionArgs& a = call.args;
+    return Status::error(Code::kInvalidArgument,
+                         "attention: workspace is %zu bytes, attention needs %zu (t_q %u, t_kv %u, %u kv heads, "
+                         "head_dim %u, %u threads)",
+                         workspace_bytes, need, a.t_q, a.t_kv, a.n_kv_heads, a.head_dim, call.threads);
+  }
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment;
+  if (misalign != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: workspace is not %zu-byte aligned (its address is %zu bytes past a boundary)",
+                         kWorkspaceAlignment, static_cast<size_t>(misalign));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate_attention_args(const simd::AttentionArgs& a) {
@@ -108,14 +145,11 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument, "attention: softcap %g is not a finite number >= 0 (0 = off)",
                          static_cast<double>(a.softcap));
   }
-  if (a.kv_type != simd::KvType::kF32 && a.kv_type != simd::KvType::kF16 && a.kv_type != simd::KvType::kBF16) {
+  if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
                          static_cast<unsigned>(a.kv_type));
   }
-  if (a.q == nullptr) return Status::error(Code::kInvalidArgument, "attention: q is null");
-  if (a.k == nullptr) return Status::error(Code::kInvalidArgument, "attention: k is null");
-  if (a.v == nullptr) return Status::error(Code::kInvalidArgument, "attention: v is null");
-  if (a.o == nullptr) return Status::error(Code::kInvalidArgument, "attention: o is null");
+  HEADWAY_RETURN_IF_ERROR(check_tensors(a.q, a.k, a.v, a.o));
   const size_t q_width = size_t{a.n_heads} * a.head_dim;
   if (a.q_token_stride < q_width) {
     return Status::error(Code::kInvalidArgument, "attention: q_token_stride %zu is less than n_heads · head_dim = %zu",
@@ -148,86 +182,64 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
 }
 
 AttentionSplit attention_split(const simd::AttentionArgs& a, uint32_t threads) {
-  AttentionSplit s;
-  s.group = a.n_heads / a.n_kv_heads;
-  s.q_tile = s.group >= kAttnQueryRows ? 1 : kAttnQueryRows / s.group;
-  s.q_tiles = (a.t_q + s.q_tile - 1) / s.q_tile;
-  s.scratch_bytes = round_up(simd::attention_scratch_bytes(a.head_dim, s.group));
-  const uint64_t rows = uint64_t{a.t_q} * s.group;
-  const uint64_t tile_tasks = uint64_t{a.n_kv_heads} * s.q_tiles;
-  if (tile_tasks < kAttnSplitMinTasks && rows <= kAttnSplitMaxRows && a.t_kv >= 2 * kAttnKvChunk) {
-    s.chunk = attention_kv_chunk(a.t_kv, tile_tasks);
-    s.n_chunks = (a.t_kv + s.chunk - 1) / s.chunk;
-    const size_t ml = round_up(size_t{s.n_chunks} * rows * sizeof(float));
-    s.partials_bytes = 2 * ml + round_up(size_t{s.n_chunks} * rows * a.head_dim * sizeof(float));
-  }
-  s.workspace_bytes = size_t{threads} * s.scratch_bytes + size_t{a.n_kv_heads} * s.partials_bytes;
-  return s;
+  return headway::attention_split(a.t_q, a.t_kv, a.n_heads, a.n_kv_heads, a.head_dim, threads);
 }
 
-Status attend_strided(const simd::AttentionArgs& args_in, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
-  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args_in));
-  simd::AttentionArgs args = args_in;
-  if (args.scale == 0.0f) args.scale = default_scale(args.head_dim);
-  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
-  const AttentionSplit split = attention_split(args, threads);
-  if (workspace == nullptr && split.workspace_bytes > 0) {
-    return Status::error(Code::kInvalidArgument, "attention: workspace is null, attention needs %zu bytes",
-                         split.workspace_bytes);
-  }
-  if (workspace_bytes < split.workspace_bytes) {
-    return Status::error(Code::kInvalidArgument,
-                         "attention: workspace is %zu bytes, attention needs %zu (t_q %u, t_kv %u, %u kv heads, "
-                         "head_dim %u, %u threads)",
-                         workspace_bytes, split.workspace_bytes, args.t_q, args.t_kv, args.n_kv_heads, args.head_dim,
-                         threads);
-  }
-  const uintptr_t misalign = reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment;
-  if (misalign != 0) {
-    return Status::error(Code::kInvalidArgument,
-                         "attention: workspace is not %zu-byte aligned (its address is %zu bytes past a boundary)",
-                         kWorkspaceAlignment, static_cast<size_t>(misalign));
-  }
+Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uint32_t threads) {
+  HEADWAY_RETURN_IF_ERROR(check_threads(threads));
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args));
+  PreparedAttention call;
+  call.args = args;
+  if (call.args.scale == 0.0f) call.args.scale = default_scale(args.head_dim);
+  call.split = attention_split(call.args, threads);
+  call.threads = threads;
+  return call;
+}
 
+Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace,
+                              size_t workspace_bytes) {
+  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
+  if (threads != call.threads) {
+    return Status::error(Code::kInvalidArgument, "attention: the pool has %u threads, the call was prepared for %u",
+                         threads, call.threads);
+  }
+  HEADWAY_RETURN_IF_ERROR(check_workspace(call, workspace, workspace_bytes));
+  const AttentionSplit& split = call.split;
   RunContext c;
-  c.args = &args;
+  c.args = &call.args;
   c.split = split;
   c.scratch = static_cast<uint8_t*>(workspace);
   c.partials = c.scratch + size_t{threads} * split.scratch_bytes;
   if (split.n_chunks == 0) {
-    run_tasks(pool, size_t{args.n_kv_heads} * split.q_tiles, &tile_task, &c);
+    run_tasks(pool, size_t{call.args.n_kv_heads} * split.q_tiles, &tile_task, &c);
   } else {
-    run_tasks(pool, size_t{args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
-    run_tasks(pool, args.n_kv_heads, &merge_task, &c);
+    run_tasks(pool, size_t{call.args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
+    run_tasks(pool, call.args.n_kv_heads, &merge_task, &c);
   }
   return Status();
 }
 
+Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
+  const Result<PreparedAttention> call = prepare_attention(args, pool != nullptr ? pool->threads() : 1);
+  if (!call.ok()) return call.status();
+  return run_prepared_attention(call.value(), pool, workspace, workspace_bytes);
+}
+
 Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t threads) {
-  if (threads == 0 || threads > ThreadPool::kMaxThreads) {
-    return Status::error(Code::kInvalidArgument, "attention: threads %u is not in 1..%u", threads,
-                         ThreadPool::kMaxThreads);
-  }
-  // Stand-in pointers: only the shape is checked here, not the tensors.
-  float dummy = 0.0f;
-  const Result<simd::AttentionArgs> args =
-      token_major_args(&dummy, &dummy, &dummy, DType::kF32, &dummy, shape, AttentionParams{});
-  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args.value()));
-  return attention_split(args.value(), threads).workspace_bytes;
+  AttentionOp op;
+  HEADWAY_RETURN_IF_ERROR(op.reshape(shape, AttentionParams{}, DType::kF32, threads));
+  return op.workspace_bytes();
 }
 
 Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k, const void* v, DType kv_dtype,
                                                    float* o, const AttentionShape& s, const AttentionParams& p,
                                                    size_t kv_head_stride, size_t kv_row_stride) {
   simd::AttentionArgs a;
-  switch (kv_dtype) {
-    case DType::kF32: a.kv_type = simd::KvType::kF32; break;
-    case DType::kF16: a.kv_type = simd::KvType::kF16; break;
-    case DType::kBF16: a.kv_type = simd::KvType::kBF16; break;
-    default:
-      return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
-                           static_cast<unsigned>(kv_dtype));
+  if (!kernel_dtype_supported(kv_dtype)) {
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
+                         static_cast<unsigned>(kv_dtype));
   }
+  a.kv_type = kernel_kv_type(kv_dtype);
   a.q = q;
   a.q_token_stride = size_t{s.n_heads} * s.head_dim;
   a.o = o;
@@ -248,11 +260,40 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   return a;
 }
 
+Status AttentionOp::reshape(const AttentionShape& shape, const AttentionParams& params, DType kv_dtype,
+                            uint32_t threads) {
+  // Stand-in tensors: only the shape and the parameters are checked here.
+  float stand_in = 0.0f;
+  const Result<simd::AttentionArgs> args =
+      token_major_args(&stand_in, &stand_in, &stand_in, kv_dtype, &stand_in, shape, params);
+  if (!args.ok()) return args.status();
+  const Result<PreparedAttention> call = prepare_attention(args.value(), threads);
+  if (!call.ok()) return call.status();
+  shape_ = shape;
+  params_ = params;
+  params_.scale = call.value().args.scale;
+  kv_dtype_ = kv_dtype;
+  threads_ = threads;
+  split_ = call.value().split;
+  return Status();
+}
+
+Status AttentionOp::run(const float* q, const void* k, const void* v, float* o, ThreadPool* pool, void* workspace,
+                        size_t workspace_bytes) const {
+  if (!reshaped()) return Status::error(Code::kFailedPrecondition, "attention: run before reshape");
+  HEADWAY_RETURN_IF_ERROR(check_tensors(q, k, v, o));
+  PreparedAttention call;
+  call.args = token_major_args(q, k, v, kv_dtype_, o, shape_, params_).value();  // reshape checked the dtype
+  call.split = split_;
+  call.threads = threads_;
+  return run_prepared_attention(call, pool, workspace, workspace_bytes);
+}
+
 Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
               const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
-  const Result<simd::AttentionArgs> args = token_major_args(q, k, v, kv_dtype, o, shape, params);
-  if (!args.ok()) return args.status();
-  return attend_strided(args.value(), pool, workspace, workspace_bytes);
+  AttentionOp op;
+  HEADWAY_RETURN_IF_ERROR(op.reshape(shape, params, kv_dtype, pool != nullptr ? pool->threads() : 1));
+  return op.run(q, k, v, o, pool, workspace, workspace_bytes);
 }
 
 }  // namespace headway

@@ -1,19 +1,12 @@
 // The threaded attention driver over the kernels' strided description (simd::AttentionArgs):
-// what attend() runs on dense tensors and what the KV cache calls with its own layout (a ring
-// of rows for sliding windows, [n_kv_heads, rows, head_dim] blocks).
+// what attend() and AttentionOp run on dense tensors and what the KV cache calls with its own
+// layout (a ring of rows for sliding windows, [n_kv_heads, rows, head_dim] blocks). The work split
+// and the workspace layout are the policy's (headway/attention_policy.hpp): a pure function of
+// the shape, never of the thread count, so every pool size gives bitwise the same O.
 //
-// Work split, a pure function of the shape (never of the thread count, so every pool size gives
-// bitwise the same O):
-//   - tiles: one task per (kv head, tile of query tokens); a tile holds kAttnQueryRows query
-//     rows (tokens × the group's heads), at least one token.
-//   - split-KV decode: when there are few such tasks (few kv heads, few query rows) and many
-//     keys, one task per (kv head, chunk of keys: attention_kv_chunk) writes a partial softmax; a
-//     second pass merges each kv head's partials in chunk order.
-//
-// Workspace layout (every region starts on a 64-byte boundary):
-//   [threads × per-thread kernel scratch]
-//   [split-KV only: n_kv_heads × (m [n_chunks, rows] f32, l [n_chunks, rows] f32,
-//                                 o [n_chunks, rows, head_dim] f32)], rows = t_q · group
+// A call is checked once, when it is prepared (prepare_attention: shapes, strides, pointers,
+// parameters, threads); running it checks only the workspace, and the kernels' tasks check
+// nothing (simd::attention_*_unchecked).
 #pragma once
 
 #include <cstddef>
@@ -27,27 +20,30 @@
 
 namespace headway {
 
-// attention_kv_chunk, kAttnSplitMinTasks, kAttnSplitMaxRows: headway/plan.hpp (the plan sizes the
-// partials from them).
-
-// How attention over `args` is cut into tasks; see the header comment.
-struct AttentionSplit {
-  uint32_t group = 0;          // query heads per kv head
-  uint32_t q_tile = 0;         // query tokens per tile task
-  uint32_t q_tiles = 0;        // tiles per kv head
-  uint32_t chunk = 0;          // split-KV keys per chunk
-  uint32_t n_chunks = 0;       // split-KV chunks per kv head; 0 = tiles only
-  size_t scratch_bytes = 0;    // per thread, a multiple of 64
-  size_t partials_bytes = 0;   // per kv head (m, l, o), a multiple of 64
-  size_t workspace_bytes = 0;  // for the thread count asked
-};
-
 // Checks shapes, strides, pointers and parameters (scale 0 means 1/sqrt(head_dim)); the message
 // names the field and the value.
 Status validate_attention_args(const simd::AttentionArgs& args);
 
 // The split for valid args and `threads` threads (>= 1).
 AttentionSplit attention_split(const simd::AttentionArgs& args, uint32_t threads);
+
+// A call that passed every check but the workspace's: args with the scale resolved, the split
+// for `threads` threads.
+struct PreparedAttention {
+  simd::AttentionArgs args;
+  AttentionSplit split;
+  uint32_t threads = 1;
+};
+
+// Checks args (validate_attention_args) and threads (1..ThreadPool::kMaxThreads), resolves the
+// default scale and computes the split.
+Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uint32_t threads);
+
+// Runs a prepared call on `pool` (null: the caller's thread), whose thread count must be the
+// prepared one. The workspace must be 64-byte aligned and hold split.workspace_bytes. Allocates
+// nothing; checks the workspace and the pool's thread count, nothing else.
+Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace,
+                              size_t workspace_bytes);
 
 // The arguments for Q and O token-major [t_q, n_heads, head_dim] and K/V whose kv head g, row j
 // starts g · kv_head_stride + j · kv_row_stride elements in: attend()'s token-major tensors
@@ -58,9 +54,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
                                                    float* o, const AttentionShape& shape, const AttentionParams& params,
                                                    size_t kv_head_stride, size_t kv_row_stride);
 
-// Runs attention over args on `pool` (null: the caller's thread). The workspace must be 64-byte
-// aligned and hold attention_split(args, threads).workspace_bytes, threads = pool's thread
-// count or 1. Allocates nothing.
+// prepare_attention, then run_prepared_attention with threads = pool's thread count or 1.
 Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace,
                       size_t workspace_bytes);
 

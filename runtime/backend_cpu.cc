@@ -1,9 +1,8 @@
 // The CPU backend: KvCache and attend() over one caller-owned block, plus dense_plan().
 //
 // Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer] [workspace].
-// The workspace is the largest any call within the plan asks for: the per-thread scratch
-// depends only on head_dim and the group, the split-KV partials grow with t_kv (largest at
-// cache_rows) and with the query rows up to kAttnSplitMaxRows (attention_run.hpp).
+// The workspace holds the largest any call within the plan asks for
+// (attention_workspace_bytes_bound, headway/attention_policy.hpp).
 #include <cstring>
 
 #include "headway/backend.hpp"
@@ -14,24 +13,9 @@
 namespace headway {
 namespace {
 
-simd::AttentionArgs shape_args(const Plan& plan, uint32_t t_q) {
-  simd::AttentionArgs a;
-  a.t_q = t_q;
-  a.t_kv = plan.cache_rows;
-  a.n_heads = plan.config.n_heads;
-  a.n_kv_heads = plan.config.kv_heads();
-  a.head_dim = plan.head_dim;
-  return a;
-}
-
 size_t largest_workspace(const Plan& plan, uint32_t threads) {
-  size_t most = attention_split(shape_args(plan, plan.max_tokens), threads).workspace_bytes;
-  const uint32_t last = plan.max_tokens < kAttnSplitMaxRows ? plan.max_tokens : kAttnSplitMaxRows;
-  for (uint32_t t_q = 1; t_q <= last; ++t_q) {
-    const size_t w = attention_split(shape_args(plan, t_q), threads).workspace_bytes;
-    if (w > most) most = w;
-  }
-  return align_up(most);
+  return align_up(attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(),
+                                                  plan.cache_rows, plan.max_tokens, threads));
 }
 
 Status check_plan(const char* who, const Plan& plan) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/dtype_convert.hpp"
+#include "runtime/kernel_dtype.hpp"
 #include "simd/matmul.h"
 
 namespace headway {
@@ -60,12 +61,6 @@ void dense_task(void* ctx, size_t task) {
   }
 }
 
-simd::WeightType weight_type(DType t) {
-  return t == DType::kF32 ? simd::WeightType::kF32
-         : t == DType::kF16 ? simd::WeightType::kF16
-                            : simd::WeightType::kBF16;
-}
-
 }  // namespace
 
 void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float* y, size_t y_stride, uint32_t t,
@@ -74,7 +69,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.args.x = x;
   c.args.x_stride = x_stride;
   c.args.w = m.w.data;
-  c.args.w_type = weight_type(m.w.dtype);
+  c.args.w_type = kernel_weight_type(m.w.dtype);
   c.args.w_stride = m.w.cols;
   c.args.y = y;
   c.args.y_stride = y_stride;

@@ -4,6 +4,7 @@
 
 #include "runtime/attention_run.hpp"
 #include "runtime/dtype_convert.hpp"
+#include "runtime/kernel_dtype.hpp"
 #include "runtime/rope.hpp"
 
 namespace headway {
@@ -106,9 +107,7 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.head_dim = plan_.head_dim;
   a.k = k_;
   a.v = v_;
-  a.kv_type = c.kv_dtype == DType::kF32 ? simd::KvType::kF32
-              : c.kv_dtype == DType::kF16 ? simd::KvType::kF16
-                                          : simd::KvType::kBF16;
+  a.kv_type = kernel_kv_type(c.kv_dtype);
   a.kv_head_stride = size_t{plan_.cache_rows} * plan_.head_dim;
   a.kv_row_stride = plan_.head_dim;
   if (plan_.cache_rows < c.max_seq) {  // a ring: logical key 0 is the oldest position held

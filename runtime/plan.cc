@@ -1,14 +1,14 @@
 #include "headway/plan.hpp"
 
-namespace headway {
+#include "headway/thread_pool.hpp"
 
-inline constexpr uint32_t kMaxThreads = 256;
+namespace headway {
 
 Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
   HEADWAY_RETURN_IF_ERROR(validate(config));
-  if (options.threads > kMaxThreads) {
+  if (options.threads > ThreadPool::kMaxThreads) {
     return Status::error(Code::kInvalidArgument, "threads %u is above the supported maximum %u", options.threads,
-                         kMaxThreads);
+                         ThreadPool::kMaxThreads);
   }
   if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kF16 &&
       options.weight_dtype != DType::kBF16) {

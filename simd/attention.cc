@@ -77,7 +77,7 @@ void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t k
   if (kv_head_begin >= kv_head_end || kv_head_end > args.n_kv_heads) return;
   if (q_begin >= q_end || q_end > args.t_q) return;
   if (!ScratchOk(args, scratch, scratch_bytes)) return;
-  HWY_DYNAMIC_DISPATCH(AttentionF32)(args, kv_head_begin, kv_head_end, q_begin, q_end, scratch);
+  attention_f32_unchecked(args, kv_head_begin, kv_head_end, q_begin, q_end, scratch);
 }
 
 void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,
@@ -86,7 +86,7 @@ void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t
   if (kv_head >= args.n_kv_heads || chunk == 0 || args.t_q == 0) return;
   if (partials.m == nullptr || partials.l == nullptr || partials.o == nullptr) return;
   if (!ScratchOk(args, scratch, scratch_bytes)) return;
-  HWY_DYNAMIC_DISPATCH(AttentionPartialF32)(args, kv_head, chunk_index, chunk, partials, scratch);
+  attention_partial_f32_unchecked(args, kv_head, chunk_index, chunk, partials, scratch);
 }
 
 void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
@@ -94,6 +94,21 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
   if (attention_args_error(args) != nullptr) return;
   if (kv_head >= args.n_kv_heads || args.t_q == 0) return;
   if (n_chunks > 0 && (partials.m == nullptr || partials.l == nullptr || partials.o == nullptr)) return;
+  attention_merge_f32_unchecked(args, kv_head, n_chunks, partials);
+}
+
+void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
+                             uint32_t q_begin, uint32_t q_end, void* scratch) {
+  HWY_DYNAMIC_DISPATCH(AttentionF32)(args, kv_head_begin, kv_head_end, q_begin, q_end, scratch);
+}
+
+void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
+                                     uint32_t chunk, const AttentionPartials& partials, void* scratch) {
+  HWY_DYNAMIC_DISPATCH(AttentionPartialF32)(args, kv_head, chunk_index, chunk, partials, scratch);
+}
+
+void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
+                                   const AttentionPartials& partials) {
   HWY_DYNAMIC_DISPATCH(AttentionMergeF32)(args, kv_head, n_chunks, partials);
 }
 

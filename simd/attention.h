@@ -101,6 +101,18 @@ void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t
 void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
                          const AttentionPartials& partials);
 
+// The same three computations with no check at all, for a caller that checked once what the
+// functions above check on every call: attention_args_error(args) is null, the ranges are within
+// args, partials point at [n_chunks, t_q · group_size(, head_dim)] floats, and scratch holds
+// attention_scratch_bytes(head_dim, group_size), 64-byte aligned. The CPU driver validates a call
+// when it prepares it (runtime/attention_run.hpp) and runs its tasks through these.
+void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
+                             uint32_t q_begin, uint32_t q_end, void* scratch);
+void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
+                                     uint32_t chunk, const AttentionPartials& partials, void* scratch);
+void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
+                                   const AttentionPartials& partials);
+
 // The Highway target that attention_f32 dispatches to on this machine (e.g. "AVX3").
 const char* attention_target_name();
 

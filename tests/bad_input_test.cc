@@ -333,6 +333,40 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   for (const float x : o) CHECK(x == 0.0f);  // nothing was written by any rejected call
 }
 
+TEST_CASE("bad input: AttentionOp in the wrong state, with hostile shapes, tensors and workspaces") {
+  std::vector<float> q(64, 1.0f), k(64, 1.0f), v(64, 1.0f), o(64, 0.0f);
+  Aligned ws(1 << 16);
+  const AttentionShape good{2, 2, 2, 1, 16};
+  AttentionOp op;
+  auto reshape = [&](AttentionShape s, AttentionParams p, DType t, uint32_t threads) {
+    return [&, s, p, t, threads] { return op.reshape(s, p, t, threads); };
+  };
+  auto run = [&](const float* qp, const void* kp, void* w, size_t bytes) {
+    return [&, qp, kp, w, bytes] { return op.run(qp, kp, v.data(), o.data(), nullptr, w, bytes); };
+  };
+  check_rows({{"run before reshape", run(q.data(), k.data(), ws.p, ws.size), Code::kFailedPrecondition,
+               {"run before reshape"}}});
+  REQUIRE(op.reshape(good, {}, DType::kF32, 1).ok());
+  check_rows({
+      {"head_dim past 512", reshape({2, 2, 2, 1, 4096}, {}, DType::kF32, 1), Code::kInvalidArgument, {"head_dim 4096"}},
+      {"heads near 2^32", reshape({1, 1, 0xffffffffu, 1, 16}, {}, DType::kF32, 1), Code::kInvalidArgument,
+       {"n_heads 4294967295"}},
+      {"NaN scale", reshape(good, {kNaN, 0.0f, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"scale nan"}},
+      {"Inf softcap", reshape(good, {0.0f, kInf, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"softcap inf"}},
+      {"kv dtype 9", reshape(good, {}, static_cast<DType>(9), 1), Code::kInvalidArgument, {"kv dtype 9"}},
+      {"threads 0", reshape(good, {}, DType::kF32, 0), Code::kInvalidArgument, {"threads 0"}},
+      {"threads 257", reshape(good, {}, DType::kF32, 257), Code::kInvalidArgument, {"threads 257"}},
+      {"null q", run(nullptr, k.data(), ws.p, ws.size), Code::kInvalidArgument, {"q is null"}},
+      {"null k", run(q.data(), nullptr, ws.p, ws.size), Code::kInvalidArgument, {"k is null"}},
+      {"null workspace", run(q.data(), k.data(), nullptr, 0), Code::kInvalidArgument, {"workspace is null"}},
+      {"short workspace", run(q.data(), k.data(), ws.p, 1), Code::kInvalidArgument, {"workspace is 1 bytes"}},
+      {"misaligned workspace", run(q.data(), k.data(), static_cast<char*>(ws.p) + 1, ws.size - 64),
+       Code::kInvalidArgument, {"64-byte aligned"}},
+  });
+  CHECK(op.shape().head_dim == 16);  // the rejected reshapes kept the good shape
+  CHECK(op.run(q.data(), k.data(), v.data(), o.data(), nullptr, ws.p, ws.size).ok());
+}
+
 TEST_CASE("bad input: ThreadPool::create out of range keeps the pool it had") {
   ThreadPool pool;
   REQUIRE(pool.create(2).ok());

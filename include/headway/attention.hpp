@@ -13,13 +13,15 @@
 //   in scale or softcap are errors.
 //
 // Memory: the caller passes a workspace of attention_workspace_bytes() bytes, 64-byte aligned;
-// attend() allocates nothing. Threads: work is cut into tasks by the shapes alone, so the result
+// attend() allocates nothing. AttentionOp is the same computation with XNNPACK's lifecycle:
+// reshape() checks a shape once and sizes its workspace, run() takes the tensors. Threads: work is cut into tasks by the shapes alone, so the result
 // is bitwise identical for any pool size, and for no pool at all.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/attention_policy.hpp"
 #include "headway/config.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -41,7 +43,7 @@ struct AttentionParams {
   uint32_t window = 0;   // 0 = no sliding window; larger than t_kv is allowed (no effect)
 };
 
-inline constexpr size_t kWorkspaceAlignment = 64;
+inline constexpr size_t kWorkspaceAlignment = kAlignment;
 
 // Bytes of workspace attend() needs for this shape with a pool of `threads` threads (pass
 // pool->threads(), or 1 without a pool). Fails on an invalid shape, with the same message as
@@ -53,5 +55,39 @@ Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t t
 Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
               const AttentionShape& shape, const AttentionParams& params, ThreadPool* pool,
               void* workspace, size_t workspace_bytes);
+
+// attend() split in two, for a caller that runs one shape many times (or wants the shape checked
+// before it has the tensors):
+//
+//   headway::AttentionOp op;
+//   HEADWAY_RETURN_IF_ERROR(op.reshape(shape, params, DType::kF16, pool.threads()));  // checks, sizes
+//   workspace = ... op.workspace_bytes() bytes, 64-byte aligned ...
+//   HEADWAY_RETURN_IF_ERROR(op.run(q, k, v, o, &pool, workspace, op.workspace_bytes()));  // many times
+//
+// reshape() checks everything attend() checks but the tensors and the workspace, with the same
+// messages; on error the op keeps its previous shape. run() checks only that the op has a shape,
+// that no tensor is null, that the pool has the threads it was reshaped for, and the workspace;
+// the kernels then run with no further checks. Neither allocates.
+class AttentionOp {
+ public:
+  Status reshape(const AttentionShape& shape, const AttentionParams& params, DType kv_dtype, uint32_t threads);
+  bool reshaped() const { return threads_ != 0; }
+  const AttentionShape& shape() const { return shape_; }
+  // Bytes of the workspace run() needs (0 before the first successful reshape).
+  size_t workspace_bytes() const { return static_cast<size_t>(split_.workspace_bytes); }
+  // How reshape() cut the work (tile tasks, split-KV chunks).
+  const AttentionSplit& split() const { return split_; }
+
+  // Tensors as attend() takes them; pool null runs on the caller (reshape with threads = 1).
+  Status run(const float* q, const void* k, const void* v, float* o, ThreadPool* pool, void* workspace,
+             size_t workspace_bytes) const;
+
+ private:
+  AttentionShape shape_{};
+  AttentionParams params_{};  // scale resolved
+  DType kv_dtype_ = DType::kF32;
+  uint32_t threads_ = 0;      // 0: not reshaped
+  AttentionSplit split_{};
+};
 
 }  // namespace headway

@@ -18,12 +18,11 @@
 
 #include <cstdint>
 
+#include "headway/attention_policy.hpp"
 #include "headway/config.hpp"
 #include "headway/status.hpp"
 
 namespace headway {
-
-inline constexpr uint64_t kAlignment = 64;  // cache line; every arena region starts on one
 
 enum class KernelKind : uint8_t { kD64 = 0, kD128, kGeneric };
 constexpr const char* kernel_name(KernelKind k) {
@@ -33,33 +32,7 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
   return head_dim == 64 ? KernelKind::kD64 : head_dim == 128 ? KernelKind::kD128 : KernelKind::kGeneric;
 }
 
-// Attention tiling: a task owns up to kAttnQueryRows query rows (tokens × heads of one GQA group,
-// never fewer than a whole group) and streams K/V in tiles of kAttnKvTile keys. 32 rows are two
-// 16-lane vectors: the prefill kernel's register block (simd/attention-inl.h).
-inline constexpr uint32_t kAttnQueryRows = 32;
-inline constexpr uint32_t kAttnKvTile = 64;
-
-// Split-KV decode (runtime/attention_run.hpp): when the (kv head, query tile) tasks are fewer than
-// kAttnSplitMinTasks, a kv head has at most kAttnSplitMaxRows query rows and there are at least
-// 2 · kAttnKvChunk keys, each kv head's keys are cut into chunks (attention_kv_chunk) whose
-// partial softmax results (max, sum, unnormalized O per row) are merged afterwards.
-inline constexpr uint32_t kAttnKvChunk = 512;
-inline constexpr uint32_t kAttnSplitMinTasks = 16;
-inline constexpr uint32_t kAttnSplitMaxRows = 64;
-inline constexpr uint32_t kAttnSplitTasks = 32;
-
-// Keys per split-KV chunk for t_kv keys and `tile_tasks` (kv head, query tile) tasks: as long as
-// gives about kAttnSplitTasks tasks in all (whole tiles), never under kAttnKvChunk. Each chunk
-// costs a start (its first tile's loads not yet overlapped, Q loaded) and a merge: 32/8 heads at
-// 8192 keys decoded 3-5% faster in 2048-key chunks than in 512-key ones, and 32 tasks still
-// spread evenly over the few cores of a small device. A function of the shape only.
-constexpr uint32_t attention_kv_chunk(uint32_t t_kv, uint64_t tile_tasks) {
-  const uint64_t tasks = tile_tasks == 0 ? 1 : tile_tasks;
-  const uint64_t chunks = (kAttnSplitTasks + tasks - 1) / tasks;
-  uint64_t chunk = (uint64_t{t_kv} + chunks - 1) / chunks;
-  chunk = (chunk + kAttnKvTile - 1) / kAttnKvTile * kAttnKvTile;
-  return chunk < kAttnKvChunk ? kAttnKvChunk : static_cast<uint32_t>(chunk);
-}
+// The attention tiling, split-KV policy and their memory: headway/attention_policy.hpp.
 
 // The engine of the Q/K/V/O projections. Highway: simd/matmul.h over the weights region (or the
 // borrowed weights). XNNPACK: fully-connected operators created at init, whose packed copies of
@@ -105,33 +78,6 @@ struct HeadLayout {
   uint64_t cache_k_offset = 0;
   uint64_t cache_v_offset = 0;
 };
-
-constexpr uint64_t align_up(uint64_t n, uint64_t a = kAlignment) { return (n + a - 1) / a * a; }
-
-// Scratch one thread needs for attention (see kAttnQueryRows); equals
-// simd::attention_scratch_bytes (tests check it). Rows and head_dim round up to 16 floats; f32
-// regions: Q and O accumulators [rows][d], per-row max, sum and key ranges (8 words a row), one
-// tile of scores [rows][tile], one K and one V tile [tile][d] widened to f32.
-constexpr uint64_t attention_scratch_bytes(uint32_t head_dim, uint32_t group) {
-  const uint64_t rows = align_up(group > kAttnQueryRows ? group : kAttnQueryRows, 16);
-  const uint64_t d = align_up(head_dim, 16);
-  return 4 * (2 * rows * d + rows * (8 + kAttnKvTile) + 2ull * kAttnKvTile * d);
-}
-
-// The most bytes the split-KV partials of all kv heads take for any call within the plan:
-// t_kv up to cache_rows, query rows up to kAttnSplitMaxRows (whole groups of t_q tokens), chunks
-// up to t_kv / kAttnKvChunk and up to kAttnSplitTasks / n_kv_heads (attention_kv_chunk).
-constexpr uint64_t attention_partials_bytes(uint32_t head_dim, uint32_t group, uint32_t n_kv_heads,
-                                            uint32_t cache_rows, uint32_t max_tokens) {
-  if (group == 0 || group > kAttnSplitMaxRows || n_kv_heads == 0 || cache_rows < 2 * kAttnKvChunk) return 0;
-  uint64_t tokens = kAttnSplitMaxRows / group;
-  if (tokens > max_tokens) tokens = max_tokens;
-  const uint64_t rows = tokens * group;
-  uint64_t chunks = (uint64_t{cache_rows} + kAttnKvChunk - 1) / kAttnKvChunk;
-  const uint64_t by_tasks = (kAttnSplitTasks + n_kv_heads - 1) / n_kv_heads;
-  if (by_tasks < chunks) chunks = by_tasks;
-  return uint64_t{n_kv_heads} * (2 * align_up(chunks * rows * 4) + align_up(chunks * rows * head_dim * 4));
-}
 
 struct Plan {
   Config config;
@@ -271,7 +217,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));
   p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
   p.attention_partials_bytes =
-      attention_partials_bytes(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
+      attention_partials_bytes_bound(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
   p.scratch_bytes = ck.add(ck.mul(p.scratch_bytes_per_thread, p.options.threads), p.attention_partials_bytes);
 
   p.weights_offset = 0;

@@ -16,7 +16,7 @@ uint32_t pow2_at_most(uint32_t n) {  // n >= 1
   return p;
 }
 
-constexpr uint32_t kMaxThreads = 256;
+constexpr uint32_t kMaxWorkgroupInvocations = 256;  // threads of one workgroup
 constexpr uint32_t kMaxKvTile = 64;
 constexpr uint32_t kMaxDimsPerThread = 16;
 
@@ -32,7 +32,7 @@ uint32_t tiling_shared_bytes(uint32_t head_dim, uint32_t rows, uint32_t kv_tile)
 Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceLimits& limits) {
   if (head_dim == 0) return Status::error(Code::kInvalidArgument, "gpu tiling: head_dim is 0");
   const uint32_t sg = limits.subgroup_size ? limits.subgroup_size : 32;
-  uint32_t cap = kMaxThreads;
+  uint32_t cap = kMaxWorkgroupInvocations;
   if (limits.max_invocations && limits.max_invocations < cap) cap = limits.max_invocations;
   if (limits.max_workgroup_size_x && limits.max_workgroup_size_x < cap) cap = limits.max_workgroup_size_x;
   cap = pow2_at_most(cap ? cap : 1);

@@ -6,13 +6,14 @@
 
 #include <cstdint>
 
+#include "headway/config.hpp"
 #include "tests/test_rng.hpp"
 
 namespace headway {
 namespace test {
 namespace baremetal {
 
-enum class Kv : uint8_t { kF32 = 0, kF16, kBF16 };
+using Kv = DType;  // the K/V storage of a case
 
 struct KernelCase {
   const char* name;

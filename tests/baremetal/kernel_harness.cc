@@ -15,6 +15,7 @@
 #include "headway/attention.hpp"
 #include "kernel_golden.h"
 #include "semihosting.hpp"
+#include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
 #include "tests/baremetal/kernel_cases.hpp"
 #include "tests/reference_attention.hpp"
@@ -57,12 +58,6 @@ uint32_t g_checks = 0;
 uint32_t g_failures = 0;
 
 double tolerance(bm::Kv kv) { return kv == bm::Kv::kF32 ? 1e-4 : kv == bm::Kv::kF16 ? 2e-3 : 3e-2; }
-hs::KvType kv_type(bm::Kv kv) {
-  return kv == bm::Kv::kF32 ? hs::KvType::kF32 : kv == bm::Kv::kF16 ? hs::KvType::kF16 : hs::KvType::kBF16;
-}
-headway::DType kv_dtype(bm::Kv kv) {
-  return kv == bm::Kv::kF32 ? headway::DType::kF32 : kv == bm::Kv::kF16 ? headway::DType::kF16 : headway::DType::kBF16;
-}
 
 void load_inputs(const bm::KernelCase& c) {
   bm::generate_inputs(c, [&](int which, uint64_t i, float x) {
@@ -130,7 +125,7 @@ hs::AttentionArgs args_for(const bm::KernelCase& c, uint32_t o_stride) {
   a.o_token_stride = o_stride;
   a.k = g_k;
   a.v = g_v;
-  a.kv_type = kv_type(c.kv);
+  a.kv_type = headway::kernel_kv_type(c.kv);
   a.kv_row_stride = size_t{c.n_kv_heads} * c.head_dim;  // [t_kv, n_kv_heads, d]
   a.kv_head_stride = c.head_dim;
   a.t_q = c.t_q;
@@ -159,7 +154,7 @@ void run_attend(uint32_t n) {
   if (s.ok() && *ws > kWorkspaceBytes) {
     s = headway::Status::error(headway::Code::kInternal, "workspace %u bytes > %u", unsigned(*ws), unsigned(kWorkspaceBytes));
   }
-  if (s.ok()) s = headway::attend(g_q, g_k, g_v, kv_dtype(c.kv), g_o, shape, params, nullptr, g_workspace, *ws);
+  if (s.ok()) s = headway::attend(g_q, g_k, g_v, c.kv, g_o, shape, params, nullptr, g_workspace, *ws);
   if (!s.ok()) {
     ++g_checks;
     ++g_failures;

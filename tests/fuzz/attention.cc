@@ -1,9 +1,10 @@
-// attend() with shapes, parameters and data decoded from the fuzz bytes. It must return an error
+// attend(), or AttentionOp's reshape and run, with shapes, parameters and data decoded from the
+// fuzz bytes. It must return an error
 // (and then write nothing) or match the double-precision reference: never crash, never read or
 // write outside the buffers (ASan), never hang.
 //
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
-// [9] softcap, [10] scale, [11] special values; the rest seeds the data. Work is capped so the
+// [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp); the rest seeds the data. Work is capped so the
 // reference stays fast: the fuzzer explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
@@ -106,8 +107,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   void* ws = std::aligned_alloc(64, (ws_bytes + 63) / 64 * 64 + 64);
   constexpr float kPoison = -12345.0f;
   std::vector<float> o(q.size() + 1, kPoison);  // +1: a canary after the last row
-  const Status st = attend(q.empty() ? nullptr : q.data(), k.empty() ? nullptr : kp, v.empty() ? nullptr : vp,
-                           dtype, o.data(), s, p, tp, ws, ws_bytes);
+  const float* qp = q.empty() ? nullptr : q.data();
+  const void* kpp = k.empty() ? nullptr : kp;
+  const void* vpp = v.empty() ? nullptr : vp;
+  Status st;
+  if (special & 4) {  // the same call through AttentionOp: reshape agrees with the workspace query
+    AttentionOp op;
+    st = op.reshape(s, p, dtype, threads);
+    FUZZ_CHECK(st.ok() == need.ok());
+    if (st.ok()) {
+      FUZZ_CHECK(op.workspace_bytes() == need.value());
+      st = op.run(qp, kpp, vpp, o.data(), tp, ws, ws_bytes);
+    }
+  } else {
+    st = attend(qp, kpp, vpp, dtype, o.data(), s, p, tp, ws, ws_bytes);
+  }
   std::free(ws);
   FUZZ_CHECK(o.back() == kPoison);
   if (!need.ok() || short_workspace || !st.ok()) {
