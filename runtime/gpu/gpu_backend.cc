@@ -11,6 +11,7 @@
 #include "runtime/attention_run.hpp"
 #include "runtime/format.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
+#include "runtime/kv_append_check.hpp"
 
 namespace headway {
 
@@ -137,26 +138,8 @@ void GpuBackend::reset() {
 Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
   Impl& x = *impl_;
-  if (n == 0) return Status();
-  if (k == nullptr || v == nullptr) return Status::error(Code::kInvalidArgument, "gpu backend: append of null k or v");
-  const Config& c = x.plan.config;
-  const uint32_t kv_width = x.n_kv * x.head_dim;
-  if (k_token_stride != v_token_stride || k_token_stride < kv_width) {
-    return Status::error(Code::kInvalidArgument,
-                         "gpu backend: token strides %zu (k), %zu (v) must be equal and at least kv_width %u",
-                         k_token_stride, v_token_stride, kv_width);
-  }
-  if (n > c.max_seq - x.size) {
-    return Status::error(Code::kOutOfRange,
-                         "gpu backend: appending %u tokens at position %u goes past the context of %u tokens", n,
-                         x.size, c.max_seq);
-  }
-  if (x.plan.cache_rows < c.max_seq && n > x.plan.max_tokens) {
-    return Status::error(Code::kOutOfRange,
-                         "gpu backend: appending %u tokens at once is more than the %u the sliding-window ring (%u "
-                         "rows) was planned for; append in chunks of at most max_tokens",
-                         n, x.plan.max_tokens, x.plan.cache_rows);
-  }
+  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.size, k, k_token_stride, v, v_token_stride, n,
+                                          KvStrides::kEqualAndAtLeastWidth));
   const Status s = x.write_rows(k, v, k_token_stride, DType::kF32, n, x.size, true);
   if (!s.ok()) {  // a failed flush: the device state is unknown, start over
     x.size = 0;
