@@ -5,6 +5,7 @@
 #include "runtime/attention_run.hpp"
 #include "runtime/dtype_convert.hpp"
 #include "runtime/kernel_dtype.hpp"
+#include "runtime/kv_append_check.hpp"
 #include "runtime/rope.hpp"
 
 namespace headway {
@@ -59,26 +60,11 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
 
 Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: append before bind");
-  if (n == 0) return Status();
-  if (k == nullptr || v == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: append of null k or v");
+  HEADWAY_RETURN_IF_ERROR(check_kv_append("kv cache", plan_, size_, k, k_token_stride, v, v_token_stride, n,
+                                          KvStrides::kEachAtLeastWidth));
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
   const uint32_t hd = plan_.head_dim;
-  if (k_token_stride < size_t{kvh} * hd || v_token_stride < size_t{kvh} * hd) {
-    return Status::error(Code::kInvalidArgument, "kv cache: token strides %zu (k), %zu (v) are below kv_width %u",
-                         k_token_stride, v_token_stride, kvh * hd);
-  }
-  if (n > c.max_seq - size_) {
-    return Status::error(Code::kOutOfRange,
-                         "kv cache: appending %u tokens at position %u goes past the context of %u tokens", n, size_,
-                         c.max_seq);
-  }
-  if (plan_.cache_rows < c.max_seq && n > plan_.max_tokens) {
-    return Status::error(Code::kOutOfRange,
-                         "kv cache: appending %u tokens at once is more than the %u the sliding-window ring "
-                         "(%u rows) was planned for; append in chunks of at most max_tokens",
-                         n, plan_.max_tokens, plan_.cache_rows);
-  }
   const size_t row_bytes = size_t{hd} * dtype_bytes(c.kv_dtype);
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   float rotated[kMaxHeadDim];

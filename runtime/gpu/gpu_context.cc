@@ -178,6 +178,140 @@ Status create_instance(GpuContext::Impl* x) {
   return Status();
 }
 
+// The device: the options' index, else the best type among those with Vulkan 1.1 and a compute
+// queue; its compute queue family.
+Status pick_device(GpuContext::Impl* x, const GpuOptions& options) {
+  VkPhysicalDevice devices[kMaxDevices];
+  uint32_t n = kMaxDevices;
+  const VkResult r = vkEnumeratePhysicalDevices(x->instance, &n, devices);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    return no_device("cannot list devices", gpu::vk_error("vkEnumeratePhysicalDevices", r));
+  }
+  if (n == 0) {
+    return Status::error(Code::kUnsupported,
+                         "no Vulkan device: the Vulkan loader found a driver but no device (VK_DRIVER_FILES / "
+                         "VK_ICD_FILENAMES may point at a driver for hardware this machine lacks)");
+  }
+  int best = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    const bool usable = p.apiVersion >= VK_API_VERSION_1_1 && compute_family(devices[i]) != UINT32_MAX;
+    if (options.device_index >= 0) {
+      if (static_cast<uint32_t>(options.device_index) != i) continue;
+      if (!usable) {
+        return Status::error(Code::kUnsupported,
+                             "no Vulkan device: device %u (%s) has no compute queue or is older than Vulkan 1.1", i,
+                             p.deviceName);
+      }
+      best = static_cast<int>(i);
+      break;
+    }
+    if (!usable) continue;
+    VkPhysicalDeviceProperties bp{};
+    if (best >= 0) vkGetPhysicalDeviceProperties(devices[best], &bp);
+    if (best < 0 || type_rank(p.deviceType) < type_rank(bp.deviceType)) best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    if (options.device_index >= 0) {
+      return Status::error(Code::kUnsupported, "no Vulkan device: device index %d, the loader lists %u device%s",
+                           options.device_index, n, n == 1 ? "" : "s");
+    }
+    return Status::error(Code::kUnsupported,
+                         "no Vulkan device: none of the %u device%s has Vulkan 1.1 and a compute queue", n,
+                         n == 1 ? "" : "s");
+  }
+  x->physical = devices[best];
+  x->queue_family = compute_family(x->physical);
+  return Status();
+}
+
+// What the device offers (info, and the limits the tiling reads), within what the options allow.
+void read_device_info(GpuContext::Impl* x, const GpuOptions& options, GpuDeviceInfo& info) {
+  VkPhysicalDeviceSubgroupProperties subgroup{};
+  subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+  VkPhysicalDeviceProperties2 props{};
+  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  props.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(x->physical, &props);
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+  storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &storage16;
+  vkGetPhysicalDeviceFeatures2(x->physical, &features);
+  vkGetPhysicalDeviceMemoryProperties(x->physical, &x->memory);
+
+  const VkPhysicalDeviceLimits& lim = props.properties.limits;
+  format_to(info.name, sizeof(info.name), "%s", props.properties.deviceName);
+  info.type = device_type_name(props.properties.deviceType);
+  info.api_version = props.properties.apiVersion;
+  info.subgroup_size = subgroup.subgroupSize;
+  info.max_shared_bytes = lim.maxComputeSharedMemorySize;
+  info.max_invocations = lim.maxComputeWorkGroupInvocations;
+  info.max_workgroup_size_x = lim.maxComputeWorkGroupSize[0];
+  info.max_workgroup_count_x = lim.maxComputeWorkGroupCount[0];
+  info.max_storage_buffer_bytes = lim.maxStorageBufferRange;
+  info.storage_16bit = options.allow_16bit_storage && storage16.storageBuffer16BitAccess == VK_TRUE;
+  info.host_mapped = options.allow_host_mapped && has_unified_memory(x->memory, props.properties.deviceType);
+  x->limits.subgroup_size = info.subgroup_size;
+  x->limits.max_shared_bytes = info.max_shared_bytes;
+  x->limits.max_invocations = info.max_invocations;
+  x->limits.max_workgroup_size_x = info.max_workgroup_size_x;
+  x->max_workgroup_count_x = lim.maxComputeWorkGroupCount[0];
+  x->max_workgroup_count_y = lim.maxComputeWorkGroupCount[1];
+}
+
+// The logical device, its queue and the pipeline cache.
+Status create_device(GpuContext::Impl* x, const GpuDeviceInfo& info) {
+  // One compute queue; 16-bit storage buffers where the device has them (f16 and bf16 K/V).
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{};
+  qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  qi.queueFamilyIndex = x->queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkPhysicalDevice16BitStorageFeatures enable16{};
+  enable16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  enable16.storageBuffer16BitAccess = info.storage_16bit ? VK_TRUE : VK_FALSE;
+  VkDeviceCreateInfo di{};
+  di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  di.pNext = &enable16;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  const VkResult r = vkCreateDevice(x->physical, &di, nullptr, &x->device);
+  if (r != VK_SUCCESS) return no_device(info.name, gpu::vk_error("vkCreateDevice", r));
+  vkGetDeviceQueue(x->device, x->queue_family, 0, &x->queue);
+
+  VkPipelineCacheCreateInfo pc{};
+  pc.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  HEADWAY_VK(vkCreatePipelineCache(x->device, &pc, nullptr, &x->pipeline_cache), "vkCreatePipelineCache");
+  return Status();
+}
+
+// The attention variants (f32 K/V always, f16 and bf16 where the device has 16-bit storage) and
+// the split-KV merge.
+Status create_shader_modules(GpuContext::Impl* x, const GpuDeviceInfo& info) {
+  const uint32_t* code[gpu::kStorageCount] = {gpu::kSpirv_attention_f32, gpu::kSpirv_attention_f16,
+                                              gpu::kSpirv_attention_bf16};
+  const size_t words[gpu::kStorageCount] = {gpu::kSpirv_attention_f32_words, gpu::kSpirv_attention_f16_words,
+                                            gpu::kSpirv_attention_bf16_words};
+  for (uint32_t i = 0; i < gpu::kStorageCount; ++i) {
+    if (i != 0 && !info.storage_16bit) continue;  // the 16-bit variants declare StorageBuffer16BitAccess
+    VkShaderModuleCreateInfo mi{};
+    mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+    mi.codeSize = words[i] * sizeof(uint32_t);
+    mi.pCode = code[i];
+    HEADWAY_VK(vkCreateShaderModule(x->device, &mi, nullptr, &x->modules[i]), "vkCreateShaderModule");
+  }
+  VkShaderModuleCreateInfo mm{};
+  mm.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+  mm.codeSize = gpu::kSpirv_attention_merge_words * sizeof(uint32_t);
+  mm.pCode = gpu::kSpirv_attention_merge;
+  HEADWAY_VK(vkCreateShaderModule(x->device, &mm, nullptr, &x->merge_module), "vkCreateShaderModule");
+  return Status();
+}
+
 }  // namespace
 
 Status GpuContext::create(const GpuOptions& options) {
@@ -185,125 +319,10 @@ Status GpuContext::create(const GpuOptions& options) {
   Impl* x = new Impl;
   const Status s = [&]() -> Status {
     HEADWAY_RETURN_IF_ERROR(create_instance(x));
-
-    VkPhysicalDevice devices[kMaxDevices];
-    uint32_t n = kMaxDevices;
-    VkResult r = vkEnumeratePhysicalDevices(x->instance, &n, devices);
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-      return no_device("cannot list devices", gpu::vk_error("vkEnumeratePhysicalDevices", r));
-    }
-    if (n == 0) {
-      return Status::error(Code::kUnsupported,
-                           "no Vulkan device: the Vulkan loader found a driver but no device (VK_DRIVER_FILES / "
-                           "VK_ICD_FILENAMES may point at a driver for hardware this machine lacks)");
-    }
-    // Candidates: Vulkan 1.1 with a compute queue. The options' index, else the best type.
-    int best = -1;
-    for (uint32_t i = 0; i < n; ++i) {
-      VkPhysicalDeviceProperties p;
-      vkGetPhysicalDeviceProperties(devices[i], &p);
-      const bool usable = p.apiVersion >= VK_API_VERSION_1_1 && compute_family(devices[i]) != UINT32_MAX;
-      if (options.device_index >= 0) {
-        if (static_cast<uint32_t>(options.device_index) != i) continue;
-        if (!usable) {
-          return Status::error(Code::kUnsupported,
-                               "no Vulkan device: device %u (%s) has no compute queue or is older than Vulkan 1.1", i,
-                               p.deviceName);
-        }
-        best = static_cast<int>(i);
-        break;
-      }
-      if (!usable) continue;
-      VkPhysicalDeviceProperties bp{};
-      if (best >= 0) vkGetPhysicalDeviceProperties(devices[best], &bp);
-      if (best < 0 || type_rank(p.deviceType) < type_rank(bp.deviceType)) best = static_cast<int>(i);
-    }
-    if (best < 0) {
-      if (options.device_index >= 0) {
-        return Status::error(Code::kUnsupported, "no Vulkan device: device index %d, the loader lists %u device%s",
-                             options.device_index, n, n == 1 ? "" : "s");
-      }
-      return Status::error(Code::kUnsupported,
-                           "no Vulkan device: none of the %u device%s has Vulkan 1.1 and a compute queue", n,
-                           n == 1 ? "" : "s");
-    }
-    x->physical = devices[best];
-    x->queue_family = compute_family(x->physical);
-
-    VkPhysicalDeviceSubgroupProperties subgroup{};
-    subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
-    VkPhysicalDeviceProperties2 props{};
-    props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-    props.pNext = &subgroup;
-    vkGetPhysicalDeviceProperties2(x->physical, &props);
-    VkPhysicalDevice16BitStorageFeatures storage16{};
-    storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
-    VkPhysicalDeviceFeatures2 features{};
-    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    features.pNext = &storage16;
-    vkGetPhysicalDeviceFeatures2(x->physical, &features);
-    vkGetPhysicalDeviceMemoryProperties(x->physical, &x->memory);
-
-    const VkPhysicalDeviceLimits& lim = props.properties.limits;
-    GpuDeviceInfo& info = info_;
-    format_to(info.name, sizeof(info.name), "%s", props.properties.deviceName);
-    info.type = device_type_name(props.properties.deviceType);
-    info.api_version = props.properties.apiVersion;
-    info.subgroup_size = subgroup.subgroupSize;
-    info.max_shared_bytes = lim.maxComputeSharedMemorySize;
-    info.max_invocations = lim.maxComputeWorkGroupInvocations;
-    info.max_workgroup_size_x = lim.maxComputeWorkGroupSize[0];
-    info.max_workgroup_count_x = lim.maxComputeWorkGroupCount[0];
-    info.max_storage_buffer_bytes = lim.maxStorageBufferRange;
-    info.storage_16bit = options.allow_16bit_storage && storage16.storageBuffer16BitAccess == VK_TRUE;
-    info.host_mapped = options.allow_host_mapped && has_unified_memory(x->memory, props.properties.deviceType);
-    x->limits.subgroup_size = info.subgroup_size;
-    x->limits.max_shared_bytes = info.max_shared_bytes;
-    x->limits.max_invocations = info.max_invocations;
-    x->limits.max_workgroup_size_x = info.max_workgroup_size_x;
-    x->max_workgroup_count_x = lim.maxComputeWorkGroupCount[0];
-    x->max_workgroup_count_y = lim.maxComputeWorkGroupCount[1];
-
-    // One compute queue; 16-bit storage buffers where the device has them (f16 and bf16 K/V).
-    const float priority = 1.0f;
-    VkDeviceQueueCreateInfo qi{};
-    qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-    qi.queueFamilyIndex = x->queue_family;
-    qi.queueCount = 1;
-    qi.pQueuePriorities = &priority;
-    VkPhysicalDevice16BitStorageFeatures enable16{};
-    enable16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
-    enable16.storageBuffer16BitAccess = info.storage_16bit ? VK_TRUE : VK_FALSE;
-    VkDeviceCreateInfo di{};
-    di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-    di.pNext = &enable16;
-    di.queueCreateInfoCount = 1;
-    di.pQueueCreateInfos = &qi;
-    r = vkCreateDevice(x->physical, &di, nullptr, &x->device);
-    if (r != VK_SUCCESS) return no_device(info.name, gpu::vk_error("vkCreateDevice", r));
-    vkGetDeviceQueue(x->device, x->queue_family, 0, &x->queue);
-
-    VkPipelineCacheCreateInfo pc{};
-    pc.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-    HEADWAY_VK(vkCreatePipelineCache(x->device, &pc, nullptr, &x->pipeline_cache), "vkCreatePipelineCache");
-
-    const uint32_t* code[gpu::kStorageCount] = {gpu::kSpirv_attention_f32, gpu::kSpirv_attention_f16,
-                                                gpu::kSpirv_attention_bf16};
-    const size_t words[gpu::kStorageCount] = {gpu::kSpirv_attention_f32_words, gpu::kSpirv_attention_f16_words,
-                                              gpu::kSpirv_attention_bf16_words};
-    for (uint32_t i = 0; i < gpu::kStorageCount; ++i) {
-      if (i != 0 && !info.storage_16bit) continue;  // the 16-bit variants declare StorageBuffer16BitAccess
-      VkShaderModuleCreateInfo mi{};
-      mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-      mi.codeSize = words[i] * sizeof(uint32_t);
-      mi.pCode = code[i];
-      HEADWAY_VK(vkCreateShaderModule(x->device, &mi, nullptr, &x->modules[i]), "vkCreateShaderModule");
-    }
-    VkShaderModuleCreateInfo mm{};
-    mm.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-    mm.codeSize = gpu::kSpirv_attention_merge_words * sizeof(uint32_t);
-    mm.pCode = gpu::kSpirv_attention_merge;
-    HEADWAY_VK(vkCreateShaderModule(x->device, &mm, nullptr, &x->merge_module), "vkCreateShaderModule");
+    HEADWAY_RETURN_IF_ERROR(pick_device(x, options));
+    read_device_info(x, options, info_);
+    HEADWAY_RETURN_IF_ERROR(create_device(x, info_));
+    HEADWAY_RETURN_IF_ERROR(create_shader_modules(x, info_));
     x->split_kv_min_keys = options.split_kv_min_keys;
     return Status();
   }();

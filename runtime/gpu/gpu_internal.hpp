@@ -19,6 +19,14 @@ enum class Storage : uint8_t { kF32 = 0, kF16, kBF16 };
 inline constexpr uint32_t kStorageCount = 3;
 inline const char* storage_name(Storage s) { return s == Storage::kF32 ? "f32" : s == Storage::kF16 ? "f16" : "bf16"; }
 inline uint32_t storage_bytes(Storage s) { return s == Storage::kF32 ? 4u : 2u; }
+static_assert(static_cast<int>(Storage::kF32) == static_cast<int>(DType::kF32) &&
+              static_cast<int>(Storage::kF16) == static_cast<int>(DType::kF16) &&
+              static_cast<int>(Storage::kBF16) == static_cast<int>(DType::kBF16));
+// K/V of dtype t as the device keeps them: as they are where it has 16-bit storage, else
+// widened to f32 (rounded to t first, so the results match).
+constexpr Storage storage_for(DType t, bool storage_16bit) {
+  return t == DType::kF32 || !storage_16bit ? Storage::kF32 : static_cast<Storage>(t);
+}
 
 // SPIR-V of the variants, embedded at build time (embed_spirv.cmake).
 extern const uint32_t kSpirv_attention_f32[];

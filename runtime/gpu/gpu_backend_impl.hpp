@@ -1,0 +1,134 @@
+// GpuBackend's state and the steps that make and use it, one file each:
+//   gpu_backend.cc    the public class: argument checks, build() in named steps, destroy()
+//   gpu_buffers.cc    the device buffers and the staging layout, split-KV partials
+//   gpu_pipelines.cc  descriptor set layouts, descriptor sets, the two compute pipelines
+//   gpu_kv_upload.cc  rows converted on the host into mapped or staged memory, staged copies
+//   gpu_dispatch.cc   the command buffer: recording an attention call, submitting, waiting
+// Internal to runtime/gpu.
+//
+// Device buffers:
+//   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype (row = position mod cache_rows)
+//   Q, O     [max_tokens, n_heads, head_dim] f32
+//   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
+//   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O],
+//            stage_tokens = min(cache_rows, max(max_tokens, 1024))
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/backend.hpp"
+#include "runtime/gpu/gpu_internal.hpp"
+
+namespace headway {
+namespace gpu {
+
+// Mirrors the shader's push-constant block (shaders/attention.comp).
+struct PushConstants {
+  uint32_t t_q;
+  uint32_t t_kv;
+  uint32_t n_heads;
+  uint32_t group;
+  uint32_t kv_head_stride;
+  uint32_t kv_first_row;
+  uint32_t kv_ring_rows;
+  uint32_t row_tile_base;
+  float scale;
+  float softcap;
+  uint32_t causal;
+  uint32_t window;
+  uint32_t kv_chunk;
+  uint32_t n_splits;
+  uint32_t kv_split_lo;
+};
+static_assert(sizeof(PushConstants) == 60, "push constants must match the shader's block");
+
+// Mirrors shaders/attention_merge.comp's block.
+struct MergeConstants {
+  uint32_t t_q;
+  uint32_t n_heads;
+  uint32_t group;
+  uint32_t n_splits;
+};
+
+}  // namespace gpu
+
+struct GpuBackend::Impl {
+  GpuContext::Impl* ctx = nullptr;
+  const GpuDeviceInfo* info = nullptr;
+  Plan plan{};
+  gpu::Tiling tiling{};
+  gpu::Storage storage = gpu::Storage::kF32;
+  bool mapped = false;  // K/V/Q/O are host-visible device memory: no staging, no copies
+  uint32_t head_dim = 0;
+  uint32_t n_kv = 0;
+  uint32_t q_width = 0;
+  VkDeviceSize row_bytes = 0;  // one K or V row in storage
+
+  gpu::Buffer k, v, q, o, staging, partials;
+  uint32_t max_splits = 0;  // what `partials` holds; < 2: calls never split
+  VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0;
+  uint32_t stage_tokens = 0;
+
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorSetLayout merge_set_layout = VK_NULL_HANDLE;
+  VkDescriptorSet merge_set = VK_NULL_HANDLE;
+  VkPipelineLayout merge_layout = VK_NULL_HANDLE;
+  VkPipeline merge_pipeline = VK_NULL_HANDLE;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkBufferCopy* k_regions = nullptr;  // 2 · n_kv_heads each: a ring run may wrap once
+  VkBufferCopy* v_regions = nullptr;
+
+  uint32_t size = 0;         // tokens appended
+  uint32_t pending_pos = 0;  // staging holds positions pending_pos .. + pending_n − 1, not yet copied
+  uint32_t pending_n = 0;
+  float row[kMaxHeadDim];    // one row widened to f32 (RoPE, rounding)
+  char kernel[64] = {};
+  char description[400] = {};
+
+  VkDevice device() const { return ctx->device; }
+
+  // gpu_backend.cc: every step below in order; the first failure is returned (destroy() frees
+  // what was made).
+  Status build(const Plan& p);
+  void destroy();
+  void choose_storage(const Plan& p);
+  Status check_device_limits() const;
+  void describe();
+
+  // gpu_buffers.cc
+  Status create_buffers();
+  Status create_split_partials();
+  void destroy_buffers();
+
+  // gpu_pipelines.cc
+  Status create_layouts();
+  Status create_descriptor_sets();
+  Status create_pipelines();
+  void destroy_pipelines();
+
+  // gpu_kv_upload.cc
+  uint8_t* kv_destination(bool is_k, uint32_t g, uint32_t pos);
+  Status write_rows(const void* k, const void* v, size_t token_stride, DType src, uint32_t n, uint32_t pos0,
+                    bool rope);
+  void record_pending_copies();
+  Status flush();
+
+  // gpu_dispatch.cc
+  Status create_commands();
+  void destroy_commands();
+  Status begin();
+  Status submit_and_wait();
+  Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const gpu::PushConstants& pc);
+  void record_attention(const gpu::PushConstants& pc);
+};
+
+}  // namespace headway

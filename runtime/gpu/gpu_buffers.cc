@@ -1,0 +1,80 @@
+// GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V, Q and
+// O, the staging buffer and its copy regions where memory is not host-mapped, and the split-KV
+// partials.
+#include <new>
+
+#include "runtime/gpu/gpu_backend_impl.hpp"
+
+namespace headway {
+namespace {
+
+constexpr VkDeviceSize kPartialsBudget = VkDeviceSize{16} << 20;
+constexpr uint32_t kStageTokens = 1024;
+
+constexpr VkDeviceSize align64(VkDeviceSize n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+Status GpuBackend::Impl::create_buffers() {
+  const Plan& p = plan;
+  const VkDeviceSize kv_bytes = VkDeviceSize{n_kv} * p.cache_rows * row_bytes;
+  const VkDeviceSize qo_bytes = VkDeviceSize{p.max_tokens} * q_width * sizeof(float);
+  const gpu::MemoryUse use = mapped ? gpu::MemoryUse::kDeviceMapped : gpu::MemoryUse::kDevice;
+  const VkBufferUsageFlags in = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(kv_bytes, in, use, "K", &k));
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(kv_bytes, in, use, "V", &v));
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(qo_bytes, in, use, "Q", &q));
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(
+      qo_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, use, "O", &o));
+  if (mapped) return Status();
+  // Rows staged before a copy: at least kStageTokens (a dense call's keys, a long append would
+  // otherwise flush every max_tokens rows), at most the ring (a staged run must not overlap itself).
+  stage_tokens = p.max_tokens > kStageTokens ? p.max_tokens : kStageTokens;
+  if (stage_tokens > p.cache_rows) stage_tokens = p.cache_rows;
+  const VkDeviceSize kv_stage = align64(VkDeviceSize{n_kv} * stage_tokens * row_bytes);
+  stage_k = 0;
+  stage_v = kv_stage;
+  stage_q = 2 * kv_stage;
+  stage_o = stage_q + align64(qo_bytes);
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(stage_o + qo_bytes,
+                                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                             gpu::MemoryUse::kStaging, "staging", &staging));
+  k_regions = new (std::nothrow) VkBufferCopy[2 * n_kv];
+  v_regions = new (std::nothrow) VkBufferCopy[2 * n_kv];
+  if (k_regions == nullptr || v_regions == nullptr) {
+    return Status::error(Code::kInternal, "gpu: cannot allocate %u copy regions", 4 * n_kv);
+  }
+  return Status();
+}
+
+// As many splits as 16 MiB (and the longest context) allow; a 256-byte stand-in keeps binding 4
+// valid where none fit.
+Status GpuBackend::Impl::create_split_partials() {
+  const Plan& p = plan;
+  const uint32_t split_rows = p.max_tokens * p.group_size < gpu::kSplitMaxRows ? p.max_tokens * p.group_size
+                                                                                 : gpu::kSplitMaxRows;
+  const VkDeviceSize per_split = VkDeviceSize{n_kv} * split_rows * (head_dim + 2) * sizeof(float);
+  VkDeviceSize splits = kPartialsBudget / per_split;
+  const uint32_t min_keys = ctx->split_kv_min_keys;
+  if (min_keys == 0) splits = 0;
+  else if (splits > p.cache_rows / min_keys) splits = p.cache_rows / min_keys;
+  if (splits > gpu::kSplitMaxSplits) splits = gpu::kSplitMaxSplits;
+  if (splits * per_split > info->max_storage_buffer_bytes) splits = info->max_storage_buffer_bytes / per_split;
+  max_splits = splits >= 2 ? static_cast<uint32_t>(splits) : 0;
+  return ctx->create_buffer(max_splits ? max_splits * per_split : 256, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                            gpu::MemoryUse::kDevice, "split-KV partials", &partials);
+}
+
+void GpuBackend::Impl::destroy_buffers() {
+  ctx->destroy_buffer(&k);
+  ctx->destroy_buffer(&v);
+  ctx->destroy_buffer(&q);
+  ctx->destroy_buffer(&o);
+  ctx->destroy_buffer(&staging);
+  ctx->destroy_buffer(&partials);
+  delete[] k_regions;
+  delete[] v_regions;
+  k_regions = v_regions = nullptr;
+}
+
+}  // namespace headway

@@ -1,0 +1,34 @@
+#include "runtime/kv_append_check.hpp"
+
+namespace headway {
+
+Status check_kv_append(const char* who, const Plan& plan, uint32_t size, const float* k, size_t k_token_stride,
+                       const float* v, size_t v_token_stride, uint32_t n, KvStrides strides) {
+  if (n == 0) return Status();
+  if (k == nullptr || v == nullptr) return Status::error(Code::kInvalidArgument, "%s: append of null k or v", who);
+  const Config& c = plan.config;
+  const uint32_t kv_width = c.kv_heads() * plan.head_dim;
+  if (strides == KvStrides::kEqualAndAtLeastWidth) {
+    if (k_token_stride != v_token_stride || k_token_stride < kv_width) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s: token strides %zu (k), %zu (v) must be equal and at least kv_width %u", who,
+                           k_token_stride, v_token_stride, kv_width);
+    }
+  } else if (k_token_stride < kv_width || v_token_stride < kv_width) {
+    return Status::error(Code::kInvalidArgument, "%s: token strides %zu (k), %zu (v) are below kv_width %u", who,
+                         k_token_stride, v_token_stride, kv_width);
+  }
+  if (n > c.max_seq - size) {
+    return Status::error(Code::kOutOfRange, "%s: appending %u tokens at position %u goes past the context of %u tokens",
+                         who, n, size, c.max_seq);
+  }
+  if (plan.cache_rows < c.max_seq && n > plan.max_tokens) {
+    return Status::error(Code::kOutOfRange,
+                         "%s: appending %u tokens at once is more than the %u the sliding-window ring (%u rows) was "
+                         "planned for; append in chunks of at most max_tokens",
+                         who, n, plan.max_tokens, plan.cache_rows);
+  }
+  return Status();
+}
+
+}  // namespace headway
