@@ -23,6 +23,7 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/model_files.hpp"
 #include "headway/plan.hpp"
 #include "headway/presets.hpp"
@@ -30,7 +31,6 @@
 #include "headway/thread_pool.hpp"
 #include "runtime/formats/weights_loader.hpp"
 #include "runtime/xnnpack_dense.hpp"
-#include "tests/alloc_counter.hpp"
 
 namespace headway::cli {
 namespace {
@@ -339,7 +339,7 @@ int run(int argc, char** argv) {
   }
   const bool tty = isatty(2) != 0;
   using Clock = std::chrono::steady_clock;
-  test::AllocationCount count;
+  HeapCount count;
   const Clock::time_point t0 = Clock::now();
   // The prompt in max_tokens chunks (what prefill does inside), so the bar can move.
   for (uint32_t done = 0; done < prompt && st.ok();) {
