@@ -20,8 +20,8 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/backend.hpp"
+#include "headway/build_info.hpp"
 #include "headway/thread_pool.hpp"
-#include "simd/attention.h"
 
 namespace headway::cli {
 namespace {
@@ -310,7 +310,7 @@ int run(int argc, char** argv) {
     if (!peak.ok()) return report("bench", peak.status());
     m.measured = true;
     m.peak = peak.value();
-    m.target = simd::attention_target_name();
+    m.target = kernel_target_name();
     if (m.target != m.peak.target) {
       std::fprintf(stderr, "headway bench: note: the peak loops run %s, the attention kernels %s\n", m.peak.target,
                    m.target.c_str());

@@ -23,6 +23,7 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
+#include "headway/build_info.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/model_files.hpp"
 #include "headway/plan.hpp"
@@ -30,7 +31,6 @@
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
 #include "runtime/formats/weights_loader.hpp"
-#include "runtime/xnnpack_dense.hpp"
 
 namespace headway::cli {
 namespace {
@@ -273,12 +273,12 @@ int run(int argc, char** argv) {
     // XNNPACK packs f32 weights: chosen when the weights are f32 anyway, else the Highway GEMM
     // reads f16/bf16 weights directly at half the memory.
     options.projection =
-        xnnpack_built() && options.weight_dtype == DType::kF32 ? Projection::kXnnpack : Projection::kHighway;
+        built_with_xnnpack() && options.weight_dtype == DType::kF32 ? Projection::kXnnpack : Projection::kHighway;
   } else if (proj != "highway") {
     return report("run", Status::error(Code::kInvalidArgument, "--projection '%s': expected auto, highway or xnnpack",
                                        projection));
   }
-  if (options.projection == Projection::kXnnpack && !xnnpack_built()) {
+  if (options.projection == Projection::kXnnpack && !built_with_xnnpack()) {
     return report("run", Status::error(Code::kUnsupported, "--projection xnnpack: this build has no XNNPACK"));
   }
   FileWeights fw;
