@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/dtype_convert.hpp"
+
 namespace headway::cli {
 
 TensorRef RandomWeights::make(int slot, uint32_t rows, uint32_t cols, float scale, float offset, uint64_t stream) {
@@ -20,24 +22,7 @@ TensorRef RandomWeights::make(int slot, uint32_t rows, uint32_t cols, float scal
     if (dtype == DType::kF32) {
       std::memcpy(&b[4 * i], &f, 4);
     } else {
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      uint16_t h;
-      if (dtype == DType::kBF16) {
-        h = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-      } else {  // f16: the values here are small normals; round to nearest even
-        const uint32_t sign = (bits >> 16) & 0x8000u;
-        const int32_t e = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
-        if (e <= 0) {
-          h = static_cast<uint16_t>(sign);
-        } else {
-          const uint32_t m = bits & 0x7fffffu;
-          uint32_t r = (static_cast<uint32_t>(e) << 10) | (m >> 13);
-          const uint32_t rem = m & 0x1fffu;
-          if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
-          h = static_cast<uint16_t>(sign | r);
-        }
-      }
+      const uint16_t h = dtype == DType::kBF16 ? f32_to_bf16_bits(f) : f32_to_f16_bits(f);
       std::memcpy(&b[2 * i], &h, 2);
     }
   }
