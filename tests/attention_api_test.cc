@@ -15,12 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "headway/heap_count.hpp"
 #include "runtime/attention_run.hpp"
 #include "runtime/dtype_convert.hpp"
 #include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"
-
-#include "tests/alloc_counter.hpp"
 
 namespace headway {
 namespace {
@@ -208,7 +207,7 @@ TEST_CASE("attend allocates nothing") {
   REQUIRE(attention_workspace_bytes(split.shape, 4).value() <= ws.size);
 
   // The counter sees allocations at all (volatile: the compiler may not drop the pair).
-  test::AllocationCount probe_count;
+  HeapCount probe_count;
   void* volatile probe = std::malloc(16);
   std::free(probe);
   int* volatile probe2 = new int(3);
@@ -216,7 +215,7 @@ TEST_CASE("attend allocates nothing") {
   CHECK(probe_count.stop() >= 2);
 
   Status s1, s2, s3, s4;
-  test::AllocationCount count;
+  HeapCount count;
   s1 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, &pool,
               ws.p, ws.size);
   s2 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, &pool,

@@ -16,9 +16,9 @@
 
 #include "headway/attention.hpp"
 #include "headway/attention_policy.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/plan.hpp"
 #include "runtime/attention_run.hpp"
-#include "tests/alloc_counter.hpp"
 
 namespace headway {
 namespace {
@@ -96,7 +96,7 @@ TEST_CASE("AttentionOp::run gives bitwise attend()'s O, reshaped once and run tw
       CHECK(op.workspace_bytes() == bytes.value());
       for (int pass = 0; pass < 2; ++pass) {
         std::vector<float> o = t.o;
-        test::AllocationCount count;
+        HeapCount count;
         const Status s = op.run(t.q.data(), t.kp(c.kv_dtype), t.vp(c.kv_dtype), o.data(), p, ws.p, ws.size);
         CHECK(count.stop() == 0);
         REQUIRE(s.ok());

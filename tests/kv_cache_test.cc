@@ -13,7 +13,7 @@
 #include "runtime/dtype_convert.hpp"
 #include "runtime/rope.hpp"
 #include "headway/arena.hpp"
-#include "tests/alloc_counter.hpp"
+#include "headway/heap_count.hpp"
 #include "tests/reference_attention.hpp"
 
 namespace headway {
@@ -346,7 +346,7 @@ TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 an
     float* out = arena.attention_out();
     std::copy(x.begin(), x.end(), qkv);
 
-    test::AllocationCount count;
+    HeapCount count;
     Status status;
     uint32_t steps = 0;
     while (caches[0].size() < c.max_seq && status.ok()) {

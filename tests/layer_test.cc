@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "headway/arena.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/layer.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
 #include "runtime/xnnpack_dense.hpp"
-#include "tests/alloc_counter.hpp"
 #include "tests/reference_layer.hpp"
 #include "tests/test_rng.hpp"
 
@@ -144,7 +144,7 @@ TEST_CASE("AttentionLayer matches the double reference: variants x projections x
             std::vector<float> x = random_x(t, c.d_model, seed++);
             std::vector<float> y(x.size());
             const uint32_t pos = layer.position();
-            test::AllocationCount count;
+            HeapCount count;
             st = layer.forward(x.data(), y.data(), t);
             CHECK(count.stop() == 0);
             REQUIRE_MESSAGE(st.ok(), st.message());

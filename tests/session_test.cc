@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "headway/arena.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
 #include "runtime/xnnpack_dense.hpp"
-#include "tests/alloc_counter.hpp"
 #include "tests/reference_layer.hpp"
 #include "tests/test_rng.hpp"
 
@@ -102,7 +102,7 @@ TEST_CASE("Session: the residual stack matches the reference, a long prompt runs
       for (auto& r : ref) r.reset();
       std::vector<float> x = random_x(19, c.d_model, 5);  // 3 chunks: 8, 8, 3
       std::vector<float> y(x.size());
-      test::AllocationCount count;
+      HeapCount count;
       REQUIRE(s->session.prefill(x.data(), 19, y.data()).ok());
       CHECK(count.stop() == 0);
       CHECK(s->session.position() == 19);
@@ -110,7 +110,7 @@ TEST_CASE("Session: the residual stack matches the reference, a long prompt runs
       for (int i = 0; i < 4; ++i) {
         std::vector<float> xt = random_x(1, c.d_model, 50 + i);
         std::vector<float> yt(xt.size());
-        test::AllocationCount count2;
+        HeapCount count2;
         REQUIRE(s->session.decode(xt.data(), yt.data()).ok());
         CHECK(count2.stop() == 0);
         CHECK(max_rel_error(yt, test::reference_stack(ref, std::vector<double>(xt.begin(), xt.end()), 1)) < 5e-5);

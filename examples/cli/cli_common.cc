@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/formats/npy.hpp"
+
 namespace headway::cli {
 
 int report(const char* cmd, const Status& status) {
@@ -83,6 +85,13 @@ Status Flags::unknown() const {
   return Status::error(Code::kInvalidArgument, "unknown argument %s (see headway %s --help)", name_.c_str(), cmd_);
 }
 
+bool parse_projection(const char* text, Projection* out) {
+  if (std::strcmp(text, "highway") == 0) *out = Projection::kHighway;
+  else if (std::strcmp(text, "xnnpack") == 0) *out = Projection::kXnnpack;
+  else return false;
+  return true;
+}
+
 std::string human_bytes(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(bytes);
@@ -92,6 +101,12 @@ std::string human_bytes(uint64_t bytes) {
   if (u == 0) std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
   else std::snprintf(buf, sizeof(buf), "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, kUnits[u]);
   return buf;
+}
+
+std::string npy_shape_text(const uint64_t* shape, uint32_t ndim) {
+  char text[128];
+  formats::format_npy_shape(shape, ndim, text, sizeof(text));
+  return text;
 }
 
 }  // namespace headway::cli

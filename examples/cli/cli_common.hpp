@@ -1,10 +1,12 @@
-// Flag parsing and error reporting shared by the subcommands.
+// Flag parsing, error reporting and small helpers shared by the subcommands.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "headway/config.hpp"
+#include "headway/plan.hpp"
 #include "headway/status.hpp"
 
 namespace headway::cli {
@@ -44,7 +46,23 @@ class Flags {
   std::string inline_storage_;
 };
 
+// --projection's engine names: "highway" or "xnnpack" to its Projection; false for any other
+// text (each command's message lists the values it takes; run also takes "auto").
+bool parse_projection(const char* text, Projection* out);
+
 // "1.5 GiB", "512 KiB", "96 B".
 std::string human_bytes(uint64_t bytes);
+
+// An .npy shape as NumPy prints it: "(2, 3, 4)", "(5,)".
+std::string npy_shape_text(const uint64_t* shape, uint32_t ndim);
+
+// Memory from std::aligned_alloc (a plan's arena, a workspace), freed on every return path.
+struct AlignedBuffer {
+  void* p = nullptr;
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { std::free(p); }
+};
 
 }  // namespace headway::cli

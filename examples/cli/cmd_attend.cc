@@ -40,10 +40,8 @@ Status load_3d(const char* flag, Tensor* t, const char* layout) {
   t->array = std::move(a.value());
   const formats::NpyArray& x = t->array;
   if (x.ndim != 3) {
-    char shape[128];
-    formats::format_npy_shape(x.shape, x.ndim, shape, sizeof(shape));
-    return Status::error(Code::kInvalidArgument, "npy file %s: shape %s has %u dims, expected 3 %s", t->path, shape,
-                         x.ndim, layout);
+    return Status::error(Code::kInvalidArgument, "npy file %s: shape %s has %u dims, expected 3 %s", t->path,
+                         npy_shape_text(x.shape, x.ndim).c_str(), x.ndim, layout);
   }
   for (uint32_t i = 0; i < 3; ++i) {
     if (x.shape[i] > UINT32_MAX) {
@@ -87,130 +85,160 @@ Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, 
   return Status();
 }
 
-int run(int argc, char** argv) {
-  Flags flags("attend", argc, argv);
+struct AttendFlags {
   Tensor q, k, v;
   const char* out_path = nullptr;
   const char* backend = "cpu";
   AttentionParams params;
-  bool kv_dtype_set = false;
+  bool kv_dtype_set = false, help = false;
   DType kv_dtype = DType::kF32;
   uint32_t threads = 1;
+};
+
+// Stops at the first bad flag, or at --help (help set, nothing after it read).
+Status parse_flags(int argc, char** argv, AttendFlags* a) {
+  Flags flags("attend", argc, argv);
+  AttentionParams& p = a->params;
   while (flags.next()) {
     const std::string& f = flags.name();
     Status s;
     if (f == "--help" || f == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
+      a->help = true;
+      return Status();
     }
-    if (f == "--q") s = flags.value(&q.path);
-    else if (f == "--k") s = flags.value(&k.path);
-    else if (f == "--v") s = flags.value(&v.path);
-    else if (f == "--out") s = flags.value(&out_path);
-    else if (f == "--causal" && !flags.has_inline_value()) params.causal = true;
-    else if (f == "--window") s = flags.value_u32(&params.window, 0, UINT32_MAX);
-    else if (f == "--softcap") s = flags.value_float(&params.softcap);
-    else if (f == "--scale") s = flags.value_float(&params.scale);
-    else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
-    else if (f == "--threads") s = flags.value_u32(&threads, 1, ThreadPool::kMaxThreads);
-    else if (f == "--backend") s = flags.value(&backend);
+    if (f == "--q") s = flags.value(&a->q.path);
+    else if (f == "--k") s = flags.value(&a->k.path);
+    else if (f == "--v") s = flags.value(&a->v.path);
+    else if (f == "--out") s = flags.value(&a->out_path);
+    else if (f == "--causal" && !flags.has_inline_value()) p.causal = true;
+    else if (f == "--window") s = flags.value_u32(&p.window, 0, UINT32_MAX);
+    else if (f == "--softcap") s = flags.value_float(&p.softcap);
+    else if (f == "--scale") s = flags.value_float(&p.scale);
+    else if (f == "--kv-dtype") s = flags.value_dtype(&a->kv_dtype), a->kv_dtype_set = true;
+    else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
+    else if (f == "--backend") s = flags.value(&a->backend);
     else s = flags.unknown();
-    if (!s.ok()) return report("attend", s);
+    HEADWAY_RETURN_IF_ERROR(s);
   }
-  if (params.softcap < 0.0f) {
-    return report("attend", Status::error(Code::kInvalidArgument, "--softcap %g must be >= 0 (0 = off)",
-                                          static_cast<double>(params.softcap)));
-  }
-  if (params.scale < 0.0f) {
-    return report("attend", Status::error(Code::kInvalidArgument, "--scale %g must be >= 0 (0 = 1/sqrt(head_dim))",
-                                          static_cast<double>(params.scale)));
-  }
-  const bool use_gpu = std::strcmp(backend, "gpu") == 0;
-  if (use_gpu && !GpuContext::compiled()) {
-    return report("attend", Status::error(Code::kUnsupported,
-                                          "backend gpu is not available in this build (configured with HEADWAY_GPU=OFF: "
-                                          "no Vulkan or glslc; toolchains/install-deps.sh gpu)"));
-  }
-  if (!use_gpu && std::strcmp(backend, "cpu") != 0) {
-    return report("attend", Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", backend));
-  }
-  if (out_path == nullptr) {
-    return report("attend", Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)"));
-  }
+  return Status();
+}
 
-  Status s = load_3d("--q", &q, "[T_q, n_heads, head_dim]");
-  if (s.ok()) s = load_3d("--k", &k, "[T_kv, n_kv_heads, head_dim]");
-  if (s.ok()) s = load_3d("--v", &v, "[T_kv, n_kv_heads, head_dim]");
-  if (!s.ok()) return report("attend", s);
+// The checks that need no file: parameter ranges, the backend, --out.
+Status check_flags(const AttendFlags& a, bool* use_gpu) {
+  if (a.params.softcap < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "--softcap %g must be >= 0 (0 = off)",
+                         static_cast<double>(a.params.softcap));
+  }
+  if (a.params.scale < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "--scale %g must be >= 0 (0 = 1/sqrt(head_dim))",
+                         static_cast<double>(a.params.scale));
+  }
+  *use_gpu = std::strcmp(a.backend, "gpu") == 0;
+  if (*use_gpu && !GpuContext::compiled()) {
+    return Status::error(Code::kUnsupported,
+                         "backend gpu is not available in this build (configured with HEADWAY_GPU=OFF: "
+                         "no Vulkan or glslc; toolchains/install-deps.sh gpu)");
+  }
+  if (!*use_gpu && std::strcmp(a.backend, "cpu") != 0) {
+    return Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", a.backend);
+  }
+  if (a.out_path == nullptr) {
+    return Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)");
+  }
+  return Status();
+}
+
+// Loads q, k and v and checks that they form one attention: f32 q, equal k and v shapes, one
+// head_dim, query heads a multiple of kv heads, and one K/V dtype unless --kv-dtype converts.
+Status load_inputs(AttendFlags* a, AttentionShape* shape) {
+  HEADWAY_RETURN_IF_ERROR(load_3d("--q", &a->q, "[T_q, n_heads, head_dim]"));
+  HEADWAY_RETURN_IF_ERROR(load_3d("--k", &a->k, "[T_kv, n_kv_heads, head_dim]"));
+  HEADWAY_RETURN_IF_ERROR(load_3d("--v", &a->v, "[T_kv, n_kv_heads, head_dim]"));
+  const Tensor& q = a->q;
+  const Tensor& k = a->k;
+  const Tensor& v = a->v;
   const uint64_t* qs = q.array.shape;
   const uint64_t* ks = k.array.shape;
   const uint64_t* vs = v.array.shape;
+  using ull = unsigned long long;
   if (q.array.dtype != DType::kF32) {
-    return report("attend", Status::error(Code::kUnsupported, "npy file %s: q is %s, expected f32 ('<f4')", q.path,
-                                          dtype_name(q.array.dtype)));
+    return Status::error(Code::kUnsupported, "npy file %s: q is %s, expected f32 ('<f4')", q.path,
+                         dtype_name(q.array.dtype));
   }
   if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) {
-    char kt[128], vt[128];
-    formats::format_npy_shape(ks, 3, kt, sizeof(kt));
-    formats::format_npy_shape(vs, 3, vt, sizeof(vt));
-    return report("attend", Status::error(Code::kInvalidArgument,
-                                          "k and v shapes differ: %s is %s, %s is %s (both [T_kv, n_kv_heads, "
-                                          "head_dim])",
-                                          k.path, kt, v.path, vt));
+    return Status::error(Code::kInvalidArgument,
+                         "k and v shapes differ: %s is %s, %s is %s (both [T_kv, n_kv_heads, head_dim])", k.path,
+                         npy_shape_text(ks, 3).c_str(), v.path, npy_shape_text(vs, 3).c_str());
   }
   if (qs[2] != ks[2]) {
-    return report("attend", Status::error(Code::kInvalidArgument, "head_dim differs: %s has %llu, %s has %llu",
-                                          q.path, static_cast<unsigned long long>(qs[2]), k.path,
-                                          static_cast<unsigned long long>(ks[2])));
+    return Status::error(Code::kInvalidArgument, "head_dim differs: %s has %llu, %s has %llu", q.path,
+                         static_cast<ull>(qs[2]), k.path, static_cast<ull>(ks[2]));
   }
   if (qs[1] % ks[1] != 0) {
-    return report("attend", Status::error(Code::kInvalidArgument,
-                                          "%s has %llu query heads and %s %llu kv heads: %llu is not divisible by %llu",
-                                          q.path, static_cast<unsigned long long>(qs[1]), k.path,
-                                          static_cast<unsigned long long>(ks[1]),
-                                          static_cast<unsigned long long>(qs[1]),
-                                          static_cast<unsigned long long>(ks[1])));
+    return Status::error(Code::kInvalidArgument,
+                         "%s has %llu query heads and %s %llu kv heads: %llu is not divisible by %llu", q.path,
+                         static_cast<ull>(qs[1]), k.path, static_cast<ull>(ks[1]), static_cast<ull>(qs[1]),
+                         static_cast<ull>(ks[1]));
   }
-  if (!kv_dtype_set) {
+  if (!a->kv_dtype_set) {
     if (k.array.dtype != v.array.dtype) {
-      return report("attend", Status::error(Code::kInvalidArgument,
-                                            "%s is %s and %s is %s; give --kv-dtype to store both in one dtype",
-                                            k.path, dtype_name(k.array.dtype), v.path, dtype_name(v.array.dtype)));
+      return Status::error(Code::kInvalidArgument, "%s is %s and %s is %s; give --kv-dtype to store both in one dtype",
+                           k.path, dtype_name(k.array.dtype), v.path, dtype_name(v.array.dtype));
     }
-    kv_dtype = k.array.dtype;
+    a->kv_dtype = k.array.dtype;
   }
+  shape->t_q = static_cast<uint32_t>(qs[0]);
+  shape->n_heads = static_cast<uint32_t>(qs[1]);
+  shape->head_dim = static_cast<uint32_t>(qs[2]);
+  shape->t_kv = static_cast<uint32_t>(ks[0]);
+  shape->n_kv_heads = static_cast<uint32_t>(ks[1]);
+  return Status();
+}
 
+// O into *o on the chosen backend, K/V converted to --kv-dtype first where they differ.
+Status compute(const AttendFlags& a, bool use_gpu, const AttentionShape& shape, ThreadPool* pool,
+               std::vector<float>* o) {
+  const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool->threads());
+  if (!ws_bytes.ok()) return ws_bytes.status();
+  std::vector<uint8_t> k_converted, v_converted;
+  const void* k_data = kv_storage(a.k, a.kv_dtype, &k_converted);
+  const void* v_data = kv_storage(a.v, a.kv_dtype, &v_converted);
+  o->resize(static_cast<size_t>(a.q.array.elements));
+  const size_t ws_size = (ws_bytes.value() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+  AlignedBuffer workspace;
+  workspace.p = ws_size ? std::aligned_alloc(kWorkspaceAlignment, ws_size) : nullptr;
+  if (ws_size && workspace.p == nullptr) {
+    return Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size);
+  }
+  const float* q = a.q.array.f32();
+  if (use_gpu) return attend_gpu(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params);
+  return attend(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params, pool, workspace.p, ws_size);
+}
+
+int run(int argc, char** argv) {
+  AttendFlags a;
+  Status s = parse_flags(argc, argv, &a);
+  if (!s.ok()) return report("attend", s);
+  if (a.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  bool use_gpu = false;
   AttentionShape shape;
-  shape.t_q = static_cast<uint32_t>(qs[0]);
-  shape.n_heads = static_cast<uint32_t>(qs[1]);
-  shape.head_dim = static_cast<uint32_t>(qs[2]);
-  shape.t_kv = static_cast<uint32_t>(ks[0]);
-  shape.n_kv_heads = static_cast<uint32_t>(ks[1]);
+  s = check_flags(a, &use_gpu);
+  if (s.ok()) s = load_inputs(&a, &shape);
+  if (!s.ok()) return report("attend", s);
 
   ThreadPool pool;
-  s = pool.create(threads);
+  s = pool.create(a.threads);
   if (!s.ok()) return report("attend", s);
-  const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool.threads());
-  if (!ws_bytes.ok()) return report("attend", ws_bytes.status());
-
-  std::vector<uint8_t> k_converted, v_converted;
-  const void* k_data = kv_storage(k, kv_dtype, &k_converted);
-  const void* v_data = kv_storage(v, kv_dtype, &v_converted);
-  std::vector<float> o(static_cast<size_t>(q.array.elements));
-  const size_t ws_size = (ws_bytes.value() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
-  void* workspace = ws_size ? std::aligned_alloc(kWorkspaceAlignment, ws_size) : nullptr;
-  if (ws_size && workspace == nullptr) {
-    return report("attend", Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size));
-  }
-  s = use_gpu ? attend_gpu(q.array.f32(), k_data, v_data, kv_dtype, o.data(), shape, params)
-              : attend(q.array.f32(), k_data, v_data, kv_dtype, o.data(), shape, params, &pool, workspace, ws_size);
-  std::free(workspace);
+  std::vector<float> o;
+  s = compute(a, use_gpu, shape, &pool, &o);
   if (!s.ok()) return report("attend", s);
-
-  s = formats::save_npy(out_path, DType::kF32, o.data(), qs, 3);
+  s = formats::save_npy(a.out_path, DType::kF32, o.data(), a.q.array.shape, 3);
   if (!s.ok()) return report("attend", s);
   std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s, %u thread%s)\n", shape.t_q,
-              shape.n_heads, shape.head_dim, out_path, shape.t_kv, shape.n_kv_heads, dtype_name(kv_dtype),
+              shape.n_heads, shape.head_dim, a.out_path, shape.t_kv, shape.n_kv_heads, dtype_name(a.kv_dtype),
               pool.threads(), pool.threads() == 1 ? "" : "s");
   return kExitOk;
 }

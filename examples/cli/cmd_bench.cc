@@ -20,8 +20,8 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/backend.hpp"
+#include "headway/build_info.hpp"
 #include "headway/thread_pool.hpp"
-#include "simd/attention.h"
 
 namespace headway::cli {
 namespace {
@@ -201,16 +201,24 @@ Status write_svg(const Options& o, const Machine& m, const std::vector<bench::Ca
   return bench::write_roofline_svg(o.svg, roof);
 }
 
-int run(int argc, char** argv) {
+Status layout_flag(Flags* flags, bench::KvLayout* out) {
+  const char* layout = nullptr;
+  HEADWAY_RETURN_IF_ERROR(flags->value(&layout));
+  if (std::strcmp(layout, "cache") == 0) *out = bench::KvLayout::kCache;
+  else if (std::strcmp(layout, "dense") == 0) *out = bench::KvLayout::kDense;
+  else return Status::error(Code::kInvalidArgument, "--layout %s is not one of cache, dense", layout);
+  return Status();
+}
+
+// Stops at the first bad flag, or at --help (help set, nothing after it read).
+Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool* help) {
   Flags flags("bench", argc, argv);
-  Options o;
-  const char* backend = "cpu";
   while (flags.next()) {
     const std::string& f = flags.name();
     Status s;
     if (f == "--help" || f == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
+      *help = true;
+      return Status();
     }
     if (f == "--case") {
       const char* name = nullptr;
@@ -221,41 +229,115 @@ int run(int argc, char** argv) {
           s = Status::error(Code::kInvalidArgument, "--case %s: no case of that name (headway bench --list names them)",
                             name);
         } else {
-          o.cases.push_back(c);
+          o->cases.push_back(c);
         }
       }
     } else if (f == "--list" && !flags.has_inline_value()) {
-      o.list = true;
+      o->list = true;
     } else if (f == "--json" && !flags.has_inline_value()) {
-      o.json = true;
+      o->json = true;
     } else if (f == "--threads") {
-      s = flags.value_u32(&o.threads, 1, ThreadPool::kMaxThreads);
+      s = flags.value_u32(&o->threads, 1, ThreadPool::kMaxThreads);
     } else if (f == "--reps") {
-      s = flags.value_u32(&o.reps, 1, 100000);
+      s = flags.value_u32(&o->reps, 1, 100000);
     } else if (f == "--llc-mib") {
-      s = flags.value_u32(&o.llc_mib, 1, 1u << 20);
+      s = flags.value_u32(&o->llc_mib, 1, 1u << 20);
     } else if (f == "--device") {
       uint32_t d = 0;
       s = flags.value_u32(&d, 0, 255);
-      o.device = static_cast<int32_t>(d);
+      o->device = static_cast<int32_t>(d);
     } else if (f == "--backend") {
-      s = flags.value(&backend);
+      s = flags.value(backend);
     } else if (f == "--layout") {
-      const char* layout = nullptr;
-      s = flags.value(&layout);
-      if (s.ok() && std::strcmp(layout, "cache") == 0) {
-        o.layout = bench::KvLayout::kCache;
-      } else if (s.ok() && std::strcmp(layout, "dense") == 0) {
-        o.layout = bench::KvLayout::kDense;
-      } else if (s.ok()) {
-        s = Status::error(Code::kInvalidArgument, "--layout %s is not one of cache, dense", layout);
-      }
+      s = layout_flag(&flags, &o->layout);
     } else if (f == "--svg") {
-      s = flags.value(&o.svg);
+      s = flags.value(&o->svg);
     } else {
       s = flags.unknown();
     }
-    if (!s.ok()) return report("bench", s);
+    HEADWAY_RETURN_IF_ERROR(s);
+  }
+  return Status();
+}
+
+void emit(const Options& o, const Machine& m, const bench::CaseResult& r) {
+  if (o.json) std::printf("%s\n", to_json(r, m).dump().c_str()), std::fflush(stdout);
+  else print_line(r, m);
+}
+
+Status run_gpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* results) {
+  if (!GpuContext::compiled()) {
+    return Status::error(Code::kUnsupported,
+                         "--backend gpu: this headway was built without the GPU backend "
+                         "(HEADWAY_GPU=OFF: no Vulkan or glslc at configure time)");
+  }
+  GpuContext context;
+  GpuOptions options;
+  options.device_index = o.device;
+  Status s = context.create(options);
+  if (!s.ok()) return Status::error(Code::kUnsupported, "--backend gpu: %s", s.message());
+  m->target = context.info().name;
+  print_header(o, *m);
+  for (const bench::BenchCase* c : o.cases) {
+    const Result<bench::CaseResult> r = bench::run_gpu_case(*c, &context, o.reps);
+    if (!r.ok()) return r.status();
+    results->push_back(r.value());
+    emit(o, *m, r.value());
+  }
+  return Status();
+}
+
+// The roofs measured before and after the cases, on the same pool and K/V pool as the cases.
+Status run_cpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* results) {
+  ThreadPool pool;
+  HEADWAY_RETURN_IF_ERROR(pool.create(o.threads));
+  if (pool.threads() != o.threads) {
+    std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", o.threads);
+  }
+  m->llc = o.llc_mib ? uint64_t{o.llc_mib} << 20 : bench::last_level_cache_bytes();
+  if (m->llc == 0) {
+    m->llc = kAssumedLlc;
+    std::fprintf(stderr, "headway bench: the OS reports no last-level cache size; assuming %s (--llc-mib)\n",
+                 human_bytes(m->llc).c_str());
+  }
+  bench::BenchBuffer kv;
+  HEADWAY_RETURN_IF_ERROR(bench::make_kv_pool(&kv, bench::kv_pool_bytes(o.cases, m->llc)));
+  const Result<bench::MachinePeak> peak = bench::measure_peak(&pool, kv.data(), kv.size());
+  if (!peak.ok()) return peak.status();
+  m->measured = true;
+  m->peak = peak.value();
+  m->target = kernel_target_name();
+  if (m->target != m->peak.target) {
+    std::fprintf(stderr, "headway bench: note: the peak loops run %s, the attention kernels %s\n", m->peak.target,
+                 m->target.c_str());
+  }
+  print_header(o, *m);
+  bench::CpuRun cpu;
+  cpu.pool = &pool;
+  cpu.kv = &kv;
+  cpu.llc_bytes = m->llc;
+  cpu.reps = o.reps;
+  cpu.layout = o.layout;
+  for (const bench::BenchCase* c : o.cases) {
+    const Result<bench::CaseResult> r = bench::run_cpu_case(*c, cpu);
+    if (!r.ok()) return r.status();
+    results->push_back(r.value());
+    emit(o, *m, r.value());
+  }
+  const Result<bench::MachinePeak> again = bench::measure_peak(&pool, kv.data(), kv.size());
+  if (!again.ok()) return again.status();
+  print_peak_again(o, *m, again.value());
+  return Status();
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  const char* backend = "cpu";
+  bool help = false;
+  if (Status s = parse_flags(argc, argv, &o, &backend, &help); !s.ok()) return report("bench", s);
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
   }
   if (o.list) return list_cases();
   o.gpu = std::strcmp(backend, "gpu") == 0;
@@ -268,74 +350,11 @@ int run(int argc, char** argv) {
 
   Machine m;
   std::vector<bench::CaseResult> results;
-  if (o.gpu) {
-    if (!GpuContext::compiled()) {
-      return report("bench", Status::error(Code::kUnsupported,
-                                           "--backend gpu: this headway was built without the GPU backend "
-                                           "(HEADWAY_GPU=OFF: no Vulkan or glslc at configure time)"));
-    }
-    GpuContext context;
-    GpuOptions options;
-    options.device_index = o.device;
-    Status s = context.create(options);
-    if (!s.ok()) {
-      return report("bench", Status::error(Code::kUnsupported, "--backend gpu: %s", s.message()));
-    }
-    m.target = context.info().name;
-    print_header(o, m);
-    for (const bench::BenchCase* c : o.cases) {
-      const Result<bench::CaseResult> r = bench::run_gpu_case(*c, &context, o.reps);
-      if (!r.ok()) return report("bench", r.status());
-      results.push_back(r.value());
-      if (o.json) std::printf("%s\n", to_json(r.value(), m).dump().c_str()), std::fflush(stdout);
-      else print_line(r.value(), m);
-    }
-  } else {
-    ThreadPool pool;
-    Status s = pool.create(o.threads);
-    if (!s.ok()) return report("bench", s);
-    if (pool.threads() != o.threads) {
-      std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", o.threads);
-    }
-    m.llc = o.llc_mib ? uint64_t{o.llc_mib} << 20 : bench::last_level_cache_bytes();
-    if (m.llc == 0) {
-      m.llc = kAssumedLlc;
-      std::fprintf(stderr, "headway bench: the OS reports no last-level cache size; assuming %s (--llc-mib)\n",
-                   human_bytes(m.llc).c_str());
-    }
-    bench::BenchBuffer kv;
-    s = bench::make_kv_pool(&kv, bench::kv_pool_bytes(o.cases, m.llc));
-    if (!s.ok()) return report("bench", s);
-    const Result<bench::MachinePeak> peak = bench::measure_peak(&pool, kv.data(), kv.size());
-    if (!peak.ok()) return report("bench", peak.status());
-    m.measured = true;
-    m.peak = peak.value();
-    m.target = simd::attention_target_name();
-    if (m.target != m.peak.target) {
-      std::fprintf(stderr, "headway bench: note: the peak loops run %s, the attention kernels %s\n", m.peak.target,
-                   m.target.c_str());
-    }
-    print_header(o, m);
-    bench::CpuRun cpu;
-    cpu.pool = &pool;
-    cpu.kv = &kv;
-    cpu.llc_bytes = m.llc;
-    cpu.reps = o.reps;
-    cpu.layout = o.layout;
-    for (const bench::BenchCase* c : o.cases) {
-      const Result<bench::CaseResult> r = bench::run_cpu_case(*c, cpu);
-      if (!r.ok()) return report("bench", r.status());
-      results.push_back(r.value());
-      if (o.json) std::printf("%s\n", to_json(r.value(), m).dump().c_str()), std::fflush(stdout);
-      else print_line(r.value(), m);
-    }
-    const Result<bench::MachinePeak> again = bench::measure_peak(&pool, kv.data(), kv.size());
-    if (!again.ok()) return report("bench", again.status());
-    print_peak_again(o, m, again.value());
-  }
+  const Status s = o.gpu ? run_gpu(o, &m, &results) : run_cpu(o, &m, &results);
+  if (!s.ok()) return report("bench", s);
   if (o.svg != nullptr) {
-    const Status s = write_svg(o, m, results);
-    if (!s.ok()) return report("bench", s);
+    const Status svg = write_svg(o, m, results);
+    if (!svg.ok()) return report("bench", svg);
     std::fprintf(o.json ? stderr : stdout, "roofline: %s\n", o.svg);
   }
   return kExitOk;

@@ -31,140 +31,164 @@ constexpr const char* kUsage =
     "  P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
     "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n";
 
-// The plan's memory, 64-byte aligned, freed on every return path.
-struct Buffer {
-  void* p = nullptr;
-  ~Buffer() { std::free(p); }
-};
-
-int run(int argc, char** argv) {
-  Flags flags("layer", argc, argv);
+struct LayerFlags {
   const char* config_path = nullptr;
   const char* weights_path = nullptr;
   const char* x_path = nullptr;
   const char* out_path = nullptr;
   const char* projection = "highway";
-  uint32_t layer = 0;
-  bool layer_set = false;
-  uint32_t start = 0;
-  uint32_t threads = 1;
+  uint32_t layer = 0, start = 0, threads = 1;
+  bool layer_set = false, help = false;
   DType kv_dtype = DType::kF32;
+};
+
+// Stops at the first bad flag, or at --help (help set, nothing after it read).
+Status parse_flags(int argc, char** argv, LayerFlags* l) {
+  Flags flags("layer", argc, argv);
   while (flags.next()) {
     const std::string& f = flags.name();
     Status s;
     if (f == "--help" || f == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
+      l->help = true;
+      return Status();
     }
-    if (f == "--config") s = flags.value(&config_path);
-    else if (f == "--weights") s = flags.value(&weights_path);
-    else if (f == "--x") s = flags.value(&x_path);
-    else if (f == "--out") s = flags.value(&out_path);
-    else if (f == "--layer") s = flags.value_u32(&layer, 0, UINT32_MAX - 1), layer_set = true;
-    else if (f == "--start-pos") s = flags.value_u32(&start, 0, UINT32_MAX - 1);
-    else if (f == "--threads") s = flags.value_u32(&threads, 1, ThreadPool::kMaxThreads);
-    else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype);
-    else if (f == "--projection") s = flags.value(&projection);
+    if (f == "--config") s = flags.value(&l->config_path);
+    else if (f == "--weights") s = flags.value(&l->weights_path);
+    else if (f == "--x") s = flags.value(&l->x_path);
+    else if (f == "--out") s = flags.value(&l->out_path);
+    else if (f == "--layer") s = flags.value_u32(&l->layer, 0, UINT32_MAX - 1), l->layer_set = true;
+    else if (f == "--start-pos") s = flags.value_u32(&l->start, 0, UINT32_MAX - 1);
+    else if (f == "--threads") s = flags.value_u32(&l->threads, 1, ThreadPool::kMaxThreads);
+    else if (f == "--kv-dtype") s = flags.value_dtype(&l->kv_dtype);
+    else if (f == "--projection") s = flags.value(&l->projection);
     else s = flags.unknown();
-    if (!s.ok()) return report("layer", s);
+    HEADWAY_RETURN_IF_ERROR(s);
   }
-  PlanOptions options;
-  if (std::strcmp(projection, "xnnpack") == 0) options.projection = Projection::kXnnpack;
-  else if (std::strcmp(projection, "highway") != 0) {
-    return report("layer", Status::error(Code::kInvalidArgument, "--projection %s is not one of highway, xnnpack",
-                                         projection));
-  }
-  if (weights_path == nullptr) {
-    return report("layer", Status::error(Code::kInvalidArgument, "--weights is required (a .safetensors or .gguf file)"));
-  }
-  if (!layer_set) return report("layer", Status::error(Code::kInvalidArgument, "--layer is required (the layer index)"));
-  if (x_path == nullptr) {
-    return report("layer", Status::error(Code::kInvalidArgument, "--x is required (an .npy of [T, d_model] f32)"));
-  }
-  if (out_path == nullptr) {
-    return report("layer", Status::error(Code::kInvalidArgument, "--out is required (where to write y as .npy)"));
-  }
+  return Status();
+}
 
-  formats::WeightFile file;
-  Status s = file.open(weights_path);
-  if (!s.ok()) return report("layer", s);
-  Result<Config> config = Status::error(Code::kInternal, "no config");
-  if (config_path != nullptr) config = load_hf_config(config_path);
-  else if (file.format() == formats::WeightFormat::kGguf) config = file.gguf_config();
-  else {
-    return report("layer", Status::error(Code::kInvalidArgument,
-                                         "--config is required with %s (a safetensors file has no config; give the "
-                                         "model's config.json)",
-                                         weights_path));
+// --projection into o->projection, then the flags every run needs.
+Status check_flags(const LayerFlags& l, PlanOptions* o) {
+  if (!parse_projection(l.projection, &o->projection)) {
+    return Status::error(Code::kInvalidArgument, "--projection %s is not one of highway, xnnpack", l.projection);
   }
-  if (!config.ok()) return report("layer", config.status());
-  const Result<LayerWeights> weights = formats::load_layer_weights(file, config.value(), layer);
-  if (!weights.ok()) return report("layer", weights.status());
+  if (l.weights_path == nullptr) {
+    return Status::error(Code::kInvalidArgument, "--weights is required (a .safetensors or .gguf file)");
+  }
+  if (!l.layer_set) return Status::error(Code::kInvalidArgument, "--layer is required (the layer index)");
+  if (l.x_path == nullptr) {
+    return Status::error(Code::kInvalidArgument, "--x is required (an .npy of [T, d_model] f32)");
+  }
+  if (l.out_path == nullptr) {
+    return Status::error(Code::kInvalidArgument, "--out is required (where to write y as .npy)");
+  }
+  return Status();
+}
 
-  const Result<formats::NpyArray> x = formats::load_npy(x_path);
-  if (!x.ok()) return report("layer", x.status());
-  const uint32_t d_model = config->d_model;
-  if (x->ndim != 2 || x->shape[1] != d_model || x->shape[0] == 0 || x->dtype != DType::kF32) {
-    char shape[128];
-    formats::format_npy_shape(x->shape, x->ndim, shape, sizeof(shape));
-    return report("layer", Status::error(Code::kInvalidArgument,
-                                         "npy file %s: x is %s %s, expected (T, %u) f32 with T >= 1 (d_model %u)",
-                                         x_path, shape, dtype_name(x->dtype), d_model, d_model));
-  }
-  if (x->shape[0] > UINT32_MAX - start) {
-    return report("layer", Status::error(Code::kInvalidArgument, "npy file %s: %llu tokens from --start-pos %u pass 2^32",
-                                         x_path, static_cast<unsigned long long>(x->shape[0]), start));
-  }
-  const uint32_t t = static_cast<uint32_t>(x->shape[0]);
-  if (start + t > config->max_seq) {
-    return report("layer", Status::error(Code::kInvalidArgument,
-                                         "--start-pos %u with %u tokens reaches position %u, past the config's "
-                                         "context of %u",
-                                         start, t, start + t - 1, config->max_seq));
-  }
+// The model's config: --config, or the GGUF file's own.
+Result<Config> model_config(const LayerFlags& l, const formats::WeightFile& file) {
+  if (l.config_path != nullptr) return load_hf_config(l.config_path);
+  if (file.format() == formats::WeightFormat::kGguf) return file.gguf_config();
+  return Status::error(Code::kInvalidArgument,
+                       "--config is required with %s (a safetensors file has no config; give the model's config.json)",
+                       l.weights_path);
+}
 
-  // One layer's plan: the chosen layer's weights bind to the plan's layer 0, and the cache holds
-  // exactly the P + T positions this run reaches (not the model's whole context).
-  Config c = config.value();
+// x [T, d_model] f32 with T >= 1, its positions start..start+T-1 inside the config's context.
+Status check_x(const LayerFlags& l, const formats::NpyArray& x, const Config& config) {
+  const uint32_t d_model = config.d_model;
+  if (x.ndim != 2 || x.shape[1] != d_model || x.shape[0] == 0 || x.dtype != DType::kF32) {
+    return Status::error(Code::kInvalidArgument,
+                         "npy file %s: x is %s %s, expected (T, %u) f32 with T >= 1 (d_model %u)", l.x_path,
+                         npy_shape_text(x.shape, x.ndim).c_str(), dtype_name(x.dtype), d_model, d_model);
+  }
+  if (x.shape[0] > UINT32_MAX - l.start) {
+    return Status::error(Code::kInvalidArgument, "npy file %s: %llu tokens from --start-pos %u pass 2^32", l.x_path,
+                         static_cast<unsigned long long>(x.shape[0]), l.start);
+  }
+  const uint32_t t = static_cast<uint32_t>(x.shape[0]);
+  if (l.start + t > config.max_seq) {
+    return Status::error(Code::kInvalidArgument,
+                         "--start-pos %u with %u tokens reaches position %u, past the config's context of %u", l.start,
+                         t, l.start + t - 1, config.max_seq);
+  }
+  return Status();
+}
+
+// One layer's plan: the chosen layer's weights bind to the plan's layer 0, and the cache holds
+// exactly the P + T positions this run reaches (not the model's whole context).
+Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
   c.n_layers = 1;
-  c.max_seq = start + t;
-  c.kv_dtype = kv_dtype;
-  options.threads = threads;
+  c.max_seq = l.start + t;
+  c.kv_dtype = l.kv_dtype;
+  options.threads = l.threads;
   options.max_tokens = t < 512 ? t : 512;
   options.weights_in_arena = false;
-  const Result<Plan> plan = make_plan(c, options);
-  if (!plan.ok()) return report("layer", plan.status());
+  return make_plan(c, options);
+}
 
-  Buffer memory;
-  const uint64_t bytes = align_up(plan->arena_bytes);
+// y = the block over x, in chunks of the plan's max_tokens, from position l.start.
+Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weights, const float* x, uint32_t t,
+                 ThreadPool* pool, float* y) {
+  AlignedBuffer memory;
+  const uint64_t bytes = align_up(plan.arena_bytes);
   memory.p = bytes ? std::aligned_alloc(kAlignment, static_cast<size_t>(bytes)) : nullptr;
   if (bytes && memory.p == nullptr) {
-    return report("layer", Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
-                                         static_cast<unsigned long long>(bytes)));
+    return Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
+                         static_cast<unsigned long long>(bytes));
   }
   Arena arena;
-  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
-  if (!s.ok()) return report("layer", s);
-  ThreadPool pool;
-  s = pool.create(threads);
-  if (!s.ok()) return report("layer", s);
+  HEADWAY_RETURN_IF_ERROR(arena.bind(plan, memory.p, static_cast<size_t>(bytes)));
+  HEADWAY_RETURN_IF_ERROR(pool->create(l.threads));
   AttentionLayer block;
-  s = block.init(arena, 0, weights.value(), &pool);
-  if (!s.ok()) return report("layer", s);
-  block.reset(start);
-
-  std::vector<float> y(static_cast<size_t>(t) * d_model);
+  HEADWAY_RETURN_IF_ERROR(block.init(arena, 0, weights, pool));
+  block.reset(l.start);
+  const uint32_t d_model = plan.config.d_model;
   for (uint32_t done = 0; done < t;) {
-    const uint32_t n = t - done < plan->max_tokens ? t - done : plan->max_tokens;
-    s = block.forward(x->f32() + uint64_t{done} * d_model, y.data() + uint64_t{done} * d_model, n);
-    if (!s.ok()) return report("layer", s);
+    const uint32_t n = t - done < plan.max_tokens ? t - done : plan.max_tokens;
+    HEADWAY_RETURN_IF_ERROR(block.forward(x + uint64_t{done} * d_model, y + uint64_t{done} * d_model, n));
     done += n;
   }
+  return Status();
+}
+
+int run(int argc, char** argv) {
+  LayerFlags l;
+  Status s = parse_flags(argc, argv, &l);
+  if (!s.ok()) return report("layer", s);
+  if (l.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  PlanOptions options;
+  s = check_flags(l, &options);
+  if (!s.ok()) return report("layer", s);
+
+  formats::WeightFile file;
+  s = file.open(l.weights_path);
+  if (!s.ok()) return report("layer", s);
+  const Result<Config> config = model_config(l, file);
+  if (!config.ok()) return report("layer", config.status());
+  const Result<LayerWeights> weights = formats::load_layer_weights(file, config.value(), l.layer);
+  if (!weights.ok()) return report("layer", weights.status());
+  const Result<formats::NpyArray> x = formats::load_npy(l.x_path);
+  if (!x.ok()) return report("layer", x.status());
+  s = check_x(l, x.value(), config.value());
+  if (!s.ok()) return report("layer", s);
+  const uint32_t t = static_cast<uint32_t>(x->shape[0]);
+  const uint32_t d_model = config->d_model;
+  const Result<Plan> plan = layer_plan(l, config.value(), t, options);
+  if (!plan.ok()) return report("layer", plan.status());
+
+  ThreadPool pool;
+  std::vector<float> y(static_cast<size_t>(t) * d_model);
+  s = run_block(l, plan.value(), weights.value(), x->f32(), t, &pool, y.data());
+  if (!s.ok()) return report("layer", s);
   const uint64_t shape[2] = {t, d_model};
-  s = formats::save_npy(out_path, DType::kF32, y.data(), shape, 2);
+  s = formats::save_npy(l.out_path, DType::kF32, y.data(), shape, 2);
   if (!s.ok()) return report("layer", s);
   std::printf("layer: %s layer %u, y [%u, %u] f32 -> %s (positions %u..%u, kv %s, %s projections, %u thread%s)\n",
-              weights_path, layer, t, d_model, out_path, start, start + t - 1, dtype_name(kv_dtype),
+              l.weights_path, l.layer, t, d_model, l.out_path, l.start, l.start + t - 1, dtype_name(l.kv_dtype),
               projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s");
   return kExitOk;
 }

@@ -6,9 +6,8 @@
 
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
-#include "headway/model_files.hpp"
+#include "examples/cli/config_source.hpp"
 #include "headway/plan.hpp"
-#include "headway/presets.hpp"
 
 namespace headway::cli {
 namespace {
@@ -52,7 +51,8 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   j["kv_bytes_per_layer"] = p.kv_bytes_per_layer;
   j["kv_cache_bytes"] = p.kv_cache_bytes;
   j["weight_bytes"] = p.weight_bytes;
-  j["projection"] = projection_name(p.options.projection), j["packed_bytes"] = p.packed_bytes;
+  j["projection"] = projection_name(p.options.projection);
+  j["packed_bytes"] = p.packed_bytes;
   j["activation_bytes"] = p.activation_bytes;
   j["scratch_bytes_per_thread"] = p.scratch_bytes_per_thread;
   j["scratch_bytes"] = p.scratch_bytes;
@@ -98,15 +98,20 @@ void print_table(const Plan& p) {
               p.max_tokens, p.options.threads, p.options.threads == 1 ? "" : "s");
 
   std::printf("memory plan (arena regions, each 64-byte aligned)\n");
+  const char* weights_note = p.weights_region_bytes ? ""
+                             : p.packed_bytes        ? " (packed by XNNPACK below)"
+                                                     : " (borrowed, not in the arena)";
   std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
-              human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype),
-              p.weights_region_bytes ? "" : p.packed_bytes ? " (packed by XNNPACK below)" : " (borrowed, not in the arena)");
+              human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype), weights_note);
   std::printf("  kv cache     %12s  %s per token, %s per layer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
               human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(), p.cache_rows,
               dtype_name(c.kv_dtype));
-  if (p.packed_bytes) std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n", human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());
-  std::printf("  activations  %12s  qkv, attention output, block output, residual stream for %u tokens\n", human_bytes(p.activation_bytes).c_str(),
-              p.max_tokens);
+  if (p.packed_bytes) {
+    std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n",
+                human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());
+  }
+  std::printf("  activations  %12s  qkv, attention output, block output, residual stream for %u tokens\n",
+              human_bytes(p.activation_bytes).c_str(), p.max_tokens);
   std::printf("  scratch      %12s  %s per thread\n", human_bytes(p.scratch_bytes).c_str(),
               human_bytes(p.scratch_bytes_per_thread).c_str());
   std::printf("  arena total  %12s  (%llu bytes)\n\n", human_bytes(p.arena_bytes).c_str(),
@@ -127,10 +132,7 @@ void print_table(const Plan& p) {
 
 int cmd_plan(int argc, char** argv) {
   Flags flags("plan", argc, argv);
-  const char* preset = nullptr;
-  const char* config_path = nullptr;
-  const char* gguf_path = nullptr;
-  const char* spec = nullptr;
+  ConfigSource source;
   bool json = false;
   bool kv_dtype_set = false;
   DType kv_dtype = DType::kF16;
@@ -138,41 +140,30 @@ int cmd_plan(int argc, char** argv) {
   while (flags.next()) {
     const std::string& f = flags.name();
     Status s;
-    if (f == "--preset") s = flags.value(&preset);
-    else if (f == "--config") s = flags.value(&config_path);
-    else if (f == "--gguf") s = flags.value(&gguf_path);
-    else if (f == "--spec") s = flags.value(&spec);
-    else if (f == "--json" && !flags.has_inline_value()) json = true;
-    else if (f == "--threads") s = flags.value_u32(&options.threads, 1, 256);
-    else if (f == "--max-tokens") s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
-    else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
-    else if (f == "--weight-dtype") s = flags.value_dtype(&options.weight_dtype);
-    else if (f == "--projection") { const char* v = ""; s = flags.value(&v); if (s.ok() && std::string(v) != "highway" && std::string(v) != "xnnpack") s = Status::error(Code::kInvalidArgument, "--projection '%s': expected highway or xnnpack", v); options.projection = std::string(v) == "xnnpack" ? Projection::kXnnpack : Projection::kHighway; }
-    else s = flags.unknown();
+    if (source.take(&flags, &s)) {
+      // --preset, --config, --gguf or --spec: the value is in source
+    } else if (f == "--json" && !flags.has_inline_value()) {
+      json = true;
+    } else if (f == "--threads") {
+      s = flags.value_u32(&options.threads, 1, 256);
+    } else if (f == "--max-tokens") {
+      s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
+    } else if (f == "--kv-dtype") {
+      s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
+    } else if (f == "--weight-dtype") {
+      s = flags.value_dtype(&options.weight_dtype);
+    } else if (f == "--projection") {
+      const char* v = nullptr;
+      s = flags.value(&v);
+      if (s.ok() && !parse_projection(v, &options.projection)) {
+        s = Status::error(Code::kInvalidArgument, "--projection '%s': expected highway or xnnpack", v);
+      }
+    } else {
+      s = flags.unknown();
+    }
     if (!s.ok()) return report("plan", s);
   }
-  const int sources = (preset != nullptr) + (config_path != nullptr) + (gguf_path != nullptr) + (spec != nullptr);
-  if (sources != 1) {
-    return report("plan", Status::error(Code::kInvalidArgument,
-                                        "give exactly one of --preset NAME, --config FILE, --gguf FILE, --spec TEXT "
-                                        "(got %d)",
-                                        sources));
-  }
-
-  Result<Config> config = Status::error(Code::kInternal, "no config source");
-  if (preset != nullptr) {
-    const presets::Entry* e = presets::find(preset);
-    if (e == nullptr) {
-      return report("plan", Status::error(Code::kNotFound, "no preset named '%s' (see headway presets)", preset));
-    }
-    config = e->make();
-  } else if (config_path != nullptr) {
-    config = load_hf_config(config_path);
-  } else if (gguf_path != nullptr) {
-    config = load_gguf_config(gguf_path);
-  } else {
-    config = parse_spec(spec);
-  }
+  Result<Config> config = source.load();
   if (!config.ok()) return report("plan", config.status());
   Config c = config.value();
   if (kv_dtype_set) c.kv_dtype = kv_dtype;

@@ -18,19 +18,18 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
+#include "examples/cli/config_source.hpp"
+#include "examples/cli/run_report.hpp"
+#include "examples/cli/run_weights.hpp"
 #include "headway/arena.hpp"
-#include "headway/model_files.hpp"
+#include "headway/build_info.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/plan.hpp"
-#include "headway/presets.hpp"
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
 #include "runtime/formats/weights_loader.hpp"
-#include "runtime/xnnpack_dense.hpp"
-#include "tests/alloc_counter.hpp"
 
 namespace headway::cli {
 namespace {
@@ -48,12 +47,49 @@ constexpr const char* kUsage =
     "  (borrowed from the mapped file; a GGUF file also gives the config). --max-arena (default\n"
     "  4GiB; K/M/G/KiB/MiB/GiB suffixes) refuses bigger plans with exit 2.\n";
 
-constexpr uint8_t kCanary = 0xA5;  // the arena is filled with it; bytes still equal were never written
-
-struct Buffer {
-  void* p = nullptr;
-  ~Buffer() { std::free(p); }
+struct RunFlags {
+  ConfigSource source;
+  const char* weights_path = nullptr;
+  const char* projection = "auto";
+  const char* max_arena_text = "4GiB";
+  uint32_t prompt = 128, tokens = 32, layers = 0, ctx = 0, seed = 1;
+  bool json = false, help = false, kv_dtype_set = false, wdtype_set = false;
+  DType kv_dtype = DType::kF16;
+  PlanOptions options;
+  RunFlags() { options.weight_dtype = DType::kF16; }
 };
+
+// Stops at the first bad flag, or at --help (help set, nothing after it read).
+Status parse_flags(int argc, char** argv, RunFlags* r) {
+  Flags flags("run", argc, argv);
+  PlanOptions& o = r->options;
+  while (flags.next()) {
+    const std::string& f = flags.name();
+    Status s;
+    if (f == "--help" || f == "-h") {
+      r->help = true;
+      return Status();
+    }
+    if (r->source.take(&flags, &s)) {
+      // --preset, --config, --gguf or --spec: the value is in source
+    } else if (f == "--weights") s = flags.value(&r->weights_path);
+    else if (f == "--prompt") s = flags.value_u32(&r->prompt, 0, 1u << 24);
+    else if (f == "--tokens") s = flags.value_u32(&r->tokens, 0, 1u << 24);
+    else if (f == "--layers") s = flags.value_u32(&r->layers, 1, 1u << 16);
+    else if (f == "--threads") s = flags.value_u32(&o.threads, 1, ThreadPool::kMaxThreads);
+    else if (f == "--ctx") s = flags.value_u32(&r->ctx, 1, 1u << 30);
+    else if (f == "--max-tokens") s = flags.value_u32(&o.max_tokens, 1, 1u << 30);
+    else if (f == "--seed") s = flags.value_u32(&r->seed, 0, 0xffffffffu);
+    else if (f == "--kv-dtype") s = flags.value_dtype(&r->kv_dtype), r->kv_dtype_set = true;
+    else if (f == "--weight-dtype") s = flags.value_dtype(&o.weight_dtype), r->wdtype_set = true;
+    else if (f == "--projection") s = flags.value(&r->projection);
+    else if (f == "--max-arena") s = flags.value(&r->max_arena_text);
+    else if (f == "--json" && !flags.has_inline_value()) r->json = true;
+    else s = flags.unknown();
+    HEADWAY_RETURN_IF_ERROR(s);
+  }
+  return Status();
+}
 
 Status parse_bytes(const char* s, uint64_t* out) {
   char* end = nullptr;
@@ -70,90 +106,122 @@ Status parse_bytes(const char* s, uint64_t* out) {
   return Status();
 }
 
-// Random weights of one layer, regenerated for each layer into the same buffers.
-struct RandomWeights {
-  const Plan* plan = nullptr;
-  DType dtype = DType::kF16;
-  uint64_t seed = 1;
-  std::vector<uint8_t> buf[10];
+// The model's whole config, validated: from the one source flag, or from a --weights GGUF file
+// when no source is given.
+Result<Config> model_config(const RunFlags& r, const formats::WeightFile& file) {
+  const bool gguf_weights = r.weights_path != nullptr && file.format() == formats::WeightFormat::kGguf;
+  Result<Config> config = r.source.given() == 0 && gguf_weights
+                              ? file.gguf_config()
+                              : r.source.load("; a --weights GGUF file can stand in for them");
+  if (!config.ok()) return config;
+  HEADWAY_RETURN_IF_ERROR(validate(config.value()));
+  return config;
+}
 
-  TensorRef make(int slot, uint32_t rows, uint32_t cols, float scale, float offset, uint64_t stream) {
-    const uint64_t n = uint64_t{rows} * cols;
-    std::vector<uint8_t>& b = buf[slot];
-    b.resize(n * dtype_bytes(dtype));
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 1;
-    const float a = scale * 1.7320508f;  // uniform [-a, a): variance scale²
-    for (uint64_t i = 0; i < n; ++i) {
-      s ^= s << 13;  // xorshift64: fast enough for billions of weights
-      s ^= s >> 7;
-      s ^= s << 17;
-      const float u = static_cast<float>(s >> 40) * (1.0f / 16777216.0f);
-      const float f = offset + a * (2.0f * u - 1.0f);
-      if (dtype == DType::kF32) {
-        std::memcpy(&b[4 * i], &f, 4);
-      } else {
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        uint16_t h;
-        if (dtype == DType::kBF16) {
-          h = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-        } else {  // f16: the values here are small normals; round to nearest even
-          const uint32_t sign = (bits >> 16) & 0x8000u;
-          const int32_t e = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
-          if (e <= 0) {
-            h = static_cast<uint16_t>(sign);
-          } else {
-            const uint32_t m = bits & 0x7fffffu;
-            uint32_t r = (static_cast<uint32_t>(e) << 10) | (m >> 13);
-            const uint32_t rem = m & 0x1fffu;
-            if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
-            h = static_cast<uint16_t>(sign | r);
-          }
-        }
-        std::memcpy(&b[2 * i], &h, 2);
-      }
+// The config this run plans: --kv-dtype, --layers, and a context of --ctx or prompt + tokens.
+Result<Config> config_for_run(const RunFlags& r, Config c) {
+  if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
+  if (r.layers != 0 && r.layers < c.n_layers) c.n_layers = r.layers;
+  const uint64_t run_len = uint64_t{r.prompt} + r.tokens;
+  if (run_len == 0) return Status::error(Code::kInvalidArgument, "--prompt and --tokens are both 0");
+  if (r.ctx == 0) {
+    if (run_len > c.max_seq) {
+      return Status::error(Code::kInvalidArgument,
+                           "--prompt %u + --tokens %u = %llu tokens, more than the model's context of %u", r.prompt,
+                           r.tokens, static_cast<unsigned long long>(run_len), c.max_seq);
     }
-    return TensorRef{b.data(), dtype, rows, cols};
+    c.max_seq = static_cast<uint32_t>(run_len);
+  } else {
+    if (run_len > r.ctx) {
+      return Status::error(Code::kInvalidArgument, "--prompt %u + --tokens %u do not fit --ctx %u", r.prompt,
+                           r.tokens, r.ctx);
+    }
+    c.max_seq = r.ctx;
   }
+  if (c.n_layers > Session::kMaxLayers) {
+    return Status::error(Code::kUnsupported, "%u layers; a Session holds at most %u (use --layers)", c.n_layers,
+                         Session::kMaxLayers);
+  }
+  return c;
+}
 
-  static Result<LayerWeights> layer(void* ctx, uint32_t l) {
-    RandomWeights& r = *static_cast<RandomWeights*>(ctx);
-    const Plan& p = *r.plan;
-    const Config& c = p.config;
-    const uint64_t st = uint64_t{l} * 16;
-    LayerWeights w;
-    const float sd = 1.0f / std::sqrt(static_cast<float>(c.d_model));
-    w.wq = r.make(0, p.q_width, c.d_model, sd, 0.0f, st + 0);
-    w.wk = r.make(1, p.kv_width, c.d_model, sd, 0.0f, st + 1);
-    w.wv = r.make(2, p.kv_width, c.d_model, sd, 0.0f, st + 2);
-    w.wo = r.make(3, c.d_model, p.q_width, 1.0f / std::sqrt(static_cast<float>(p.q_width)), 0.0f, st + 3);
-    if (c.qkv_bias) {
-      w.bq = r.make(4, 1, p.q_width, 0.1f, 0.0f, st + 4);
-      w.bk = r.make(5, 1, p.kv_width, 0.1f, 0.0f, st + 5);
-      w.bv = r.make(6, 1, p.kv_width, 0.1f, 0.0f, st + 6);
-    }
-    if (c.o_bias) w.bo = r.make(7, 1, c.d_model, 0.1f, 0.0f, st + 7);
-    if (c.qk_norm) {
-      w.q_norm = r.make(8, 1, p.head_dim, 0.1f, 1.0f, st + 8);
-      w.k_norm = r.make(9, 1, p.head_dim, 0.1f, 1.0f, st + 9);
-    }
-    return w;
+// --projection into o->projection. auto: XNNPACK packs f32 weights, so it is chosen when the
+// weights are f32 anyway; else the Highway GEMM reads f16/bf16 weights directly at half the
+// memory.
+Status choose_projection(const char* projection, PlanOptions* o) {
+  if (std::strcmp(projection, "auto") == 0) {
+    o->projection =
+        built_with_xnnpack() && o->weight_dtype == DType::kF32 ? Projection::kXnnpack : Projection::kHighway;
+  } else if (!parse_projection(projection, &o->projection)) {
+    return Status::error(Code::kInvalidArgument, "--projection '%s': expected auto, highway or xnnpack", projection);
   }
+  if (o->projection == Projection::kXnnpack && !built_with_xnnpack()) {
+    return Status::error(Code::kUnsupported, "--projection xnnpack: this build has no XNNPACK");
+  }
+  return Status();
+}
+
+// --weights: borrowed from the mapping, in the file's dtype unless --weight-dtype says otherwise.
+Status borrow_weights(const RunFlags& r, const formats::WeightFile& file, const Config& file_config, PlanOptions* o,
+                      FileWeights* fw) {
+  o->weights_in_arena = false;
+  fw->file = &file;
+  fw->config = file_config;
+  const Result<LayerWeights> l0 = formats::load_layer_weights(file, file_config, 0);
+  if (!l0.ok()) return l0.status();
+  if (!r.wdtype_set) o->weight_dtype = l0->wq.dtype;
+  return Status();
+}
+
+Status check_arena_limit(const Plan& p, uint64_t max_arena, const PlanOptions& o) {
+  if (p.arena_bytes <= max_arena) return Status();
+  return Status::error(Code::kOutOfRange,
+                       "the plan needs an arena of %llu bytes (%s), above --max-arena %llu bytes (%s): use --layers%s, "
+                       "a smaller --prompt/--tokens, or raise --max-arena",
+                       static_cast<unsigned long long>(p.arena_bytes), human_bytes(p.arena_bytes).c_str(),
+                       static_cast<unsigned long long>(max_arena), human_bytes(max_arena).c_str(),
+                       o.weight_dtype == DType::kF32 ? ", --weight-dtype f16" : "");
+}
+
+// The arena (canary-filled), the pool and the session over them, destroyed in reverse.
+struct Stack {
+  AlignedBuffer buffer;
+  Arena arena;
+  ThreadPool pool;
+  std::unique_ptr<Session> session;  // heap-allocated once: a Session holds kMaxLayers layer objects
 };
 
-struct FileWeights {
-  const formats::WeightFile* file = nullptr;
-  Config config;  // the file's config (all its layers), for the loader's checks
-  static Result<LayerWeights> layer(void* ctx, uint32_t l) {
-    const FileWeights& f = *static_cast<FileWeights*>(ctx);
-    return formats::load_layer_weights(*f.file, f.config, l);
+Status build_stack(const Plan& p, const PlanOptions& o, const RunFlags& r, FileWeights* fw, Stack* st) {
+  st->buffer.p = std::aligned_alloc(kAlignment, p.arena_bytes);
+  if (st->buffer.p == nullptr) {
+    return Status::error(Code::kOutOfRange, "cannot allocate the arena of %llu bytes",
+                         static_cast<unsigned long long>(p.arena_bytes));
   }
-};
+  std::memset(st->buffer.p, kCanary, p.arena_bytes);  // also faults every page in before the clock runs
+  HEADWAY_RETURN_IF_ERROR(st->arena.bind(p, st->buffer.p, p.arena_bytes));
+  HEADWAY_RETURN_IF_ERROR(st->pool.create(o.threads));
+  st->session.reset(new Session);
+  if (r.weights_path != nullptr) return st->session->init(st->arena, FileWeights::layer, fw, &st->pool);
+  RandomWeights rw;
+  rw.plan = &p;
+  rw.dtype = o.weight_dtype;
+  rw.seed = r.seed;
+  const Status s = st->session->init(st->arena, RandomWeights::layer, &rw, &st->pool);
+  rw.release();
+  return s;
+}
 
-// Bytes of [p, p + n) up to the last one that differs from the canary (a high-water mark).
-uint64_t touched(const uint8_t* p, uint64_t n) {
-  while (n > 0 && p[n - 1] == kCanary) --n;
-  return n;
+// Seeded token vectors in [-1, 1): the embedding stand-in.
+std::vector<float> random_inputs(uint32_t seed, size_t n) {
+  std::vector<float> x(n);
+  uint64_t s = uint64_t{seed} * 0x2545F4914F6CDD1Dull + 7;
+  for (float& v : x) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    v = static_cast<float>(s >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+  return x;
 }
 
 void progress(bool tty, const char* what, uint32_t done, uint32_t total) {
@@ -166,268 +234,90 @@ void progress(bool tty, const char* what, uint32_t done, uint32_t total) {
   std::fflush(stderr);
 }
 
-int run(int argc, char** argv) {
-  Flags flags("run", argc, argv);
-  const char* preset = nullptr;
-  const char* config_path = nullptr;
-  const char* gguf_path = nullptr;
-  const char* spec = nullptr;
-  const char* weights_path = nullptr;
-  const char* projection = "auto";
-  const char* max_arena_text = "4GiB";
-  uint32_t prompt = 128, tokens = 32, layers = 0, ctx = 0, seed = 1;
-  bool json = false, kv_dtype_set = false, wdtype_set = false;
-  DType kv_dtype = DType::kF16;
-  PlanOptions options;
-  options.weight_dtype = DType::kF16;
-  while (flags.next()) {
-    const std::string& f = flags.name();
-    Status s;
-    if (f == "--help" || f == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (f == "--preset") s = flags.value(&preset);
-    else if (f == "--config") s = flags.value(&config_path);
-    else if (f == "--gguf") s = flags.value(&gguf_path);
-    else if (f == "--spec") s = flags.value(&spec);
-    else if (f == "--weights") s = flags.value(&weights_path);
-    else if (f == "--prompt") s = flags.value_u32(&prompt, 0, 1u << 24);
-    else if (f == "--tokens") s = flags.value_u32(&tokens, 0, 1u << 24);
-    else if (f == "--layers") s = flags.value_u32(&layers, 1, 1u << 16);
-    else if (f == "--threads") s = flags.value_u32(&options.threads, 1, ThreadPool::kMaxThreads);
-    else if (f == "--ctx") s = flags.value_u32(&ctx, 1, 1u << 30);
-    else if (f == "--max-tokens") s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
-    else if (f == "--seed") s = flags.value_u32(&seed, 0, 0xffffffffu);
-    else if (f == "--kv-dtype") s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
-    else if (f == "--weight-dtype") s = flags.value_dtype(&options.weight_dtype), wdtype_set = true;
-    else if (f == "--projection") s = flags.value(&projection);
-    else if (f == "--max-arena") s = flags.value(&max_arena_text);
-    else if (f == "--json" && !flags.has_inline_value()) json = true;
-    else s = flags.unknown();
-    if (!s.ok()) return report("run", s);
-  }
-  uint64_t max_arena = 0;
-  if (Status s = parse_bytes(max_arena_text, &max_arena); !s.ok()) return report("run", s);
-
-  formats::WeightFile file;
-  if (weights_path != nullptr) {
-    if (Status s = file.open(weights_path); !s.ok()) return report("run", s);
-  }
-  const bool gguf_weights = weights_path != nullptr && file.format() == formats::WeightFormat::kGguf;
-  const int sources = (preset != nullptr) + (config_path != nullptr) + (gguf_path != nullptr) + (spec != nullptr);
-  if (sources > 1 || (sources == 0 && !gguf_weights)) {
-    return report("run", Status::error(Code::kInvalidArgument,
-                                       "give exactly one of --preset NAME, --config FILE, --gguf FILE, --spec TEXT "
-                                       "(got %d; a --weights GGUF file can stand in for them)",
-                                       sources));
-  }
-  Result<Config> config = Status::error(Code::kInternal, "no config source");
-  if (preset != nullptr) {
-    const presets::Entry* e = presets::find(preset);
-    if (e == nullptr) {
-      return report("run", Status::error(Code::kNotFound, "no preset named '%s' (see headway presets)", preset));
-    }
-    config = e->make();
-  } else if (config_path != nullptr) {
-    config = load_hf_config(config_path);
-  } else if (gguf_path != nullptr) {
-    config = load_gguf_config(gguf_path);
-  } else if (spec != nullptr) {
-    config = parse_spec(spec);
-  } else {
-    config = file.gguf_config();
-  }
-  if (!config.ok()) return report("run", config.status());
-  const Config file_config = config.value();
-  if (Status s = validate(file_config); !s.ok()) return report("run", s);
-  Config c = file_config;
-  if (kv_dtype_set) c.kv_dtype = kv_dtype;
-  if (layers != 0 && layers < c.n_layers) c.n_layers = layers;
-  const uint64_t run_len = uint64_t{prompt} + tokens;
-  if (run_len == 0) return report("run", Status::error(Code::kInvalidArgument, "--prompt and --tokens are both 0"));
-  if (ctx == 0) {
-    if (run_len > c.max_seq) {
-      return report("run", Status::error(Code::kInvalidArgument,
-                                         "--prompt %u + --tokens %u = %llu tokens, more than the model's context of "
-                                         "%u",
-                                         prompt, tokens, static_cast<unsigned long long>(run_len), c.max_seq));
-    }
-    c.max_seq = static_cast<uint32_t>(run_len);
-  } else {
-    if (run_len > ctx) {
-      return report("run", Status::error(Code::kInvalidArgument, "--prompt %u + --tokens %u do not fit --ctx %u",
-                                         prompt, tokens, ctx));
-    }
-    c.max_seq = ctx;
-  }
-  if (c.n_layers > Session::kMaxLayers) {
-    return report("run", Status::error(Code::kUnsupported, "%u layers; a Session holds at most %u (use --layers)",
-                                       c.n_layers, Session::kMaxLayers));
-  }
-
-  const std::string proj = projection;
-  if (proj == "xnnpack") {
-    options.projection = Projection::kXnnpack;
-  } else if (proj == "auto") {
-    // XNNPACK packs f32 weights: chosen when the weights are f32 anyway, else the Highway GEMM
-    // reads f16/bf16 weights directly at half the memory.
-    options.projection =
-        xnnpack_built() && options.weight_dtype == DType::kF32 ? Projection::kXnnpack : Projection::kHighway;
-  } else if (proj != "highway") {
-    return report("run", Status::error(Code::kInvalidArgument, "--projection '%s': expected auto, highway or xnnpack",
-                                       projection));
-  }
-  if (options.projection == Projection::kXnnpack && !xnnpack_built()) {
-    return report("run", Status::error(Code::kUnsupported, "--projection xnnpack: this build has no XNNPACK"));
-  }
-  FileWeights fw;
-  if (weights_path != nullptr) {
-    options.weights_in_arena = false;  // borrowed from the mapping
-    fw.file = &file;
-    fw.config = file_config;
-    const Result<LayerWeights> l0 = formats::load_layer_weights(file, file_config, 0);
-    if (!l0.ok()) return report("run", l0.status());
-    if (!wdtype_set) options.weight_dtype = l0->wq.dtype;
-  }
-
-  const Result<Plan> plan = make_plan(c, options);
-  if (!plan.ok()) return report("run", plan.status());
-  const Plan& p = plan.value();
-  if (p.arena_bytes > max_arena) {
-    return report("run", Status::error(Code::kOutOfRange,
-                                       "the plan needs an arena of %llu bytes (%s), above --max-arena %llu bytes "
-                                       "(%s): use --layers%s, a smaller --prompt/--tokens, or raise --max-arena",
-                                       static_cast<unsigned long long>(p.arena_bytes), human_bytes(p.arena_bytes).c_str(),
-                                       static_cast<unsigned long long>(max_arena), human_bytes(max_arena).c_str(),
-                                       options.weight_dtype == DType::kF32 ? ", --weight-dtype f16" : ""));
-  }
-
-  Buffer buffer;
-  buffer.p = std::aligned_alloc(kAlignment, p.arena_bytes);
-  if (buffer.p == nullptr) {
-    return report("run", Status::error(Code::kOutOfRange, "cannot allocate the arena of %llu bytes",
-                                       static_cast<unsigned long long>(p.arena_bytes)));
-  }
-  std::memset(buffer.p, kCanary, p.arena_bytes);  // also faults every page in before the clock runs
-  Arena arena;
-  if (Status s = arena.bind(p, buffer.p, p.arena_bytes); !s.ok()) return report("run", s);
-  ThreadPool pool;
-  if (Status s = pool.create(options.threads); !s.ok()) return report("run", s);
-
-  // Heap-allocated once: a Session holds kMaxLayers layer objects.
-  std::unique_ptr<Session> session(new Session);
-  RandomWeights rw;
-  rw.plan = &p;
-  rw.dtype = options.weight_dtype;
-  rw.seed = seed;
-  Status st = weights_path != nullptr ? session->init(arena, FileWeights::layer, &fw, &pool)
-                                      : session->init(arena, RandomWeights::layer, &rw, &pool);
-  if (!st.ok()) return report("run", st);
-  for (std::vector<uint8_t>& b : rw.buf) std::vector<uint8_t>().swap(b);
-
-  const uint32_t d = c.d_model;
-  std::vector<float> x(size_t{run_len} * d), y(size_t{run_len} * d);
-  {
-    uint64_t s = uint64_t{seed} * 0x2545F4914F6CDD1Dull + 7;
-    for (float& v : x) {
-      s ^= s << 13;
-      s ^= s >> 7;
-      s ^= s << 17;
-      v = static_cast<float>(s >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    }
-  }
+// Prefills the prompt and decodes the tokens, timing each phase and counting heap calls over
+// both. x and y: [prompt + tokens, d_model].
+Status run_tokens(Session* session, uint32_t max_tokens, uint32_t d, uint32_t prompt, uint32_t tokens, const float* x,
+                  float* y, RunReport* out) {
   const bool tty = isatty(2) != 0;
   using Clock = std::chrono::steady_clock;
-  test::AllocationCount count;
+  Status st;
+  HeapCount count;
   const Clock::time_point t0 = Clock::now();
   // The prompt in max_tokens chunks (what prefill does inside), so the bar can move.
   for (uint32_t done = 0; done < prompt && st.ok();) {
-    const uint32_t n = prompt - done < p.max_tokens ? prompt - done : p.max_tokens;
-    st = session->prefill(x.data() + size_t{done} * d, n, y.data() + size_t{done} * d);
+    const uint32_t n = prompt - done < max_tokens ? prompt - done : max_tokens;
+    st = session->prefill(x + size_t{done} * d, n, y + size_t{done} * d);
     done += n;
     progress(tty, "prefill", done, prompt);
   }
   const Clock::time_point t1 = Clock::now();
   for (uint32_t i = 0; i < tokens && st.ok(); ++i) {
     const size_t off = (size_t{prompt} + i) * d;
-    st = session->decode(x.data() + off, y.data() + off);
+    st = session->decode(x + off, y + off);
     progress(tty, "decode", i + 1, tokens);
   }
   const Clock::time_point t2 = Clock::now();
-  const long allocations = count.stop();
-  if (!st.ok()) return report("run", st);
-  for (float v : y) {
-    if (!std::isfinite(v)) return report("run", Status::error(Code::kInternal, "the stack produced a non-finite value"));
-  }
+  out->heap_calls = count.stop();
+  out->prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  out->decode_s = std::chrono::duration<double>(t2 - t1).count();
+  return st;
+}
 
-  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
-  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
-  const uint8_t* base = static_cast<const uint8_t*>(buffer.p);
-  struct Region {
-    const char* name;
-    uint64_t offset, bytes;
-  };
-  const Region regions[] = {{"weights", p.weights_offset, p.weights_region_bytes},
-                            {"packed", p.packed_offset, p.packed_bytes},
-                            {"kv_cache", p.kv_offset, p.kv_cache_bytes},
-                            {"activations", p.activations_offset, p.activation_bytes},
-                            {"scratch", p.scratch_offset, p.scratch_bytes}};
-  uint64_t used = 0;
-  uint64_t used_by[5] = {};
-  for (int i = 0; i < 5; ++i) {
-    // Per layer for the per-layer regions (each layer's slice has its own high-water mark).
-    const uint64_t per = i == 0 ? p.weight_bytes_per_layer : i == 1 ? p.packed_bytes_per_layer
-                         : i == 2 ? p.kv_bytes_per_layer : regions[i].bytes;
-    if (per == 0) continue;
-    for (uint64_t o = 0; o < regions[i].bytes; o += per) used_by[i] += touched(base + regions[i].offset + o, per);
-    used += used_by[i];
+Status check_finite(const std::vector<float>& y) {
+  for (float v : y) {
+    if (!std::isfinite(v)) return Status::error(Code::kInternal, "the stack produced a non-finite value");
   }
-  const double prefill_tps = prefill_s > 0 ? prompt / prefill_s : 0.0;
-  const double decode_tps = decode_s > 0 ? tokens / decode_s : 0.0;
-  const char* weights_name = weights_path != nullptr ? weights_path : "random";
-  if (json) {
-    nlohmann::ordered_json j;
-    j["model"] = c.name;
-    j["layers"] = c.n_layers;
-    j["d_model"] = c.d_model;
-    j["threads"] = options.threads;
-    j["projection"] = projection_name(options.projection);
-    j["weights"] = weights_name;
-    j["weight_dtype"] = dtype_name(options.weight_dtype);
-    j["kv_dtype"] = dtype_name(c.kv_dtype);
-    j["context"] = c.max_seq;
-    j["max_tokens"] = p.max_tokens;
-    j["prompt_tokens"] = prompt;
-    j["decode_tokens"] = tokens;
-    j["prefill_seconds"] = prefill_s;
-    j["prefill_tokens_per_second"] = prefill_tps;
-    j["decode_seconds"] = decode_s;
-    j["decode_tokens_per_second"] = decode_tps;
-    j["arena_bytes_planned"] = p.arena_bytes;
-    j["arena_bytes_used"] = used;
-    nlohmann::ordered_json by;
-    for (int i = 0; i < 5; ++i) by[regions[i].name] = {{"planned", regions[i].bytes}, {"used", used_by[i]}};
-    j["regions"] = by;
-    j["heap_allocations"] = allocations;
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("model        %s: %u layers, d_model %u, %u/%u heads x %u\n", c.name, c.n_layers, d, c.n_heads,
-                c.kv_heads(), p.head_dim);
-    std::printf("weights      %s, %s, projections on %s, %u thread%s\n", weights_name, dtype_name(options.weight_dtype),
-                projection_name(options.projection), options.threads, options.threads == 1 ? "" : "s");
-    std::printf("prefill      %u tokens in %.3f s: %.1f tokens/s\n", prompt, prefill_s, prefill_tps);
-    std::printf("decode       %u tokens in %.3f s: %.1f tokens/s\n", tokens, decode_s, decode_tps);
-    std::printf("arena        %s planned (%llu bytes), %s touched (%llu bytes)\n", human_bytes(p.arena_bytes).c_str(),
-                static_cast<unsigned long long>(p.arena_bytes), human_bytes(used).c_str(),
-                static_cast<unsigned long long>(used));
-    for (int i = 0; i < 5; ++i) {
-      if (regions[i].bytes == 0) continue;
-      std::printf("  %-11s %12s planned, %12s touched\n", regions[i].name, human_bytes(regions[i].bytes).c_str(),
-                  human_bytes(used_by[i]).c_str());
-    }
-    std::printf("heap         %ld allocations during prefill and decode\n", allocations);
+  return Status();
+}
+
+int run(int argc, char** argv) {
+  RunFlags r;
+  if (Status s = parse_flags(argc, argv, &r); !s.ok()) return report("run", s);
+  if (r.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
   }
+  uint64_t max_arena = 0;
+  if (Status s = parse_bytes(r.max_arena_text, &max_arena); !s.ok()) return report("run", s);
+  formats::WeightFile file;
+  if (r.weights_path != nullptr) {
+    if (Status s = file.open(r.weights_path); !s.ok()) return report("run", s);
+  }
+  const Result<Config> file_config = model_config(r, file);
+  if (!file_config.ok()) return report("run", file_config.status());
+  const Result<Config> config = config_for_run(r, file_config.value());
+  if (!config.ok()) return report("run", config.status());
+  const Config& c = config.value();
+  PlanOptions options = r.options;
+  if (Status s = choose_projection(r.projection, &options); !s.ok()) return report("run", s);
+  FileWeights fw;
+  if (r.weights_path != nullptr) {
+    if (Status s = borrow_weights(r, file, file_config.value(), &options, &fw); !s.ok()) return report("run", s);
+  }
+  const Result<Plan> plan = make_plan(c, options);
+  if (!plan.ok()) return report("run", plan.status());
+  const Plan& p = plan.value();
+  if (Status s = check_arena_limit(p, max_arena, options); !s.ok()) return report("run", s);
+
+  Stack stack;
+  if (Status s = build_stack(p, options, r, &fw, &stack); !s.ok()) return report("run", s);
+  const size_t n = (size_t{r.prompt} + r.tokens) * c.d_model;
+  const std::vector<float> x = random_inputs(r.seed, n);
+  std::vector<float> y(n);
+  RunReport out;
+  Status st = run_tokens(stack.session.get(), p.max_tokens, c.d_model, r.prompt, r.tokens, x.data(), y.data(), &out);
+  if (st.ok()) st = check_finite(y);
+  if (!st.ok()) return report("run", st);
+
+  out.config = &c;
+  out.plan = &p;
+  out.options = &options;
+  out.weights = r.weights_path != nullptr ? r.weights_path : "random";
+  out.prompt = r.prompt;
+  out.tokens = r.tokens;
+  out.arena = measure_arena(p, static_cast<const uint8_t*>(stack.buffer.p));
+  if (r.json) print_run_json(out);
+  else print_run_table(out);
   return kExitOk;
 }
 

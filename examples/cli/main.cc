@@ -16,7 +16,8 @@ constexpr Command kCommands[] = {
     {"presets", headway::cli::cmd_presets, "presets                      list the built-in model configs"},
     {"plan", headway::cli::cmd_plan,
      "plan (--preset NAME | --config config.json | --gguf FILE | --spec \"d_model=4096 heads=32 ...\")\n"
-     "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16] [--weight-dtype f32|f16|bf16] [--projection highway|xnnpack] [--json]\n"
+     "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16] [--weight-dtype f32|f16|bf16] "
+     "[--projection highway|xnnpack] [--json]\n"
      "                                    check a config; print its head layout and memory plan"},
     {"attend", headway::cli::cmd_attend,
      "attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W] [--softcap C] [--scale S]\n"

@@ -1,6 +1,8 @@
-// Replacements of the allocation functions for the test binaries that prove "no heap after
-// init" (see alloc_counter.hpp).
-#include "tests/alloc_counter.hpp"
+// The headway_heap_count library: replacements of the allocation functions that count while a
+// HeapCount is alive (headway/heap_count.hpp), for the binaries that opt in by linking it. The
+// replacements and the counter query share this one object file, so a binary that asks for
+// the count gets the counting functions with it from the static library.
+#include "headway/heap_count.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -65,7 +67,7 @@ void* counted_new(size_t n, size_t alignment) {
   void* p = nullptr;
   if (alignment <= alignof(std::max_align_t)) p = std::malloc(n ? n : 1);
   else if (posix_memalign(&p, alignment, n ? n : 1) != 0) p = nullptr;
-  if (p == nullptr) std::abort();  // the test binary has no use for bad_alloc
+  if (p == nullptr) std::abort();  // the binaries that count have no use for bad_alloc
   return p;
 }
 void counted_delete(void* p) {
@@ -89,19 +91,16 @@ void operator delete[](void* p, std::align_val_t) noexcept { counted_delete(p); 
 void operator delete(void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
 void operator delete[](void* p, size_t, std::align_val_t) noexcept { counted_delete(p); }
 
-
 namespace headway {
-namespace test {
 
-AllocationCount::AllocationCount() {
+HeapCount::HeapCount() {
   g_allocations = 0;
   g_counting = true;
 }
-AllocationCount::~AllocationCount() { g_counting = false; }
-long AllocationCount::stop() {
+HeapCount::~HeapCount() { g_counting = false; }
+long HeapCount::stop() {
   g_counting = false;
   return g_allocations.load();
 }
 
-}  // namespace test
 }  // namespace headway

@@ -1,0 +1,108 @@
+#include "examples/cli/run_report.hpp"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "examples/cli/cli_common.hpp"
+
+namespace headway::cli {
+namespace {
+
+struct Region {
+  const char* name;
+  uint64_t offset, bytes;
+  uint64_t slice;  // the bytes of one layer in the per-layer regions, else the region's bytes
+};
+
+void regions_of(const Plan& p, Region (&out)[kRunRegions]) {
+  out[0] = {"weights", p.weights_offset, p.weights_region_bytes, p.weight_bytes_per_layer};
+  out[1] = {"packed", p.packed_offset, p.packed_bytes, p.packed_bytes_per_layer};
+  out[2] = {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer};
+  out[3] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
+  out[4] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
+}
+
+// Bytes of [p, p + n) up to the last one that differs from the canary (a high-water mark).
+uint64_t touched(const uint8_t* p, uint64_t n) {
+  while (n > 0 && p[n - 1] == kCanary) --n;
+  return n;
+}
+
+double per_second(uint32_t n, double seconds) { return seconds > 0 ? n / seconds : 0.0; }
+
+}  // namespace
+
+ArenaUse measure_arena(const Plan& p, const uint8_t* base) {
+  Region regions[kRunRegions];
+  regions_of(p, regions);
+  ArenaUse use;
+  for (int i = 0; i < kRunRegions; ++i) {
+    const Region& r = regions[i];
+    if (r.slice == 0) continue;
+    for (uint64_t o = 0; o < r.bytes; o += r.slice) use.used_by[i] += touched(base + r.offset + o, r.slice);
+    use.used += use.used_by[i];
+  }
+  return use;
+}
+
+void print_run_json(const RunReport& r) {
+  const Config& c = *r.config;
+  const Plan& p = *r.plan;
+  const PlanOptions& o = *r.options;
+  nlohmann::ordered_json j;
+  j["model"] = c.name;
+  j["layers"] = c.n_layers;
+  j["d_model"] = c.d_model;
+  j["threads"] = o.threads;
+  j["projection"] = projection_name(o.projection);
+  j["weights"] = r.weights;
+  j["weight_dtype"] = dtype_name(o.weight_dtype);
+  j["kv_dtype"] = dtype_name(c.kv_dtype);
+  j["context"] = c.max_seq;
+  j["max_tokens"] = p.max_tokens;
+  j["prompt_tokens"] = r.prompt;
+  j["decode_tokens"] = r.tokens;
+  j["prefill_seconds"] = r.prefill_s;
+  j["prefill_tokens_per_second"] = per_second(r.prompt, r.prefill_s);
+  j["decode_seconds"] = r.decode_s;
+  j["decode_tokens_per_second"] = per_second(r.tokens, r.decode_s);
+  j["arena_bytes_planned"] = p.arena_bytes;
+  j["arena_bytes_used"] = r.arena.used;
+  Region regions[kRunRegions];
+  regions_of(p, regions);
+  nlohmann::ordered_json by;
+  for (int i = 0; i < kRunRegions; ++i) {
+    by[regions[i].name] = {{"planned", regions[i].bytes}, {"used", r.arena.used_by[i]}};
+  }
+  j["regions"] = by;
+  j["heap_allocations"] = r.heap_calls;
+  std::printf("%s\n", j.dump().c_str());
+}
+
+void print_run_table(const RunReport& r) {
+  const Config& c = *r.config;
+  const Plan& p = *r.plan;
+  const PlanOptions& o = *r.options;
+  std::printf("model        %s: %u layers, d_model %u, %u/%u heads x %u\n", c.name, c.n_layers, c.d_model, c.n_heads,
+              c.kv_heads(), p.head_dim);
+  std::printf("weights      %s, %s, projections on %s, %u thread%s\n", r.weights, dtype_name(o.weight_dtype),
+              projection_name(o.projection), o.threads, o.threads == 1 ? "" : "s");
+  std::printf("prefill      %u tokens in %.3f s: %.1f tokens/s\n", r.prompt, r.prefill_s,
+              per_second(r.prompt, r.prefill_s));
+  std::printf("decode       %u tokens in %.3f s: %.1f tokens/s\n", r.tokens, r.decode_s,
+              per_second(r.tokens, r.decode_s));
+  std::printf("arena        %s planned (%llu bytes), %s touched (%llu bytes)\n", human_bytes(p.arena_bytes).c_str(),
+              static_cast<unsigned long long>(p.arena_bytes), human_bytes(r.arena.used).c_str(),
+              static_cast<unsigned long long>(r.arena.used));
+  Region regions[kRunRegions];
+  regions_of(p, regions);
+  for (int i = 0; i < kRunRegions; ++i) {
+    if (regions[i].bytes == 0) continue;
+    std::printf("  %-11s %12s planned, %12s touched\n", regions[i].name, human_bytes(regions[i].bytes).c_str(),
+                human_bytes(r.arena.used_by[i]).c_str());
+  }
+  std::printf("heap         %ld allocations during prefill and decode\n", r.heap_calls);
+}
+
+}  // namespace headway::cli

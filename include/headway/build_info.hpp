@@ -1,0 +1,15 @@
+// What this build of headway holds and where its kernels run on this CPU, for tools that
+// report it (headway run, headway bench).
+#pragma once
+
+namespace headway {
+
+// True when this build has XNNPACK (HEADWAY_XNNPACK): only then can an AttentionLayer or a
+// Session run a plan with Projection::kXnnpack (their init refuses it otherwise).
+bool built_with_xnnpack();
+
+// The Highway target the attention kernels dispatch to on this CPU ("AVX2", "NEON", "SVE2_128",
+// ...; the one fixed target on bare metal). A static string.
+const char* kernel_target_name();
+
+}  // namespace headway
