@@ -70,6 +70,30 @@ struct TilePrefetch {
   }
 };
 
+// Every line of rows [i0, i1), row_bytes bytes each.
+template <class Rows>
+HWY_INLINE void PrefetchRows(Rows rows, size_t i0, size_t i1, size_t row_bytes) {
+  for (size_t i = i0; i < i1; ++i) {
+    for (size_t off = 0; off < row_bytes; off += 64) KvPrefetch(rows[i] + off);
+  }
+}
+
+// A tile's V rows [done, end), a few rows at a time between the Q·Kᵀ blocks of the general decode
+// loop: Next(count) prefetches the next count rows (none past end).
+template <class Rows>
+struct PacedRowPrefetch {
+  Rows rows{};
+  size_t done = 0;
+  size_t end = 0;
+  size_t row_bytes = 0;
+  HWY_INLINE void Next(size_t count) {
+    const size_t stop = done + count < end ? done + count : end;
+    for (; done < stop; ++done) {
+      for (size_t off = 0; off < row_bytes; off += 64) KvPrefetch(rows[done] + off);
+    }
+  }
+};
+
 }  // namespace attn
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
