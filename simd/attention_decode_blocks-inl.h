@@ -1,0 +1,352 @@
+// Decode register blocks, per Highway target (lanes along head_dim; attention_decode-inl.h runs
+// them over the tiles): Q·Kᵀ and P·V of a block of rows, with K and V widened in registers
+// straight from the cache, and the online softmax of a row over a tile. Scores are dot products:
+// 4 rows × 4 keys of accumulators share their K and Q loads, and a transposing add tree reduces 4
+// at a time; P·V runs 4 rows × 4 vectors of head_dim per V load; the rows left over (a group of 3)
+// form one block of 2 or 3. A single row (MHA) takes 8 keys or 8 vectors per block instead, so it
+// still has 8 independent FMA chains. These are arrays of vectors; SVE and SVE2
+// (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form arrays: there the blocks are
+// named accumulators, 1 row × 4 keys or 4 vectors (scores reduce with SumOfLanes, the same for
+// every block).
+
+#if defined(HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_
+#undef HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_
+#else
+#define HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+#include "simd/attention.h"
+#include "simd/attention_math-inl.h"
+#include "simd/attention_prefetch-inl.h"
+#include "simd/attention_task-inl.h"
+#include "simd/attention_tiling.h"
+#include "simd/kv_load-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace attn {
+
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+// dst[0..3] = the sums of all lanes of a, b, c, e: one transposing add tree (9 ops per 128-bit
+// block, then halving) instead of four horizontal sums. Lane i depends only on the i-th input,
+// always through the same operations, so SumLanes(v) (= lane 0 of Sum4(v, v, v, v)) gives the
+// same bits: a score does not depend on how its keys were blocked.
+template <class D>
+HWY_INLINE auto FoldTo4(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) <= 4) {
+    (void)d;
+    return v;
+  } else {
+    const hn::Half<D> dh;
+    return FoldTo4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+}
+template <class D>
+HWY_INLINE auto Sum4(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c, hn::Vec<D> e) {
+  const hn::Repartition<uint64_t, D> dd;  // not double: 32-bit ARM has no f64 vectors
+  // Per 128-bit block: ab = [a0+a2, b0+b2, a1+a3, b1+b3], ce likewise; then 64-bit halves.
+  const auto ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const auto ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto lo = hn::InterleaveLower(dd, hn::BitCast(dd, ab), hn::BitCast(dd, ce));
+  const auto hi = hn::InterleaveUpper(dd, hn::BitCast(dd, ab), hn::BitCast(dd, ce));
+  return FoldTo4(d, hn::Add(hn::BitCast(d, lo), hn::BitCast(d, hi)));
+}
+HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT dst) {
+  hn::StoreU(Sum4(df, a, b, c, e), hn::Simd<float, 4, 0>(), dst);
+}
+HWY_INLINE float SumLanes(DF df, VF v) { return hn::GetLane(Sum4(df, v, v, v, v)); }
+#else
+HWY_INLINE float SumLanes(DF df, VF v) { return hn::GetLane(hn::SumOfLanes(df, v)); }
+HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT dst) {
+  dst[0] = SumLanes(df, a);
+  dst[1] = SumLanes(df, b);
+  dst[2] = SumLanes(df, c);
+  dst[3] = SumLanes(df, e);
+}
+#endif
+#if !HWY_HAVE_SCALABLE
+// One step of DotQk over elements [x, x + N) (kTail: [x, d)).
+template <KvType kType, size_t kRB, size_t kKB, bool kTail, class Rows>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows krow, size_t x,
+                          size_t d, VF (&acc)[kRB][kKB]) {
+  VF kv[kKB];
+  for (size_t i = 0; i < kKB; ++i)
+    kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
+  for (size_t r = 0; r < kRB; ++r) {
+    const VF qv = hn::LoadU(df, q + r * d_pad + x);
+    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::MulAdd(qv, kv[i], acc[r][i]);
+  }
+}
+
+// S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB). Each score is the
+// same sequence of operations whatever the block, so a row's scores do not depend on its
+// neighbours.
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  constexpr size_t eb = KvElementBytes(kType);
+  const float* HWY_RESTRICT q = t.q + r0 * d_pad;
+  VF acc[kRB][kKB];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::Zero(df);
+  }
+  size_t x = 0;
+  for (; x + n <= d; x += n) {
+    pf.Qk(k0, kKB, x, n, eb);
+    DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, krow + k0, x, d, acc);
+  }
+  if (x < d) {
+    pf.Qk(k0, kKB, x, d - x, eb);
+    DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, krow + k0, x, d, acc);
+  }
+  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
+  if constexpr (kKB % 4 == 0) {
+    for (size_t r = 0; r < kRB; ++r) {
+      for (size_t i = 0; i < kKB; i += 4)
+        StoreSums4(df, acc[r][i], acc[r][i + 1], acc[r][i + 2], acc[r][i + 3], s + r * kTile + i);
+    }
+  } else {
+    for (size_t r = 0; r < kRB; ++r) {
+      for (size_t i = 0; i < kKB; ++i) s[r * kTile + i] = SumLanes(df, acc[r][i]);
+    }
+  }
+}
+
+// O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
+// ascending order (kTail: the last, partial vector of the row).
+template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
+                          const Pf& pf) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
+  const float* HWY_RESTRICT p = t.s + r0 * kTile;
+  VF acc[kRB][kC];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::LoadU(df, o + r * t.d_pad + c * n);
+  }
+  for (size_t k = a; k < b; ++k) {
+    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
+    VF v[kC];
+    for (size_t c = 0; c < kC; ++c)
+      v[c] = kTail ? KvTail<kType>(df, vrow[k], x, d) : KvVec<kType>(df, vrow[k], x + c * n);
+    for (size_t r = 0; r < kRB; ++r) {
+      const VF pk = hn::Set(df, p[r * kTile + k]);
+      for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::MulAdd(pk, v[c], acc[r][c]);
+    }
+  }
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t c = 0; c < kC; ++c) hn::StoreU(acc[r][c], df, o + r * t.d_pad + c * n);
+  }
+}
+
+#else  // HWY_HAVE_SCALABLE
+// Sizeless vectors (SVE): one row per block and named accumulators (kDotRows is 1).
+// One step of DotQk over elements [x, x + N) (kTail: [x, d)) for kKB (1 or 4) keys.
+template <KvType kType, size_t kKB, bool kTail, class Rows>
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t x, size_t d,
+                          VF& a0, VF& a1, VF& a2, VF& a3) {
+  const VF qv = hn::LoadU(df, q + x);
+  a0 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[0], x, d), a0);
+  if constexpr (kKB == 4) {
+    a1 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[1], x, d), a1);
+    a2 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[2], x, d), a2);
+    a3 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[3], x, d), a3);
+  }
+}
+
+// S[r0][k] = Q[r0] · K[k] for tile keys [k0, k0 + kKB), kKB 1 or 4. Each score is the same
+// sequence of operations whatever the block.
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
+  static_assert(kRB == 1 && (kKB == 1 || kKB == 4), "scalable blocks: 1 row x 1 or 4 keys");
+  constexpr size_t eb = KvElementBytes(kType);
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const float* HWY_RESTRICT q = t.q + r0 * d_pad;
+  const Rows kr = krow + k0;
+  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  size_t x = 0;
+  for (; x + n <= d; x += n) {
+    pf.Qk(k0, kKB, x, n, eb);
+    DotQkStep<kType, kKB, false>(df, q, kr, x, d, a0, a1, a2, a3);
+  }
+  if (x < d) {
+    pf.Qk(k0, kKB, x, d - x, eb);
+    DotQkStep<kType, kKB, true>(df, q, kr, x, d, a0, a1, a2, a3);
+  }
+  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
+  s[0] = SumLanes(df, a0);
+  if constexpr (kKB == 4) {
+    s[1] = SumLanes(df, a1);
+    s[2] = SumLanes(df, a2);
+    s[3] = SumLanes(df, a3);
+  }
+}
+
+// O[r0][x, x + kC · N) += Σ_{k in [a, b)} P[r0][k] · V[k], keys in ascending order; kC 1 or 4
+// (kTail: the last, partial vector of the row).
+template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
+                          const Pf& pf) {
+  static_assert(kRB == 1 && (kC == 1 || kC == 4), "scalable blocks: 1 row x 1 or 4 vectors");
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
+  const float* HWY_RESTRICT p = t.s + r0 * kTile;
+  VF a0 = hn::LoadU(df, o), a1 = a0, a2 = a0, a3 = a0;
+  if constexpr (kC == 4) {
+    a1 = hn::LoadU(df, o + 1 * n);
+    a2 = hn::LoadU(df, o + 2 * n);
+    a3 = hn::LoadU(df, o + 3 * n);
+  }
+  for (size_t k = a; k < b; ++k) {
+    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
+    const VF pk = hn::Set(df, p[k]);
+    a0 = hn::MulAdd(pk, KvLoad<kType, kTail>(df, vrow[k], x, d), a0);
+    if constexpr (kC == 4) {
+      a1 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 1 * n), a1);
+      a2 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 2 * n), a2);
+      a3 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 3 * n), a3);
+    }
+  }
+  hn::StoreU(a0, df, o);
+  if constexpr (kC == 4) {
+    hn::StoreU(a1, df, o + 1 * n);
+    hn::StoreU(a2, df, o + 2 * n);
+    hn::StoreU(a3, df, o + 3 * n);
+  }
+}
+#endif  // HWY_HAVE_SCALABLE
+
+// Scores of rows [r0, r0 + kRB) for tile keys [a, b).
+template <size_t kDim, KvType kType, size_t kRB, class Rows>
+inline void DotQkKeys(const Task& t, Rows krow, size_t r0, size_t a, size_t b) {
+  size_t k = a;
+  if constexpr (kRB == 1 && kDotKeys1 != kDotKeys) {
+    for (; k + kDotKeys1 <= b; k += kDotKeys1) DotQk<kDim, kType, 1, kDotKeys1>(t, krow, r0, k);
+  }
+  for (; k + kDotKeys <= b; k += kDotKeys) DotQk<kDim, kType, kRB, kDotKeys>(t, krow, r0, k);
+  for (; k < b; ++k) DotQk<kDim, kType, kRB, 1>(t, krow, r0, k);
+}
+
+template <size_t kDim, KvType kType, size_t kRB, class Rows, class Pf = NoPrefetch>
+inline void DotPvKeys(const Task& t, Rows vrow, size_t r0, size_t a, size_t b, const Pf& pf = Pf()) {
+  if (a >= b) return;
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t d = kDim ? kDim : t.d;
+  size_t x = 0;
+  if constexpr (kRB == 1 && kPvVecs1 != 4) {
+    for (; x + kPvVecs1 * n <= d; x += kPvVecs1 * n) DotPvStep<kType, 1, kPvVecs1, false>(t, vrow, r0, x, d, a, b, pf);
+  }
+  for (; x + 4 * n <= d; x += 4 * n) DotPvStep<kType, kRB, 4, false>(t, vrow, r0, x, d, a, b, pf);
+  for (; x + n <= d; x += n) DotPvStep<kType, kRB, 1, false>(t, vrow, r0, x, d, a, b, pf);
+  if (x < d) DotPvStep<kType, kRB, 1, true>(t, vrow, r0, x, d, a, b, pf);
+}
+
+// The rows from r on that no block of kDotRows took (fewer than kDotRows) as one block, so each K
+// or V vector is loaded once for all of them: a GQA group of 3 (SmolLM2) is one block of 3 rows,
+// not 3 rows alone. Q·Kᵀ for tile keys [k0, k0 + kKB); P·V for tile keys [a, b).
+template <size_t kDim, KvType kType, size_t kKB, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotQkRest(const Task& t, Rows krow, size_t r, size_t k0, const Pf& pf = Pf()) {
+  const size_t n = t.rows - r;
+  if constexpr (kDotRows == 4) {
+    if (n == 3) return DotQk<kDim, kType, 3, kKB>(t, krow, r, k0, pf);
+    if (n == 2) return DotQk<kDim, kType, 2, kKB>(t, krow, r, k0, pf);
+  }
+  if (n == 1) DotQk<kDim, kType, 1, kKB>(t, krow, r, k0, pf);
+}
+
+template <size_t kDim, KvType kType, class Rows, class Pf = NoPrefetch>
+HWY_INLINE void DotPvRest(const Task& t, Rows vrow, size_t r, size_t a, size_t b, const Pf& pf = Pf()) {
+  const size_t n = t.rows - r;
+  if constexpr (kDotRows == 4) {
+    if (n == 3) return DotPvKeys<kDim, kType, 3>(t, vrow, r, a, b, pf);
+    if (n == 2) return DotPvKeys<kDim, kType, 2>(t, vrow, r, a, b, pf);
+  }
+  if (n == 1) DotPvKeys<kDim, kType, 1>(t, vrow, r, a, b, pf);
+}
+
+// Online softmax of row r over tile keys [a, b) (b > a): scores become P in place, m and l are
+// updated, O[r] is rescaled by exp(old max − new max).
+inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const VF neg_inf = hn::Set(df, kNegInf);
+  const VF cap = hn::Set(df, t.a->softcap);
+  const bool softcap = t.a->softcap > 0.0f;
+  float* HWY_RESTRICT s = t.s + r * kTile;
+  const VI lo = hn::Set(di, static_cast<int32_t>(a));
+  const VI hi = hn::Set(di, static_cast<int32_t>(b) - 1);
+  // Whole vectors around [a, b), at fixed places in the tile (kTile is a multiple of 16).
+  const size_t v0 = a / n * n, v1 = (b + n - 1) / n * n;
+  VF mt = neg_inf;
+  if (!softcap && v0 == a && v1 == b) {
+    // Whole vectors, all visible (every tile of a long decode): the masked pass below would
+    // store back the same values; two running maxima halve the dependency chain.
+    VF mt1 = neg_inf;
+    size_t k = v0;
+    for (; k + 2 * n <= v1; k += 2 * n) {
+      mt = hn::Max(mt, hn::LoadU(df, s + k));
+      mt1 = hn::Max(mt1, hn::LoadU(df, s + k + n));
+    }
+    if (k < v1) mt = hn::Max(mt, hn::LoadU(df, s + k));
+    mt = hn::Max(mt, mt1);
+  } else {
+    for (size_t k = v0; k < v1; k += n) {
+      // Keys outside [a, b) were never computed: replace them, never read them into the result.
+      const VI kk = hn::Iota(di, static_cast<int32_t>(k));
+      const auto vis = hn::RebindMask(df, hn::Not(hn::Or(hn::Gt(lo, kk), hn::Gt(kk, hi))));
+      VF sv = hn::IfThenElse(vis, hn::LoadU(df, s + k), neg_inf);
+      if (softcap) sv = hn::IfThenElse(vis, Softcap(df, sv, cap), neg_inf);
+      hn::StoreU(sv, df, s + k);
+      mt = hn::Max(mt, sv);
+    }
+  }
+  const float m_old = t.m[r];
+  const float m_tile = hn::GetLane(hn::MaxOfLanes(df, mt));
+  const float m_new = m_tile > m_old ? m_tile : m_old;
+  const float m_use = m_new == kNegInf ? 0.0f : m_new;
+  // exp(0) = 1: no vector exp for a tile that does not raise the maximum (most of them).
+  const float alpha = m_new == m_old ? 1.0f : hn::GetLane(ExpNonPositive(df, hn::Set(df, m_old - m_use)));
+  const VF mu = hn::Set(df, m_use);
+  VF sum = hn::Zero(df);
+  for (size_t k = v0; k < v1; k += n) {
+    const VF p = ExpNonPositive(df, hn::Sub(hn::LoadU(df, s + k), mu));
+    hn::StoreU(p, df, s + k);
+    sum = hn::Add(sum, p);
+  }
+  t.l[r] = alpha * t.l[r] + SumLanes(df, sum);
+  t.m[r] = m_new;
+  if (!(alpha == 1.0f)) {
+    float* HWY_RESTRICT o = t.o + r * t.d_pad;
+    const VF al = hn::Set(df, alpha);
+    for (size_t x = 0; x < t.d_pad; x += n) hn::StoreU(hn::Mul(hn::LoadU(df, o + x), al), df, o + x);
+  }
+}
+
+}  // namespace attn
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_

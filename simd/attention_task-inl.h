@@ -1,0 +1,178 @@
+// One attention task, per Highway target: one kv head × up to kQueryRows query rows (tokens × all
+// query heads of the group; each K/V tile is read once per task and serves every query head of
+// the group), its regions of the caller's scratch (layout in attention_tiling.h), each row's
+// visible keys, and what it writes at the end: the normalized output, or the partials of a chunk
+// of keys. Q and O sit in scratch transposed for the prefill tiling (Qᵀ, Oᵀ [D][rows]) and by
+// row for the decode tiling ([rows][d_pad]).
+
+#if defined(HEADWAY_SIMD_ATTENTION_TASK_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_ATTENTION_TASK_INL_H_
+#undef HEADWAY_SIMD_ATTENTION_TASK_INL_H_
+#else
+#define HEADWAY_SIMD_ATTENTION_TASK_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "simd/attention.h"
+#include "simd/attention_math-inl.h"
+#include "simd/attention_tiling.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace attn {
+
+// One task: kv head g, query tokens [t0, t0 + nt), keys restricted to [key_begin, key_end).
+// Row r is token t0 + r / group, query head g · group + r % group.
+struct Task {
+  const AttentionArgs* a = nullptr;
+  uint32_t g = 0;
+  uint32_t group = 0;
+  uint32_t t0 = 0;
+  uint32_t nt = 0;
+  size_t rows = 0;
+  size_t rpad = 0;  // prefill: rows rounded up to whole vectors
+  int64_t key_begin = 0;
+  int64_t key_end = 0;
+  size_t d = 0;
+  size_t d_pad = 0;
+  float q_scale = 0.0f;  // scale, or scale / softcap: Q is pre-multiplied
+  // Scratch regions (attention_tiling.h).
+  float* q = nullptr;
+  float* o = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+  int32_t* lo = nullptr;  // per tile; prefill: inclusive [lo, hi]; decode: [lo, hi)
+  int32_t* hi = nullptr;
+  int64_t* klo = nullptr;  // absolute, inclusive; klo > khi when empty
+  int64_t* khi = nullptr;
+  float* s = nullptr;
+  float* k = nullptr;
+  float* v = nullptr;
+  // Prefill: key i of the current tile at kt + i · d_pad, vt likewise: the widened copies k and v,
+  // or the cache rows themselves where they are f32 and already in that layout (RowsRun).
+  const float* kt = nullptr;
+  const float* vt = nullptr;
+  // Keys any row sees, and keys every row sees.
+  int64_t union_lo = 0, union_hi = -1;
+  int64_t common_lo = 0, common_hi = -1;
+};
+
+HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
+  const AttentionArgs& a = *t.a;
+  const size_t token = t.t0 + r / t.group;
+  const size_t head = size_t{t.g} * t.group + r % t.group;
+  return a.q + token * a.q_token_stride + head * a.head_dim;
+}
+
+// Carves the scratch, computes each row's visible keys and resets m, l, O.
+inline void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0, uint32_t nt,
+                      int64_t key_begin, int64_t key_end, bool decode) {
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const uint32_t group = a.n_heads / a.n_kv_heads;
+  const detail::ScratchLayout layout = detail::MakeScratchLayout(a.head_dim, group);
+  char* base = static_cast<char*>(scratch);
+  t.a = &a;
+  t.g = g;
+  t.group = group;
+  t.t0 = t0;
+  t.nt = nt;
+  t.rows = size_t{nt} * group;
+  t.rpad = decode ? t.rows : (t.rows + n - 1) / n * n;
+  t.key_begin = key_begin;
+  t.key_end = key_end;
+  t.d = a.head_dim;
+  t.d_pad = layout.d_pad;
+  t.q_scale = a.softcap > 0.0f ? a.scale / a.softcap : a.scale;
+  t.q = reinterpret_cast<float*>(base + layout.q);
+  t.o = reinterpret_cast<float*>(base + layout.o);
+  t.m = reinterpret_cast<float*>(base + layout.m);
+  t.l = reinterpret_cast<float*>(base + layout.l);
+  t.lo = reinterpret_cast<int32_t*>(base + layout.lo);
+  t.hi = reinterpret_cast<int32_t*>(base + layout.hi);
+  t.klo = reinterpret_cast<int64_t*>(base + layout.klo);
+  t.khi = reinterpret_cast<int64_t*>(base + layout.khi);
+  t.s = reinterpret_cast<float*>(base + layout.s);
+  t.k = reinterpret_cast<float*>(base + layout.k);
+  t.v = reinterpret_cast<float*>(base + layout.v);
+
+  t.union_lo = std::numeric_limits<int64_t>::max();
+  t.union_hi = -1;
+  t.common_lo = 0;
+  t.common_hi = std::numeric_limits<int64_t>::max();
+  for (size_t r = 0; r < t.rpad; ++r) {
+    int64_t lo = 1, hi = 0;  // padding rows see nothing
+    if (r < t.rows) {
+      const detail::KeyRange kr = detail::VisibleKeys(a, t0 + static_cast<uint32_t>(r / group));
+      lo = kr.lo > key_begin ? kr.lo : key_begin;
+      hi = kr.hi < key_end - 1 ? kr.hi : key_end - 1;
+      if (lo <= hi) {
+        if (lo < t.union_lo) t.union_lo = lo;
+        if (hi > t.union_hi) t.union_hi = hi;
+      }
+      if (lo > t.common_lo) t.common_lo = lo;
+      if (hi < t.common_hi) t.common_hi = hi;
+    }
+    t.klo[r] = lo;
+    t.khi[r] = hi;
+    t.m[r] = kNegInf;
+    t.l[r] = 0.0f;
+  }
+  std::memset(t.o, 0, t.rpad * t.d_pad * sizeof(float));
+}
+
+// Oᵀ[x][r] of row r (prefill).
+HWY_INLINE float RowsOut(const Task& t, size_t r, size_t x) { return t.o[x * t.rpad + r]; }
+
+// O[r][x] (decode).
+HWY_INLINE float DotOut(const Task& t, size_t r, size_t x) { return t.o[r * t.d_pad + x]; }
+
+// Normalized output of the task's rows into O (zeros for rows that see no key).
+template <bool kDecode>
+inline void WriteOutput(const Task& t) {
+  const AttentionArgs& a = *t.a;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const size_t token = t.t0 + r / t.group;
+    const size_t head = size_t{t.g} * t.group + r % t.group;
+    float* out = a.o + token * a.o_token_stride + head * a.head_dim;
+    if (t.klo[r] > t.khi[r]) {
+      for (size_t x = 0; x < t.d; ++x) out[x] = 0.0f;
+      continue;
+    }
+    const float l = t.l[r];
+    for (size_t x = 0; x < t.d; ++x) out[x] = (kDecode ? DotOut(t, r, x) : RowsOut(t, r, x)) / l;
+  }
+}
+
+// Partials of the task's rows for chunk c.
+template <bool kDecode>
+inline void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p) {
+  const AttentionArgs& a = *t.a;
+  const size_t all_rows = size_t{a.t_q} * t.group;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const size_t row = size_t{c} * all_rows + size_t{t.t0} * t.group + r;
+    p.m[row] = t.m[r];
+    p.l[row] = t.l[r];
+    float* o = p.o + row * a.head_dim;
+    for (size_t x = 0; x < t.d; ++x) o[x] = kDecode ? DotOut(t, r, x) : RowsOut(t, r, x);
+  }
+}
+
+}  // namespace attn
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_ATTENTION_TASK_INL_H_
