@@ -1,7 +1,8 @@
-// Attention: compiles attention-inl.h for every target Highway 1.0.3 has (x86: SSSE3, SSE4, AVX2,
-// AVX3, AVX3_DL and the SCALAR baseline; AArch64: NEON, SVE, SVE2, SVE_256, SVE2_128) and
-// exports the plain functions of attention.h, which check their arguments and then dispatch at
-// run time.
+// Attention: compiles attention-inl.h (the entry points, over the task, prefill, decode and K/V
+// access files it includes) for every target Highway 1.0.3 has (x86: SSSE3, SSE4, AVX2, AVX3,
+// AVX3_DL and the SCALAR baseline; AArch64: NEON, SVE, SVE2, SVE_256, SVE2_128) and exports the
+// plain functions of attention.h: the checked ones, which check their arguments and then
+// dispatch at run time, and the unchecked ones the CPU driver runs after checking a call once.
 
 // Highway 1.0.3 leaves AVX3_DL out of dynamic dispatch unless asked (its default set stops at
 // AVX3); it has to be defined before the first Highway header.
@@ -9,7 +10,8 @@
 #define HWY_WANT_AVX3_DL
 #endif
 // SVE and SVE2 (HWY_HAVE_SCALABLE: sizeless vectors, which cannot form the arrays of the
-// register blocks) compile the named-accumulator blocks of attention-inl.h instead.
+// register blocks) compile the named-accumulator blocks of attention_prefill_blocks-inl.h and
+// attention_decode_blocks-inl.h instead.
 
 #include "simd/attention.h"
 
