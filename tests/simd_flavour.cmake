@@ -20,7 +20,7 @@ message(STATUS "${cpu}: attention kernels dispatch to ${chosen} (libhwy detects:
 if(NOT compiled MATCHES " ${EXPECT_TARGET}( |$)")
   # Nothing of this flavour to test (the discovered suite already ran the compiled targets).
   message(STATUS "SKIPPED: ${EXPECT_TARGET} is not compiled into the kernels (compiled:${compiled}; "
-                 "see HWY_DISABLED_TARGETS in simd/attention.cc)")
+                 "Highway's HWY_TARGETS for this compiler, less any -DHWY_DISABLED_TARGETS in the flags)")
   return()
 endif()
 if(NOT chosen STREQUAL EXPECT_TARGET)
