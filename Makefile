@@ -2,7 +2,8 @@
 #   make demo   install what is missing, build, plan real models and run attention on them
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
-.PHONY: demo test test-cross test-cross-ci test-baremetal deps release debug clean
+#   make check  the fast lane: build the release preset, run its unit and kernel tests
+.PHONY: demo test check test-cross test-cross-ci test-baremetal deps release debug clean
 
 deps:
 	bash toolchains/install-deps.sh host
@@ -10,6 +11,10 @@ deps:
 release: deps
 	cmake --preset release
 	cmake --build --preset release
+
+# ctest labels (tests/CMakeLists.txt): unit and kernel, not cli, gpu, torch or slow.
+check: release
+	ctest --preset release -L 'unit|kernel' -LE slow
 
 demo: release
 	bash examples/demo.sh build/release/bin/headway
