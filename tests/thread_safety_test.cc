@@ -6,6 +6,9 @@
 //   - one KvCache per thread: caches over separate regions append and attend concurrently;
 //   - determinism: prefill and split-KV decode over a KvCache give the same bits for threads 1..4
 //     and on every repeated run.
+// Under qemu-user (HEADWAY_TEST_EMULATED, set by cross builds) the kernels run tens of times
+// slower and the cross presets' ThreadPool runs its tasks on the caller, so the cases repeat less:
+// the same shapes and paths (tiles, split-KV) and every comparison, fewer rounds and thread counts.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -23,6 +26,18 @@
 
 namespace headway {
 namespace {
+
+#ifdef HEADWAY_TEST_EMULATED
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
+// Repeats of each case: native, then under the emulator.
+constexpr int kRounds = kEmulated ? 1 : 3;          // two pools at once
+constexpr int kSharedRuns = kEmulated ? 2 : 4;      // per caller of the shared pool
+constexpr int kRepeatedRuns = kEmulated ? 2 : 5;    // dense attend again on one pool
+constexpr int kCacheRuns = kEmulated ? 1 : 2;       // KvCache per thread count
+constexpr uint32_t kCacheThreadStep = kEmulated ? 3 : 1;  // threads 1, 4 or 1, 2, 3, 4
 
 struct Aligned {
   explicit Aligned(size_t bytes) : size((bytes + 63) / 64 * 64), p(std::aligned_alloc(64, size ? size : 64)) {}
@@ -82,7 +97,7 @@ TEST_CASE("two pools run attend concurrently on separate workspaces: the lone ca
     Aligned ws_a(d->workspace(pools[0].threads())), ws_b(d->workspace(pools[1].threads()));
     std::vector<float> got_a, got_b;
     std::atomic<bool> ok_a{false}, ok_b{false};
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < kRounds; ++round) {
       std::thread ta([&] { ok_a = d->run(&pools[0], ws_a, &got_a).ok(); });
       std::thread tb([&] { ok_b = d->run(&pools[1], ws_b, &got_b).ok(); });
       ta.join();
@@ -109,10 +124,10 @@ TEST_CASE("one pool shared by two callers: run() serializes them, each gets its 
   std::vector<float> got_p, got_d;
   std::atomic<int> failures{0};
   std::thread tp([&] {
-    for (int i = 0; i < 4; ++i) failures += !p.run(&pool, ws_p, &got_p).ok();
+    for (int i = 0; i < kSharedRuns; ++i) failures += !p.run(&pool, ws_p, &got_p).ok();
   });
   std::thread td([&] {
-    for (int i = 0; i < 4; ++i) failures += !d.run(&pool, ws_d, &got_d).ok();
+    for (int i = 0; i < kSharedRuns; ++i) failures += !d.run(&pool, ws_d, &got_d).ok();
   });
   tp.join();
   td.join();
@@ -203,8 +218,8 @@ TEST_CASE("one KvCache per thread: caches append and attend concurrently, each a
 
 TEST_CASE("determinism: KvCache prefill and split-KV decode give the same bits for threads 1..4, every run") {
   const std::vector<float> base = run_cache(1, 1056, 1080, 31);
-  for (uint32_t threads = 1; threads <= 4; ++threads) {
-    for (int run = 0; run < 2; ++run) {
+  for (uint32_t threads = 1; threads <= 4; threads += kCacheThreadStep) {
+    for (int run = 0; run < kCacheRuns; ++run) {
       INFO("threads " << threads << " run " << run);
       CHECK(same_bits(run_cache(threads, 1056, 1080, 31), base));
     }
@@ -218,7 +233,7 @@ TEST_CASE("determinism: dense attend gives the same bits on repeated runs with o
     Aligned ws(d->workspace(pool.threads()));
     std::vector<float> first, again;
     REQUIRE(d->run(&pool, ws, &first).ok());
-    for (int run = 0; run < 5; ++run) {
+    for (int run = 0; run < kRepeatedRuns; ++run) {
       REQUIRE(d->run(&pool, ws, &again).ok());
       CHECK(same_bits(again, first));
     }
