@@ -25,14 +25,17 @@ test: deps
 	cmake --workflow --preset release
 	cmake --workflow --preset debug
 
-# Each cross suite prints, from its ctest log, which SIMD target each emulated CPU ran.
+# Each cross workflow (every test but those labelled slow), then its slow tests: the kernel suite
+# once per SIMD flavour on an emulated CPU that has it. Each prints, from its ctest log, which
+# SIMD target each emulated CPU ran.
 test-cross:
 	bash toolchains/install-deps.sh aarch64
 	bash toolchains/install-deps.sh armv7
-	cmake --workflow --preset aarch64
-	@grep -h "attention kernels dispatch to" build/aarch64/Testing/Temporary/LastTest.log
-	cmake --workflow --preset armv7
-	@grep -h "attention kernels dispatch to" build/armv7/Testing/Temporary/LastTest.log
+	for p in aarch64 armv7; do \
+	  cmake --workflow --preset $$p && \
+	  ctest --test-dir build/$$p --output-on-failure -j2 -L slow && \
+	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
+	done
 
 # CI's share of the cross suites (.ci/run calls it after make test): only the binaries
 # it needs, then the kernel suite on NEON, SVE and SVE2 (armv7: NEON), `headway attend` end to
@@ -43,7 +46,7 @@ test-cross-ci:
 	for p in aarch64 armv7; do \
 	  cmake --preset $$p && \
 	  cmake --build --preset $$p --target attention_kernel_test simd_targets headway_cli cli_attend_test && \
-	  ctest --preset $$p -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' && \
+	  ctest --test-dir build/$$p --output-on-failure -j2 -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' && \
 	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
 	done
 
