@@ -57,9 +57,9 @@ using headway::test::test_targets;
 using headway::test::Rng;
 
 // Under qemu-user (HEADWAY_TEST_EMULATED, cross builds) the two largest sweeps leave out their
-// longest shapes, whose double reference alone takes minutes there, and the long sequence runs
-// 2 query heads of 64 (GQA still) instead of 4 of 128: every path still runs, at the lengths
-// below them, and T = 1000 in the long-sequence case.
+// longest shapes, whose double reference alone takes minutes there, the long sequence runs 2
+// query heads of 64 (GQA still) instead of 4 of 128, and partial + merge skips one-key chunks:
+// every path still runs, at the lengths below them, and T = 1000 in the long-sequence case.
 #ifdef HEADWAY_TEST_EMULATED
 constexpr bool kEmulated = true;
 #else
@@ -739,7 +739,7 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
         c.window = variant % 3 == 1 ? 41 : variant % 3 == 2 ? 72 : 0;
         c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
         ++variant;
-        if (kEmulated && t_kv == 300) continue;
+        if (kEmulated && (t_kv == 300 || (t_kv == 130 && group != 1))) continue;
         check_layouts_agree(c);
       }
     }
@@ -843,7 +843,8 @@ TEST_CASE("attention partial + merge: equals attention_f32, deterministic in any
         INFO(target_name);
         const std::vector<float> full = run_full(d);
         for (uint32_t chunk : {1u, 7u, 64u, 100u, 333u, 1000u, 4096u}) {
-          if (chunk == 1 && target != test_targets().front()) continue;  // slow; one target is enough
+          // Slow: one target is enough, and none under qemu (chunk 7 already merges 143 partials).
+          if (chunk == 1 && (kEmulated || target != test_targets().front())) continue;
           INFO("chunk " << chunk);
           const std::vector<float> split = run_split(d, chunk, false);
           check_report(compare(d, split), tolerance(c.kv));
