@@ -2,7 +2,8 @@
 #   make demo   install what is missing, build, plan real models and run attention on them
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
-.PHONY: demo test test-cross test-cross-ci test-baremetal deps release debug clean
+#   make check  the fast lane: build the release preset, run its unit and kernel tests
+.PHONY: demo test check test-cross test-cross-ci test-baremetal deps release debug clean
 
 deps:
 	bash toolchains/install-deps.sh host
@@ -10,6 +11,10 @@ deps:
 release: deps
 	cmake --preset release
 	cmake --build --preset release
+
+# ctest labels (tests/CMakeLists.txt): unit and kernel, not cli, gpu, torch or slow.
+check: release
+	ctest --preset release -L 'unit|kernel' -LE slow
 
 demo: release
 	bash examples/demo.sh build/release/bin/headway
@@ -20,14 +25,17 @@ test: deps
 	cmake --workflow --preset release
 	cmake --workflow --preset debug
 
-# Each cross suite prints, from its ctest log, which SIMD target each emulated CPU ran.
+# Each cross workflow (every test but those labelled slow), then its slow tests: the kernel suite
+# once per SIMD flavour on an emulated CPU that has it. Each prints, from its ctest log, which
+# SIMD target each emulated CPU ran.
 test-cross:
 	bash toolchains/install-deps.sh aarch64
 	bash toolchains/install-deps.sh armv7
-	cmake --workflow --preset aarch64
-	@grep -h "attention kernels dispatch to" build/aarch64/Testing/Temporary/LastTest.log
-	cmake --workflow --preset armv7
-	@grep -h "attention kernels dispatch to" build/armv7/Testing/Temporary/LastTest.log
+	for p in aarch64 armv7; do \
+	  cmake --workflow --preset $$p && \
+	  ctest --test-dir build/$$p --output-on-failure -j2 -L slow && \
+	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
+	done
 
 # CI's share of the cross suites (.ci/run calls it after make test): only the binaries
 # it needs, then the kernel suite on NEON, SVE and SVE2 (armv7: NEON), `headway attend` end to
@@ -38,7 +46,7 @@ test-cross-ci:
 	for p in aarch64 armv7; do \
 	  cmake --preset $$p && \
 	  cmake --build --preset $$p --target attention_kernel_test simd_targets headway_cli cli_attend_test && \
-	  ctest --preset $$p -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' && \
+	  ctest --test-dir build/$$p --output-on-failure -j2 -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' && \
 	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
 	done
 

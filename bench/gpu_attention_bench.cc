@@ -18,40 +18,38 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cases.hpp"
 #include "headway/backend.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct BenchCase {
-  const char* name;
-  uint32_t n_heads, n_kv_heads, head_dim;
-  uint32_t t_kv;  // keys held
-  uint32_t t_q;   // queries per call (the last t_q tokens)
-  bool causal;
-  headway::DType kv;
-};
+using headway::bench::BenchCase;
+using headway::bench::CaseKind;
+using headway::DType;
 
+// Shapes of their own (a longer decode, bf16 at head_dim 256), in `headway bench`'s case type.
 const BenchCase kCases[] = {
-    {"prefill", 32, 8, 128, 2048, 2048, true, headway::DType::kF16},
-    {"prefill", 32, 32, 64, 1024, 1024, true, headway::DType::kF16},
-    {"prefill", 32, 8, 128, 2048, 2048, true, headway::DType::kF32},
-    {"decode", 32, 8, 128, 4096, 1, true, headway::DType::kF16},
-    {"decode", 32, 8, 128, 16384, 1, true, headway::DType::kF16},
-    {"prefill", 16, 16, 256, 1024, 1024, true, headway::DType::kBF16},
-    {"prefill", 32, 32, 80, 1024, 1024, true, headway::DType::kF16},
+    {"prefill-t2048-h32x8-d128-f16", "Llama-3-8B-like layer (GQA 4)", CaseKind::kPrefill, 2048, 2048, 32, 8, 128,
+     DType::kF16, true},
+    {"prefill-t1024-h32x32-d64-f16", "MHA at head_dim 64", CaseKind::kPrefill, 1024, 1024, 32, 32, 64, DType::kF16,
+     true},
+    {"prefill-t2048-h32x8-d128-f32", "Llama-3-8B-like layer (GQA 4)", CaseKind::kPrefill, 2048, 2048, 32, 8, 128,
+     DType::kF32, true},
+    {"decode-t4096-h32x8-d128-f16", "Llama-3-8B-like layer (GQA 4)", CaseKind::kDecode, 1, 4096, 32, 8, 128,
+     DType::kF16, true},
+    {"decode-t16384-h32x8-d128-f16", "Llama-3-8B-like layer (GQA 4)", CaseKind::kDecode, 1, 16384, 32, 8, 128,
+     DType::kF16, true},
+    {"prefill-t1024-h16x16-d256-bf16", "Gemma's head size", CaseKind::kPrefill, 1024, 1024, 16, 16, 256, DType::kBF16,
+     true},
+    {"prefill-t1024-h32x32-d80-f16", "Phi-2's head size", CaseKind::kPrefill, 1024, 1024, 32, 32, 80, DType::kF16,
+     true},
 };
 const BenchCase kQuickCases[] = {
-    {"prefill", 8, 2, 128, 256, 256, true, headway::DType::kF16},
-    {"decode", 8, 2, 128, 1024, 1, true, headway::DType::kF16},
+    {"prefill-t256-h8x2-d128-f16", "small GQA 4", CaseKind::kPrefill, 256, 256, 8, 2, 128, DType::kF16, true},
+    {"decode-t1024-h8x2-d128-f16", "small GQA 4", CaseKind::kDecode, 1, 1024, 8, 2, 128, DType::kF16, true},
 };
-
-double visible_pairs(const BenchCase& c) {
-  double pairs = 0;
-  for (uint32_t i = 0; i < c.t_q; ++i) pairs += c.causal ? double(i + c.t_kv - c.t_q + 1) : double(c.t_kv);
-  return pairs;
-}
 
 // Best seconds per attend() call.
 template <class Fn>
@@ -81,7 +79,7 @@ bool run_case(const BenchCase& c, headway::GpuContext* gpu_ctx, headway::ThreadP
   cfg.d_model = c.n_heads * c.head_dim;
   cfg.max_seq = c.t_kv;
   cfg.causal = c.causal;
-  cfg.kv_dtype = c.kv;
+  cfg.kv_dtype = c.kv_dtype;
   headway::PlanOptions po;
   po.max_tokens = c.t_q;
   po.weights_in_arena = false;
@@ -96,12 +94,13 @@ bool run_case(const BenchCase& c, headway::GpuContext* gpu_ctx, headway::ThreadP
   uint32_t seed = 1;
   for (float& x : kv) x = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
   for (float& x : q) x = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-  const double flops = 4.0 * c.head_dim * c.n_heads * visible_pairs(c);
-  const double kv_bytes = 2.0 * c.t_kv * p.kv_width * headway::dtype_bytes(c.kv);
+  const double flops = headway::bench::case_flops(c);
+  const double kv_bytes = static_cast<double>(headway::bench::case_kv_bytes(c));
 
   char label[160];
-  std::snprintf(label, sizeof(label), "%-7s d%-3u heads %2u/%-2u t_q %5u t_kv %5u %s %-4s", c.name, c.head_dim,
-                c.n_heads, c.n_kv_heads, c.t_q, c.t_kv, c.causal ? "causal" : "full  ", headway::dtype_name(c.kv));
+  std::snprintf(label, sizeof(label), "%-7s d%-3u heads %2u/%-2u t_q %5u t_kv %5u %s %-4s",
+                headway::bench::case_kind_name(c.kind), c.head_dim, c.n_heads, c.n_kv_heads, c.t_q, c.t_kv,
+                c.causal ? "causal" : "full  ", headway::dtype_name(c.kv_dtype));
 
   auto report = [&](const char* who, double s, const char* extra) {
     if (s < 0) return;

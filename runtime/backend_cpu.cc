@@ -28,8 +28,6 @@ Status check_plan(const char* who, const Plan& plan) {
 
 }  // namespace
 
-const char* backend_kind_name(BackendKind kind) { return kind == BackendKind::kGpu ? "gpu" : "cpu"; }
-
 Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
   // The same shape checks and messages as attend() (which builds its dense args from the shape).
   HEADWAY_RETURN_IF_ERROR(attention_workspace_bytes(shape, 1).status());

@@ -56,6 +56,16 @@ using headway::test::test_targets;
 
 using headway::test::Rng;
 
+// Under qemu-user (HEADWAY_TEST_EMULATED, cross builds) the two largest sweeps leave out their
+// longest shapes, whose double reference alone takes minutes there, the long sequence runs 2
+// query heads of 64 (GQA still) instead of 4 of 128, and partial + merge skips one-key chunks:
+// every path still runs, at the lengths below them, and T = 1000 in the long-sequence case.
+#ifdef HEADWAY_TEST_EMULATED
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
+
 enum class Layout { kTokens, kCache, kRing };
 
 struct Case {
@@ -487,6 +497,7 @@ TEST_CASE("attention lengths: T_q x T_kv over {1, 2, 15, 16, 17, 63, 64, 65, 100
   uint64_t seed = 200;
   for (uint32_t tq : lengths) {
     for (uint32_t tkv : lengths) {
+      if (kEmulated && tq == 1000 && tkv == 1000) continue;
       for (bool causal : {false, true}) {
         Case c;
         c.t_q = tq;
@@ -728,6 +739,7 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
         c.window = variant % 3 == 1 ? 41 : variant % 3 == 2 ? 72 : 0;
         c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
         ++variant;
+        if (kEmulated && (t_kv == 300 || (t_kv == 130 && group != 1))) continue;
         check_layouts_agree(c);
       }
     }
@@ -738,9 +750,9 @@ TEST_CASE("attention long sequence: T = 1000, f16 cache, GQA, causal window") {
   Case c;
   c.t_q = 1000;
   c.t_kv = 1000;
-  c.n_heads = 4;
+  c.n_heads = kEmulated ? 2 : 4;
   c.n_kv_heads = 1;
-  c.head_dim = 128;
+  c.head_dim = kEmulated ? 64 : 128;
   c.kv = hs::KvType::kF16;
   c.causal = true;
   c.window = 700;
@@ -831,7 +843,8 @@ TEST_CASE("attention partial + merge: equals attention_f32, deterministic in any
         INFO(target_name);
         const std::vector<float> full = run_full(d);
         for (uint32_t chunk : {1u, 7u, 64u, 100u, 333u, 1000u, 4096u}) {
-          if (chunk == 1 && target != test_targets().front()) continue;  // slow; one target is enough
+          // Slow: one target is enough, and none under qemu (chunk 7 already merges 143 partials).
+          if (chunk == 1 && (kEmulated || target != test_targets().front())) continue;
           INFO("chunk " << chunk);
           const std::vector<float> split = run_split(d, chunk, false);
           check_report(compare(d, split), tolerance(c.kv));

@@ -1,5 +1,6 @@
 // The double-precision reference every attention kernel and backend is held against: plain
-// O(T_q · T_kv · head_dim) loops, the semantics of DESIGN.md ("Semantics"), nothing clever.
+// O(T_q · T_kv · head_dim) loops, the semantics of the README's "Attention" section (spelled out
+// below), nothing clever.
 //
 //   O = softmax(scale · Q Kᵀ + mask) V. Query row i sits at position p = i + t_kv − t_q; causal
 //   keeps keys j <= p; window W > 0 keeps j > p − W (without causal only that lower bound);

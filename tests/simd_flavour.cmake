@@ -1,8 +1,8 @@
 # cmake -DEXPECT_TARGET=SVE -DEMULATOR=qemu-aarch64;-L;SYSROOT -DPROBE=simd_targets
-#       -DKERNEL_TEST=attention_kernel_test -P simd_flavour.cmake      (QEMU_CPU in the environment)
-# One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the whole kernel suite
-# must pass there (it runs every target that CPU supports, best first), and the kernels must
-# dispatch to EXPECT_TARGET (simd_targets prints the choice). When EXPECT_TARGET is not compiled
+#       [-DKERNEL_TEST=attention_kernel_test] -P simd_flavour.cmake      (QEMU_CPU in the environment)
+# One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the kernels must dispatch
+# to EXPECT_TARGET (simd_targets prints the choice), and with KERNEL_TEST the whole kernel suite
+# must pass there (under qemu it tests the target dispatch picks: tests/target_scope.hpp). When EXPECT_TARGET is not compiled
 # into the kernels at all, the test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION
 # "SKIPPED:") rather than passed.
 set(cpu "QEMU_CPU=$ENV{QEMU_CPU}")
@@ -20,12 +20,15 @@ message(STATUS "${cpu}: attention kernels dispatch to ${chosen} (libhwy detects:
 if(NOT compiled MATCHES " ${EXPECT_TARGET}( |$)")
   # Nothing of this flavour to test (the discovered suite already ran the compiled targets).
   message(STATUS "SKIPPED: ${EXPECT_TARGET} is not compiled into the kernels (compiled:${compiled}; "
-                 "see HWY_DISABLED_TARGETS in simd/attention.cc)")
+                 "Highway's HWY_TARGETS for this compiler, less any -DHWY_DISABLED_TARGETS in the flags)")
   return()
 endif()
 if(NOT chosen STREQUAL EXPECT_TARGET)
   message(FATAL_ERROR "${cpu}: the kernels dispatch to ${chosen}, expected ${EXPECT_TARGET} "
                       "(libhwy detects:${detected}; compiled:${compiled})")
+endif()
+if(NOT KERNEL_TEST)
+  return()
 endif()
 
 execute_process(COMMAND ${EMULATOR} ${KERNEL_TEST} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)

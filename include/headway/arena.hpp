@@ -34,7 +34,6 @@ class Arena {
                                     align_up(uint64_t{plan_.max_tokens} * plan_.qkv_width * 4));
   }
   uint8_t* scratch() const { return base_ + plan_.scratch_offset; }  // threads × per-thread scratch
-  uint64_t used_bytes() const { return plan_.arena_bytes; }
 
  private:
   Plan plan_{};

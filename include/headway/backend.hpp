@@ -35,7 +35,6 @@
 namespace headway {
 
 enum class BackendKind : uint8_t { kCpu = 0, kGpu };
-const char* backend_kind_name(BackendKind kind);  // "cpu", "gpu"
 
 // The methods both backends have (CpuBackend, GpuBackend):
 //

@@ -20,7 +20,6 @@ class KvCache {
   Status bind(const Plan& plan, void* region, size_t bytes);
 
   uint32_t size() const { return size_; }                  // tokens appended: positions 0..size-1
-  uint32_t capacity() const { return plan_.config.max_seq; }
   uint32_t rows() const { return plan_.cache_rows; }
   void reset() { size_ = 0; }
 
