@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "headway/config.hpp"
+#include "headway/npy.hpp"
 #include "headway/weights.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
-#include "runtime/formats/npy.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"
 #include "tests/temp_dir.hpp"
