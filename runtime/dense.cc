@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/matmul.h"
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "headway/dtype_convert.hpp"
 #include "runtime/attention_run.hpp"
-#include "runtime/dtype_convert.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "runtime/kv_append_check.hpp"
 #include "runtime/rope.hpp"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "headway/dtype_convert.hpp"
 #include "headway/heap_count.hpp"
 #include "runtime/attention_run.hpp"
-#include "runtime/dtype_convert.hpp"
 #include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"
 

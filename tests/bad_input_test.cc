@@ -19,8 +19,8 @@
 #include "headway/backend.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/model_files.hpp"
+#include "headway/npy.hpp"
 #include "headway/plan.hpp"
-#include "runtime/formats/npy.hpp"
 
 namespace headway {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "headway/backend.hpp"
-#include "runtime/dtype_convert.hpp"
-#include "runtime/formats/npy.hpp"
+#include "headway/dtype_convert.hpp"
+#include "headway/npy.hpp"
 #include "tests/reference_attention.hpp"
 #include "tests/temp_dir.hpp"
 

@@ -1,6 +1,6 @@
 // f32 ↔ f16 / bf16 conversions: every 16-bit pattern, every rounding boundary, and random f32
 // patterns against an independent reference (nearest representable value found in double).
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 
 #include <doctest/doctest.h>
 

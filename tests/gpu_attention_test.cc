@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "headway/backend.hpp"
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
 #include "tests/reference_attention.hpp"
 #include "tests/test_rng.hpp"

@@ -8,12 +8,12 @@
 #include <random>
 #include <vector>
 
+#include "headway/arena.hpp"
+#include "headway/dtype_convert.hpp"
+#include "headway/heap_count.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
-#include "runtime/dtype_convert.hpp"
 #include "runtime/rope.hpp"
-#include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
 #include "tests/reference_attention.hpp"
 
 namespace headway {

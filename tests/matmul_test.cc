@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "headway/dtype_convert.hpp"
 #include "hwy/highway.h"
 #include "hwy/targets.h"
-#include "runtime/dtype_convert.hpp"
 #include "simd/attention.h"
 #include "simd/matmul.h"
 #include "tests/target_scope.hpp"

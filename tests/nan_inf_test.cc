@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "headway/attention.hpp"
+#include "headway/dtype_convert.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
-#include "runtime/dtype_convert.hpp"
 #include "simd/attention.h"
 #include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"

@@ -17,9 +17,10 @@
 #include <vector>
 
 #include "headway/config.hpp"
+#include "headway/npy.hpp"
 #include "headway/weights.hpp"
+#include "headway/weights_file.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
-#include "runtime/formats/npy.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"
 #include "tests/temp_dir.hpp"
@@ -735,6 +736,38 @@ TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") 
   const Result<LayerWeights> bw = load_layer_weights(bf, bc.value(), 0);
   REQUIRE_MESSAGE(bw.ok(), bw.status().message());
   CHECK(bw->bq.cols == 128);
+}
+
+TEST_CASE("weights: headway::WeightsFile gives what WeightFile gives, and the same errors") {
+  TempDir dir("weights");
+  Config want = small_config();
+  want.head_dim = 32;
+  write_file(dir / "m.gguf", qwen3_gguf(want).bytes());
+  WeightFile inner;
+  REQUIRE(inner.open((dir / "m.gguf").c_str()).ok());
+  headway::WeightsFile file;
+  CHECK_FALSE(file.is_gguf());
+  CHECK(std::string(file.gguf_config().status().message()) == "no weight file is open");
+  REQUIRE(file.open((dir / "m.gguf").c_str()).ok());
+  CHECK(file.is_gguf());
+  const Result<Config> c = file.gguf_config();
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->head_size() == 32);
+  const Result<LayerWeights> w = file.layer_weights(c.value(), 0);
+  const Result<LayerWeights> w_inner = load_layer_weights(inner, c.value(), 0);
+  REQUIRE_MESSAGE(w.ok(), w.status().message());
+  REQUIRE(w_inner.ok());
+  CHECK(w->wq.dtype == w_inner->wq.dtype);
+  CHECK(w->wq.rows == w_inner->wq.rows);
+  CHECK(std::memcmp(w->wq.data, w_inner->wq.data, size_t{w->wq.rows} * w->wq.cols * 2) == 0);  // f16
+  const Result<LayerWeights> past = file.layer_weights(c.value(), 1);
+  CHECK(std::string(past.status().message()) ==
+        std::string(load_layer_weights(inner, c.value(), 1).status().message()));
+
+  headway::WeightsFile missing;
+  const Status s = missing.open((dir / "no-such.safetensors").c_str());
+  WeightFile inner_missing;
+  CHECK(std::string(s.message()) == inner_missing.open((dir / "no-such.safetensors").c_str()).message());
 }
 
 TEST_CASE("weights: a quantized GGUF projection is named with its type") {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/formats/npy.hpp"
+#include "headway/npy.hpp"
 
 namespace headway::cli {
 

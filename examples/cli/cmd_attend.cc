@@ -13,9 +13,9 @@
 #include "examples/cli/commands.hpp"
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
+#include "headway/dtype_convert.hpp"
+#include "headway/npy.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/dtype_convert.hpp"
-#include "runtime/formats/npy.hpp"
 
 namespace headway::cli {
 namespace {

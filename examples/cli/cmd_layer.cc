@@ -14,10 +14,10 @@
 #include "headway/arena.hpp"
 #include "headway/layer.hpp"
 #include "headway/model_files.hpp"
+#include "headway/npy.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/formats/npy.hpp"
-#include "runtime/formats/weights_loader.hpp"
+#include "headway/weights_file.hpp"
 
 namespace headway::cli {
 namespace {
@@ -86,9 +86,9 @@ Status check_flags(const LayerFlags& l, PlanOptions* o) {
 }
 
 // The model's config: --config, or the GGUF file's own.
-Result<Config> model_config(const LayerFlags& l, const formats::WeightFile& file) {
+Result<Config> model_config(const LayerFlags& l, const WeightsFile& file) {
   if (l.config_path != nullptr) return load_hf_config(l.config_path);
-  if (file.format() == formats::WeightFormat::kGguf) return file.gguf_config();
+  if (file.is_gguf()) return file.gguf_config();
   return Status::error(Code::kInvalidArgument,
                        "--config is required with %s (a safetensors file has no config; give the model's config.json)",
                        l.weights_path);
@@ -164,12 +164,12 @@ int run(int argc, char** argv) {
   s = check_flags(l, &options);
   if (!s.ok()) return report("layer", s);
 
-  formats::WeightFile file;
+  WeightsFile file;
   s = file.open(l.weights_path);
   if (!s.ok()) return report("layer", s);
   const Result<Config> config = model_config(l, file);
   if (!config.ok()) return report("layer", config.status());
-  const Result<LayerWeights> weights = formats::load_layer_weights(file, config.value(), l.layer);
+  const Result<LayerWeights> weights = file.layer_weights(config.value(), l.layer);
   if (!weights.ok()) return report("layer", weights.status());
   const Result<formats::NpyArray> x = formats::load_npy(l.x_path);
   if (!x.ok()) return report("layer", x.status());

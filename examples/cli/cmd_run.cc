@@ -29,7 +29,7 @@
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/formats/weights_loader.hpp"
+#include "headway/weights_file.hpp"
 
 namespace headway::cli {
 namespace {
@@ -108,8 +108,8 @@ Status parse_bytes(const char* s, uint64_t* out) {
 
 // The model's whole config, validated: from the one source flag, or from a --weights GGUF file
 // when no source is given.
-Result<Config> model_config(const RunFlags& r, const formats::WeightFile& file) {
-  const bool gguf_weights = r.weights_path != nullptr && file.format() == formats::WeightFormat::kGguf;
+Result<Config> model_config(const RunFlags& r, const WeightsFile& file) {
+  const bool gguf_weights = r.weights_path != nullptr && file.is_gguf();
   Result<Config> config = r.source.given() == 0 && gguf_weights
                               ? file.gguf_config()
                               : r.source.load("; a --weights GGUF file can stand in for them");
@@ -162,12 +162,12 @@ Status choose_projection(const char* projection, PlanOptions* o) {
 }
 
 // --weights: borrowed from the mapping, in the file's dtype unless --weight-dtype says otherwise.
-Status borrow_weights(const RunFlags& r, const formats::WeightFile& file, const Config& file_config, PlanOptions* o,
+Status borrow_weights(const RunFlags& r, const WeightsFile& file, const Config& file_config, PlanOptions* o,
                       FileWeights* fw) {
   o->weights_in_arena = false;
   fw->file = &file;
   fw->config = file_config;
-  const Result<LayerWeights> l0 = formats::load_layer_weights(file, file_config, 0);
+  const Result<LayerWeights> l0 = file.layer_weights(file_config, 0);
   if (!l0.ok()) return l0.status();
   if (!r.wdtype_set) o->weight_dtype = l0->wq.dtype;
   return Status();
@@ -279,7 +279,7 @@ int run(int argc, char** argv) {
   }
   uint64_t max_arena = 0;
   if (Status s = parse_bytes(r.max_arena_text, &max_arena); !s.ok()) return report("run", s);
-  formats::WeightFile file;
+  WeightsFile file;
   if (r.weights_path != nullptr) {
     if (Status s = file.open(r.weights_path); !s.ok()) return report("run", s);
   }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 
 namespace headway::cli {
 
@@ -59,7 +59,7 @@ void RandomWeights::release() {
 
 Result<LayerWeights> FileWeights::layer(void* ctx, uint32_t l) {
   const FileWeights& f = *static_cast<FileWeights*>(ctx);
-  return formats::load_layer_weights(*f.file, f.config, l);
+  return f.file->layer_weights(f.config, l);
 }
 
 }  // namespace headway::cli

@@ -9,7 +9,7 @@
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/weights.hpp"
-#include "runtime/formats/weights_loader.hpp"
+#include "headway/weights_file.hpp"
 
 namespace headway::cli {
 
@@ -31,7 +31,7 @@ struct RandomWeights {
 
 // A model file's layers, borrowed from its mapping.
 struct FileWeights {
-  const formats::WeightFile* file = nullptr;
+  const WeightsFile* file = nullptr;
   Config config;  // the file's config (all its layers), for the loader's checks
 
   static Result<LayerWeights> layer(void* ctx, uint32_t l);

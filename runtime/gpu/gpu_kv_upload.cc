@@ -4,7 +4,7 @@
 // rows with the next command buffer (or by flush() when the staging buffer is full).
 #include <cstring>
 
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
 #include "runtime/rope.hpp"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "headway/attention.hpp"
-#include "runtime/dtype_convert.hpp"
+#include "headway/dtype_convert.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/reference_args.hpp"
 #include "tests/reference_attention.hpp"

@@ -1,7 +1,7 @@
 // .npy files: parse_npy; what parses must hold exactly its elements' bytes.
 #include <cstdint>
 
-#include "runtime/formats/npy.hpp"
+#include "headway/npy.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,6 +3,10 @@
 // the run's thread count (bench/peak.hpp). One line per case, or one JSON object per line
 // (--json; the machine lines then go to stderr), and a roofline picture (--svg).
 // docs/PERFORMANCE.md says what every column means.
+//
+// The command's code lives here, beside the machinery it drives; the tool reaches it only through
+// cmd_bench() (examples/cli/commands.hpp) and lends it its flag parser and error reporting
+// (examples/cli/cli_common.hpp, defined in the tool itself).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
