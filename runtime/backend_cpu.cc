@@ -1,6 +1,7 @@
 // The CPU backend: KvCache and attend() over one caller-owned block, plus dense_plan().
 //
-// Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer] [workspace].
+// Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer]
+// [RoPE table: plan.rope_bytes_per_layer] [workspace].
 // The workspace holds the largest any call within the plan asks for
 // (attention_workspace_bytes_bound, headway/attention_policy.hpp).
 #include <cstring>
@@ -13,9 +14,9 @@
 namespace headway {
 namespace {
 
-size_t largest_workspace(const Plan& plan, uint32_t threads) {
-  return align_up(attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(),
-                                                  plan.cache_rows, plan.max_tokens, threads));
+uint64_t workspace_bound(const Plan& plan, uint32_t threads) {
+  return attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(), plan.cache_rows,
+                                         plan.max_tokens, threads);
 }
 
 Status check_plan(const char* who, const Plan& plan) {
@@ -50,7 +51,8 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
 
 size_t CpuBackend::memory_bytes(const Plan& plan, uint32_t threads) {
   if (!check_plan("cpu backend", plan).ok()) return 0;
-  return align_up(plan.kv_bytes_per_layer) + largest_workspace(plan, threads ? threads : 1);
+  return align_up(plan.kv_bytes_per_layer) + plan.rope_bytes_per_layer +
+         align_up(workspace_bound(plan, threads ? threads : 1));
 }
 
 Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes) {
@@ -66,11 +68,33 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size
                          static_cast<unsigned long long>(kAlignment));
   }
   uint8_t* base = static_cast<uint8_t*>(memory);
-  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, base, plan.kv_bytes_per_layer));
+  const size_t kv_bytes = align_up(plan.kv_bytes_per_layer);
+  double* rope = plan.rope_bytes_per_layer ? reinterpret_cast<double*>(base + kv_bytes) : nullptr;
+  if (rope != nullptr) KvCache::make_rope_table(plan, rope);
+  const size_t before_workspace = kv_bytes + plan.rope_bytes_per_layer;
+  return create(plan, pool, base, plan.kv_bytes_per_layer, rope, base + before_workspace, need - before_workspace);
+}
+
+Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
+                          void* workspace, size_t workspace_bytes) {
+  HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
+  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
+  const uint64_t need = workspace_bound(plan, threads);
+  if (workspace == nullptr || workspace_bytes < need) {
+    return Status::error(Code::kInvalidArgument,
+                         "cpu backend: workspace is %zu bytes%s, the plan needs %llu (%u threads)",
+                         workspace ? workspace_bytes : size_t{0}, workspace ? "" : " (null)",
+                         static_cast<unsigned long long>(need), threads);
+  }
+  if (reinterpret_cast<uintptr_t>(workspace) % kAlignment != 0) {
+    return Status::error(Code::kInvalidArgument, "cpu backend: workspace is not %llu-byte aligned",
+                         static_cast<unsigned long long>(kAlignment));
+  }
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, kv, kv_bytes, rope_table));
   plan_ = plan;
   pool_ = pool;
-  workspace_ = base + align_up(plan.kv_bytes_per_layer);
-  workspace_bytes_ = need - align_up(plan.kv_bytes_per_layer);
+  workspace_ = static_cast<uint8_t*>(workspace);
+  workspace_bytes_ = workspace_bytes;
   format_to(description_, sizeof(description_), "cpu: %s, %u thread%s", simd::attention_target_name(), threads,
             threads == 1 ? "" : "s");
   return Status();

@@ -77,8 +77,14 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          layer, pool->threads(), p.options.threads);
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
-  HEADWAY_RETURN_IF_ERROR(cache_.bind(p, arena.kv_layer(layer), p.kv_bytes_per_layer));
   uint8_t* base = arena.weights() - p.weights_offset;
+  double* rope = nullptr;  // the layer's RoPE frequencies, made once here
+  if (p.rope_bytes_per_layer != 0) {
+    rope = reinterpret_cast<double*>(base + p.rope_offset + uint64_t{layer} * p.rope_bytes_per_layer);
+    rope_frequencies(c.rope, p.head_dim, rope);
+  }
+  rope_ = rope;
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(p, arena.kv_layer(layer), p.kv_bytes_per_layer, rope));
   w_ = weights;
   fused_qkv_ = false;
   op_blocks_ = 0;
@@ -152,14 +158,10 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   arena_ = &arena;
   layer_ = layer;
   pool_ = pool;
-  start_ = 0;
   return Status();
 }
 
-void AttentionLayer::reset(uint32_t start_position) {
-  cache_.reset();
-  start_ = start_position;
-}
+void AttentionLayer::reset(uint32_t start_position) { cache_.reset(start_position); }
 
 // which: 0 = the Q/K/V projections into the QKV rows, 1 = the O projection into y.
 Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
@@ -201,17 +203,15 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   const size_t w = p.qkv_width;
   const uint32_t kvh = c.kv_heads();
   HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
-  for (uint32_t i = 0; i < t; ++i) {
-    float* row = qkv + i * w;
-    if (c.qk_norm) {
+  if (c.qk_norm) {
+    for (uint32_t i = 0; i < t; ++i) {
+      float* row = qkv + i * w;
       rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps);
       rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps);
     }
-    // A cache that starts at start_ > 0: KvCache::append rotates K by its own count (0..), so
-    // K is first rotated by start_ (rotations compose: angle start_ + n).
-    if (start_ != 0) apply_rope(row + p.q_width, 1, w, kvh, p.head_dim, start_, c.rope);
   }
-  apply_rope(qkv, t, w, c.n_heads, p.head_dim, position(), c.rope);
+  // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
+  apply_rope(qkv, t, w, c.n_heads, p.head_dim, position(), c.rope, rope_);
   HEADWAY_RETURN_IF_ERROR(cache_.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(cache_.attend(qkv, w, attn, p.q_width, t, pool_, arena_->scratch(), p.scratch_bytes));
   return project(1, attn, y, t);

@@ -2,7 +2,9 @@
 //
 //   x [t, d_model] f32 ─▶ QKV = x·[Wq;Wk;Wv]ᵀ (+ bq, bk, bv)        fused row [q_width + 2·kv_width]
 //                       ─▶ per-head RMS norm of q and k (qk_norm)  weight [head_dim], eps from config
-//                       ─▶ RoPE on q (here) and k (KvCache::append) at the tokens' positions
+//                       ─▶ RoPE on q (here) at the positions the cache holds next, and on k
+//                          where it enters the cache (KvCache::append), both once, at the
+//                          tokens' absolute positions, from the layer's table made at init
 //                       ─▶ K, V appended to the layer's KvCache ─▶ attention (KvCache::attend)
 //                       ─▶ y = O·Woᵀ (+ bo)                         y [t, d_model] f32
 //
@@ -62,8 +64,8 @@ class AttentionLayer {
   // stay within max_seq). Attention only sees the tokens run since the reset.
   void reset(uint32_t start_position = 0);
 
-  uint32_t position() const { return start_ + cache_.size(); }  // the next token's position
-  uint32_t start_position() const { return start_; }
+  uint32_t position() const { return cache_.position(); }  // the next token's, as the cache holds it
+  uint32_t start_position() const { return cache_.start_position(); }
   const KvCache& cache() const { return cache_; }
   bool initialized() const { return plan_ != nullptr; }
 
@@ -77,8 +79,8 @@ class AttentionLayer {
   const Plan* plan_ = nullptr;  // the arena's plan: the Arena must outlive the layer
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;
-  uint32_t start_ = 0;
   ThreadPool* pool_ = nullptr;
+  const double* rope_ = nullptr;  // the layer's RoPE table in the arena (null without RoPE)
   KvCache cache_;
   LayerWeights w_;  // what the projections read: arena copies or the borrowed tensors
   bool fused_qkv_ = false;  // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
