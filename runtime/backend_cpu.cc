@@ -91,7 +91,6 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t k
                          static_cast<unsigned long long>(kAlignment));
   }
   HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, kv, kv_bytes, rope_table));
-  plan_ = plan;
   pool_ = pool;
   workspace_ = static_cast<uint8_t*>(workspace);
   workspace_bytes_ = workspace_bytes;
@@ -106,9 +105,9 @@ Status CpuBackend::append(const float* k, size_t k_token_stride, const float* v,
 
 Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
   if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
-  if (t_q > plan_.max_tokens) {
+  if (t_q > plan().max_tokens) {
     return Status::error(Code::kOutOfRange, "cpu backend: %u queries are more than the plan's max_tokens %u", t_q,
-                         plan_.max_tokens);
+                         plan().max_tokens);
   }
   return cache_.attend(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_);
 }
@@ -116,16 +115,16 @@ Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
 Status CpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                 const AttentionShape& shape, const AttentionParams& params) {
   if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
-  const Config& c = plan_.config;
-  if (shape.n_heads != c.n_heads || shape.n_kv_heads != c.kv_heads() || shape.head_dim != plan_.head_dim) {
+  const Config& c = plan().config;
+  if (shape.n_heads != c.n_heads || shape.n_kv_heads != c.kv_heads() || shape.head_dim != plan().head_dim) {
     return Status::error(Code::kInvalidArgument,
                          "cpu backend: shape has %u heads, %u kv heads, head_dim %u; the plan has %u, %u, %u",
-                         shape.n_heads, shape.n_kv_heads, shape.head_dim, c.n_heads, c.kv_heads(), plan_.head_dim);
+                         shape.n_heads, shape.n_kv_heads, shape.head_dim, c.n_heads, c.kv_heads(), plan().head_dim);
   }
-  if (shape.t_q > plan_.max_tokens || shape.t_kv > plan_.cache_rows) {
+  if (shape.t_q > plan().max_tokens || shape.t_kv > plan().cache_rows) {
     return Status::error(Code::kOutOfRange,
                          "cpu backend: t_q %u, t_kv %u are past the plan's max_tokens %u, cache_rows %u", shape.t_q,
-                         shape.t_kv, plan_.max_tokens, plan_.cache_rows);
+                         shape.t_kv, plan().max_tokens, plan().cache_rows);
   }
   if (kv_dtype != c.kv_dtype) {
     return Status::error(Code::kInvalidArgument,

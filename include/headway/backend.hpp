@@ -96,8 +96,9 @@ class CpuBackend {
                       const AttentionShape& shape, const AttentionParams& params);
 
  private:
-  Plan plan_{};
-  KvCache cache_{};
+  const Plan& plan() const { return cache_.plan(); }
+
+  KvCache cache_{};  // holds the plan
   ThreadPool* pool_ = nullptr;
   uint8_t* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;

@@ -32,6 +32,7 @@ class KvCache {
   uint32_t size() const { return size_; }                  // tokens appended since the reset
   uint32_t capacity() const { return plan_.config.max_seq; }
   uint32_t rows() const { return plan_.cache_rows; }
+  const Plan& plan() const { return plan_; }  // the bound plan (a copy)
   uint32_t start_position() const { return start_; }
   uint32_t position() const { return start_ + size_; }    // the next token's position
   // Empties the cache; the next token sits at start_position (a fresh cache that starts
