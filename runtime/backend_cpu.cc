@@ -1,6 +1,7 @@
 // The CPU backend: KvCache and attend() over one caller-owned block, plus dense_plan().
 //
-// Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer] [workspace].
+// Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer]
+// [RoPE table: plan.rope_bytes_per_layer] [workspace].
 // The workspace holds the largest any call within the plan asks for
 // (attention_workspace_bytes_bound, headway/attention_policy.hpp).
 #include <cstring>
@@ -13,9 +14,9 @@
 namespace headway {
 namespace {
 
-size_t largest_workspace(const Plan& plan, uint32_t threads) {
-  return align_up(attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(),
-                                                  plan.cache_rows, plan.max_tokens, threads));
+uint64_t workspace_bound(const Plan& plan, uint32_t threads) {
+  return attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(), plan.cache_rows,
+                                         plan.max_tokens, threads);
 }
 
 Status check_plan(const char* who, const Plan& plan) {
@@ -48,7 +49,8 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
 
 size_t CpuBackend::memory_bytes(const Plan& plan, uint32_t threads) {
   if (!check_plan("cpu backend", plan).ok()) return 0;
-  return align_up(plan.kv_bytes_per_layer) + largest_workspace(plan, threads ? threads : 1);
+  return align_up(plan.kv_bytes_per_layer) + plan.rope_bytes_per_layer +
+         align_up(workspace_bound(plan, threads ? threads : 1));
 }
 
 Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes) {
@@ -64,11 +66,32 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size
                          static_cast<unsigned long long>(kAlignment));
   }
   uint8_t* base = static_cast<uint8_t*>(memory);
-  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, base, plan.kv_bytes_per_layer));
-  plan_ = plan;
+  const size_t kv_bytes = align_up(plan.kv_bytes_per_layer);
+  double* rope = plan.rope_bytes_per_layer ? reinterpret_cast<double*>(base + kv_bytes) : nullptr;
+  if (rope != nullptr) KvCache::make_rope_table(plan, rope);
+  const size_t before_workspace = kv_bytes + plan.rope_bytes_per_layer;
+  return create(plan, pool, base, plan.kv_bytes_per_layer, rope, base + before_workspace, need - before_workspace);
+}
+
+Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
+                          void* workspace, size_t workspace_bytes) {
+  HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
+  const uint32_t threads = pool != nullptr ? pool->threads() : 1;
+  const uint64_t need = workspace_bound(plan, threads);
+  if (workspace == nullptr || workspace_bytes < need) {
+    return Status::error(Code::kInvalidArgument,
+                         "cpu backend: workspace is %zu bytes%s, the plan needs %llu (%u threads)",
+                         workspace ? workspace_bytes : size_t{0}, workspace ? "" : " (null)",
+                         static_cast<unsigned long long>(need), threads);
+  }
+  if (reinterpret_cast<uintptr_t>(workspace) % kAlignment != 0) {
+    return Status::error(Code::kInvalidArgument, "cpu backend: workspace is not %llu-byte aligned",
+                         static_cast<unsigned long long>(kAlignment));
+  }
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, kv, kv_bytes, rope_table));
   pool_ = pool;
-  workspace_ = base + align_up(plan.kv_bytes_per_layer);
-  workspace_bytes_ = need - align_up(plan.kv_bytes_per_layer);
+  workspace_ = static_cast<uint8_t*>(workspace);
+  workspace_bytes_ = workspace_bytes;
   format_to(description_, sizeof(description_), "cpu: %s, %u thread%s", simd::attention_target_name(), threads,
             threads == 1 ? "" : "s");
   return Status();
@@ -80,9 +103,9 @@ Status CpuBackend::append(const float* k, size_t k_token_stride, const float* v,
 
 Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
   if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
-  if (t_q > plan_.max_tokens) {
+  if (t_q > plan().max_tokens) {
     return Status::error(Code::kOutOfRange, "cpu backend: %u queries are more than the plan's max_tokens %u", t_q,
-                         plan_.max_tokens);
+                         plan().max_tokens);
   }
   return cache_.attend(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_);
 }
@@ -90,16 +113,16 @@ Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
 Status CpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                 const AttentionShape& shape, const AttentionParams& params) {
   if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
-  const Config& c = plan_.config;
-  if (shape.n_heads != c.n_heads || shape.n_kv_heads != c.kv_heads() || shape.head_dim != plan_.head_dim) {
+  const Config& c = plan().config;
+  if (shape.n_heads != c.n_heads || shape.n_kv_heads != c.kv_heads() || shape.head_dim != plan().head_dim) {
     return Status::error(Code::kInvalidArgument,
                          "cpu backend: shape has %u heads, %u kv heads, head_dim %u; the plan has %u, %u, %u",
-                         shape.n_heads, shape.n_kv_heads, shape.head_dim, c.n_heads, c.kv_heads(), plan_.head_dim);
+                         shape.n_heads, shape.n_kv_heads, shape.head_dim, c.n_heads, c.kv_heads(), plan().head_dim);
   }
-  if (shape.t_q > plan_.max_tokens || shape.t_kv > plan_.cache_rows) {
+  if (shape.t_q > plan().max_tokens || shape.t_kv > plan().cache_rows) {
     return Status::error(Code::kOutOfRange,
                          "cpu backend: t_q %u, t_kv %u are past the plan's max_tokens %u, cache_rows %u", shape.t_q,
-                         shape.t_kv, plan_.max_tokens, plan_.cache_rows);
+                         shape.t_kv, plan().max_tokens, plan().cache_rows);
   }
   if (kv_dtype != c.kv_dtype) {
     return Status::error(Code::kInvalidArgument,

@@ -2,7 +2,7 @@
 
 namespace headway {
 
-Status check_kv_append(const char* who, const Plan& plan, uint32_t size, const float* k, size_t k_token_stride,
+Status check_kv_append(const char* who, const Plan& plan, uint32_t position, const float* k, size_t k_token_stride,
                        const float* v, size_t v_token_stride, uint32_t n, KvStrides strides) {
   if (n == 0) return Status();
   if (k == nullptr || v == nullptr) return Status::error(Code::kInvalidArgument, "%s: append of null k or v", who);
@@ -18,9 +18,9 @@ Status check_kv_append(const char* who, const Plan& plan, uint32_t size, const f
     return Status::error(Code::kInvalidArgument, "%s: token strides %zu (k), %zu (v) are below kv_width %u", who,
                          k_token_stride, v_token_stride, kv_width);
   }
-  if (n > c.max_seq - size) {
+  if (uint64_t{position} + n > c.max_seq) {
     return Status::error(Code::kOutOfRange, "%s: appending %u tokens at position %u goes past the context of %u tokens",
-                         who, n, size, c.max_seq);
+                         who, n, position, c.max_seq);
   }
   if (plan.cache_rows < c.max_seq && n > plan.max_tokens) {
     return Status::error(Code::kOutOfRange,

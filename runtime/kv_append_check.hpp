@@ -1,5 +1,5 @@
-// The argument checks of a KV append (k, v [n, n_kv_heads, head_dim] at positions size ..
-// size + n − 1), shared by the CPU cache (KvCache::append) and the GPU backend
+// The argument checks of a KV append (k, v [n, n_kv_heads, head_dim] at positions position ..
+// position + n − 1), shared by the CPU cache (KvCache::append) and the GPU backend
 // (GpuBackend::append), so both reject the same calls with the same words.
 #pragma once
 
@@ -15,10 +15,11 @@ namespace headway {
 // equal (the GPU backend, whose row writer steps k and v by one stride).
 enum class KvStrides : uint8_t { kEachAtLeastWidth, kEqualAndAtLeastWidth };
 
-// `who` starts every message ("kv cache", "gpu backend"); size: the tokens already held. Checks,
+// `who` starts every message ("kv cache", "gpu backend"); position: the next token's (the
+// cache's start position + the tokens already held). Checks,
 // in order: null k or v, the strides, the context (max_seq), and for a sliding-window ring
 // (cache_rows < max_seq) at most max_tokens at once. n == 0 passes whatever the pointers are.
-Status check_kv_append(const char* who, const Plan& plan, uint32_t size, const float* k, size_t k_token_stride,
+Status check_kv_append(const char* who, const Plan& plan, uint32_t position, const float* k, size_t k_token_stride,
                        const float* v, size_t v_token_stride, uint32_t n, KvStrides strides);
 
 }  // namespace headway

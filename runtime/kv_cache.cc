@@ -14,7 +14,11 @@ struct KvCache::View {
   simd::AttentionArgs args;
 };
 
-Status KvCache::bind(const Plan& plan, void* region, size_t bytes) {
+void KvCache::make_rope_table(const Plan& plan, double* table) {
+  rope_frequencies(plan.config.rope, plan.head_dim, table);
+}
+
+Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table) {
   if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
   if (plan.overflow || plan.head_dim == 0 || plan.cache_rows == 0 || plan.kv_bytes_per_layer == 0) {
     return Status::error(Code::kInvalidArgument,
@@ -30,9 +34,15 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes) {
                          "kv cache: this config's rope_scaling type is not one headway applies (linear, llama3); "
                          "its plan is exact, but attention with it would be wrong");
   }
+  if (plan.config.rope.style != RopeStyle::kNone && rope_table == nullptr) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv cache: the config has RoPE and the frequency table is null (KvCache::make_rope_table)");
+  }
   plan_ = plan;
+  rope_ = rope_table;
   k_ = static_cast<uint8_t*>(region);
   v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * plan.head_dim * dtype_bytes(plan.config.kv_dtype);
+  start_ = 0;
   size_ = 0;
   return Status();
 }
@@ -60,7 +70,7 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
 
 Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: append before bind");
-  HEADWAY_RETURN_IF_ERROR(check_kv_append("kv cache", plan_, size_, k, k_token_stride, v, v_token_stride, n,
+  HEADWAY_RETURN_IF_ERROR(check_kv_append("kv cache", plan_, position(), k, k_token_stride, v, v_token_stride, n,
                                           KvStrides::kEachAtLeastWidth));
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
@@ -69,11 +79,10 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   float rotated[kMaxHeadDim];
   for (uint32_t t = 0; t < n; ++t) {
-    const uint32_t pos = size_ + t;
-    const uint32_t row = pos % plan_.cache_rows;
+    const uint32_t row = (size_ + t) % plan_.cache_rows;  // rows count from the reset
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
-      apply_rope(rotated, 1, hd, 1, hd, pos, c.rope);
+      apply_rope(rotated, 1, hd, 1, hd, position() + t, c.rope, rope_);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
       store_row(v + t * v_token_stride + size_t{g} * hd, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
     }

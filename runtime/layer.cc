@@ -62,6 +62,30 @@ AttentionLayer::~AttentionLayer() {
 }
 
 Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool) {
+  LayerOptions options;
+  options.pool = pool;
+  return init(arena, layer, weights, options);
+}
+
+// The layer's RoPE table (made here, once) and its backend: the CPU over the arena's KV region
+// and scratch, or a GpuBackend on the caller's context.
+Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options) {
+  const Plan& p = arena_->plan();
+  uint8_t* base = arena_->weights() - p.weights_offset;
+  double* rope = nullptr;
+  if (p.rope_bytes_per_layer != 0) {
+    rope = reinterpret_cast<double*>(base + p.rope_offset + uint64_t{layer} * p.rope_bytes_per_layer);
+    rope_frequencies(p.config.rope, p.head_dim, rope);
+  }
+  rope_ = rope;
+  on_gpu_ = options.backend == BackendKind::kGpu;
+  if (on_gpu_) return gpu_.create(options.gpu, p);
+  return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
+                     p.scratch_bytes);
+}
+
+Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights,
+                            const LayerOptions& options) {
   for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
   plan_ = nullptr;
   packed_used_ = 0;
@@ -71,13 +95,15 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   if (layer >= c.n_layers) {
     return Status::error(Code::kInvalidArgument, "layer: index %u, the plan has %u layers", layer, c.n_layers);
   }
+  ThreadPool* pool = options.pool;
   if (pool != nullptr && pool->threads() > p.options.threads) {
     return Status::error(Code::kInvalidArgument,
                          "layer %u: the pool has %u threads, the plan's scratch is for %u (PlanOptions::threads)",
                          layer, pool->threads(), p.options.threads);
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
-  HEADWAY_RETURN_IF_ERROR(cache_.bind(p, arena.kv_layer(layer), p.kv_bytes_per_layer));
+  arena_ = &arena;
+  HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   uint8_t* base = arena.weights() - p.weights_offset;
   w_ = weights;
   fused_qkv_ = false;
@@ -149,17 +175,12 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
   if (!c.o_bias) w_.bo = TensorRef{};
   plan_ = &p;
-  arena_ = &arena;
   layer_ = layer;
   pool_ = pool;
-  start_ = 0;
   return Status();
 }
 
-void AttentionLayer::reset(uint32_t start_position) {
-  cache_.reset();
-  start_ = start_position;
-}
+void AttentionLayer::reset(uint32_t start_position) { backend().reset(start_position); }
 
 // which: 0 = the Q/K/V projections into the QKV rows, 1 = the O projection into y.
 Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
@@ -201,19 +222,18 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   const size_t w = p.qkv_width;
   const uint32_t kvh = c.kv_heads();
   HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
-  for (uint32_t i = 0; i < t; ++i) {
-    float* row = qkv + i * w;
-    if (c.qk_norm) {
+  if (c.qk_norm) {
+    for (uint32_t i = 0; i < t; ++i) {
+      float* row = qkv + i * w;
       rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps);
       rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps);
     }
-    // A cache that starts at start_ > 0: KvCache::append rotates K by its own count (0..), so
-    // K is first rotated by start_ (rotations compose: angle start_ + n).
-    if (start_ != 0) apply_rope(row + p.q_width, 1, w, kvh, p.head_dim, start_, c.rope);
   }
-  apply_rope(qkv, t, w, c.n_heads, p.head_dim, position(), c.rope);
-  HEADWAY_RETURN_IF_ERROR(cache_.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
-  HEADWAY_RETURN_IF_ERROR(cache_.attend(qkv, w, attn, p.q_width, t, pool_, arena_->scratch(), p.scratch_bytes));
+  // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
+  Backend b = backend();
+  apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), c.rope, rope_);
+  HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
+  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t));
   return project(1, attn, y, t);
 }
 

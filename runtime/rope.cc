@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "headway/plan.hpp"
+
 namespace headway {
 
 double scaled_frequency(double inv_freq, const RopeConfig& rope) {
@@ -25,20 +27,22 @@ double scaled_frequency(double inv_freq, const RopeConfig& rope) {
   return inv_freq;
 }
 
-void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
-                uint32_t pos0, const RopeConfig& rope) {
-  if (rope.style == RopeStyle::kNone) return;
+void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) {
+  const uint32_t half = rope_frequency_count(rope, head_dim);
   const uint32_t rotary = rope.rotary_dim ? rope.rotary_dim : head_dim;
-  const uint32_t half = rotary / 2;
-  double inv_freq[kMaxHeadDim / 2];
   for (uint32_t i = 0; i < half; ++i) {
-    inv_freq[i] = scaled_frequency(std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary), rope);
+    freqs[i] = scaled_frequency(std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary), rope);
   }
+}
+
+void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
+                uint32_t pos0, const RopeConfig& rope, const double* freqs) {
+  const uint32_t half = rope_frequency_count(rope, head_dim);
   for (uint32_t t = 0; t < n_tokens; ++t) {
     const double pos = static_cast<double>(pos0) + t;
     float* row = x + t * token_stride;
     for (uint32_t i = 0; i < half; ++i) {
-      const double angle = pos * inv_freq[i];
+      const double angle = pos * freqs[i];
       const float c = static_cast<float>(std::cos(angle));
       const float s = static_cast<float>(std::sin(angle));
       const uint32_t a = rope.style == RopeStyle::kNeox ? i : 2 * i;

@@ -3,8 +3,10 @@
 //   Token t sits at position pos0 + t. Pairs (NeoX rotate-half): (i, i + rotary/2); (GPT-J
 //   interleaved): (2i, 2i + 1); for i < rotary/2, frequency theta^(−2i / rotary). Dims past the
 //   rotary dim are left as they are (partial rotary, Phi-2).
-// Angles are computed in double so that positions near 128k stay exact to f32 precision.
-// No allocation: the per-pair frequencies live on the stack (at most 256 doubles).
+// The frequencies are computed once per layer (rope_frequencies, at init) into a table of
+// rope_frequency_count() doubles (headway/plan.hpp): the arena's RoPE region for a layer, a
+// backend's own memory otherwise. Angles are pos · frequency in double, so that positions near
+// 128k stay exact to f32 precision. No allocation.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +19,13 @@ namespace headway {
 // One pair's frequency theta^(−2i/rotary) after the config's rope_scaling (linear, llama3).
 double scaled_frequency(double inv_freq, const RopeConfig& rope);
 
-// Requires rope.scaling != kOther (KvCache::bind and the layer reject it).
+// Writes the rope_frequency_count(rope, head_dim) scaled frequencies to `freqs`.
+void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
+
+// freqs: the table rope_frequencies() made for the same rope and head_dim (unread, and may be
+// null, when rope.style is kNone). Requires rope.scaling != kOther (KvCache::bind, the GPU
+// backend and the layer reject it).
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
-                uint32_t pos0, const RopeConfig& rope);
+                uint32_t pos0, const RopeConfig& rope, const double* freqs);
 
 }  // namespace headway

@@ -15,6 +15,18 @@ Result<LayerWeights> from_array(void* ctx, uint32_t layer) { return static_cast<
 }  // namespace
 
 Status Session::init(const Arena& arena, const LayerWeights* layers, uint32_t n_layers, ThreadPool* pool) {
+  LayerOptions options;
+  options.pool = pool;
+  return init(arena, layers, n_layers, options);
+}
+
+Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, ThreadPool* pool) {
+  LayerOptions options;
+  options.pool = pool;
+  return init(arena, fn, ctx, options);
+}
+
+Status Session::init(const Arena& arena, const LayerWeights* layers, uint32_t n_layers, const LayerOptions& options) {
   arena_ = nullptr;
   n_layers_ = 0;
   if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "session: the arena is not bound to a plan");
@@ -24,10 +36,10 @@ Status Session::init(const Arena& arena, const LayerWeights* layers, uint32_t n_
   }
   if (layers == nullptr) return Status::error(Code::kInvalidArgument, "session: layer weights are null");
   ArrayWeights a{layers};
-  return init(arena, from_array, &a, pool);
+  return init(arena, from_array, &a, options);
 }
 
-Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, ThreadPool* pool) {
+Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, const LayerOptions& options) {
   arena_ = nullptr;
   n_layers_ = 0;
   if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "session: the arena is not bound to a plan");
@@ -39,7 +51,7 @@ Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, ThreadPoo
   for (uint32_t l = 0; l < n_layers; ++l) {
     const Result<LayerWeights> w = fn(ctx, l);
     if (!w.ok()) return w.status();
-    HEADWAY_RETURN_IF_ERROR(layers_[l].init(arena, l, w.value(), pool));
+    HEADWAY_RETURN_IF_ERROR(layers_[l].init(arena, l, w.value(), options));
   }
   arena_ = &arena;
   n_layers_ = n_layers;

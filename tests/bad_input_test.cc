@@ -248,6 +248,8 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   CHECK(unbound.size() == 0);
 
   Aligned region(p.kv_bytes_per_layer);
+  std::vector<double> rope(rope_frequency_count(p.config.rope, p.head_dim));
+  KvCache::make_rope_table(p, rope.data());
   KvCache cache;
   check_rows({
       {"bind null", [&] { return cache.bind(p, nullptr, region.size); }, Code::kInvalidArgument, {"region is null"}},
@@ -256,8 +258,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
       // Its kv_bytes_per_layer is 0, so any region looked big enough; appends wrote past it.
       {"bind an overflowing plan", [&] { return cache.bind(overflowing_plan(), region.p, region.size); },
        Code::kInvalidArgument, {"plan is not valid"}},
+      {"bind without the RoPE table", [&] { return cache.bind(p, region.p, region.size); }, Code::kInvalidArgument,
+       {"frequency table is null"}},
   });
-  REQUIRE(cache.bind(p, region.p, region.size).ok());
+  REQUIRE(cache.bind(p, region.p, region.size, rope.data()).ok());
   REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 5).ok());
   const std::vector<uint8_t> before(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
 
@@ -302,7 +306,7 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   // A window ring takes at most max_tokens at once.
   Aligned ring_region(ring.kv_bytes_per_layer);
   KvCache rc;
-  REQUIRE(rc.bind(ring, ring_region.p, ring_region.size).ok());
+  REQUIRE(rc.bind(ring, ring_region.p, ring_region.size, rope.data()).ok());
   check_rows({{"ring chunk too large", [&] { return rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 9); },
                Code::kOutOfRange, {"appending 9 tokens at once", "8"}}});
   CHECK(rc.size() == 0);

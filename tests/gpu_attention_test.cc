@@ -15,64 +15,25 @@
 // they pass with a message): CI has lavapipe, so a missing device there is a fault.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
+#include "tests/new_counter.hpp"
 #include "tests/reference_attention.hpp"
 #include "tests/test_rng.hpp"
 
-// operator new is counted around append() and attend(): headway's own code must not allocate
-// there. malloc is not counted: the Vulkan driver may allocate inside its command recording and
-// submission, which headway does not control.
-namespace {
-std::atomic<bool> g_count_new{false};
-std::atomic<long> g_news{0};
-void* counted_new(size_t n, size_t align) {
-  if (g_count_new.load(std::memory_order_relaxed)) g_news.fetch_add(1, std::memory_order_relaxed);
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
-  if (p == nullptr) std::abort();
-  return p;
-}
-}  // namespace
-// Every form, so that memory from any operator new reaches free() (libLLVM, which lavapipe
-// loads, uses the nothrow forms).
-void* operator new(size_t n) { return counted_new(n, 0); }
-void* operator new[](size_t n) { return counted_new(n, 0); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_new(n, 0); }
-void* operator new(size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
-void* operator new[](size_t n, std::align_val_t a) { return counted_new(n, static_cast<size_t>(a)); }
-void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_new(n, static_cast<size_t>(a));
-}
-void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_new(n, static_cast<size_t>(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+// operator new is counted around append() and attend() (tests/new_counter.hpp): headway's own
+// code must not allocate there. malloc is not counted: the Vulkan driver may allocate inside its
+// command recording and submission, which headway does not control.
 
 namespace ht = headway::test;
 using headway::AttentionParams;
@@ -570,14 +531,13 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
     bool ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 1).ok();
-    g_news = 0;
-    g_count_new = true;
+    ht::NewCount count;
     for (int step = 0; step < 5 && ok; ++step) {  // 8 + 5 · 8 = 48 positions: the 23-row ring wraps
       ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
       ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, step % 2 ? 1 : 8).ok();
     }
-    g_count_new = false;
+    const long news = count.stop();
     CHECK(ok);
-    CHECK(g_news.load() == 0);
+    CHECK(news == 0);
   }
 }

@@ -58,7 +58,9 @@ TEST_CASE("apply_rope matches the definition: NeoX, GPT-J, partial rotary, long 
     const uint32_t heads = 3;
     std::vector<float> x = normal(2 * heads * c.head_dim, c.head_dim);
     const std::vector<float> orig = x;
-    apply_rope(x.data(), 2, heads * c.head_dim, heads, c.head_dim, c.pos, r);
+    std::vector<double> freqs(rope_frequency_count(r, c.head_dim));
+    rope_frequencies(r, c.head_dim, freqs.data());
+    apply_rope(x.data(), 2, heads * c.head_dim, heads, c.head_dim, c.pos, r, freqs.data());
     for (uint32_t t = 0; t < 2; ++t) {
       for (uint32_t h = 0; h < heads; ++h) {
         std::vector<double> want(orig.begin() + (t * heads + h) * c.head_dim,
@@ -86,16 +88,25 @@ Config small_config(uint32_t window, DType kv) {
   return c;
 }
 
+// The plan's RoPE table, as the layer and the backends make it at init.
+std::vector<double> rope_table(const Plan& p) {
+  std::vector<double> t(rope_frequency_count(p.config.rope, p.head_dim) + 1);
+  KvCache::make_rope_table(p, t.data());
+  return t;
+}
+
 struct Fixture {
   Plan plan;
   std::vector<uint8_t> region;
+  std::vector<double> rope;
   KvCache cache;
   Fixture(const Config& c, uint32_t max_tokens) {
     PlanOptions o;
     o.max_tokens = max_tokens;
     plan = make_plan(c, o).value();
     region.assign(plan.kv_bytes_per_layer, 0);
-    REQUIRE(cache.bind(plan, region.data(), region.size()).ok());
+    rope = rope_table(plan);
+    REQUIRE(cache.bind(plan, region.data(), region.size(), rope.data()).ok());
   }
 };
 
@@ -126,7 +137,7 @@ TEST_CASE("append stores RoPE(K) and V in the cache dtype, rejected appends chan
     for (uint32_t pos : {0u, 6u, 7u, 36u}) {
       for (uint32_t g = 0; g < 2; ++g) {
         std::vector<float> kr(k.begin() + pos * kvw + g * hd, k.begin() + pos * kvw + (g + 1) * hd);
-        apply_rope(kr.data(), 1, hd, 1, hd, pos, f.plan.config.rope);
+        apply_rope(kr.data(), 1, hd, 1, hd, pos, f.plan.config.rope, f.rope.data());
         const HeadLayout l = f.plan.head(g * f.plan.group_size);
         for (uint32_t d = 0; d < hd; ++d) {
           const size_t off = (size_t{pos} * hd + d) * eb;
@@ -165,6 +176,35 @@ TEST_CASE("a window ring rejects chunks larger than planned and keeps its state"
   CHECK(unbound.append(k.data(), 32, k.data(), 32, 1).code() == Code::kFailedPrecondition);
 }
 
+TEST_CASE("reset(start): K rotated once at its absolute position, rows counted from the reset") {
+  Fixture f(small_config(0, DType::kF32), 8);
+  const uint32_t kvw = f.plan.kv_width, hd = f.plan.head_dim;
+  const std::vector<float> k = normal(8 * kvw, 4), v = normal(8 * kvw, 5);
+  f.cache.reset(30);
+  CHECK(f.cache.position() == 30);
+  CHECK(f.cache.start_position() == 30);
+  REQUIRE(f.cache.append(k.data(), kvw, v.data(), kvw, 6).ok());
+  CHECK(f.cache.size() == 6);
+  CHECK(f.cache.position() == 36);
+  for (uint32_t i = 0; i < 6; ++i) {
+    for (uint32_t g = 0; g < 2; ++g) {
+      std::vector<float> kr(k.begin() + i * kvw + g * hd, k.begin() + i * kvw + (g + 1) * hd);
+      apply_rope(kr.data(), 1, hd, 1, hd, 30 + i, f.plan.config.rope, f.rope.data());
+      const HeadLayout l = f.plan.head(g * f.plan.group_size);
+      CHECK(std::memcmp(f.region.data() + l.cache_k_offset + size_t{i} * hd * 4, kr.data(), hd * 4) == 0);
+    }
+  }
+  // The context counts positions, not rows: 36 + 5 > 40, with the same words as from 0.
+  const Status s = f.cache.append(k.data(), kvw, v.data(), kvw, 5);
+  CHECK(std::string(s.message()).find("appending 5 tokens at position 36 goes past the context of 40") !=
+        std::string::npos);
+  CHECK(f.cache.position() == 36);
+  f.cache.reset(41);  // past the context: nothing fits, and nothing wraps around
+  CHECK(f.cache.append(k.data(), kvw, v.data(), kvw, 1).code() == Code::kOutOfRange);
+  KvCache needs_table;
+  CHECK(needs_table.bind(f.plan, f.region.data(), f.region.size()).code() == Code::kInvalidArgument);
+}
+
 
 // Appends a sequence in the given chunk sizes and, after each chunk, attends that chunk's
 // queries over the cache; every output is held against the double reference over all keys so
@@ -178,8 +218,8 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
                            v = normal(size_t{total} * p.kv_width, 13);
   // What the cache should hold, densely: RoPE(K) and V rounded to the cache dtype.
   std::vector<float> q_roped = q, k_dense = k, v_dense = v;
-  apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, c.rope);
-  apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, c.rope);
+  apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, c.rope, f.rope.data());
+  apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, c.rope, f.rope.data());
   auto round = [&](float x) {
     return c.kv_dtype == DType::kF32   ? x
            : c.kv_dtype == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
@@ -354,8 +394,11 @@ TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 an
     void* base = memory.data() + (kAlignment - reinterpret_cast<uintptr_t>(memory.data()) % kAlignment) % kAlignment;
     Arena arena;
     REQUIRE(arena.bind(p, base, p.arena_bytes).ok());
+    const std::vector<double> rope = rope_table(p);
     KvCache caches[2];
-    for (uint32_t l = 0; l < 2; ++l) REQUIRE(caches[l].bind(p, arena.kv_layer(l), p.kv_bytes_per_layer).ok());
+    for (uint32_t l = 0; l < 2; ++l) {
+      REQUIRE(caches[l].bind(p, arena.kv_layer(l), p.kv_bytes_per_layer, rope.data()).ok());
+    }
     ThreadPool pool;
     REQUIRE(pool.create(threads).ok());
     const std::vector<float> x = normal(size_t{p.max_tokens} * p.qkv_width, 21);
@@ -369,7 +412,7 @@ TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 an
     while (caches[0].size() < c.max_seq && status.ok()) {
       const uint32_t n = caches[0].size() < kHeapCheckPrefill ? p.max_tokens : 1;
       for (uint32_t l = 0; l < kHeapCheckLayersRun && status.ok(); ++l) {
-        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].size(), c.rope);
+        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].position(), c.rope, rope.data());
         status = caches[l].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width + p.kv_width, p.qkv_width, n);
         if (status.ok()) {
           status = caches[l].attend(qkv, p.qkv_width, out, p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);

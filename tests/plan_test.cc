@@ -47,7 +47,11 @@ TEST_CASE("Llama-2 7B: MHA, head_dim 128") {
   CHECK(p.stream_offset == p.block_out_offset + 512ull * 4096 * 4);
   CHECK(p.packed_bytes == 0);
   CHECK(p.kv_offset == p.weight_bytes);
-  CHECK(p.activations_offset == p.kv_offset + p.kv_cache_bytes);
+  // RoPE: each layer's 64 frequencies (head_dim 128 / 2), f64, after the KV cache.
+  CHECK(p.rope_bytes_per_layer == 64 * 8);
+  CHECK(p.rope_bytes == 32 * 64 * 8);
+  CHECK(p.rope_offset == p.kv_offset + p.kv_cache_bytes);
+  CHECK(p.activations_offset == p.rope_offset + p.rope_bytes);
   CHECK(p.scratch_offset == p.activations_offset + p.activation_bytes);
   const HeadLayout h5 = p.head(5);
   CHECK(h5.kv_head == 5);
@@ -123,7 +127,8 @@ TEST_CASE("options: threads multiply scratch, dtypes change bytes, borrowed weig
   CHECK(p.weight_bytes_per_layer == align_up((2ull * 576 * 576 + 2ull * 192 * 576) * 2));
   CHECK(p.kv_bytes_per_token == 2ull * 192 * 4 * 30);
   CHECK(p.kv_offset == 0);
-  CHECK(p.arena_bytes == p.kv_cache_bytes + p.activation_bytes + p.scratch_bytes);
+  CHECK(p.rope_bytes == 30 * align_up(32 * 8));  // head_dim 64: 32 frequencies per layer
+  CHECK(p.arena_bytes == p.kv_cache_bytes + p.rope_bytes + p.activation_bytes + p.scratch_bytes);
   o.threads = 1000;
   CHECK(make_plan(c, o).status().code() == Code::kInvalidArgument);
 }
@@ -134,12 +139,15 @@ TEST_CASE("biases add their widths, every region is 64-byte aligned") {
   CHECK(p.kernel == KernelKind::kGeneric);
   // Wq Wk Wv Wo 2560×2560, qkv bias 3 × 2560, o bias 2560.
   CHECK(p.weight_bytes_per_layer == align_up((4ull * 2560 * 2560 + 3 * 2560 + 2560) * 4));
+  CHECK(p.rope_bytes_per_layer == align_up(16 * 8));  // partial rotary: 32 of 80 dims, 16 pairs
+  CHECK(make_plan(presets::bert_base()).value().rope_bytes == 0);  // no RoPE, no table
   size_t n = 0;
   const presets::Entry* all = presets::all(&n);
   for (size_t i = 0; i < n; ++i) {
     const Plan q = make_plan(all[i].make()).value();
     INFO(all[i].name);
     CHECK(q.kv_offset % kAlignment == 0);
+    CHECK(q.rope_offset % kAlignment == 0);
     CHECK(q.activations_offset % kAlignment == 0);
     CHECK(q.scratch_offset % kAlignment == 0);
     CHECK(q.arena_bytes % kAlignment == 0);

@@ -188,8 +188,10 @@ std::vector<float> run_cache(uint32_t threads, uint32_t prefill, uint32_t total,
   Aligned memory(p.arena_bytes);
   Arena arena;
   REQUIRE(arena.bind(p, memory.p, memory.size).ok());
+  std::vector<double> rope(rope_frequency_count(c.rope, p.head_dim));
+  KvCache::make_rope_table(p, rope.data());
   KvCache cache;
-  REQUIRE(cache.bind(p, arena.kv_layer(0), p.kv_bytes_per_layer).ok());
+  REQUIRE(cache.bind(p, arena.kv_layer(0), p.kv_bytes_per_layer, rope.data()).ok());
   ThreadPool pool;
   REQUIRE(pool.create(threads).ok());
   std::vector<float> out;
@@ -198,7 +200,7 @@ std::vector<float> run_cache(uint32_t threads, uint32_t prefill, uint32_t total,
   while (pos < total) {
     const uint32_t n = pos < prefill ? std::min<uint32_t>(p.max_tokens, prefill - pos) : 1;
     std::vector<float> qkv = normal(size_t{n} * p.qkv_width, seed + step++);
-    apply_rope(qkv.data(), n, p.qkv_width, c.n_heads, p.head_dim, pos, c.rope);
+    apply_rope(qkv.data(), n, p.qkv_width, c.n_heads, p.head_dim, pos, c.rope, rope.data());
     REQUIRE(cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, n)
                 .ok());
     std::vector<float> o(size_t{n} * p.q_width);

@@ -9,9 +9,10 @@
 // would need typeinfo that a -fno-rtti library does not emit, e.g. for a consumer's UBSan).
 //
 // Two ways to use a backend:
-//   cache  append(k, v, n) stores n tokens' K (RoPE applied, as KvCache does) and V, rounded to
-//          the plan's kv_dtype; attend(q, o, t_q) runs the queries of the last t_q tokens against
-//          everything held. KvCache's contract, position for position.
+//   cache  append(k, v, n) stores n tokens' K (rotated at their absolute positions, as KvCache
+//          does) and V, rounded to the plan's kv_dtype; attend(q, o, t_q) runs the queries of the
+//          last t_q tokens against everything held. KvCache's contract, position for position:
+//          the backend owns the positions (reset(start), position()).
 //   dense  attend_dense(q, k, v, ...) runs one attention over whole tensors, attend()'s contract
 //          (any t_q, t_kv within the plan, the mask given per call, no RoPE). It replaces the
 //          K/V the backend held: the cache is empty afterwards. dense_plan() sizes a plan for it.
@@ -41,7 +42,8 @@ enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 //   BackendKind kind() const;
 //   const char* description() const;  // one line for logs, e.g. "gpu: llvmpipe (...); kernel ..."
 //   uint32_t size() const;             // tokens appended since create() or reset()
-//   void reset();
+//   uint32_t position() const;         // the next token's: the reset's start + size()
+//   void reset(uint32_t start_position = 0);  // empty; the next token at start_position
 //
 //   // Cache use. k and v: [n, n_kv_heads, head_dim] f32, token t at k + t · k_token_stride.
 //   // Errors as KvCache::append (past the context, more than a window ring takes at once); on
@@ -65,26 +67,37 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype);
 
 class CpuBackend {
  public:
-  // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer) and the largest workspace an
-  // attend() within the plan asks for with `threads` threads, each region 64-byte aligned.
+  // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer), its RoPE table
+  // (plan.rope_bytes_per_layer) and the largest workspace an attend() within the plan asks for
+  // with `threads` threads, each region 64-byte aligned, in that order.
   static size_t memory_bytes(const Plan& plan, uint32_t threads);
 
   // memory: 64-byte aligned, at least memory_bytes(plan, pool ? pool->threads() : 1) bytes, owned
   // by the caller and kept alive as long as the backend. pool may be null (the caller's thread).
+  // create() writes the RoPE table into it.
   Status create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes);
+
+  // The same over regions the caller carved elsewhere (AttentionLayer: its layer's KV region and
+  // RoPE table in the arena, the arena's scratch): kv as KvCache::bind takes it, rope_table made
+  // by KvCache::make_rope_table (null without RoPE), workspace 64-byte aligned and at least
+  // what attend() asks for at most with the pool's threads (a plan's scratch_bytes holds it).
+  Status create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
+                void* workspace, size_t workspace_bytes);
 
   BackendKind kind() const { return BackendKind::kCpu; }
   const char* description() const { return description_; }
   uint32_t size() const { return cache_.size(); }
-  void reset() { cache_.reset(); }
+  uint32_t position() const { return cache_.position(); }
+  void reset(uint32_t start_position = 0) { cache_.reset(start_position); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
 
  private:
-  Plan plan_{};
-  KvCache cache_{};
+  const Plan& plan() const { return cache_.plan(); }
+
+  KvCache cache_{};  // holds the plan
   ThreadPool* pool_ = nullptr;
   uint8_t* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
@@ -151,7 +164,7 @@ class GpuContext {
 // Per-layer GPU state: K/V [n_kv_heads, cache_rows, head_dim], Q and O [max_tokens, n_heads,
 // head_dim], split-KV partials (at most 16 MiB), a staging buffer unless memory is host-mapped,
 // the pipelines specialized for the plan's head_dim and the device's limits, one command buffer
-// and one fence. K/V live on the
+// and one fence, and on the host the RoPE table K is rotated with. K/V live on the
 // device as f32, or as f16 / bf16 where the device has 16-bit storage (bf16 stays bf16: the
 // shader widens it by a shift); without 16-bit storage they are widened to f32 on upload.
 class GpuBackend {
@@ -172,7 +185,8 @@ class GpuBackend {
   BackendKind kind() const { return BackendKind::kGpu; }
   const char* description() const;
   uint32_t size() const;
-  void reset();
+  uint32_t position() const;
+  void reset(uint32_t start_position = 0);
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
@@ -197,7 +211,8 @@ class Backend {
   BackendKind kind() const { return gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
   const char* description() const { return gpu_ ? gpu_->description() : cpu_->description(); }
   uint32_t size() const { return gpu_ ? gpu_->size() : cpu_->size(); }
-  void reset() { gpu_ ? gpu_->reset() : cpu_->reset(); }
+  uint32_t position() const { return gpu_ ? gpu_->position() : cpu_->position(); }
+  void reset(uint32_t start_position = 0) { gpu_ ? gpu_->reset(start_position) : cpu_->reset(start_position); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
     return gpu_ ? gpu_->append(k, k_token_stride, v, v_token_stride, n)
                 : cpu_->append(k, k_token_stride, v, v_token_stride, n);

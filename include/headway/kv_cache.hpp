@@ -1,8 +1,12 @@
 // KvCache: one layer's K and V over its region of the arena, in the plan's layout
 //   K [n_kv_heads, cache_rows, head_dim] then V [n_kv_heads, cache_rows, head_dim], kv_dtype.
-// Position p lives in row p (full attention) or row p mod cache_rows (sliding window: a ring).
-// append() applies RoPE to K and converts to the storage dtype; attend() runs the queries of the
-// tokens appended last against everything the cache holds. Nothing allocates.
+// The cache owns the tokens' positions: reset(start) empties it and puts the next token at
+// position `start`; position() = start + size(). Rows count from the reset, not from position 0:
+// the i-th token appended since the reset (position start + i) lives in row i (full attention)
+// or row i mod cache_rows (sliding window: a ring).
+// append() rotates K once, at its absolute position (the RoPE frequencies of the table given to
+// bind), and converts to the storage dtype; attend() runs the queries of the tokens appended last
+// against everything the cache holds. Nothing allocates.
 #pragma once
 
 #include <cstddef>
@@ -16,21 +20,36 @@ namespace headway {
 
 class KvCache {
  public:
-  // Binds a region of plan.kv_bytes_per_layer bytes (Arena::kv_layer(l)). The cache starts empty.
-  Status bind(const Plan& plan, void* region, size_t bytes);
+  // Binds a region of plan.kv_bytes_per_layer bytes (Arena::kv_layer(l)). rope_table: the
+  // layer's RoPE table, rope_frequency_count() doubles (headway/plan.hpp) made by
+  // make_rope_table(), borrowed for the cache's lifetime; may be null when the config has no
+  // RoPE. The cache starts empty at position 0.
+  Status bind(const Plan& plan, void* region, size_t bytes, const double* rope_table = nullptr);
 
-  uint32_t size() const { return size_; }                  // tokens appended: positions 0..size-1
+  // Writes the RoPE table of `plan` (plan.rope_bytes_per_layer bytes, 8-byte aligned) to `table`.
+  static void make_rope_table(const Plan& plan, double* table);
+
+  uint32_t size() const { return size_; }                  // tokens appended since the reset
   uint32_t rows() const { return plan_.cache_rows; }
-  void reset() { size_ = 0; }
+  const Plan& plan() const { return plan_; }  // the bound plan (a copy)
+  uint32_t start_position() const { return start_; }
+  uint32_t position() const { return start_ + size_; }    // the next token's position
+  // Empties the cache; the next token sits at start_position (a fresh cache that starts
+  // mid-sequence: its K get the RoPE angles of positions start_position..).
+  void reset(uint32_t start_position = 0) {
+    start_ = start_position;
+    size_ = 0;
+  }
 
-  // Appends n tokens at positions size()..size()+n-1. k and v are [n, n_kv_heads, head_dim] f32,
-  // token t at k + t · k_token_stride (so they can point into a fused QKV row). RoPE is applied
-  // to the stored K, not to the caller's buffer. On error (past the context, more tokens than a
+  // Appends n tokens at positions position()..position()+n-1. k and v are [n, n_kv_heads,
+  // head_dim] f32, token t at k + t · k_token_stride (so they can point into a fused QKV row).
+  // RoPE is applied to the stored K, not to the caller's buffer. On error (past the context, more tokens than a
   // window ring can take at once, bad arguments) the cache is exactly as it was.
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
 
-  // Attention for the queries of the last t_q appended tokens (positions size()-t_q..size()-1),
-  // q [t_q, n_heads, head_dim] f32 with RoPE already applied (apply_rope at size() - t_q), into o.
+  // Attention for the queries of the last t_q appended tokens (positions position()-t_q..
+  // position()-1), q [t_q, n_heads, head_dim] f32 with RoPE already applied at those positions,
+  // into o.
   // Causality, window, softcap and scale come from the plan's config.
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                 ThreadPool* pool, void* workspace, size_t workspace_bytes) const;
@@ -44,6 +63,8 @@ class KvCache {
   Plan plan_{};
   uint8_t* k_ = nullptr;
   uint8_t* v_ = nullptr;
+  const double* rope_ = nullptr;
+  uint32_t start_ = 0;
   uint32_t size_ = 0;
 };
 

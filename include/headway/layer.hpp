@@ -2,8 +2,10 @@
 //
 //   x [t, d_model] f32 ─▶ QKV = x·[Wq;Wk;Wv]ᵀ (+ bq, bk, bv)        fused row [q_width + 2·kv_width]
 //                       ─▶ per-head RMS norm of q and k (qk_norm)  weight [head_dim], eps from config
-//                       ─▶ RoPE on q (here) and k (KvCache::append) at the tokens' positions
-//                       ─▶ K, V appended to the layer's KvCache ─▶ attention (KvCache::attend)
+//                       ─▶ RoPE on q (here) at the positions the backend holds next, and on
+//                          k where it enters the cache (the backend's append), both once, at
+//                          the tokens' absolute positions, from tables made at init
+//                       ─▶ K, V appended to the layer's backend ─▶ attention (its attend)
 //                       ─▶ y = O·Woᵀ (+ bo)                         y [t, d_model] f32
 //
 // Weights: with plan.options.weights_in_arena they are copied at init into the layer's slice of
@@ -18,14 +20,20 @@
 // and V are three operators writing into the fused row; the caller's tensors are not read after
 // init, whatever weights_in_arena says).
 //
-// forward() never allocates. A call with bad arguments or past the context changes nothing.
+// The KV cache and attention run on the backend LayerOptions names (headway/backend.hpp): the
+// CPU (a CpuBackend over the layer's KV region, its RoPE table and the arena's scratch) or a
+// Vulkan device (a GpuBackend made at init on the caller's GpuContext; the arena's KV region of
+// the layer is then unused). The backend owns the tokens' positions; the layer keeps none.
+//
+// forward() never allocates (on either backend). A call with bad arguments or past the context
+// changes nothing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "headway/arena.hpp"
-#include "headway/kv_cache.hpp"
+#include "headway/backend.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -37,6 +45,16 @@ namespace headway {
 // dtype. The message names the tensor, its shape and the one expected.
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer);
 
+// How a layer (or each layer of a Session) runs.
+struct LayerOptions {
+  // Projections (and CPU attention); null: the caller's thread. At most plan.options.threads
+  // threads; it must outlive the layer.
+  ThreadPool* pool = nullptr;
+  // Where the KV cache and attention run: BackendKind::kCpu, or kGpu on `gpu`.
+  BackendKind backend = BackendKind::kCpu;
+  GpuContext* gpu = nullptr;  // kGpu: a created GpuContext that outlives the layer
+};
+
 class AttentionLayer {
  public:
   AttentionLayer() = default;
@@ -44,12 +62,16 @@ class AttentionLayer {
   AttentionLayer(const AttentionLayer&) = delete;
   AttentionLayer& operator=(const AttentionLayer&) = delete;
 
-  // Binds layer `layer` (0..n_layers-1) of `arena`'s plan: its KV region, its weights slice (or
-  // the borrowed weights), the shared activation and scratch regions. `pool` may be null (one
-  // thread); otherwise it must have at most plan.options.threads threads and outlive the layer.
-  // The Arena object and its buffer must outlive the layer.
+  // Binds layer `layer` (0..n_layers-1) of `arena`'s plan: its KV region (CPU backend) and RoPE
+  // table, its weights slice (or the borrowed weights), the shared activation and scratch
+  // regions; makes the backend options.backend names. options.pool may be null (one thread);
+  // otherwise it must have at most plan.options.threads threads and outlive the layer. The
+  // Arena object and its buffer must outlive the layer. A failed init leaves the layer
+  // uninitialized.
   // Init-time only: may allocate (XNNPACK operator creation with f16/bf16 sources widens one
-  // matrix at a time through a temporary f32 buffer).
+  // matrix at a time through a temporary f32 buffer; the GPU backend's device state).
+  Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, const LayerOptions& options);
+  // The same on the CPU backend.
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool = nullptr);
 
   // Runs t tokens (1..plan.max_tokens) at positions position()..position()+t-1: x [t, d_model]
@@ -62,9 +84,10 @@ class AttentionLayer {
   // stay within max_seq). Attention only sees the tokens run since the reset.
   void reset(uint32_t start_position = 0);
 
-  uint32_t position() const { return start_ + cache_.size(); }  // the next token's position
-  uint32_t start_position() const { return start_; }
-  const KvCache& cache() const { return cache_; }
+  // The next token's position, as the backend holds it.
+  uint32_t position() const { return on_gpu_ ? gpu_.position() : cpu_.position(); }
+  BackendKind backend_kind() const { return on_gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
+  const char* backend_description() const { return on_gpu_ ? gpu_.description() : cpu_.description(); }
   bool initialized() const { return plan_ != nullptr; }
 
   // Bytes of the arena's packed region this layer's XNNPACK operators took (0 for Highway);
@@ -73,13 +96,17 @@ class AttentionLayer {
 
  private:
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
+  Status init_backend(uint32_t layer, const LayerOptions& options);
+  Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }
 
   const Plan* plan_ = nullptr;  // the arena's plan: the Arena must outlive the layer
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;
-  uint32_t start_ = 0;
   ThreadPool* pool_ = nullptr;
-  KvCache cache_;
+  const double* rope_ = nullptr;  // the layer's RoPE table in the arena (null without RoPE)
+  CpuBackend cpu_;
+  GpuBackend gpu_;
+  bool on_gpu_ = false;
   LayerWeights w_;  // what the projections read: arena copies or the borrowed tensors
   bool fused_qkv_ = false;  // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
   // XNNPACK operators: [Q, K, V, O] × blocks over output rows (kXnnMaxBlocks at most).

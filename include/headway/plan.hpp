@@ -11,6 +11,8 @@
 //   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
 //             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
 //   [KV cache: n_layers × (K then V), each [n_kv_heads, cache_rows, head_dim] in kv_dtype]
+//   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies, made once at init;
+//          absent without RoPE]
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
@@ -33,6 +35,12 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
 }
 
 // The attention tiling, split-KV policy and their memory: headway/attention_policy.hpp.
+
+// The frequencies one layer's RoPE table holds: one per rotated pair, rotary_dim / 2 (all of
+// head_dim when rotary_dim is 0); none without RoPE.
+constexpr uint32_t rope_frequency_count(const RopeConfig& rope, uint32_t head_dim) {
+  return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_dim) / 2;
+}
 
 // The engine of the Q/K/V/O projections. Highway: simd/matmul.h over the weights region (or the
 // borrowed weights). XNNPACK: fully-connected operators created at init, whose packed copies of
@@ -104,6 +112,8 @@ struct Plan {
   uint64_t kv_bytes_per_token = 0;      // K and V of one token across all layers
   uint64_t kv_bytes_per_layer = 0;      // one layer's cache: cache_rows tokens, K and V, aligned
   uint64_t kv_cache_bytes = 0;          // all layers
+  uint64_t rope_bytes_per_layer = 0;    // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
+  uint64_t rope_bytes = 0;              // all layers
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
   uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
@@ -112,6 +122,7 @@ struct Plan {
   uint64_t weights_offset = 0;
   uint64_t packed_offset = 0;
   uint64_t kv_offset = 0;
+  uint64_t rope_offset = 0;
   uint64_t activations_offset = 0;
   uint64_t block_out_offset = 0;  // activations: one block's output [max_tokens, d_model] f32
   uint64_t stream_offset = 0;     // activations: the residual stream [max_tokens, d_model] f32
@@ -210,6 +221,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
   p.kv_cache_bytes = ck.mul(p.kv_bytes_per_layer, c.n_layers);
+  p.rope_bytes_per_layer = ck.align(ck.mul(rope_frequency_count(c.rope, p.head_dim), sizeof(double)));
+  p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
 
   const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4));
   const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
@@ -223,7 +236,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.weights_offset = 0;
   p.packed_offset = p.weights_region_bytes;
   p.kv_offset = ck.add(p.packed_offset, p.packed_bytes);
-  p.activations_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.rope_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.activations_offset = ck.add(p.rope_offset, p.rope_bytes);
   p.block_out_offset = ck.add(p.activations_offset, ck.add(qkv_act, attn_act));
   p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);

@@ -13,6 +13,13 @@
 //
 // prefill() of n tokens checks first that position() + n fits the context (max_seq); if not it
 // returns kOutOfRange and no cache changes. Neither call allocates.
+//
+// Each layer's KV cache and attention run on the backend LayerOptions names: the CPU, or a
+// Vulkan device through the caller's GpuContext (one GpuBackend per layer, made at init):
+//   headway::GpuContext gpu;  gpu.create();
+//   headway::LayerOptions o;  o.pool = &pool;  o.backend = headway::BackendKind::kGpu;  o.gpu = &gpu;
+//   s.init(arena, layer_weights, plan.config.n_layers, o);
+// The position is the layers' own (each layer's backend holds it); the Session keeps none.
 #pragma once
 
 #include <cstddef>
@@ -36,12 +43,15 @@ class Session {
   // layers[0..n_layers-1]: each layer's weights (n_layers == plan.config.n_layers). Copied into
   // the arena or borrowed per plan.options.weights_in_arena (see AttentionLayer::init).
   Status init(const Arena& arena, const LayerWeights* layers, uint32_t n_layers, ThreadPool* pool = nullptr);
+  // The same with every layer run as `options` says (its pool, its backend).
+  Status init(const Arena& arena, const LayerWeights* layers, uint32_t n_layers, const LayerOptions& options);
 
   // The same, with the weights fetched one layer at a time: fn(ctx, l) for l = 0..n_layers-1 in
   // order. With weights copied into the arena, the tensors fn returns need only live until the
   // next call (a caller can make or load one layer at a time, in one reusable buffer).
   using LayerWeightsFn = Result<LayerWeights> (*)(void* ctx, uint32_t layer);
   Status init(const Arena& arena, LayerWeightsFn fn, void* ctx, ThreadPool* pool = nullptr);
+  Status init(const Arena& arena, LayerWeightsFn fn, void* ctx, const LayerOptions& options);
 
   // x [t, d_model] f32 at positions position()..; y [t, d_model] (may alias x). t may exceed
   // plan.max_tokens: it runs in chunks of max_tokens (same result as one call per chunk).

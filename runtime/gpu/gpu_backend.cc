@@ -12,6 +12,7 @@
 #include "runtime/format.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
 #include "runtime/kv_append_check.hpp"
+#include "runtime/rope.hpp"
 
 namespace headway {
 
@@ -35,6 +36,7 @@ Status GpuBackend::Impl::build(const Plan& p) {
 // the plan's dtype first, so the results match).
 void GpuBackend::Impl::choose_storage(const Plan& p) {
   plan = p;
+  rope_frequencies(p.config.rope, p.head_dim, rope);
   head_dim = p.head_dim;
   n_kv = p.config.kv_heads();
   q_width = p.q_width;
@@ -125,9 +127,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
 const char* GpuBackend::kernel_name() const { return impl_ ? impl_->kernel : "none"; }
 const char* GpuBackend::description() const { return impl_ ? impl_->description : "gpu: not created"; }
 uint32_t GpuBackend::size() const { return impl_ ? impl_->size : 0; }
+uint32_t GpuBackend::position() const { return impl_ ? impl_->start + impl_->size : 0; }
 
-void GpuBackend::reset() {
+void GpuBackend::reset(uint32_t start_position) {
   if (impl_ == nullptr) return;
+  impl_->start = start_position;
   impl_->size = 0;
   impl_->pending_n = 0;
 }
@@ -135,8 +139,8 @@ void GpuBackend::reset() {
 Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
   Impl& x = *impl_;
-  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.size, k, k_token_stride, v, v_token_stride, n,
-                                          KvStrides::kEqualAndAtLeastWidth));
+  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.start + x.size, k, k_token_stride, v,
+                                          v_token_stride, n, KvStrides::kEqualAndAtLeastWidth));
   const Status s = x.write_rows(k, v, k_token_stride, DType::kF32, n, x.size, true);
   if (!s.ok()) {  // a failed flush: the device state is unknown, start over
     x.size = 0;
@@ -209,7 +213,8 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
 
-  x.size = 0;  // the dense K/V replace the cache; it is empty afterwards
+  x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
+  x.size = 0;
   x.pending_n = 0;
   Status s = x.write_rows(k, v, a.kv_row_stride, kv_dtype, shape.t_kv, 0, false);
   if (!s.ok()) return s;

@@ -87,10 +87,14 @@ struct GpuBackend::Impl {
   VkBufferCopy* k_regions = nullptr;  // 2 · n_kv_heads each: a ring run may wrap once
   VkBufferCopy* v_regions = nullptr;
 
-  uint32_t size = 0;         // tokens appended
-  uint32_t pending_pos = 0;  // staging holds positions pending_pos .. + pending_n − 1, not yet copied
+  // Rows count from the reset: the i-th token appended since reset(start) sits at position
+  // start + i, in ring row i mod cache_rows.
+  uint32_t start = 0;        // the position of the first token since the reset
+  uint32_t size = 0;         // tokens appended since the reset
+  uint32_t pending_pos = 0;  // staging holds tokens pending_pos .. + pending_n − 1, not yet copied
   uint32_t pending_n = 0;
   float row[kMaxHeadDim];    // one row widened to f32 (RoPE, rounding)
+  double rope[kMaxHeadDim / 2];  // the plan's RoPE frequencies, made at create
   char kernel[64] = {};
   char description[400] = {};
 
@@ -116,9 +120,9 @@ struct GpuBackend::Impl {
   void destroy_pipelines();
 
   // gpu_kv_upload.cc
-  uint8_t* kv_destination(bool is_k, uint32_t g, uint32_t pos);
-  Status write_rows(const void* k, const void* v, size_t token_stride, DType src, uint32_t n, uint32_t pos0,
-                    bool rope);
+  uint8_t* kv_destination(bool is_k, uint32_t g, uint32_t index);
+  Status write_rows(const void* k, const void* v, size_t token_stride, DType src, uint32_t n, uint32_t index0,
+                    bool rotate);
   void record_pending_copies();
   Status flush();
 

@@ -1,7 +1,8 @@
 // K/V rows into the device cache: each row is widened to f32 on the host, K rotated (RoPE at its
-// position), rounded to the plan's dtype and written in the device's storage, straight into
-// mapped K/V (unified memory) or into the staging buffer, whose rows are copied to their ring
-// rows with the next command buffer (or by flush() when the staging buffer is full).
+// absolute position, start + its index since the reset), rounded to the plan's dtype and written
+// in the device's storage, straight into mapped K/V (unified memory) or into the staging buffer,
+// whose rows are copied to their ring rows with the next command buffer (or by flush() when the
+// staging buffer is full).
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
@@ -40,35 +41,36 @@ void encode_row(const float* x, uint32_t n, DType plan_dtype, gpu::Storage stora
 
 }  // namespace
 
-uint8_t* GpuBackend::Impl::kv_destination(bool is_k, uint32_t g, uint32_t pos) {
+uint8_t* GpuBackend::Impl::kv_destination(bool is_k, uint32_t g, uint32_t index) {
   if (mapped) {
-    const uint32_t r = pos % plan.cache_rows;
+    const uint32_t r = index % plan.cache_rows;
     return (is_k ? k : v).mapped + (VkDeviceSize{g} * plan.cache_rows + r) * row_bytes;
   }
-  const uint32_t slot = pos - pending_pos;
+  const uint32_t slot = index - pending_pos;
   return staging.mapped + (is_k ? stage_k : stage_v) + (VkDeviceSize{g} * stage_tokens + slot) * row_bytes;
 }
 
-// Rows of positions pos0 .. pos0 + n − 1; k and v are [n, n_kv_heads, head_dim] in `src`, token t
-// at t · token_stride elements. rope: RoPE K at its position (cache use).
+// Rows of the tokens index0 .. index0 + n − 1 since the reset; k and v are [n, n_kv_heads,
+// head_dim] in `src`, token t at t · token_stride elements. rotate: RoPE K at its absolute
+// position start + index (cache use).
 Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t token_stride, DType src, uint32_t n,
-                                    uint32_t pos0, bool rope) {
+                                    uint32_t index0, bool rotate) {
   const size_t es = dtype_bytes(src);
   const DType dt = plan.config.kv_dtype;
   for (uint32_t t = 0; t < n; ++t) {
-    const uint32_t pos = pos0 + t;
+    const uint32_t index = index0 + t;
     if (!mapped) {
       if (pending_n == stage_tokens) HEADWAY_RETURN_IF_ERROR(flush());
-      if (pending_n == 0) pending_pos = pos;
+      if (pending_n == 0) pending_pos = index;
     }
     const uint8_t* kt = static_cast<const uint8_t*>(k_in) + t * token_stride * es;
     const uint8_t* vt = static_cast<const uint8_t*>(v_in) + t * token_stride * es;
     for (uint32_t g = 0; g < n_kv; ++g) {
       decode_row(kt + size_t{g} * head_dim * es, src, head_dim, row);
-      if (rope) apply_rope(row, 1, head_dim, 1, head_dim, pos, plan.config.rope);
-      encode_row(row, head_dim, dt, storage, kv_destination(true, g, pos));
+      if (rotate) apply_rope(row, 1, head_dim, 1, head_dim, start + index, plan.config.rope, rope);
+      encode_row(row, head_dim, dt, storage, kv_destination(true, g, index));
       decode_row(vt + size_t{g} * head_dim * es, src, head_dim, row);
-      encode_row(row, head_dim, dt, storage, kv_destination(false, g, pos));
+      encode_row(row, head_dim, dt, storage, kv_destination(false, g, index));
     }
     if (!mapped) ++pending_n;
   }

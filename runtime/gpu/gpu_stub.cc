@@ -22,7 +22,8 @@ Status GpuBackend::create(GpuContext*, const Plan&) { return not_built(); }
 const char* GpuBackend::kernel_name() const { return "none"; }
 const char* GpuBackend::description() const { return "gpu: not available in this build"; }
 uint32_t GpuBackend::size() const { return 0; }
-void GpuBackend::reset() {}
+uint32_t GpuBackend::position() const { return 0; }
+void GpuBackend::reset(uint32_t) {}
 Status GpuBackend::append(const float*, size_t, const float*, size_t, uint32_t) { return not_built(); }
 Status GpuBackend::attend(const float*, size_t, float*, size_t, uint32_t) { return not_built(); }
 Status GpuBackend::attend_dense(const float*, const void*, const void*, DType, float*, const AttentionShape&,
