@@ -46,10 +46,11 @@ struct RunResult {
   std::string out, err;
 };
 
-// Runs `CLI ARGS` (ARGS starts with the subcommand) with stdout and stderr captured in `dir`.
-inline RunResult run_cli(const char* cli, const TempDir& dir, const std::string& args) {
+// Runs `CLI ARGS` (ARGS starts with the subcommand) with stdout and stderr captured in `dir`;
+// `env`: shell assignments put before the command ("A=1 B=2"), or empty.
+inline RunResult run_cli(const char* cli, const TempDir& dir, const std::string& args, const std::string& env = "") {
   const std::string out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + cli + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const std::string cmd = env + " '" + cli + "' " + args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -858,6 +859,56 @@ TEST_CASE("cli layer: bad input exits 2 naming the file, tensor or value") {
   CHECK(y->shape[0] == 3);
   CHECK(y->shape[1] == 64);
 }
+
+#ifdef HEADWAY_CLI_GPU_ENV
+// --backend gpu: the same block with the KV cache and attention on the Vulkan device (lavapipe
+// here) gives the CPU's y, f32 and f16 K/V, from a start position, prefill in chunks.
+TEST_CASE("cli layer: --backend gpu gives the CPU backend's y") {
+  TempDir dir("weights");
+  const Config c = small_config();
+  std::vector<StTensor> ts = hf_layer(c, 0, "F32");
+  for (StTensor& w : ts) {  // small finite values instead of the byte pattern
+    for (size_t i = 0; i < w.bytes.size() / 4; ++i) {
+      const float v = static_cast<float>((i * 2654435761u) % 1000) / 4000.0f - 0.125f;
+      std::memcpy(w.bytes.data() + 4 * i, &v, 4);
+    }
+  }
+  write_file(dir / "m.safetensors", st_file(ts));
+  const std::string config_json =
+      "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+      "\"max_position_embeddings\":2048,\"num_hidden_layers\":1}";
+  write_file(dir / "config.json", std::vector<uint8_t>(config_json.begin(), config_json.end()));
+  const uint32_t t = 600;  // past the CLI's 512-token chunk
+  std::vector<float> x(size_t{t} * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  const uint64_t shape[2] = {t, 64};
+  REQUIRE(save_npy((dir / "x.npy").c_str(), DType::kF32, x.data(), shape, 2).ok());
+  const std::string args = "--weights " + dir / "m.safetensors" + " --config " + dir / "config.json" +
+                           " --layer 0 --x " + dir / "x.npy" + " --start-pos 9";
+  for (const char* kv : {"f32", "f16"}) {
+    CAPTURE(kv);
+    const RunResult cpu = run_cli(dir, args + " --kv-dtype " + kv + " --out " + dir / "cpu.npy");
+    REQUIRE_MESSAGE(cpu.exit_code == 0, cpu.err);
+    const RunResult gpu = test::run_cli(HEADWAY_CLI, dir,
+                                        "layer " + args + " --kv-dtype " + kv + " --backend gpu --out " + dir / "gpu.npy",
+                                        HEADWAY_CLI_GPU_ENV);
+    REQUIRE_MESSAGE(gpu.exit_code == 0, gpu.err);
+    CHECK_MESSAGE(gpu.out.find("attention gpu: ") != std::string::npos, gpu.out);
+    const Result<NpyArray> a = load_npy((dir / "cpu.npy").c_str());
+    const Result<NpyArray> b = load_npy((dir / "gpu.npy").c_str());
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(a->elements == b->elements);
+    double max_ref = 0, max_diff = 0;
+    for (uint64_t i = 0; i < a->elements; ++i) {
+      max_ref = std::max(max_ref, std::fabs(double{a->f32()[i]}));
+      max_diff = std::max(max_diff, std::fabs(double{a->f32()[i]} - double{b->f32()[i]}));
+    }
+    CHECK(max_ref > 0.01);
+    CHECK(max_diff <= 1e-5 * max_ref + 1e-6);
+  }
+}
+#endif
 #endif
 
 }  // namespace

@@ -78,6 +78,21 @@ Status Flags::value_dtype(DType* out) {
   return Status();
 }
 
+Status Flags::value_backend(BackendKind* out) {
+  const char* text = nullptr;
+  HEADWAY_RETURN_IF_ERROR(value(&text));
+  if (std::strcmp(text, "cpu") == 0) *out = BackendKind::kCpu;
+  else if (std::strcmp(text, "gpu") == 0) *out = BackendKind::kGpu;
+  else return Status::error(Code::kInvalidArgument, "%s %s is not one of cpu, gpu", name_.c_str(), text);
+  if (*out == BackendKind::kGpu && !GpuContext::compiled()) {
+    return Status::error(Code::kUnsupported,
+                         "%s gpu is not available in this build (configured with HEADWAY_GPU=OFF: "
+                         "no Vulkan or glslc; toolchains/install-deps.sh gpu)",
+                         name_.c_str());
+  }
+  return Status();
+}
+
 Status Flags::unknown() const {
   if (inline_value_ != nullptr) {
     return Status::error(Code::kInvalidArgument, "unknown flag %s (or it takes no value)", name_.c_str());

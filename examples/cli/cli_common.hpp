@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "headway/backend.hpp"
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
@@ -31,6 +32,8 @@ class Flags {
   Status value_u32(uint32_t* out, uint32_t min, uint32_t max);
   Status value_float(float* out);  // finite numbers only
   Status value_dtype(DType* out);
+  // cpu or gpu; gpu in a build without the Vulkan backend is kUnsupported, saying so.
+  Status value_backend(BackendKind* out);
   // A switch given "=value" (e.g. --causal=1) or an unknown flag.
   Status unknown() const;
   // True when the flag came as "--name=value": a switch so given is unknown() (no silent "=yes").

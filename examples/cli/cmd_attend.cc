@@ -88,7 +88,7 @@ Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, 
 struct AttendFlags {
   Tensor q, k, v;
   const char* out_path = nullptr;
-  const char* backend = "cpu";
+  BackendKind backend = BackendKind::kCpu;
   AttentionParams params;
   bool kv_dtype_set = false, help = false;
   DType kv_dtype = DType::kF32;
@@ -116,15 +116,15 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--scale") s = flags.value_float(&p.scale);
     else if (f == "--kv-dtype") s = flags.value_dtype(&a->kv_dtype), a->kv_dtype_set = true;
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
-    else if (f == "--backend") s = flags.value(&a->backend);
+    else if (f == "--backend") s = flags.value_backend(&a->backend);
     else s = flags.unknown();
     HEADWAY_RETURN_IF_ERROR(s);
   }
   return Status();
 }
 
-// The checks that need no file: parameter ranges, the backend, --out.
-Status check_flags(const AttendFlags& a, bool* use_gpu) {
+// The checks that need no file: parameter ranges, --out.
+Status check_flags(const AttendFlags& a) {
   if (a.params.softcap < 0.0f) {
     return Status::error(Code::kInvalidArgument, "--softcap %g must be >= 0 (0 = off)",
                          static_cast<double>(a.params.softcap));
@@ -132,15 +132,6 @@ Status check_flags(const AttendFlags& a, bool* use_gpu) {
   if (a.params.scale < 0.0f) {
     return Status::error(Code::kInvalidArgument, "--scale %g must be >= 0 (0 = 1/sqrt(head_dim))",
                          static_cast<double>(a.params.scale));
-  }
-  *use_gpu = std::strcmp(a.backend, "gpu") == 0;
-  if (*use_gpu && !GpuContext::compiled()) {
-    return Status::error(Code::kUnsupported,
-                         "backend gpu is not available in this build (configured with HEADWAY_GPU=OFF: "
-                         "no Vulkan or glslc; toolchains/install-deps.sh gpu)");
-  }
-  if (!*use_gpu && std::strcmp(a.backend, "cpu") != 0) {
-    return Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", a.backend);
   }
   if (a.out_path == nullptr) {
     return Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)");
@@ -196,7 +187,7 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
 }
 
 // O into *o on the chosen backend, K/V converted to --kv-dtype first where they differ.
-Status compute(const AttendFlags& a, bool use_gpu, const AttentionShape& shape, ThreadPool* pool,
+Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* pool,
                std::vector<float>* o) {
   const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool->threads());
   if (!ws_bytes.ok()) return ws_bytes.status();
@@ -211,7 +202,7 @@ Status compute(const AttendFlags& a, bool use_gpu, const AttentionShape& shape, 
     return Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size);
   }
   const float* q = a.q.array.f32();
-  if (use_gpu) return attend_gpu(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params);
+  if (a.backend == BackendKind::kGpu) return attend_gpu(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params);
   return attend(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params, pool, workspace.p, ws_size);
 }
 
@@ -223,9 +214,8 @@ int run(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  bool use_gpu = false;
   AttentionShape shape;
-  s = check_flags(a, &use_gpu);
+  s = check_flags(a);
   if (s.ok()) s = load_inputs(&a, &shape);
   if (!s.ok()) return report("attend", s);
 
@@ -233,7 +223,7 @@ int run(int argc, char** argv) {
   s = pool.create(a.threads);
   if (!s.ok()) return report("attend", s);
   std::vector<float> o;
-  s = compute(a, use_gpu, shape, &pool, &o);
+  s = compute(a, shape, &pool, &o);
   if (!s.ok()) return report("attend", s);
   s = formats::save_npy(a.out_path, DType::kF32, o.data(), a.q.array.shape, 3);
   if (!s.ok()) return report("attend", s);

@@ -12,6 +12,7 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
+#include "headway/backend.hpp"
 #include "headway/layer.hpp"
 #include "headway/model_files.hpp"
 #include "headway/npy.hpp"
@@ -25,11 +26,12 @@ namespace {
 constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
     "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16]\n"
-    "                     [--projection highway|xnnpack]\n"
+    "                     [--projection highway|xnnpack] [--backend cpu|gpu]\n"
     "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, causal attention, o\n"
     "  projection; no norm, residual or MLP around it) on x [T, d_model] f32 at positions\n"
     "  P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
-    "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n";
+    "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n"
+    "  --backend gpu runs the KV cache and attention on a Vulkan device.\n";
 
 struct LayerFlags {
   const char* config_path = nullptr;
@@ -40,6 +42,7 @@ struct LayerFlags {
   uint32_t layer = 0, start = 0, threads = 1;
   bool layer_set = false, help = false;
   DType kv_dtype = DType::kF32;
+  BackendKind backend = BackendKind::kCpu;
 };
 
 // Stops at the first bad flag, or at --help (help set, nothing after it read).
@@ -61,6 +64,7 @@ Status parse_flags(int argc, char** argv, LayerFlags* l) {
     else if (f == "--threads") s = flags.value_u32(&l->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--kv-dtype") s = flags.value_dtype(&l->kv_dtype);
     else if (f == "--projection") s = flags.value(&l->projection);
+    else if (f == "--backend") s = flags.value_backend(&l->backend);
     else s = flags.unknown();
     HEADWAY_RETURN_IF_ERROR(s);
   }
@@ -127,9 +131,10 @@ Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions o
   return make_plan(c, options);
 }
 
-// y = the block over x, in chunks of the plan's max_tokens, from position l.start.
+// y = the block over x, in chunks of the plan's max_tokens, from position l.start, on the
+// backend --backend names. `backend` gets its description.
 Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weights, const float* x, uint32_t t,
-                 ThreadPool* pool, float* y) {
+                 ThreadPool* pool, float* y, std::string* backend) {
   AlignedBuffer memory;
   const uint64_t bytes = align_up(plan.arena_bytes);
   memory.p = bytes ? std::aligned_alloc(kAlignment, static_cast<size_t>(bytes)) : nullptr;
@@ -140,8 +145,17 @@ Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weig
   Arena arena;
   HEADWAY_RETURN_IF_ERROR(arena.bind(plan, memory.p, static_cast<size_t>(bytes)));
   HEADWAY_RETURN_IF_ERROR(pool->create(l.threads));
+  LayerOptions options;
+  options.pool = pool;
+  options.backend = l.backend;
+  GpuContext gpu;  // outlives the block: declared before it
+  if (l.backend == BackendKind::kGpu) {
+    HEADWAY_RETURN_IF_ERROR(gpu.create());
+    options.gpu = &gpu;
+  }
   AttentionLayer block;
-  HEADWAY_RETURN_IF_ERROR(block.init(arena, 0, weights, pool));
+  HEADWAY_RETURN_IF_ERROR(block.init(arena, 0, weights, options));
+  *backend = block.backend_description();
   block.reset(l.start);
   const uint32_t d_model = plan.config.d_model;
   for (uint32_t done = 0; done < t;) {
@@ -182,14 +196,16 @@ int run(int argc, char** argv) {
 
   ThreadPool pool;
   std::vector<float> y(static_cast<size_t>(t) * d_model);
-  s = run_block(l, plan.value(), weights.value(), x->f32(), t, &pool, y.data());
+  std::string backend;
+  s = run_block(l, plan.value(), weights.value(), x->f32(), t, &pool, y.data(), &backend);
   if (!s.ok()) return report("layer", s);
   const uint64_t shape[2] = {t, d_model};
   s = formats::save_npy(l.out_path, DType::kF32, y.data(), shape, 2);
   if (!s.ok()) return report("layer", s);
-  std::printf("layer: %s layer %u, y [%u, %u] f32 -> %s (positions %u..%u, kv %s, %s projections, %u thread%s)\n",
-              l.weights_path, l.layer, t, d_model, l.out_path, l.start, l.start + t - 1, dtype_name(l.kv_dtype),
-              projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s");
+  std::printf(
+      "layer: %s layer %u, y [%u, %u] f32 -> %s (positions %u..%u, kv %s, %s projections, %u thread%s; attention %s)\n",
+      l.weights_path, l.layer, t, d_model, l.out_path, l.start, l.start + t - 1, dtype_name(l.kv_dtype),
+      projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s", backend.c_str());
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@
 #include "examples/cli/run_report.hpp"
 #include "examples/cli/run_weights.hpp"
 #include "headway/arena.hpp"
+#include "headway/backend.hpp"
 #include "headway/build_info.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/plan.hpp"
@@ -39,13 +40,14 @@ constexpr const char* kUsage =
     "                   [--weights model.safetensors|model.gguf] [--prompt N] [--tokens M] [--layers N]\n"
     "                   [--threads N] [--ctx N] [--max-tokens N] [--weight-dtype f32|f16|bf16]\n"
     "                   [--kv-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
-    "                   [--seed S] [--json]\n"
+    "                   [--backend cpu|gpu] [--seed S] [--json]\n"
     "  prefills N prompt tokens (default 128) and decodes M tokens (default 32) through the model's\n"
     "  attention stack (residual adds between blocks; no MLPs, norms or embeddings), then prints\n"
     "  tokens/s, the arena the plan promised and the bytes of it the run touched, and the heap\n"
     "  allocations made during prefill and decode. Weights: seeded random (default) or --weights\n"
     "  (borrowed from the mapped file; a GGUF file also gives the config). --max-arena (default\n"
-    "  4GiB; K/M/G/KiB/MiB/GiB suffixes) refuses bigger plans with exit 2.\n";
+    "  4GiB; K/M/G/KiB/MiB/GiB suffixes) refuses bigger plans with exit 2. --backend gpu runs each\n"
+    "  layer's KV cache and attention on a Vulkan device (projections stay on the CPU).\n";
 
 struct RunFlags {
   ConfigSource source;
@@ -55,6 +57,7 @@ struct RunFlags {
   uint32_t prompt = 128, tokens = 32, layers = 0, ctx = 0, seed = 1;
   bool json = false, help = false, kv_dtype_set = false, wdtype_set = false;
   DType kv_dtype = DType::kF16;
+  BackendKind backend = BackendKind::kCpu;
   PlanOptions options;
   RunFlags() { options.weight_dtype = DType::kF16; }
 };
@@ -84,6 +87,7 @@ Status parse_flags(int argc, char** argv, RunFlags* r) {
     else if (f == "--weight-dtype") s = flags.value_dtype(&o.weight_dtype), r->wdtype_set = true;
     else if (f == "--projection") s = flags.value(&r->projection);
     else if (f == "--max-arena") s = flags.value(&r->max_arena_text);
+    else if (f == "--backend") s = flags.value_backend(&r->backend);
     else if (f == "--json" && !flags.has_inline_value()) r->json = true;
     else s = flags.unknown();
     HEADWAY_RETURN_IF_ERROR(s);
@@ -183,11 +187,13 @@ Status check_arena_limit(const Plan& p, uint64_t max_arena, const PlanOptions& o
                        o.weight_dtype == DType::kF32 ? ", --weight-dtype f16" : "");
 }
 
-// The arena (canary-filled), the pool and the session over them, destroyed in reverse.
+// The arena (canary-filled), the pool, the Vulkan device (--backend gpu) and the session over
+// them, destroyed in reverse.
 struct Stack {
   AlignedBuffer buffer;
   Arena arena;
   ThreadPool pool;
+  GpuContext gpu;
   std::unique_ptr<Session> session;  // heap-allocated once: a Session holds kMaxLayers layer objects
 };
 
@@ -200,13 +206,20 @@ Status build_stack(const Plan& p, const PlanOptions& o, const RunFlags& r, FileW
   std::memset(st->buffer.p, kCanary, p.arena_bytes);  // also faults every page in before the clock runs
   HEADWAY_RETURN_IF_ERROR(st->arena.bind(p, st->buffer.p, p.arena_bytes));
   HEADWAY_RETURN_IF_ERROR(st->pool.create(o.threads));
+  LayerOptions layer_options;
+  layer_options.pool = &st->pool;
+  layer_options.backend = r.backend;
+  if (r.backend == BackendKind::kGpu) {
+    HEADWAY_RETURN_IF_ERROR(st->gpu.create());
+    layer_options.gpu = &st->gpu;
+  }
   st->session.reset(new Session);
-  if (r.weights_path != nullptr) return st->session->init(st->arena, FileWeights::layer, fw, &st->pool);
+  if (r.weights_path != nullptr) return st->session->init(st->arena, FileWeights::layer, fw, layer_options);
   RandomWeights rw;
   rw.plan = &p;
   rw.dtype = o.weight_dtype;
   rw.seed = r.seed;
-  const Status s = st->session->init(st->arena, RandomWeights::layer, &rw, &st->pool);
+  const Status s = st->session->init(st->arena, RandomWeights::layer, &rw, layer_options);
   rw.release();
   return s;
 }
@@ -313,6 +326,8 @@ int run(int argc, char** argv) {
   out.plan = &p;
   out.options = &options;
   out.weights = r.weights_path != nullptr ? r.weights_path : "random";
+  out.backend = r.backend;
+  out.backend_description = stack.session->layer(0).backend_description();
   out.prompt = r.prompt;
   out.tokens = r.tokens;
   out.arena = measure_arena(p, static_cast<const uint8_t*>(stack.buffer.p));

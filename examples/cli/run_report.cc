@@ -19,8 +19,9 @@ void regions_of(const Plan& p, Region (&out)[kRunRegions]) {
   out[0] = {"weights", p.weights_offset, p.weights_region_bytes, p.weight_bytes_per_layer};
   out[1] = {"packed", p.packed_offset, p.packed_bytes, p.packed_bytes_per_layer};
   out[2] = {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer};
-  out[3] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
-  out[4] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
+  out[3] = {"rope", p.rope_offset, p.rope_bytes, p.rope_bytes_per_layer};
+  out[4] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
+  out[5] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
 }
 
 // Bytes of [p, p + n) up to the last one that differs from the canary (a high-water mark).
@@ -56,6 +57,7 @@ void print_run_json(const RunReport& r) {
   j["d_model"] = c.d_model;
   j["threads"] = o.threads;
   j["projection"] = projection_name(o.projection);
+  j["backend"] = r.backend_description;
   j["weights"] = r.weights;
   j["weight_dtype"] = dtype_name(o.weight_dtype);
   j["kv_dtype"] = dtype_name(c.kv_dtype);
@@ -88,6 +90,7 @@ void print_run_table(const RunReport& r) {
               c.kv_heads(), p.head_dim);
   std::printf("weights      %s, %s, projections on %s, %u thread%s\n", r.weights, dtype_name(o.weight_dtype),
               projection_name(o.projection), o.threads, o.threads == 1 ? "" : "s");
+  std::printf("attention    %s\n", r.backend_description);
   std::printf("prefill      %u tokens in %.3f s: %.1f tokens/s\n", r.prompt, r.prefill_s,
               per_second(r.prompt, r.prefill_s));
   std::printf("decode       %u tokens in %.3f s: %.1f tokens/s\n", r.tokens, r.decode_s,
@@ -103,6 +106,10 @@ void print_run_table(const RunReport& r) {
                 human_bytes(r.arena.used_by[i]).c_str());
   }
   std::printf("heap         %ld allocations during prefill and decode\n", r.heap_calls);
+  if (r.backend == BackendKind::kGpu) {
+    std::printf("             (the Vulkan driver's own calls included: lavapipe, for one, compiles a pipeline at its first\n"
+                "             dispatch and allocates as it records each command)\n");
+  }
 }
 
 }  // namespace headway::cli

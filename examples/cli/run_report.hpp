@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "headway/backend.hpp"
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
 
@@ -14,7 +15,7 @@ namespace headway::cli {
 inline constexpr uint8_t kCanary = 0xA5;
 
 // The arena's regions in print order, and how many bytes of each the run wrote.
-inline constexpr int kRunRegions = 5;  // weights, packed, kv_cache, activations, scratch
+inline constexpr int kRunRegions = 6;  // weights, packed, kv_cache, rope, activations, scratch
 struct ArenaUse {
   uint64_t used = 0;  // all regions
   uint64_t used_by[kRunRegions] = {};
@@ -28,6 +29,8 @@ struct RunReport {
   const Plan* plan = nullptr;
   const PlanOptions* options = nullptr;  // what the plan was asked for
   const char* weights = nullptr;         // the --weights path, or "random"
+  BackendKind backend = BackendKind::kCpu;
+  const char* backend_description = nullptr;  // the first layer's backend
   uint32_t prompt = 0, tokens = 0;
   double prefill_s = 0, decode_s = 0;
   long heap_calls = 0;

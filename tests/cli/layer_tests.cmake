@@ -19,3 +19,5 @@ headway_cli_test(layer-missing-weights 2 "cannot open no-such.safetensors: No su
   layer --weights no-such.safetensors --layer 0 --x x.npy --out y.npy)
 headway_cli_test(layer-config-as-weights 2 "llama-2-7b.json: safetensors header length [0-9]+ is more than"
   layer --weights ${data}/hf/llama-2-7b.json --config ${data}/hf/llama-2-7b.json --layer 0 --x x.npy --out y.npy)
+headway_cli_test(layer-bad-backend 2 "--backend npu is not one of cpu, gpu"
+  layer --weights w.safetensors --layer 0 --x x.npy --out y.npy --backend npu)

@@ -13,3 +13,15 @@ headway_cli_test(run-past-context 2 "--prompt 2000 \\+ --tokens 32 = 2032 tokens
 headway_cli_test(run-bad-projection 2 "--projection 'gpu': expected auto, highway or xnnpack"
   run --preset gpt2 --projection gpu)
 headway_cli_test(run-bad-max-arena 2 "--max-arena '4 GB' is not a byte count" run --preset gpt2 --max-arena "4 GB")
+headway_cli_test(run-bad-backend 2 "--backend tpu is not one of cpu, gpu" run --preset gpt2 --backend tpu)
+if(NOT HEADWAY_GPU)
+  headway_cli_test(run-gpu-not-built 2 "--backend gpu is not available in this build" run --preset gpt2 --backend gpu)
+elseif(HEADWAY_LAVAPIPE_ICD)
+  # The stack's KV caches and attention on lavapipe (a CPU Vulkan device): the Session's GPU
+  # results against the CPU are tests/gpu_session_test.cc; here the tool end to end.
+  headway_cli_test(run-gpu-json 0 "\"backend\":\"gpu: .*\"prompt_tokens\":16,\"decode_tokens\":4"
+    run --preset smollm2-135m --layers 2 --prompt 16 --tokens 4 --backend gpu --json)
+  get_property(sanitizer_env GLOBAL PROPERTY HEADWAY_GPU_SANITIZER_ENV)
+  set_tests_properties("cli: run-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT
+    "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache;${sanitizer_env}")
+endif()
