@@ -1,6 +1,6 @@
-// Attention kernels, per Highway target: online softmax over K/V tiles of kKvTile keys (flash
+// Attention kernels, per Highway target: online softmax over K/V tiles of kAttnKvTile keys (flash
 // attention), never a T_q × T_kv score matrix. A task (attention_task-inl.h) is one kv head × up
-// to kQueryRows query rows (tokens × all query heads of the group): each K/V tile is read once per
+// to kAttnQueryRows query rows (tokens × all query heads of the group): each K/V tile is read once per
 // task and serves every query head of the group. Two tilings, which attention_tiling.h chooses:
 // prefill (attention_prefill-inl.h), lanes along query rows, and decode (attention_decode-inl.h),
 // lanes along head_dim. The maths both share is in attention_math-inl.h, K/V row access and
@@ -53,7 +53,7 @@ inline void RunRange(const AttentionArgs& a, uint32_t g, uint32_t q_begin, uint3
                      int64_t key_end, void* scratch, bool partial, uint32_t chunk_index,
                      const AttentionPartials* partials) {
   const uint32_t group = a.n_heads / a.n_kv_heads;
-  const uint32_t per_task = detail::TokensPerTask(group);
+  const uint32_t per_task = attention_q_tile(group);
   const bool decode = detail::UseDecodeTiling(a);
   for (uint32_t t0 = q_begin; t0 < q_end;) {
     const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
@@ -162,7 +162,7 @@ HWY_NOINLINE void SoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
   size_t i = 0;
   for (; i + N <= n; i += N) hn::StoreU(attn::ExpNonPositive(df, hn::LoadU(df, x + i)), df, y + i);
   if (i == n) return;
-  HWY_ALIGN float tail[detail::kMaxLanes] = {};
+  HWY_ALIGN float tail[kAttnMaxLanes] = {};
   for (size_t j = i; j < n; ++j) tail[j - i] = x[j];
   hn::Store(attn::ExpNonPositive(df, hn::Load(df, tail)), df, tail);
   for (size_t j = i; j < n; ++j) y[j] = tail[j - i];

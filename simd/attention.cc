@@ -37,7 +37,7 @@ HWY_EXPORT(AttentionTargetName);
 HWY_EXPORT(SoftmaxExp);
 
 size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
-  return static_cast<size_t>(detail::MakeScratchLayout(head_dim, group_size).total);
+  return static_cast<size_t>(attention_scratch_layout(head_dim, group_size).total);
 }
 
 const char* attention_args_error(const AttentionArgs& a) {

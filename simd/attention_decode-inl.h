@@ -37,8 +37,8 @@ namespace attn {
 // Q of the task's rows, pre-scaled, [rows][d_pad] with zeros past head_dim.
 template <size_t kDim>
 inline void DotLoadQ(const Task& t) {
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   for (size_t r = 0; r < t.rows; ++r) {
     const float* q = QueryRow(t, r);
     float* dst = t.q + r * d_pad;
@@ -230,7 +230,7 @@ inline void DotRunTyped(Task& t) {
   const char* vrow_a[kStride != 0 ? 1 : kTile];
   const char* pf_k_a[kStride != 0 ? 1 : kTile];
   // Bytes of one K/V row: a constant for the specialized head_dims, so the prefetch loop unrolls.
-  const size_t row_bytes = (kDim ? kDim : t.d) * KvElementBytes(kType);
+  const size_t row_bytes = HeadDim<kDim>(t) * KvElementBytes(kType);
   const int64_t first_tile = t.union_lo / int64_t{kTile} * int64_t{kTile};
   DotPrefetchFirstK<kStride>(t, first_tile, row_bytes, pf_k_a);
   for (int64_t tb = first_tile; tb <= t.union_hi; tb += kTile) {

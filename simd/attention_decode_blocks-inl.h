@@ -94,8 +94,8 @@ template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class P
 HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   const DF df;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   constexpr size_t eb = KvElementBytes(kType);
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
   VF acc[kRB][kKB];
@@ -175,8 +175,8 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
   constexpr size_t eb = KvElementBytes(kType);
   const DF df;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
   const Rows kr = krow + k0;
   VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
@@ -249,7 +249,7 @@ inline void DotPvKeys(const Task& t, Rows vrow, size_t r0, size_t a, size_t b, c
   if (a >= b) return;
   const DF df;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
+  const size_t d = HeadDim<kDim>(t);
   size_t x = 0;
   if constexpr (kRB == 1 && kPvVecs1 != 4) {
     for (; x + kPvVecs1 * n <= d; x += kPvVecs1 * n) DotPvStep<kType, 1, kPvVecs1, false>(t, vrow, r0, x, d, a, b, pf);

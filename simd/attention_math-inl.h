@@ -38,7 +38,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 namespace attn {
 
 // Vectors are capped at 16 f32 lanes: the scratch layout pads rows and head_dim to 16.
-using DF = hn::CappedTag<float, detail::kMaxLanes>;
+using DF = hn::CappedTag<float, kAttnMaxLanes>;
 using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
@@ -65,7 +65,7 @@ constexpr size_t kPvVecs1 = 4;
 constexpr size_t kKeyBlock = 8;  // prefill Q·Kᵀ: keys per register block
 constexpr size_t kDimBlock = 8;  // prefill P·V: head dims per register block
 constexpr size_t kDotKeys = 4;   // decode Q·Kᵀ: keys per register block
-constexpr size_t kTile = detail::kKvTile;
+constexpr size_t kTile = kAttnKvTile;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 

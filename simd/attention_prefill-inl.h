@@ -33,7 +33,7 @@ namespace attn {
 
 template <size_t kDim>
 inline void RowsLoadQ(const Task& t) {
-  const size_t d = kDim ? kDim : t.d;
+  const size_t d = HeadDim<kDim>(t);
   for (size_t r = 0; r < t.rpad; ++r) {
     if (r < t.rows) {
       const float* q = QueryRow(t, r);
@@ -66,8 +66,8 @@ template <size_t kDim>
 inline void RowsRun(Task& t) {
   const DF df;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   RowsLoadQ<kDim>(t);
   if (t.union_lo > t.union_hi) return;
   // Tiles sit on multiples of kTile in absolute key index and a key keeps its place in the tile

@@ -73,8 +73,8 @@ HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool mas
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   const size_t rpad = t.rpad;
   const float* HWY_RESTRICT qt = t.q + col;
   const VF cap = hn::Set(df, t.a->softcap);
@@ -115,7 +115,7 @@ HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, siz
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   const size_t rpad = t.rpad;
   float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
   const float* HWY_RESTRICT vt = t.vt + x0;
@@ -167,7 +167,7 @@ template <size_t kDim, size_t kRV>
 inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
   const DF df;
   const size_t n = hn::Lanes(df);
-  const size_t d = kDim ? kDim : t.d;
+  const size_t d = HeadDim<kDim>(t);
   RowsQk<kDim, kRV>(t, col, b0, b1, masked);
   VF alpha[kRV];
   for (size_t j = 0; j < kRV; ++j) alpha[j] = RowsSoftmax(t, col + j * n, b0, b1);
@@ -198,8 +198,8 @@ HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool mas
   static_assert(kRV == 1 && kKeyBlock == 8, "scalable blocks: 1 row vector x 8 keys");
   const DF df;
   const DI di;
-  const size_t d = kDim ? kDim : t.d;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d = HeadDim<kDim>(t);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   const size_t rpad = t.rpad;
   const float* HWY_RESTRICT qt = t.q + col;
   const VI lo = hn::LoadU(di, t.lo + col);
@@ -244,7 +244,7 @@ HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, siz
   static_assert(kDB == 8 || kDB == 4 || kDB == 1, "kDB is 8, 4 or 1");
   const DF df;
   const DI di;
-  const size_t d_pad = kDim ? detail::RoundUp(kDim, detail::kMaxLanes) : t.d_pad;
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
   const size_t rpad = t.rpad;
   float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
   const float* HWY_RESTRICT vt = t.vt + x0;
@@ -297,7 +297,7 @@ HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, siz
 
 template <size_t kDim, bool kMasked>
 inline void RowsPv(const Task& t, size_t col, size_t i0, size_t i1, VF alpha) {
-  const size_t d = kDim ? kDim : t.d;
+  const size_t d = HeadDim<kDim>(t);
   size_t x = 0;
   for (; x + kDimBlock <= d; x += kDimBlock) RowsPvBlock<kDim, kDimBlock, kMasked>(t, col, x, i0, i1, alpha);
   for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, 4, kMasked>(t, col, x, i0, i1, alpha);

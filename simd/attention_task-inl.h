@@ -1,4 +1,4 @@
-// One attention task, per Highway target: one kv head × up to kQueryRows query rows (tokens × all
+// One attention task, per Highway target: one kv head × up to kAttnQueryRows query rows (tokens × all
 // query heads of the group; each K/V tile is read once per task and serves every query head of
 // the group), its regions of the caller's scratch (layout in attention_tiling.h), each row's
 // visible keys, and what it writes at the end: the normalized output, or the partials of a chunk
@@ -66,6 +66,17 @@ struct Task {
   int64_t common_lo = 0, common_hi = -1;
 };
 
+// head_dim and the widened row length (head_dim rounded up to kAttnMaxLanes) of the kernel
+// specialized for kDim (compile-time constants), or the task's own for the generic one (kDim 0).
+template <size_t kDim>
+HWY_INLINE size_t HeadDim(const Task& t) {
+  return kDim ? kDim : t.d;
+}
+template <size_t kDim>
+HWY_INLINE size_t PaddedHeadDim(const Task& t) {
+  return kDim ? static_cast<size_t>(align_up(kDim, kAttnMaxLanes)) : t.d_pad;
+}
+
 HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
   const AttentionArgs& a = *t.a;
   const size_t token = t.t0 + r / t.group;
@@ -79,7 +90,7 @@ inline void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g
   const DF df;
   const size_t n = hn::Lanes(df);
   const uint32_t group = a.n_heads / a.n_kv_heads;
-  const detail::ScratchLayout layout = detail::MakeScratchLayout(a.head_dim, group);
+  const AttentionScratchLayout layout = attention_scratch_layout(a.head_dim, group);
   char* base = static_cast<char*>(scratch);
   t.a = &a;
   t.g = g;

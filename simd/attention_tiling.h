@@ -1,7 +1,6 @@
-// Attention tiling inside the kernels: the scratch layout, each row's visible keys and which
-// tiling and specialization a call runs. The task sizes and the scratch layout are the policy's
-// (include/headway/attention_policy.hpp, also read by the plan and the CPU driver); the names
-// below are that policy seen from simd/, not second definitions.
+// Attention tiling inside the kernels: each row's visible keys and which tiling and
+// specialization a call runs. The task sizes and the scratch layout are the policy's
+// (include/headway/attention_policy.hpp, also read by the plan and the CPU driver).
 #pragma once
 
 #include <cstddef>
@@ -13,17 +12,6 @@
 namespace headway {
 namespace simd {
 namespace detail {
-
-inline constexpr uint32_t kQueryRows = kAttnQueryRows;
-inline constexpr uint32_t kKvTile = kAttnKvTile;
-inline constexpr uint32_t kMaxLanes = kAttnMaxLanes;
-
-constexpr uint64_t RoundUp(uint64_t n, uint64_t m) { return align_up(n, m); }
-
-using ScratchLayout = AttentionScratchLayout;
-constexpr ScratchLayout MakeScratchLayout(uint32_t head_dim, uint32_t group) {
-  return attention_scratch_layout(head_dim, group);
-}
 
 // Keys [lo, hi] (inclusive, absolute; empty when lo > hi) that query token t sees. Token t sits
 // at position p = t + t_kv - t_q (bottom-right alignment): causal keeps j <= p, a window W keeps
@@ -43,9 +31,6 @@ constexpr KeyRange VisibleKeys(const AttentionArgs& a, uint32_t t) {
   return r;
 }
 
-// Tokens per task: whole groups, about kQueryRows rows.
-constexpr uint32_t TokensPerTask(uint32_t group) { return attention_q_tile(group); }
-
 // Decode tiling (lanes along head_dim, dot products) when a task has few rows; prefill tiling
 // (lanes along query rows) otherwise. A function of the shapes only, so every task of a call and
 // every sub-range call runs the same code.
@@ -53,7 +38,7 @@ constexpr bool UseDecodeTiling(const AttentionArgs& a) {
   if (a.tiling == AttentionTiling::kDecode) return true;
   if (a.tiling == AttentionTiling::kPrefill) return false;
   const uint32_t group = a.n_heads / a.n_kv_heads;
-  const uint32_t tokens = TokensPerTask(group);
+  const uint32_t tokens = attention_q_tile(group);
   const uint64_t rows = uint64_t{a.t_q < tokens ? a.t_q : tokens} * group;
   return rows <= kAttentionDecodeMaxRows;
 }

@@ -180,8 +180,8 @@ HWY_INLINE hn::Vec<DF> KvVec(DF df, const char* row, size_t x) {
 // most kMaxLanes lanes.
 template <KvType kType, class DF>
 HWY_INLINE hn::Vec<DF> KvTail(DF df, const char* row, size_t x, size_t d) {
-  static_assert(hn::MaxLanes(DF()) <= detail::kMaxLanes, "tail buffer holds kMaxLanes lanes");
-  HWY_ALIGN float tmp[detail::kMaxLanes] = {};
+  static_assert(hn::MaxLanes(DF()) <= kAttnMaxLanes, "tail buffer holds kMaxLanes lanes");
+  HWY_ALIGN float tmp[kAttnMaxLanes] = {};
   for (size_t i = x; i < d; ++i) {
     if constexpr (kType == KvType::kF32) {
       tmp[i - x] = reinterpret_cast<const float*>(row)[i];
