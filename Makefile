@@ -21,7 +21,7 @@ demo: release
 
 test: deps
 	bash toolchains/install-deps.sh gpu  # Vulkan, glslc and lavapipe: the GPU tests run on the CPU
-	bash toolchains/install-deps.sh torch  # PyTorch: the independent check of `headway layer`
+	bash toolchains/install-deps.sh python  # .venv from requirements.txt: `headway layer` against transformers
 	cmake --workflow --preset release
 	cmake --workflow --preset debug
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages a headway build needs. Idempotent: packages already present
-# are skipped, so a second run does nothing but check.
-#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|fuzz|torch|all]   (default: host)
+# Installs the Debian 12 packages a headway build needs, and for `python` (alias `torch`) and `all`
+# the project's Python environment: .venv at the repo root, made by Debian's python3 and its venv
+# module, holding exactly requirements.txt from PyPI. Idempotent: packages already present are
+# skipped, and a .venv whose stamp matches requirements.txt's hash is left as it is, so a second
+# run does nothing but check.
+#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|fuzz|python|torch|all]   (default: host)
 set -euo pipefail
 
 what=${1:-host}
-case "$what" in host|aarch64|armv7|cortex-m|gpu|fuzz|torch|all) ;; *)
-  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu, fuzz, torch or all)" >&2
+case "$what" in host|aarch64|armv7|cortex-m|gpu|fuzz|python|torch|all) ;; *)
+  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu, fuzz, python, torch or all)" >&2
   exit 2 ;;
 esac
 
@@ -32,12 +35,13 @@ case "$what" in
                   qemu-system-arm) ;;
   gpu) pkgs=("${host_pkgs[@]}" libvulkan-dev glslc mesa-vulkan-drivers) ;;
   fuzz) pkgs=("${host_pkgs[@]}" clang-14 libclang-rt-14-dev) ;;  # libFuzzer (make test-fuzz)
-  # The independent PyTorch check of `headway layer` (tests/torch), run by Debian's python3.
-  torch) pkgs=("${host_pkgs[@]}" python3-numpy python3-torch) ;;
+  # The checks of `headway layer` against PyTorch and Hugging Face (tests/torch) run in .venv;
+  # Debian gives only the interpreter and its venv module.
+  python|torch) pkgs=("${host_pkgs[@]}" python3-venv) ;;
   all) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user qemu-system-arm
              libhwy-dev:arm64 libhwy-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
              libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers clang-14 libclang-rt-14-dev
-             python3-numpy python3-torch)
+             python3-venv)
        want_arch=(arm64 armhf) ;;
 esac
 
@@ -49,6 +53,41 @@ for a in "${want_arch[@]}"; do
   fi
 done
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$root/.venv
+requirements=$root/requirements.txt
+stamp=$venv/requirements.sha256
+
+# .venv from scratch whenever requirements.txt changed (so no package outside it survives), by
+# Debian's python3 (not whichever python3 is first on PATH). --no-deps: the file pins every
+# package pip resolved, and nothing else may come in (a CUDA torch's libraries are several GB).
+python_env() {
+  local hash
+  hash=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ]; then
+    echo "install-deps.sh: .venv holds requirements.txt"
+    return 0
+  fi
+  local s=$SECONDS
+  rm -f "$stamp"
+  /usr/bin/python3 -m venv --clear "$venv"
+  for attempt in 1 2 3; do
+    if "$venv/bin/python" -m pip install --no-input --disable-pip-version-check -q --no-deps \
+         -r "$requirements" && "$venv/bin/python" -m pip check; then
+      echo "$hash" > "$stamp"
+      echo "install-deps.sh: .venv made from requirements.txt in $((SECONDS - s)) s ($(du -sh "$venv" | cut -f1))"
+      return 0
+    fi
+    echo "install-deps.sh: pip install -r requirements.txt failed (attempt $attempt)" >&2
+    sleep $((attempt * 5))
+  done
+  echo "install-deps.sh: could not make .venv from requirements.txt" >&2
+  return 1
+}
+finish() {
+  case "$what" in python|torch|all) python_env ;; esac
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -57,7 +96,8 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ] && [ $added_arch -eq 0 ]; then
   echo "install-deps.sh: everything for '$what' is installed"
-  exit 0
+  finish
+  exit
 fi
 
 # One index failing transiently must not stop the install: retry, then go on with what we have.
@@ -74,7 +114,8 @@ done
 for attempt in 1 2 3; do
   if "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; then
     echo "install-deps.sh: installed ${missing[*]}"
-    exit 0
+    finish
+    exit
   fi
   echo "install-deps.sh: apt-get install failed (attempt $attempt); refreshing indexes" >&2
   "${sudo_cmd[@]}" apt-get update -q || true

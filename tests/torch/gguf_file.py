@@ -1,0 +1,78 @@
+"""A GGUF file written the way llama.cpp's converter writes one, for the attention tensors only.
+
+Metadata under `{arch}.*` from a Hugging Face config.json dict; tensors `blk.N.attn_*` in ggml's
+dimension order (fastest-varying first), with the Q/K rows of "llama" permuted as
+convert_hf_to_gguf.py does so that ggml's adjacent-pair RoPE computes Hugging Face's rotate-half.
+"""
+import struct
+
+import torch
+
+GGUF_U32, GGUF_F32, GGUF_STRING = 4, 6, 8
+GGML_TYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 30}
+GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
+              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
+
+
+def tensor_bytes(t):
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as int16
+        return t.contiguous().view(torch.int16).numpy().tobytes()
+    return t.contiguous().numpy().tobytes()
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def llama_permute(w, n_head):
+    """convert_hf_to_gguf.py's LlamaModel.permute: rows of each head reordered so that ggml's
+    adjacent-pair RoPE computes what HF's rotate-half does."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def metadata(cfg, n_layers):
+    arch = cfg["model_type"]
+    kvs = [("general.architecture", GGUF_STRING, arch), ("general.name", GGUF_STRING, "check"),
+           (f"{arch}.context_length", GGUF_U32, cfg["max_position_embeddings"]),
+           (f"{arch}.embedding_length", GGUF_U32, cfg["hidden_size"]),
+           (f"{arch}.block_count", GGUF_U32, n_layers),
+           (f"{arch}.attention.head_count", GGUF_U32, cfg["num_attention_heads"]),
+           (f"{arch}.attention.head_count_kv", GGUF_U32, cfg["num_key_value_heads"]),
+           (f"{arch}.rope.freq_base", GGUF_F32, cfg["rope_theta"]),
+           (f"{arch}.attention.layer_norm_rms_epsilon", GGUF_F32, cfg["rms_norm_eps"])]
+    if "head_dim" in cfg:
+        kvs += [(f"{arch}.attention.key_length", GGUF_U32, cfg["head_dim"]),
+                (f"{arch}.attention.value_length", GGUF_U32, cfg["head_dim"])]
+    return kvs
+
+
+def write_gguf(path, cfg, layers, alignment=32):
+    """cfg: the config.json dict; layers: per layer, {"q_proj.weight": tensor, ...}."""
+    arch = cfg["model_type"]
+    kvs = metadata(cfg, len(layers))
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)))
+    for key, typ, value in kvs:
+        out += gguf_string(key) + struct.pack("<I", typ)
+        out += gguf_string(value) if typ == GGUF_STRING else struct.pack("<I" if typ == GGUF_U32 else "<f", value)
+    tensors = []
+    for i, w in enumerate(layers):
+        for name, t in w.items():
+            proj, kind = name.split(".")
+            if arch == "llama" and proj == "q_proj":
+                t = llama_permute(t, cfg["num_attention_heads"])
+            if arch == "llama" and proj == "k_proj":
+                t = llama_permute(t, cfg["num_key_value_heads"])
+            tensors.append((f"blk.{i}.{GGUF_NAMES[proj]}.{kind}", t))
+    struct.pack_into("<Q", out, 8, len(tensors))
+    data, infos = bytearray(), bytearray()
+    for name, t in tensors:
+        data += b"\0" * (-len(data) % alignment)
+        ne = list(reversed(t.shape))  # ggml: fastest-varying dim first
+        infos += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        infos += struct.pack("<IQ", GGML_TYPES[t.dtype], len(data))
+        data += tensor_bytes(t)
+    out += infos
+    out += b"\0" * (-len(out) % alignment)
+    with open(path, "wb") as f:
+        f.write(out + data)

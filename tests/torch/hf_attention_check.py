@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""`headway layer` against Hugging Face's own attention modules, family by family.
+
+For each case: a config.json of a small model (two layers), the family's attention module of the
+chosen layer built by transformers from it (hf_blocks.py: `{Family}Attention` with its rotary
+embedding class, no norm, residual or MLP) with random weights, saved with Hugging Face's tensor
+names as model.safetensors (f32, f16 or bf16), or as a GGUF written the way llama.cpp's
+converter writes one (gguf_file.py); x.npy [T, d_model]. `headway layer` runs the same block at
+positions P..P+T-1 with a fresh cache, for each P in START_POSITIONS and each projection engine;
+the module runs in float64 on the stored weights. One line per case, exit 1 on any mismatch.
+
+usage: hf_attention_check.py --headway path/to/headway [--keep DIR] [--case TEXT]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # configs are local files; nothing is downloaded
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+import hf_blocks  # noqa: E402
+from gguf_file import write_gguf  # noqa: E402
+
+# Max abs error over max(1, max |y|): headway's f32 kernels against the float64 module, whose RoPE
+# angles are float32 as in the model (at P = 1000 they are off by up to ~3e-5 rad).
+TOLERANCE = 1e-4
+T = 9  # tokens per run
+# RoPE scores depend on i - j only, so with a fresh cache y does not depend on P in exact
+# arithmetic: P > 0 checks the position bookkeeping and the angles' precision at large positions.
+START_POSITIONS = (0, 37, 1000)
+PROJECTIONS = ("highway", "xnnpack")  # xnnpack is skipped in builds without it
+MAX_SEQ = 2048
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F32", fmt="safetensors", **keys):
+    """keys: more config.json keys, as the family's real config.json writes them."""
+    cfg = {"model_type": model_type, "hidden_size": d_model, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": 2, "max_position_embeddings": MAX_SEQ,
+           "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "intermediate_size": 4 * d_model, "vocab_size": 1000,
+           "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "float32"}
+    cfg.update(keys)
+    return dict(name=name, config=cfg, layer=layer, tokens=tokens, dtype=dtype, fmt=fmt)
+
+
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 8192}
+# Gemma 2: even layers slide, odd ones see everything. `headway layer` plans a context of P + T
+# and refuses a window longer than that, so the full layer's case has a window of exactly T
+# (every key within it); the sliding layer's is shorter than T. The cap is 2, not the model's 50,
+# so that it bends these random weights' logits (|score| of a few units) measurably.
+GEMMA2 = dict(head_dim=64, query_pre_attn_scalar=144, attn_logit_softcapping=2.0, final_logit_softcapping=30.0,
+              max_position_embeddings=8192, hidden_activation="gelu_pytorch_tanh")
+
+CASES = [
+    case("llama GQA 8/2 d64", "llama", 512, 8, 2, rope_theta=500000.0),
+    case("llama 3.2 rope_scaling llama3", "llama", 256, 4, 2, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING,
+         max_position_embeddings=131072),
+    case("llama MHA 4/4 d64 attention_bias", "llama", 256, 4, 4, attention_bias=True),
+    case("llama d80 (generic head size)", "llama", 320, 4, 2),
+    case("llama 600 tokens (prefill in 2 chunks)", "llama", 128, 2, 1, tokens=600),
+    case("llama f16 weights", "llama", 256, 4, 2, dtype="F16"),
+    case("llama bf16 weights", "llama", 256, 4, 2, dtype="BF16"),
+    case("smollm2 9/3 d64", "llama", 576, 9, 3, rope_theta=100000.0),
+    case("qwen2 14/2 d64 q/k/v bias", "qwen2", 896, 14, 2, rope_theta=1000000.0, use_sliding_window=False,
+         sliding_window=32768),
+    case("qwen2 sliding window 6 on every layer", "qwen2", 256, 4, 2, use_sliding_window=True, sliding_window=6,
+         max_window_layers=0),
+    case("qwen3 4/2 head_dim 128 q/k norm", "qwen3", 256, 4, 2, head_dim=128, rope_theta=1000000.0),
+    case("mistral sliding window 5, MQA", "mistral", 256, 4, 1, sliding_window=5),
+    case("mixtral sliding window 7", "mixtral", 256, 8, 2, sliding_window=7, num_local_experts=2),
+    case("gemma MQA head_dim 256", "gemma", 256, 4, 1, head_dim=256),
+    case("gemma2 full layer 1 within the window, softcap", "gemma2", 256, 4, 2, sliding_window=T, **GEMMA2),
+    case("gemma2 sliding layer 0, window 5, softcap", "gemma2", 256, 4, 2, layer=0, sliding_window=5, **GEMMA2),
+    case("stablelm partial rotary 0.25", "stablelm", 256, 4, 4, partial_rotary_factor=0.25, use_qkv_bias=False,
+         qk_layernorm=False, layer_norm_eps=1e-5),
+    case("olmo 4/4", "olmo", 256, 4, 4, clip_qkv=None),
+    case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
+    case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
+    case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),
+    case("gguf llama f16", "llama", 256, 4, 2, dtype="F16", fmt="gguf"),
+]
+
+
+def write_model(c, workdir, gen):
+    """config.json, the weights file; returns (config, the run layer's module, headway's file args)."""
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        json.dump(c["config"], f, indent=2)
+    config = hf_blocks.load_config(workdir)
+    layers = [hf_blocks.make_layer(config, i, gen, DTYPES[c["dtype"]]) for i in range(config.num_hidden_layers)]
+    if c["fmt"] == "gguf":
+        weights = os.path.join(workdir, "model.gguf")
+        write_gguf(weights, c["config"], [stored for _, stored in layers])
+        args = ["--weights", weights]
+    else:
+        weights = os.path.join(workdir, "model.safetensors")
+        save_file({f"model.layers.{i}.self_attn.{k}": v.contiguous() for i, (_, stored) in enumerate(layers)
+                   for k, v in stored.items()}, weights, metadata={"format": "pt"})
+        args = ["--weights", weights, "--config", os.path.join(workdir, "config.json")]
+    return config, layers[c["layer"]][0], args
+
+
+def run_case(headway, c, workdir, seed):
+    gen = torch.Generator().manual_seed(seed)
+    config, module, file_args = write_model(c, workdir, gen)
+    x = torch.randn(c["tokens"], config.hidden_size, generator=gen, dtype=torch.float64).float().numpy()
+    x_path, y_path = os.path.join(workdir, "x.npy"), os.path.join(workdir, "y.npy")
+    np.save(x_path, x)
+    worst, ok, engines = 0.0, True, []
+    for start in START_POSITIONS:
+        ref = hf_blocks.reference(config, module, x, start)
+        for projection in PROJECTIONS:
+            cmd = [headway, "layer", *file_args, "--layer", str(c["layer"]), "--x", x_path, "--out", y_path,
+                   "--start-pos", str(start), "--threads", "2", "--projection", projection]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0 and projection == "xnnpack" and "HEADWAY_XNNPACK=OFF" in r.stderr:
+                continue  # a build without XNNPACK: the Highway projections alone
+            if r.returncode != 0:
+                print(f"FAIL  {c['name']}: {projection} P={start}: exit {r.returncode}: {r.stderr.strip()}")
+                return False, worst
+            if projection not in engines:
+                engines.append(projection)
+            y = np.load(y_path)
+            if y.shape != ref.shape:
+                print(f"FAIL  {c['name']}: {projection} P={start}: y is {y.shape}, expected {ref.shape}")
+                return False, worst
+            abs_err = float(np.max(np.abs(y.astype(np.float64) - ref)))
+            rel_err = abs_err / max(1.0, float(np.max(np.abs(ref))))
+            worst = max(worst, rel_err)
+            if not rel_err <= TOLERANCE:
+                ok = False
+                print(f"FAIL  {c['name']}: {projection} P={start}: max abs err {abs_err:.3g}, rel err {rel_err:.3g} "
+                      f"> {TOLERANCE:g}")
+    if ok:
+        print(f"ok    {c['name']:52s} layer {c['layer']} T={c['tokens']} P={','.join(map(str, START_POSITIONS))} "
+              f"{'+'.join(engines):16s} max rel err {worst:.2e}")
+    return ok, worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--headway", required=True, help="the built headway binary")
+    parser.add_argument("--keep", help="write the cases' files here and keep them")
+    parser.add_argument("--case", help="run only cases whose name contains this")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    cases = [c for c in CASES if not args.case or args.case in c["name"]]
+    if not cases:
+        print(f"no case matches '{args.case}'")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="headway_hf_") as tmp:
+        root = args.keep or tmp
+        results = [run_case(args.headway, c, os.path.join(root, f"case{i}"), 1000 + i) for i, c in enumerate(cases)]
+    failed = [ok for ok, _ in results].count(False)
+    worst = max(w for _, w in results)
+    print(f"{len(results) - failed} of {len(results)} cases match transformers {hf_blocks.transformers.__version__} "
+          f"(torch {torch.__version__}; tolerance {TOLERANCE:g}, worst {worst:.2e})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

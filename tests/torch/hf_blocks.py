@@ -1,0 +1,98 @@
+"""Hugging Face's own attention module of one layer, built from a config.json, as the reference.
+
+The module class (`{Prefix}Attention`) and its rotary embedding class (`{Prefix}RotaryEmbedding`)
+come from the family's modeling file in transformers; FAMILIES maps a model_type to that prefix,
+so a new family is one entry there. The module runs in float64 on the stored weights; what it
+computes in float32 by its own code stays so (the RoPE angles in the rotary class, the softmax
+of eager attention), exactly as in the model.
+"""
+import importlib
+import math
+
+import torch
+import transformers
+from transformers import masking_utils
+
+# model_type -> the class prefix in transformers/models/<model_type>/modeling_<model_type>.py
+FAMILIES = {
+    "llama": "Llama",
+    "qwen2": "Qwen2",
+    "qwen3": "Qwen3",
+    "mistral": "Mistral",
+    "mixtral": "Mixtral",
+    "gemma": "Gemma",
+    "gemma2": "Gemma2",
+    "stablelm": "StableLm",
+    "olmo": "Olmo",
+}
+
+
+def family_classes(model_type):
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    prefix = FAMILIES[model_type]
+    return getattr(module, prefix + "Attention"), getattr(module, prefix + "RotaryEmbedding")
+
+
+def load_config(model_dir):
+    """The config the model itself would read from model_dir/config.json, with eager attention
+    (the reference implementation: scale, softcap, mask and softmax written out)."""
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    config._attn_implementation = "eager"
+    return config
+
+
+def randomize(module, gen, dtype):
+    """Random weights in place, rounded to the stored dtype: projections ~ N(0, 1/fan_in), biases
+    ~ N(0, 1/4), norm weights ~ 1 + N(0, 0.04). Returns {parameter name: stored tensor}."""
+    stored = {}
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "norm" in name:
+                v = 1.0 + 0.2 * torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            elif name.endswith("weight"):
+                v = torch.randn(p.shape, generator=gen, dtype=torch.float64) / math.sqrt(p.shape[1])
+            else:
+                v = 0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            stored[name] = v.to(dtype)
+            p.copy_(stored[name].to(p.dtype))
+    return stored
+
+
+def make_layer(config, layer_idx, gen, dtype):
+    """The layer's attention module in float64 with random weights, and those weights as stored."""
+    attention_class, _ = family_classes(config.model_type)
+    module = attention_class(config, layer_idx=layer_idx).to(torch.float64).eval()
+    return module, randomize(module, gen, dtype)
+
+
+def layer_window(module, config):
+    """The window the family's model masks this layer with: the module's own sliding_window where
+    the family decides per layer (Qwen2/3, Gemma 2), else the config's (Mistral, Mixtral)."""
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window
+    return getattr(config, "sliding_window", None)
+
+
+def additive_mask(t, window):
+    """[1, 1, t, t] for t tokens at the start of a fresh cache (keys are the same t tokens), from
+    masking_utils' causal and sliding-window mask functions, as eager_mask lays it out (0 where a
+    key is seen, the dtype's lowest value where not)."""
+    fn = masking_utils.sliding_window_causal_mask_function(window) if window else masking_utils.causal_mask_function
+    q = torch.arange(t).view(-1, 1)
+    kv = torch.arange(t).view(1, -1)
+    seen = fn(0, 0, q, kv)
+    mask = torch.zeros(t, t, dtype=torch.float64).masked_fill(~seen, torch.finfo(torch.float64).min)
+    return mask.view(1, 1, t, t)
+
+
+@torch.no_grad()
+def reference(config, module, x, start):
+    """y [T, d_model] float64 of the attention block over x [T, d_model] at positions start.."""
+    _, rotary_class = family_classes(config.model_type)
+    rotary = rotary_class(config)
+    h = torch.from_numpy(x).to(torch.float64).unsqueeze(0)
+    t = h.shape[1]
+    position_ids = torch.arange(start, start + t).unsqueeze(0)
+    cos, sin = rotary(h, position_ids)
+    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, layer_window(module, config)))
+    return y[0].numpy()
