@@ -53,7 +53,7 @@ constexpr const char* projection_name(Projection p) { return p == Projection::kX
 // kXnnNr leaves room) and the input channels up to kr·sr (1 or 4), adds one bias word per output
 // channel; the operator object is a fixed-size struct (2112 bytes in the 2022 snapshot on
 // x86-64). Each allocation also pays the arena allocator's 64-byte header and 64-byte alignment.
-// tests/layer_test.cc checks what XNNPACK asked for against this bound. Each projection matrix is
+// tests/runtime/layer_test.cc checks what XNNPACK asked for against this bound. Each projection matrix is
 // cut into up to kXnnMaxBlocks operators over its output rows, one per thread, so that the
 // layer's own pool runs them.
 inline constexpr uint64_t kXnnNr = 32;

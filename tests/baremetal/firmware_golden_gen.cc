@@ -1,5 +1,5 @@
 // Host program, run by the Cortex-M build: the firmware's data (examples/baremetal/main.cc) and
-// its expected outputs from the double-precision reference (tests/reference_layer.cc):
+// its expected outputs from the double-precision reference (tests/reference/reference_layer.cc):
 //   - each layer's weights as make_test_weights draws them, f16 bit patterns, with their shapes;
 //   - the input rows x [kTokens, d_model] f32;
 //   - the reference stack's output y [kTokens, d_model]: a prefill of kPromptTokens, then one
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "examples/baremetal/tiny_model.hpp"
-#include "tests/reference_layer.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/reference/reference_layer.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace ht = headway::test;
 

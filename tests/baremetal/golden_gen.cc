@@ -1,6 +1,6 @@
 // Host program, run by the Cortex-M build: writes the reference outputs of the bare-metal
 // harness's cases (kernel_cases.hpp) as a C++ header, computed by the double-precision reference
-// (tests/reference_attention.cc) on the build machine.
+// (tests/reference/reference_attention.cc) on the build machine.
 //   golden_gen OUT.h
 #include <cmath>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/baremetal/kernel_cases.hpp"
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 namespace bm = headway::test::baremetal;
 namespace ht = headway::test;

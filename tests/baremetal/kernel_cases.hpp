@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "headway/config.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace test {

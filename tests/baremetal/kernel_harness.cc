@@ -18,7 +18,7 @@
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
 #include "tests/baremetal/kernel_cases.hpp"
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 namespace bm = headway::test::baremetal;
 namespace hs = headway::simd;

@@ -1,5 +1,5 @@
 # headway layer: flag and file errors that need no weights (exit 2, the message names the flag,
-# the file or the value). Cases over real weight files are in tests/weights_file_test.cc and the
+# the file or the value). Cases over real weight files are in tests/formats/weights_file_test.cc and the
 # PyTorch check (tests/torch/).
 headway_cli_test(layer-help 0 "usage: headway layer --weights" layer --help)
 headway_cli_test(layer-no-weights 2 "--weights is required \\(a .safetensors or .gguf file\\)"

@@ -18,7 +18,7 @@ if(NOT HEADWAY_GPU)
   headway_cli_test(run-gpu-not-built 2 "--backend gpu is not available in this build" run --preset gpt2 --backend gpu)
 elseif(HEADWAY_LAVAPIPE_ICD)
   # The stack's KV caches and attention on lavapipe (a CPU Vulkan device): the Session's GPU
-  # results against the CPU are tests/gpu_session_test.cc; here the tool end to end.
+  # results against the CPU are tests/gpu/gpu_session_test.cc; here the tool end to end.
   headway_cli_test(run-gpu-json 0 "\"backend\":\"gpu: .*\"prompt_tokens\":16,\"decode_tokens\":4"
     run --preset smollm2-135m --layers 2 --prompt 16 --tokens 4 --backend gpu --json)
   get_property(sanitizer_env GLOBAL PROPERTY HEADWAY_GPU_SANITIZER_ENV)

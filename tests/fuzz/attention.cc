@@ -16,9 +16,9 @@
 #include "headway/attention.hpp"
 #include "headway/dtype_convert.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
-#include "tests/reference_args.hpp"
-#include "tests/reference_attention.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/reference/reference_args.hpp"
+#include "tests/reference/reference_attention.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace {
 

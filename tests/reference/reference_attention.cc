@@ -1,4 +1,4 @@
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -27,11 +27,11 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
-#include "tests/new_counter.hpp"
-#include "tests/reference_attention.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/gpu/new_counter.hpp"
+#include "tests/reference/reference_attention.hpp"
+#include "tests/support/test_rng.hpp"
 
-// operator new is counted around append() and attend() (tests/new_counter.hpp): headway's own
+// operator new is counted around append() and attend() (tests/gpu/new_counter.hpp): headway's own
 // code must not allocate there. malloc is not counted: the Vulkan driver may allocate inside its
 // command recording and submission, which headway does not control.
 

@@ -14,7 +14,7 @@
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "runtime/rope.hpp"
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 namespace headway {
 namespace {

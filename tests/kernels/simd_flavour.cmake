@@ -2,7 +2,7 @@
 #       [-DKERNEL_TEST=attention_kernel_test] -P simd_flavour.cmake      (QEMU_CPU in the environment)
 # One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the kernels must dispatch
 # to EXPECT_TARGET (simd_targets prints the choice), and with KERNEL_TEST the whole kernel suite
-# must pass there (under qemu it tests the target dispatch picks: tests/target_scope.hpp). When EXPECT_TARGET is not compiled
+# must pass there (under qemu it tests the target dispatch picks: tests/kernels/target_scope.hpp). When EXPECT_TARGET is not compiled
 # into the kernels at all, the test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION
 # "SKIPPED:") rather than passed.
 set(cpu "QEMU_CPU=$ENV{QEMU_CPU}")

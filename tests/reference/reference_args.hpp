@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "headway/attention.hpp"
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 namespace headway::test {
 

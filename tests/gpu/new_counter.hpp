@@ -1,7 +1,7 @@
 // Counts operator new calls (every form) in a test binary while a NewCount is alive; malloc is
 // not counted. For the binaries that load a Vulkan driver: the driver may malloc inside command
 // recording and submission, which headway does not control, while headway's own code allocates
-// through new (or not at all). Link tests/new_counter.cc into the binary; it replaces operator
+// through new (or not at all). Link tests/gpu/new_counter.cc into the binary; it replaces operator
 // new and delete, so it cannot share a binary with the headway::heap_count library.
 #pragma once
 

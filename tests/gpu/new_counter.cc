@@ -1,5 +1,5 @@
 // Replacements of operator new and delete that count while a NewCount is alive (new_counter.hpp).
-#include "tests/new_counter.hpp"
+#include "tests/gpu/new_counter.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -21,9 +21,9 @@
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
 #include "simd/attention.h"
-#include "tests/reference_attention.hpp"
-#include "tests/target_scope.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/reference/reference_attention.hpp"
+#include "tests/kernels/target_scope.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace hs = headway::simd;
 namespace ht = headway::test;

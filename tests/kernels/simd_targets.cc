@@ -4,7 +4,7 @@
 //   cpu: SVE2 SVE NEON
 //   compiled: SVE2 SVE NEON
 // Exit 0. On a board it answers "which SIMD path will headway use here"; under qemu-user
-// (tests/simd_flavour.cmake) it shows which target each emulated CPU selects. On armv7 the
+// (tests/kernels/simd_flavour.cmake) it shows which target each emulated CPU selects. On armv7 the
 // cpu line says EMU128 SCALAR: Debian's armhf libhwy is built without NEON and never reports it;
 // the kernels then run their compile-time baseline (NEON with toolchains/armv7-linux-gnueabihf).
 #include <cstdint>

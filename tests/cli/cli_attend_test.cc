@@ -18,8 +18,8 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/npy.hpp"
-#include "tests/reference_attention.hpp"
-#include "tests/temp_dir.hpp"
+#include "tests/reference/reference_attention.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #ifndef HEADWAY_CLI
 #error "HEADWAY_CLI must name the built headway binary"

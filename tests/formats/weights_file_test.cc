@@ -24,7 +24,7 @@
 #include "runtime/formats/gguf_tensors.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"
-#include "tests/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace headway::formats {
 namespace {

@@ -25,7 +25,7 @@
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "runtime/rope.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace {

@@ -13,8 +13,8 @@
 #include "hwy/targets.h"
 #include "simd/attention.h"
 #include "simd/matmul.h"
-#include "tests/target_scope.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/kernels/target_scope.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace {

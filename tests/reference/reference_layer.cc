@@ -1,11 +1,11 @@
-#include "tests/reference_layer.hpp"
+#include "tests/reference/reference_layer.hpp"
 
 #include <cmath>
 
 #include <cstring>
 
-#include "tests/reference_attention.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/reference/reference_attention.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace test {

@@ -18,8 +18,8 @@
 #include "headway/dtype_convert.hpp"
 #include "headway/heap_count.hpp"
 #include "runtime/attention_run.hpp"
-#include "tests/reference_args.hpp"
-#include "tests/reference_attention.hpp"
+#include "tests/reference/reference_args.hpp"
+#include "tests/reference/reference_attention.hpp"
 
 namespace headway {
 namespace {

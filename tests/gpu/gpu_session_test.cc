@@ -24,9 +24,9 @@
 #include "headway/layer.hpp"
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
-#include "tests/new_counter.hpp"
-#include "tests/reference_layer.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/gpu/new_counter.hpp"
+#include "tests/reference/reference_layer.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace {

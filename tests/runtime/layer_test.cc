@@ -17,8 +17,8 @@
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
 #include "runtime/xnnpack_dense.hpp"
-#include "tests/reference_layer.hpp"
-#include "tests/test_rng.hpp"
+#include "tests/reference/reference_layer.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace {
