@@ -13,3 +13,10 @@ headway_cli_test(run-past-context 2 "--prompt 2000 \\+ --tokens 32 = 2032 tokens
 headway_cli_test(run-bad-projection 2 "--projection 'gpu': expected auto, highway or xnnpack"
   run --preset gpt2 --projection gpu)
 headway_cli_test(run-bad-max-arena 2 "--max-arena '4 GB' is not a byte count" run --preset gpt2 --max-arena "4 GB")
+# Layers that differ (sliding and full, a NoPE layer, a local RoPE base): run with no heap; sink
+# logits are planned but refused at run.
+headway_cli_test(run-layer-kinds 0 "heap +0 allocations during prefill and decode"
+  run --spec "d_model=64 heads=4 kv_heads=2 ctx=256 layers=4 rope_theta=1e6 window=16 sliding_pattern=2 nope_interval=4 rope_local_theta=100"
+  --prompt 100 --tokens 8 --max-tokens 8)
+headway_cli_test(run-sinks-refused 2 "layer 0: the config has learned sink logits"
+  run --spec "d_model=64 heads=4 ctx=64 layers=2 rope_theta=10000 sinks=1" --prompt 8 --tokens 2)
