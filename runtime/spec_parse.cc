@@ -76,18 +76,18 @@ constexpr const char* kKnownKeys =
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
 
-// layer_types=sfsf (s sliding, f full) or rope_layers=1110 (1 RoPE, 0 none) into `flags`.
-Status parse_layer_list(const Token& t, char on, char off, uint32_t* count, uint8_t* flags) {
+// layer_types=sfsf (s sliding, f full) or rope_layers=1110 (1 RoPE, 0 none) into `bits`.
+Status parse_layer_list(const Token& t, char on, char off, LayerBits* bits) {
   uint32_t n = 0;
   for (; t.value[n]; ++n) {
     if (t.value[n] != on && t.value[n] != off) {
       return Status::error(Code::kInvalidArgument, "spec: %s=%s: character %u is '%c', expected %c or %c", t.key,
                            t.value, n + 1, t.value[n], on, off);
     }
-    flags[n] = t.value[n] == on ? 1 : 0;
   }
-  for (uint32_t i = n; i < kMaxConfigLayers; ++i) flags[i] = 0;
-  *count = n;
+  *bits = LayerBits{};
+  for (uint32_t i = 0; i < n; ++i) bits->set(i, t.value[i] == on);
+  bits->count = n;
   return Status();
 }
 
@@ -112,8 +112,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   if (equal(t.key, "rope_local_theta")) {
     return parse_float(t.value, &c.layers.local_rope_theta) ? Status() : bad_value(t, "a non-negative number");
   }
-  if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding_count, c.layers.sliding);
-  if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope_count, c.layers.rope);
+  if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
+  if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
   for (const U32Key& k : kU32) {
     if (equal(t.key, k.key)) return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
   }

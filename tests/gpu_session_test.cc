@@ -113,8 +113,9 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 Config mixed_layers(Config c) {
   c.layers.sliding_pattern = 3;
   c.layers.local_rope_theta = 500.0f;
-  c.layers.rope_count = 3;
-  c.layers.rope[0] = c.layers.rope[2] = 1;
+  c.layers.rope.count = 3;
+  c.layers.rope.set(0, true);
+  c.layers.rope.set(2, true);
   return c;
 }
 

@@ -84,7 +84,7 @@ TEST_CASE("hf layers: Gemma 3 1B slides 5 of every 6 layers at base 10000, full 
 
 TEST_CASE("hf layers: Gemma 3 270M's layer_types list says the same as the pattern") {
   const Plan p = plan_of("gemma-3-270m.json");
-  CHECK(p.config.layers.sliding_count == 18);
+  CHECK(p.config.layers.sliding.count == 18);
   CHECK(p.sliding_layers == 15);
   for (uint32_t i = 0; i < 18; ++i) {
     INFO("layer " << i);

@@ -88,11 +88,11 @@ TEST_CASE("plan layers: a layer alone keeps its own kind (what `headway layer` p
   // The first n layers: the lists shortened with them.
   Config listed = gemma3_like();
   listed.layers.sliding_pattern = 0;
-  listed.layers.sliding_count = 12;
-  listed.layers.sliding[1] = 1;
+  listed.layers.sliding.count = 12;
+  listed.layers.sliding.set(1, true);
   listed.keep_first_layers(4);
   CHECK(listed.n_layers == 4);
-  CHECK(listed.layers.sliding_count == 4);
+  CHECK(listed.layers.sliding.count == 4);
   CHECK(validate(listed).ok());
 }
 

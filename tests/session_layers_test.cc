@@ -38,8 +38,8 @@ Config mixed_config() {
   c.window = kWindow;
   c.layers.sliding_pattern = 2;
   c.layers.local_rope_theta = 100.0f;
-  c.layers.rope_count = 4;
-  for (uint32_t l = 0; l < 4; ++l) c.layers.rope[l] = l == 2 ? 0 : 1;
+  c.layers.rope.count = 4;
+  for (uint32_t l = 0; l < 4; ++l) c.layers.rope.set(l, l != 2);
   c.kv_dtype = DType::kF32;
   return c;
 }

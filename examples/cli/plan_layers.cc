@@ -18,9 +18,9 @@ bool same_kind(const LayerPlan& a, const LayerPlan& b) {
          a.kv_rows == b.kv_rows && a.sinks == b.sinks;
 }
 
-std::string layer_list(const uint8_t* flags, uint32_t count, char on, char off) {
+std::string layer_list(const LayerBits& bits, char on, char off) {
   std::string s;
-  for (uint32_t i = 0; i < count; ++i) s += flags[i] ? on : off;
+  for (uint32_t i = 0; i < bits.count; ++i) s += bits.get(i) ? on : off;
   return s;
 }
 
@@ -51,8 +51,8 @@ void add_layers_json(const Plan& p, nlohmann::ordered_json* j) {
   (*j)["layer_kinds"] = {{"sliding_pattern", k.sliding_pattern},
                          {"nope_interval", k.nope_interval},
                          {"rope_local_theta", k.local_rope_theta},
-                         {"layer_types", layer_list(k.sliding, k.sliding_count, 's', 'f')},
-                         {"rope_layers", layer_list(k.rope, k.rope_count, '1', '0')}};
+                         {"layer_types", layer_list(k.sliding, 's', 'f')},
+                         {"rope_layers", layer_list(k.rope, '1', '0')}};
   (*j)["sinks"] = c.sinks;
   (*j)["sliding_layers"] = p.sliding_layers;
   (*j)["ring_rows"] = p.ring_rows;

@@ -45,6 +45,20 @@ struct RopeConfig {
 // The most layers a Config lists one by one (LayerKinds' explicit lists): the deepest real models
 // (Llama 3.1 405B: 126 layers) fit. Regular patterns need no list and have no such bound.
 inline constexpr uint32_t kMaxConfigLayers = 128;
+static_assert(kMaxConfigLayers % 32 == 0, "LayerBits packs whole 32-bit words");
+
+// One yes/no per layer, for up to kMaxConfigLayers layers, packed in bits (a Plan, and so every
+// layer of a Session, holds a copy: 16 bytes rather than 128).
+struct LayerBits {
+  uint32_t count = 0;  // entries given: 0 (none) or n_layers
+  uint32_t words[kMaxConfigLayers / 32] = {};
+  constexpr bool get(uint32_t i) const { return i < kMaxConfigLayers && ((words[i / 32] >> (i % 32)) & 1u) != 0; }
+  constexpr void set(uint32_t i, bool on) {
+    if (i >= kMaxConfigLayers) return;
+    const uint32_t bit = 1u << (i % 32);
+    words[i / 32] = on ? (words[i / 32] | bit) : (words[i / 32] & ~bit);
+  }
+};
 
 // How layers differ (Gemma 2/3, gpt-oss, SmolLM3, Qwen2, Cohere2). Which layers slide, with
 // Config::window keys: the explicit list if given, else the pattern if given, else every layer
@@ -54,10 +68,8 @@ struct LayerKinds {
   uint32_t sliding_pattern = 0;  // N > 0: layer i is full when (i + 1) % N == 0, else sliding (Gemma 2: 2, Gemma 3: 6)
   uint32_t nope_interval = 0;    // N > 0: layer i has no RoPE when (i + 1) % N == 0 (SmolLM3: 4)
   float local_rope_theta = 0.0f;  // the RoPE base of sliding layers; 0 = rope.theta (Gemma 3: 10000)
-  uint32_t sliding_count = 0;    // entries of sliding[] given (0 or n_layers)
-  uint32_t rope_count = 0;       // entries of rope[] given (0 or n_layers)
-  uint8_t sliding[kMaxConfigLayers] = {};  // 1 = layer i slides, 0 = full attention
-  uint8_t rope[kMaxConfigLayers] = {};     // 1 = layer i rotates, 0 = no RoPE (a NoPE layer)
+  LayerBits sliding;  // set: layer i slides; clear: full attention
+  LayerBits rope;     // set: layer i rotates; clear: no RoPE (a NoPE layer)
 };
 
 // The longest name a Config carries (a preset name or config.json's model_type).
@@ -101,13 +113,13 @@ struct Config {
   // Layer i's kind (i < n_layers), as LayerKinds says.
   constexpr bool layer_slides(uint32_t i) const {
     if (window == 0) return false;
-    if (layers.sliding_count) return i < kMaxConfigLayers && layers.sliding[i] != 0;
+    if (layers.sliding.count) return layers.sliding.get(i);
     if (layers.sliding_pattern) return (i + 1) % layers.sliding_pattern != 0;
     return true;
   }
   constexpr bool layer_rotates(uint32_t i) const {
     if (rope.style == RopeStyle::kNone) return false;
-    if (layers.rope_count) return i < kMaxConfigLayers && layers.rope[i] != 0;
+    if (layers.rope.count) return layers.rope.get(i);
     if (layers.nope_interval) return (i + 1) % layers.nope_interval != 0;
     return true;
   }
@@ -118,9 +130,9 @@ struct Config {
   // are a pattern.
   constexpr uint32_t sliding_layers_before(uint32_t n) const {
     if (window == 0) return 0;
-    if (layers.sliding_count) {
+    if (layers.sliding.count) {
       uint32_t s = 0;
-      for (uint32_t i = 0; i < n && i < kMaxConfigLayers; ++i) s += layers.sliding[i] != 0;
+      for (uint32_t i = 0; i < n && i < kMaxConfigLayers; ++i) s += layers.sliding.get(i) ? 1 : 0;
       return s;
     }
     if (layers.sliding_pattern) return n - n / layers.sliding_pattern;
@@ -146,8 +158,8 @@ struct Config {
   constexpr void keep_first_layers(uint32_t n) {
     if (n == 0 || n >= n_layers) return;
     n_layers = n;
-    if (layers.sliding_count > n) layers.sliding_count = n;
-    if (layers.rope_count > n) layers.rope_count = n;
+    if (layers.sliding.count > n) layers.sliding.count = n;
+    if (layers.rope.count > n) layers.rope.count = n;
   }
 
   // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim).

@@ -24,9 +24,9 @@ Status array_of_layers(const Where& w, const char* key, const json& v, const Con
 }
 
 // Keeps a list only where its layers differ: all alike says as much with no list.
-bool all_equal(const uint8_t* flags, uint32_t n) {
+bool all_equal(const LayerBits& bits, uint32_t n) {
   for (uint32_t i = 1; i < n; ++i) {
-    if (flags[i] != flags[0]) return false;
+    if (bits.get(i) != bits.get(0)) return false;
   }
   return true;
 }
@@ -48,11 +48,11 @@ Status read_layer_types(const Where& w, const json& v, Config* cfg) {
                            "%s: %slayer_types[%u] is %s, expected \"sliding_attention\" or \"full_attention\"", w.source,
                            w.prefix, i, shown(e).c_str());
     }
-    k.sliding[i] = *s == "sliding_attention" ? 1 : 0;
+    k.sliding.set(i, *s == "sliding_attention");
   }
   if (!all_equal(k.sliding, cfg->n_layers)) {
-    k.sliding_count = cfg->n_layers;
-  } else if (k.sliding[0] == 0) {
+    k.sliding.count = cfg->n_layers;
+  } else if (!k.sliding.get(0)) {
     cfg->window = 0;  // every layer full: the window is unused
   }
   return Status();
@@ -81,8 +81,8 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
     return Status();
   }
   HEADWAY_RETURN_IF_ERROR(list_fits(w, "max_window_layers", *cfg));
-  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding[i] = i >= m ? 1 : 0;
-  cfg->layers.sliding_count = cfg->n_layers;
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, i >= m);
+  cfg->layers.sliding.count = cfg->n_layers;
   return Status();
 }
 
@@ -101,9 +101,9 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
                              "%s: %sno_rope_layers[%u] is %s, expected 1 (RoPE) or 0 (no RoPE)", w.source, w.prefix,
                              i, shown(e).c_str());
       }
-      k.rope[i] = as_double(e) == 1.0 ? 1 : 0;
+      k.rope.set(i, as_double(e) == 1.0);
     }
-    if (!all_equal(k.rope, cfg->n_layers) || k.rope[0] == 0) k.rope_count = cfg->n_layers;
+    if (!all_equal(k.rope, cfg->n_layers) || !k.rope.get(0)) k.rope.count = cfg->n_layers;
     return Status();
   }
   if (const json* v = lookup(obj, "no_rope_layer_interval")) {
@@ -111,8 +111,8 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
   }
   if (model_type == "cohere2") {  // Cohere2Attention rotates only in its sliding layers
     HEADWAY_RETURN_IF_ERROR(list_fits(w, "layer_types", *cfg));
-    for (uint32_t i = 0; i < cfg->n_layers; ++i) k.rope[i] = cfg->layer_slides(i) ? 1 : 0;
-    k.rope_count = all_equal(k.rope, cfg->n_layers) && k.rope[0] == 1 ? 0 : cfg->n_layers;
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) k.rope.set(i, cfg->layer_slides(i));
+    k.rope.count = all_equal(k.rope, cfg->n_layers) && k.rope.get(0) ? 0 : cfg->n_layers;
   }
   return Status();
 }
