@@ -67,17 +67,20 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   return init(arena, layer, weights, options);
 }
 
-// The layer's RoPE table (made here, once) and its backend: the CPU over the arena's KV region
-// and scratch, or a GpuBackend on the caller's context.
+// The layer's RoPE table (made here, once, at its own base) and its backend, both from the
+// layer's own plan (layer_plan: its window, its RoPE or none, its KV rows): the CPU over the
+// arena's KV region of the layer and the scratch, or a GpuBackend on the caller's context.
 Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options) {
-  const Plan& p = arena_->plan();
-  uint8_t* base = arena_->weights() - p.weights_offset;
+  const Plan& whole = arena_->plan();
+  const Plan p = layer_plan(whole, layer);
+  uint8_t* base = arena_->weights() - whole.weights_offset;
   double* rope = nullptr;
   if (p.rope_bytes_per_layer != 0) {
-    rope = reinterpret_cast<double*>(base + p.rope_offset + uint64_t{layer} * p.rope_bytes_per_layer);
+    rope = reinterpret_cast<double*>(base + whole.rope_offset + uint64_t{layer} * whole.rope_bytes_per_layer);
     rope_frequencies(p.config.rope, p.head_dim, rope);
   }
   rope_ = rope;
+  rope_config_ = p.config.rope;
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
@@ -100,6 +103,12 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     return Status::error(Code::kInvalidArgument,
                          "layer %u: the pool has %u threads, the plan's scratch is for %u (PlanOptions::threads)",
                          layer, pool->threads(), p.options.threads);
+  }
+  if (c.sinks) {
+    return Status::error(Code::kUnsupported,
+                         "layer %u: the config has learned sink logits (sinks, as gpt-oss): they are planned, "
+                         "but the attention kernels do not add them yet, and without them the output would be wrong",
+                         layer);
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
   arena_ = &arena;
@@ -231,7 +240,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   }
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
   Backend b = backend();
-  apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), c.rope, rope_);
+  apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), rope_config_, rope_);
   HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t));
   return project(1, attn, y, t);

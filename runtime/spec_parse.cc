@@ -11,7 +11,7 @@ constexpr uint32_t kMaxToken = 64;
 
 struct Token {
   char key[kMaxToken + 1] = {};
-  char value[kMaxToken + 1] = {};
+  char value[kMaxConfigLayers + 1] = {};  // kMaxToken, or one character per layer for a list key
 };
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ','; }
@@ -70,7 +70,26 @@ bool parse_bool(const char* s, bool* out) {
 
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
-    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm";
+    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, sliding_pattern, nope_interval, "
+    "rope_local_theta, sinks, layer_types, rope_layers";
+
+// The per-layer list keys: one character per layer, up to kMaxConfigLayers.
+bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
+
+// layer_types=sfsf (s sliding, f full) or rope_layers=1110 (1 RoPE, 0 none) into `bits`.
+Status parse_layer_list(const Token& t, char on, char off, LayerBits* bits) {
+  uint32_t n = 0;
+  for (; t.value[n]; ++n) {
+    if (t.value[n] != on && t.value[n] != off) {
+      return Status::error(Code::kInvalidArgument, "spec: %s=%s: character %u is '%c', expected %c or %c", t.key,
+                           t.value, n + 1, t.value[n], on, off);
+    }
+  }
+  *bits = LayerBits{};
+  for (uint32_t i = 0; i < n; ++i) bits->set(i, t.value[i] == on);
+  bits->count = n;
+  return Status();
+}
 
 Status bad_value(const Token& t, const char* expected) {
   return Status::error(Code::kInvalidArgument, "spec: %s=%s is not %s", t.key, t.value, expected);
@@ -86,6 +105,15 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
       {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq}, {"layers", &Config::n_layers},
       {"window", &Config::window},
   };
+  if (equal(t.key, "sliding_pattern") || equal(t.key, "nope_interval")) {
+    uint32_t* field = equal(t.key, "sliding_pattern") ? &c.layers.sliding_pattern : &c.layers.nope_interval;
+    return parse_u32(t.value, field) && *field > 0 ? Status() : bad_value(t, "a whole number 1..4294967295");
+  }
+  if (equal(t.key, "rope_local_theta")) {
+    return parse_float(t.value, &c.layers.local_rope_theta) ? Status() : bad_value(t, "a non-negative number");
+  }
+  if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
+  if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
   for (const U32Key& k : kU32) {
     if (equal(t.key, k.key)) return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
   }
@@ -103,7 +131,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     bool Config::*field;
   };
   static constexpr BoolKey kBool[] = {
-      {"causal", &Config::causal}, {"qkv_bias", &Config::qkv_bias}, {"o_bias", &Config::o_bias}, {"qk_norm", &Config::qk_norm}};
+      {"causal", &Config::causal}, {"qkv_bias", &Config::qkv_bias}, {"o_bias", &Config::o_bias}, {"qk_norm", &Config::qk_norm},
+      {"sinks", &Config::sinks}};
   for (const BoolKey& k : kBool) {
     if (equal(t.key, k.key)) return parse_bool(t.value, &(c.*k.field)) ? Status() : bad_value(t, "0, 1, true or false");
   }
@@ -162,9 +191,10 @@ Result<Config> parse_spec(const char* spec) {
     }
     ++p;
     n = 0;
+    const uint32_t limit = is_list_key(t.key) ? kMaxConfigLayers : kMaxToken;
     for (; *p && !is_space(*p); ++p) {
-      if (n == kMaxToken) {
-        return Status::error(Code::kInvalidArgument, "spec: the value of %s is longer than %u characters", t.key, kMaxToken);
+      if (n == limit) {
+        return Status::error(Code::kInvalidArgument, "spec: the value of %s is longer than %u characters", t.key, limit);
       }
       t.value[n++] = *p;
     }

@@ -49,6 +49,56 @@ Status kv_not_dividing(uint32_t n_heads, uint32_t n_kv_heads) {
                        n_heads, n_kv_heads, list);
 }
 
+// One explicit per-layer list: its length is n_layers.
+Status check_layer_list(const Config& c, const char* key, uint32_t count) {
+  if (count == 0) return Status();
+  if (count > kMaxConfigLayers) {
+    return Status::error(Code::kInvalidArgument, "%s has %u entries, more than the %u a config lists", key, count,
+                         kMaxConfigLayers);
+  }
+  if (count != c.n_layers) {
+    return Status::error(Code::kInvalidArgument, "%s has %u entries, num_hidden_layers is %u: one entry per layer",
+                         key, count, c.n_layers);
+  }
+  return Status();
+}
+
+// How layers differ (LayerKinds): one rule per question (which slide, which rotate), lists of
+// n_layers entries, sliding layers only with a window, NoPE layers only with RoPE.
+Status validate_layer_kinds(const Config& c) {
+  const LayerKinds& k = c.layers;
+  if (k.sliding_pattern && k.sliding.count) {
+    return Status::error(Code::kInvalidArgument,
+                         "sliding_pattern %u and a layer_types list of %u entries both say which layers slide; "
+                         "give one",
+                         k.sliding_pattern, k.sliding.count);
+  }
+  if (k.nope_interval && k.rope.count) {
+    return Status::error(Code::kInvalidArgument,
+                         "nope_interval %u and a rope_layers list of %u entries both say which layers rotate; give one",
+                         k.nope_interval, k.rope.count);
+  }
+  HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "layer_types", k.sliding.count));
+  HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "rope_layers", k.rope.count));
+  bool any_sliding = k.sliding_pattern > 1;
+  for (uint32_t i = 0; i < k.sliding.count; ++i) any_sliding = any_sliding || k.sliding.get(i);
+  if (c.window == 0 && any_sliding) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s names sliding layers, but sliding_window is 0: give the window they slide with",
+                         k.sliding.count ? "layer_types" : "sliding_pattern");
+  }
+  if (c.rope.style == RopeStyle::kNone && (k.nope_interval || k.rope.count)) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s says which layers have RoPE, but the config has none (rope none)",
+                         k.rope.count ? "rope_layers" : "nope_interval");
+  }
+  if (!finite(k.local_rope_theta) || k.local_rope_theta < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "rope_local_base_freq %g must be 0 (rope_theta) or positive",
+                         static_cast<double>(k.local_rope_theta));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate(const Config& c) {
@@ -130,6 +180,7 @@ Status validate(const Config& c) {
                          "long enough to need it; drop the window or raise the context",
                          c.window, c.max_seq);
   }
+  HEADWAY_RETURN_IF_ERROR(validate_layer_kinds(c));
   if (!finite(c.softcap) || c.softcap < 0.0f) {
     return Status::error(Code::kInvalidArgument, "attn_logit_softcapping %g must be 0 (off) or positive",
                          static_cast<double>(c.softcap));

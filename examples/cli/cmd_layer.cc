@@ -119,10 +119,10 @@ Status check_x(const LayerFlags& l, const formats::NpyArray& x, const Config& co
   return Status();
 }
 
-// One layer's plan: the chosen layer's weights bind to the plan's layer 0, and the cache holds
+// One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0; the cache holds
 // exactly the P + T positions this run reaches (not the model's whole context).
 Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
-  c.n_layers = 1;
+  c = c.layer_alone(l.layer);
   c.max_seq = l.start + t;
   c.kv_dtype = l.kv_dtype;
   options.threads = l.threads;

@@ -7,6 +7,7 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "examples/cli/config_source.hpp"
+#include "examples/cli/plan_layers.hpp"
 #include "headway/plan.hpp"
 
 namespace headway::cli {
@@ -69,6 +70,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                      {"cache_v_offset", l.cache_v_offset}});
   }
   j["heads"] = heads;
+  add_layers_json(p, &j);
   return j;
 }
 
@@ -81,7 +83,10 @@ void print_table(const Plan& p) {
               p.kv_width, p.kv_width, p.qkv_width);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
-  if (c.window) std::printf(", sliding window %u", c.window);
+  if (p.sliding_layers) std::printf(", sliding window %u", c.window);
+  if (p.sliding_layers && p.sliding_layers != c.n_layers) {
+    std::printf(" (on %u of %u layers)", p.sliding_layers, c.n_layers);
+  }
   if (c.softcap > 0) std::printf(", softcap %g", static_cast<double>(c.softcap));
   std::printf(", scale %.6f\n", static_cast<double>(c.logit_scale()));
   if (c.rope.style == RopeStyle::kNone) {
@@ -103,8 +108,9 @@ void print_table(const Plan& p) {
                                                      : " (borrowed, not in the arena)";
   std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
               human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype), weights_note);
-  std::printf("  kv cache     %12s  %s per token, %s per layer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
-              human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(), p.cache_rows,
+  std::printf("  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
+              human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(),
+              p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows,
               dtype_name(c.kv_dtype));
   if (p.packed_bytes) {
     std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n",
@@ -117,7 +123,9 @@ void print_table(const Plan& p) {
   std::printf("  arena total  %12s  (%llu bytes)\n\n", human_bytes(p.arena_bytes).c_str(),
               static_cast<unsigned long long>(p.arena_bytes));
 
-  std::printf("head layout (byte offsets: in one token's fused qkv row; in one layer's kv cache)\n");
+  print_layer_groups(p);
+  std::printf("head layout (byte offsets: in one token's fused qkv row; in one %slayer's kv cache)\n",
+              p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ");
   std::printf("  %6s %7s %9s %9s %9s %12s %12s\n", "q head", "kv head", "q", "k", "v", "cache K", "cache V");
   for (uint32_t h = 0; h < c.n_heads; ++h) {
     const HeadLayout l = p.head(h);

@@ -125,7 +125,7 @@ Result<Config> model_config(const RunFlags& r, const WeightsFile& file) {
 // The config this run plans: --kv-dtype, --layers, and a context of --ctx or prompt + tokens.
 Result<Config> config_for_run(const RunFlags& r, Config c) {
   if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
-  if (r.layers != 0 && r.layers < c.n_layers) c.n_layers = r.layers;
+  if (r.layers != 0 && r.layers < c.n_layers) c.keep_first_layers(r.layers);
   const uint64_t run_len = uint64_t{r.prompt} + r.tokens;
   if (run_len == 0) return Status::error(Code::kInvalidArgument, "--prompt and --tokens are both 0");
   if (r.ctx == 0) {

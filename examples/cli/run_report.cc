@@ -12,7 +12,7 @@ namespace {
 struct Region {
   const char* name;
   uint64_t offset, bytes;
-  uint64_t slice;  // the bytes of one layer in the per-layer regions, else the region's bytes
+  uint64_t slice;  // the bytes of one layer in the per-layer regions, else the region's bytes (KV: Plan::layer)
 };
 
 void regions_of(const Plan& p, Region (&out)[kRunRegions]) {
@@ -41,7 +41,14 @@ ArenaUse measure_arena(const Plan& p, const uint8_t* base) {
   for (int i = 0; i < kRunRegions; ++i) {
     const Region& r = regions[i];
     if (r.slice == 0) continue;
-    for (uint64_t o = 0; o < r.bytes; o += r.slice) use.used_by[i] += touched(base + r.offset + o, r.slice);
+    if (i == 2) {  // KV: each layer's own region (full layers max_seq rows, sliding ones their ring)
+      for (uint32_t l = 0; l < p.config.n_layers; ++l) {
+        const LayerPlan layer = p.layer(l);
+        use.used_by[i] += touched(base + layer.kv_offset, layer.kv_bytes);
+      }
+    } else {
+      for (uint64_t o = 0; o < r.bytes; o += r.slice) use.used_by[i] += touched(base + r.offset + o, r.slice);
+    }
     use.used += use.used_by[i];
   }
   return use;

@@ -2,7 +2,9 @@
 // GPU backend (HEADWAY_GPU builds, Vulkan compute) runs the same semantics in shaders. The same
 // Plan drives both: it fixes the head counts, head_dim, the K/V rows held (cache_rows), the most
 // query tokens per call (max_tokens), the K/V dtype and the mask (causal, window, softcap, scale,
-// RoPE). Every buffer is sized from it at create(); append() and attend() allocate nothing.
+// RoPE). Every buffer is sized from it at create(); append() and attend() allocate nothing. A
+// plan whose layers differ (Config::layers) is one plan per layer: create each layer's backend
+// from layer_plan(plan, i) (AttentionLayer does).
 //
 // CpuBackend and GpuBackend have the same methods; Backend is a tagged view of either (a switch,
 // no virtual calls: the library builds without RTTI, and a polymorphic class in its public API

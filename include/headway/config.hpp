@@ -42,6 +42,36 @@ struct RopeConfig {
   uint32_t original_max_seq = 8192;  // kLlama3: original_max_position_embeddings
 };
 
+// The most layers a Config lists one by one (LayerKinds' explicit lists): the deepest real models
+// (Llama 3.1 405B: 126 layers) fit. Regular patterns need no list and have no such bound.
+inline constexpr uint32_t kMaxConfigLayers = 128;
+static_assert(kMaxConfigLayers % 32 == 0, "LayerBits packs whole 32-bit words");
+
+// One yes/no per layer, for up to kMaxConfigLayers layers, packed in bits (a Plan, and so every
+// layer of a Session, holds a copy: 16 bytes rather than 128).
+struct LayerBits {
+  uint32_t count = 0;  // entries given: 0 (none) or n_layers
+  uint32_t words[kMaxConfigLayers / 32] = {};
+  constexpr bool get(uint32_t i) const { return i < kMaxConfigLayers && ((words[i / 32] >> (i % 32)) & 1u) != 0; }
+  constexpr void set(uint32_t i, bool on) {
+    if (i >= kMaxConfigLayers) return;
+    const uint32_t bit = 1u << (i % 32);
+    words[i / 32] = on ? (words[i / 32] | bit) : (words[i / 32] & ~bit);
+  }
+};
+
+// How layers differ (Gemma 2/3, gpt-oss, SmolLM3, Qwen2, Cohere2). Which layers slide, with
+// Config::window keys: the explicit list if given, else the pattern if given, else every layer
+// when window > 0. Which layers rotate (when rope.style is not kNone): the explicit list if given,
+// else every layer but those the NoPE interval names. All zero: every layer alike.
+struct LayerKinds {
+  uint32_t sliding_pattern = 0;  // N > 0: layer i is full when (i + 1) % N == 0, else sliding (Gemma 2: 2, Gemma 3: 6)
+  uint32_t nope_interval = 0;    // N > 0: layer i has no RoPE when (i + 1) % N == 0 (SmolLM3: 4)
+  float local_rope_theta = 0.0f;  // the RoPE base of sliding layers; 0 = rope.theta (Gemma 3: 10000)
+  LayerBits sliding;  // set: layer i slides; clear: full attention
+  LayerBits rope;     // set: layer i rotates; clear: no RoPE (a NoPE layer)
+};
+
 // The longest name a Config carries (a preset name or config.json's model_type).
 inline constexpr uint32_t kMaxNameLength = 47;
 
@@ -64,6 +94,10 @@ struct Config {
   bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3)
   float rms_norm_eps = 1e-6f;  // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
   DType kv_dtype = DType::kF16;
+  LayerKinds layers;        // how layers differ; all zero: every layer alike
+  // Learned per-head sink logits on every layer (gpt-oss): planned, not yet run (AttentionLayer
+  // refuses them).
+  bool sinks = false;
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.
   uint32_t mla_kv_lora_rank = 0;      // DeepSeek-V2/V3 multi-head latent attention
@@ -76,6 +110,58 @@ struct Config {
   constexpr uint32_t rotary_dims() const {
     return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_size());
   }
+  // Layer i's kind (i < n_layers), as LayerKinds says.
+  constexpr bool layer_slides(uint32_t i) const {
+    if (window == 0) return false;
+    if (layers.sliding.count) return layers.sliding.get(i);
+    if (layers.sliding_pattern) return (i + 1) % layers.sliding_pattern != 0;
+    return true;
+  }
+  constexpr bool layer_rotates(uint32_t i) const {
+    if (rope.style == RopeStyle::kNone) return false;
+    if (layers.rope.count) return layers.rope.get(i);
+    if (layers.nope_interval) return (i + 1) % layers.nope_interval != 0;
+    return true;
+  }
+  constexpr float layer_rope_theta(uint32_t i) const {
+    return layer_slides(i) && layers.local_rope_theta > 0.0f ? layers.local_rope_theta : rope.theta;
+  }
+  // Sliding layers among layers 0..n-1 (n <= n_layers), counted without a loop where the kinds
+  // are a pattern.
+  constexpr uint32_t sliding_layers_before(uint32_t n) const {
+    if (window == 0) return 0;
+    if (layers.sliding.count) {
+      uint32_t s = 0;
+      for (uint32_t i = 0; i < n && i < kMaxConfigLayers; ++i) s += layers.sliding.get(i) ? 1 : 0;
+      return s;
+    }
+    if (layers.sliding_pattern) return n - n / layers.sliding_pattern;
+    return n;
+  }
+
+  // Layer i alone: one layer (n_layers 1) of layer i's kind (its window or none, its RoPE or
+  // none, its base), with no per-layer kinds left.
+  constexpr Config layer_alone(uint32_t i) const {
+    Config c = *this;
+    c.window = layer_slides(i) ? window : 0;
+    if (layer_rotates(i)) {
+      c.rope.theta = layer_rope_theta(i);
+    } else {
+      c.rope.style = RopeStyle::kNone;
+    }
+    c.layers = LayerKinds{};
+    c.n_layers = 1;
+    return c;
+  }
+
+  // The first n layers only (n <= n_layers): the per-layer lists shortened with them.
+  constexpr void keep_first_layers(uint32_t n) {
+    if (n == 0 || n >= n_layers) return;
+    n_layers = n;
+    if (layers.sliding.count > n) layers.sliding.count = n;
+    if (layers.rope.count > n) layers.rope.count = n;
+  }
+
   // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim).
   float logit_scale() const;
 
@@ -94,8 +180,10 @@ inline constexpr uint32_t kMaxHeads = 1024;
 //   "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50"
 // Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
 // layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
-// scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1). rope_theta or
-// rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors that name the key.
+// scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1), and how layers
+// differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
+// (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
+// per layer: 1 RoPE, 0 none; e.g. 1110). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);
 

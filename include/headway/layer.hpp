@@ -62,12 +62,12 @@ class AttentionLayer {
   AttentionLayer(const AttentionLayer&) = delete;
   AttentionLayer& operator=(const AttentionLayer&) = delete;
 
-  // Binds layer `layer` (0..n_layers-1) of `arena`'s plan: its KV region (CPU backend) and RoPE
-  // table, its weights slice (or the borrowed weights), the shared activation and scratch
+  // Binds layer `layer` (0..n_layers-1) of `arena`'s plan, run as its kind says (layer_plan: its
+  // window, its RoPE or none and base, its KV rows): its KV region (CPU backend) and RoPE table, its weights slice (or the borrowed weights), the shared activation and scratch
   // regions; makes the backend options.backend names. options.pool may be null (one thread);
   // otherwise it must have at most plan.options.threads threads and outlive the layer. The
   // Arena object and its buffer must outlive the layer. A failed init leaves the layer
-  // uninitialized.
+  // uninitialized. A plan with learned sink logits (Config::sinks) is refused (kUnsupported).
   // Init-time only: may allocate (XNNPACK operator creation with f16/bf16 sources widens one
   // matrix at a time through a temporary f32 buffer; the GPU backend's device state).
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, const LayerOptions& options);
@@ -104,6 +104,7 @@ class AttentionLayer {
   uint32_t layer_ = 0;
   ThreadPool* pool_ = nullptr;
   const double* rope_ = nullptr;  // the layer's RoPE table in the arena (null without RoPE)
+  RopeConfig rope_config_{};      // the layer's RoPE (style kNone on a NoPE layer; its own base)
   CpuBackend cpu_;
   GpuBackend gpu_;
   bool on_gpu_ = false;

@@ -10,9 +10,10 @@
 //             absent when weights are borrowed, and with XNNPACK projections (packed below)
 //   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
 //             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
-//   [KV cache: n_layers × (K then V), each [n_kv_heads, cache_rows, head_dim] in kv_dtype]
-//   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies, made once at init;
-//          absent without RoPE]
+//   [KV cache: layer after layer (K then V), each [n_kv_heads, rows, head_dim] in kv_dtype, rows
+//             its own: max_seq for a full layer, the ring for a sliding one (Plan::layer(i))]
+//   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies at its own base, made
+//          once at init (unused by a NoPE layer); absent without RoPE]
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
@@ -87,6 +88,19 @@ struct HeadLayout {
   uint64_t cache_v_offset = 0;
 };
 
+// One layer as the plan runs it: its kind, its RoPE and its KV region.
+struct LayerPlan {
+  uint32_t index = 0;
+  bool sliding = false;
+  uint32_t window = 0;                  // keys a query sees; 0 = all (full attention)
+  RopeStyle rope = RopeStyle::kNone;    // kNone on a NoPE layer
+  float rope_theta = 0.0f;              // this layer's RoPE base (0 without RoPE)
+  uint32_t kv_rows = 0;                 // max_seq (full) or the ring (sliding)
+  uint64_t kv_bytes = 0;                // K and V, aligned
+  uint64_t kv_offset = 0;               // arena offset of its KV region
+  bool sinks = false;                   // learned sink logits
+};
+
 struct Plan {
   Config config;
   PlanOptions options;
@@ -99,8 +113,11 @@ struct Plan {
   uint32_t max_tokens = 0;
   // KV rows per layer. Full attention: max_seq. Sliding window W: a ring of W + max_tokens − 1
   // rows, so that a chunk of max_tokens queries appended at once still finds the W keys its
-  // oldest query sees (decode, max_tokens 1: exactly W).
+  // oldest query sees (decode, max_tokens 1: exactly W). cache_rows is the largest layer's (every
+  // layer's when all are alike); ring_rows a sliding layer's.
   uint32_t cache_rows = 0;
+  uint32_t ring_rows = 0;
+  uint32_t sliding_layers = 0;          // layers with a window (the rest are full)
   KernelKind kernel = KernelKind::kGeneric;
 
   uint64_t weight_bytes_per_layer = 0;
@@ -110,8 +127,10 @@ struct Plan {
   uint64_t packed_bytes_per_layer = 0;  // XNNPACK: norms + operators of one layer (upper bound)
   uint64_t packed_bytes = 0;            // all layers
   uint64_t kv_bytes_per_token = 0;      // K and V of one token across all layers
-  uint64_t kv_bytes_per_layer = 0;      // one layer's cache: cache_rows tokens, K and V, aligned
-  uint64_t kv_cache_bytes = 0;          // all layers
+  uint64_t kv_bytes_per_layer = 0;      // the largest layer's cache: cache_rows tokens, K and V, aligned
+  uint64_t kv_bytes_sliding_layer = 0;  // a sliding layer's: ring_rows tokens (0 without sliding layers)
+  uint64_t kv_bytes_full_layer = 0;     // a full layer's: max_seq tokens
+  uint64_t kv_cache_bytes = 0;          // all layers: the sum of theirs
   uint64_t rope_bytes_per_layer = 0;    // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
   uint64_t rope_bytes = 0;              // all layers
   uint64_t activation_bytes = 0;
@@ -131,6 +150,25 @@ struct Plan {
 
   bool overflow = false;  // a byte count did not fit in 64 bits; validate() reports it
 
+  // Layer i (i < n_layers) as it runs.
+  constexpr LayerPlan layer(uint32_t i) const {
+    LayerPlan l;
+    l.index = i;
+    l.sliding = config.layer_slides(i);
+    l.window = l.sliding ? config.window : 0;
+    const bool rotates = config.layer_rotates(i);
+    l.rope = rotates ? config.rope.style : RopeStyle::kNone;
+    l.rope_theta = rotates ? config.layer_rope_theta(i) : 0.0f;
+    l.kv_rows = l.sliding ? ring_rows : config.max_seq;
+    l.kv_bytes = l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
+    const uint32_t sliding_before = config.sliding_layers_before(i);
+    l.kv_offset = kv_offset + uint64_t{sliding_before} * kv_bytes_sliding_layer +
+                  uint64_t{i - sliding_before} * kv_bytes_full_layer;
+    l.sinks = config.sinks;
+    return l;
+  }
+
+  // The head layout of a plan whose layers are alike (a layer's own: layer_plan(plan, i).head()).
   constexpr HeadLayout head(uint32_t h) const {
     HeadLayout l;
     l.q_head = h;
@@ -187,11 +225,14 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.qkv_width = static_cast<uint32_t>(qkvw);
   p.max_tokens = o.max_tokens ? o.max_tokens : 512;
   if (p.max_tokens > c.max_seq) p.max_tokens = c.max_seq;
-  p.cache_rows = c.max_seq;
+  p.sliding_layers = c.sliding_layers_before(c.n_layers);
+  p.ring_rows = c.max_seq;
   if (c.window) {
     const uint64_t ring = uint64_t{c.window} + p.max_tokens - 1;
-    if (ring < c.max_seq) p.cache_rows = static_cast<uint32_t>(ring);
+    if (ring < c.max_seq) p.ring_rows = static_cast<uint32_t>(ring);
   }
+  p.cache_rows = p.sliding_layers == c.n_layers ? p.ring_rows : c.max_seq;
+  if (p.sliding_layers == 0) p.ring_rows = 0;
   p.kernel = kernel_for_head_dim(p.head_dim);
 
   const uint64_t wb = dtype_bytes(o.weight_dtype);
@@ -220,7 +261,10 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvw), dtype_bytes(c.kv_dtype));
   p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
-  p.kv_cache_bytes = ck.mul(p.kv_bytes_per_layer, c.n_layers);
+  p.kv_bytes_full_layer = ck.align(ck.mul(kv_token_layer, c.max_seq));
+  p.kv_bytes_sliding_layer = ck.align(ck.mul(kv_token_layer, p.ring_rows));
+  p.kv_cache_bytes = ck.add(ck.mul(p.kv_bytes_sliding_layer, p.sliding_layers),
+                            ck.mul(p.kv_bytes_full_layer, c.n_layers - p.sliding_layers));
   p.rope_bytes_per_layer = ck.align(ck.mul(rope_frequency_count(c.rope, p.head_dim), sizeof(double)));
   p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
 
@@ -244,6 +288,26 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.arena_bytes = ck.add(p.scratch_offset, p.scratch_bytes);
   p.overflow = ck.overflow;
   return p;
+}
+
+// The plan layer i runs on: the whole plan with its config narrowed to that layer (its window,
+// its RoPE or none, its base; no per-layer kinds left) and its KV rows and bytes. What a backend
+// is created from; equal to `p` for a layer of a plan whose layers are alike.
+constexpr Plan layer_plan(const Plan& p, uint32_t i) {
+  const LayerPlan l = p.layer(i);
+  Plan q = p;
+  q.config.window = l.window;
+  q.config.rope.style = l.rope;
+  if (l.rope != RopeStyle::kNone) q.config.rope.theta = l.rope_theta;
+  q.config.layers = LayerKinds{};
+  q.cache_rows = l.kv_rows;
+  q.ring_rows = l.sliding ? l.kv_rows : 0;
+  q.sliding_layers = l.sliding ? q.config.n_layers : 0;
+  q.kv_bytes_per_layer = l.kv_bytes;
+  q.kv_bytes_sliding_layer = l.sliding ? l.kv_bytes : 0;
+  q.kv_bytes_full_layer = l.sliding ? p.kv_bytes_full_layer : l.kv_bytes;
+  if (l.rope == RopeStyle::kNone) q.rope_bytes_per_layer = 0;
+  return q;
 }
 
 // validate() + plan_for(): the plan, or the Status that says why the config cannot work.

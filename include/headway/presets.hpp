@@ -74,11 +74,25 @@ constexpr Config gemma_2b() { return with_rope(make("gemma-2b", 2048, 8, 1, 256,
 constexpr Config gemma_7b() { return with_rope(make("gemma-7b", 3072, 16, 16, 256, 8192, 28), 10000.0f); }
 constexpr Config gemma2_2b() {
   Config c = with_rope(make("gemma-2-2b", 2304, 8, 4, 256, 8192, 26), 10000.0f);
-  c.window = 4096;  // on alternating layers; planned for the sliding layers' ring
+  c.window = 4096;
+  c.layers.sliding_pattern = 2;  // even layers slide, odd ones see everything
   c.softcap = 50.0f;
   c.query_pre_attn_scalar = 256.0f;
   return c;
 }
+// Gemma 3: five of every six layers slide over 512 keys at RoPE base 10000; every sixth is full
+// at base 1000000. Per-head RMS norm on q and k.
+constexpr Config gemma3(const char* name, uint32_t d_model, uint32_t n_layers) {
+  Config c = with_rope(make(name, d_model, 4, 1, 256, 32768, n_layers), 1000000.0f);
+  c.window = 512;
+  c.layers.sliding_pattern = 6;
+  c.layers.local_rope_theta = 10000.0f;
+  c.query_pre_attn_scalar = 256.0f;
+  c.qk_norm = true;
+  return c;
+}
+constexpr Config gemma3_270m() { return gemma3("gemma-3-270m", 640, 18); }
+constexpr Config gemma3_1b() { return gemma3("gemma-3-1b", 1152, 26); }
 
 // Qwen.
 constexpr Config qwen25_05b() {
@@ -89,6 +103,32 @@ constexpr Config qwen25_05b() {
 constexpr Config qwen3_06b() {
   Config c = with_rope(make("qwen3-0.6b", 1024, 16, 8, 128, 40960, 28), 1000000.0f);
   c.qk_norm = true;
+  return c;
+}
+constexpr Config qwen3_17b() {
+  Config c = with_rope(make("qwen3-1.7b", 2048, 16, 8, 128, 40960, 28), 1000000.0f);
+  c.qk_norm = true;
+  return c;
+}
+
+// SmolLM3: every fourth layer has no RoPE (NoPE).
+constexpr Config smollm3_3b() {
+  Config c = with_rope(make("smollm3-3b", 2048, 16, 4, 0, 65536, 36), 5000000.0f);
+  c.layers.nope_interval = 4;
+  return c;
+}
+
+// gpt-oss-20b: even layers slide over 128 keys, odd ones are full; learned sink logits and YaRN
+// RoPE (factor 32 over 4096), both planned and not yet run: a plan-only preset.
+constexpr Config gpt_oss_20b() {
+  Config c = with_rope(make("gpt-oss-20b", 2880, 64, 8, 64, 131072, 24), 150000.0f);
+  c.window = 128;
+  c.layers.sliding_pattern = 2;
+  c.qkv_bias = c.o_bias = true;
+  c.sinks = true;
+  c.rope.scaling = RopeScaling::kOther;
+  c.rope.factor = 32.0f;
+  c.rope.original_max_seq = 4096;
   return c;
 }
 

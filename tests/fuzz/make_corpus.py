@@ -29,13 +29,19 @@ specs = [
     "name=tiny d_model=64 heads=4 kv_heads=2 ctx=16 rope=gptj rope_dim=8 kv_dtype=bf16 causal=0",
     "d_model=3072 heads=16 head_dim=256 ctx=8192 query_pre_attn_scalar=256 scale=0.0625 qk_norm=1 kv_dtype=f32",
     "d_model=4096 heads=32 kv_heads=5 ctx=128",
+    "d_model=1152 heads=4 kv_heads=1 head_dim=256 ctx=32768 layers=26 rope_theta=1e6 window=512 sliding_pattern=6 "
+    "rope_local_theta=10000",
+    "d_model=2048 heads=16 kv_heads=4 ctx=65536 layers=36 rope_theta=5e6 nope_interval=4",
+    "d_model=256 heads=4 ctx=2048 layers=4 window=64 rope=gptj layer_types=sffs rope_layers=1101 sinks=1",
+    "d_model=256 heads=4 ctx=2048 layers=4 layer_types=sfsf",
+    "d_model=256 heads=4 ctx=2048 layers=4 window=64 sliding_pattern=0",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)
 
 # config.json: a few real ones, small.
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
-             "qwen2.5-0.5b"]:
+             "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 

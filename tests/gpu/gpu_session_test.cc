@@ -1,7 +1,8 @@
 // A Session and an AttentionLayer whose KV caches and attention run on the Vulkan backend,
-// against the same stack on the CPU backend: prefill in chunks, decode, a sliding-window ring, a
-// layer that starts mid-sequence; no operator new per decode step on the host. In CI the device
-// is lavapipe (runtime/gpu/CMakeLists.txt, headway_gpu_test_environment).
+// against the same stack on the CPU backend: prefill in chunks, decode, a sliding-window ring,
+// layers of different kinds (sliding and full, two RoPE bases, a NoPE layer), a layer that starts
+// mid-sequence; no operator new per decode step on the host. In CI the device is lavapipe
+// (runtime/gpu/CMakeLists.txt, headway_gpu_test_environment).
 //
 // The GPU and the CPU attention agree within the README's tolerances (max abs error 1e-4 for f32
 // K/V, 2e-3 for f16, 3e-2 for bf16); here they are held, relative to the largest output
@@ -108,13 +109,24 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return err / scale;
 }
 
+// Layers that differ: 0 and 1 slide (RoPE base 500), 2 is full (base 10000), 1 has no RoPE.
+Config mixed_layers(Config c) {
+  c.layers.sliding_pattern = 3;
+  c.layers.local_rope_theta = 500.0f;
+  c.layers.rope.count = 3;
+  c.layers.rope.set(0, true);
+  c.layers.rope.set(2, true);
+  return c;
+}
+
 TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked prefill, then decode") {
   GpuContext* gpu = context();
   if (gpu == nullptr) return;
   for (DType kv : {DType::kF32, DType::kF16}) {
-    for (uint32_t window : {0u, 6u}) {
-      INFO("kv " << dtype_name(kv) << ", window " << window);
-      const Config c = stack_config(kv, window);
+    for (uint32_t variant = 0; variant < 3; ++variant) {
+      const uint32_t window = variant == 0 ? 0 : 6;
+      INFO("kv " << dtype_name(kv) << ", window " << window << (variant == 2 ? ", layers that differ" : ""));
+      const Config c = variant == 2 ? mixed_layers(stack_config(kv, window)) : stack_config(kv, window);
       PlanOptions po;
       po.max_tokens = 8;
       const Plan p = make_plan(c, po).value();

@@ -24,6 +24,9 @@ constexpr Published kPublished[] = {
     {"qwen2.5-0.5b", 896, 14, 2, 64, 32768, 24},     {"qwen3-0.6b", 1024, 16, 8, 128, 40960, 28},
     {"smollm2-135m", 576, 9, 3, 64, 8192, 30},       {"tinyllama-1.1b", 2048, 32, 4, 64, 2048, 22},
     {"phi-2", 2560, 32, 32, 80, 2048, 32},           {"phi-3-mini", 3072, 32, 32, 96, 4096, 32},
+    {"gemma-3-270m", 640, 4, 1, 256, 32768, 18},     {"gemma-3-1b", 1152, 4, 1, 256, 32768, 26},
+    {"qwen3-1.7b", 2048, 16, 8, 128, 40960, 28},     {"smollm3-3b", 2048, 16, 4, 128, 65536, 36},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 131072, 24},
 };
 
 TEST_CASE("every preset is valid, plannable and has its published numbers") {
@@ -66,6 +69,32 @@ TEST_CASE("family details: rope, windows, softcap, encoders") {
   CHECK(presets::phi3_mini().window == 2047);
   CHECK(presets::qwen3_06b().qk_norm);
   CHECK(presets::qwen25_05b().qkv_bias);
+}
+
+TEST_CASE("layer kinds: Gemma 2 and 3, SmolLM3 and gpt-oss plan each layer as published") {
+  const Plan g2 = plan_for(presets::gemma2_2b(), {});
+  CHECK(g2.sliding_layers == 13);
+  CHECK(g2.layer(0).window == 4096);
+  CHECK(g2.layer(1).window == 0);
+  for (const Config& c : {presets::gemma3_270m(), presets::gemma3_1b()}) {
+    INFO(c.name);
+    const Plan p = plan_for(c, {});
+    CHECK(p.sliding_layers == c.n_layers - c.n_layers / 6);
+    CHECK(p.layer(4).window == 512);
+    CHECK(p.layer(4).rope_theta == 10000.0f);
+    CHECK(p.layer(5).window == 0);
+    CHECK(p.layer(5).rope_theta == 1000000.0f);
+  }
+  // Gemma 3 1B at 32K: 4 full caches and 22 rings of 512 + 511 rows (1 kv head × 256 × f16, K and V).
+  CHECK(plan_for(presets::gemma3_1b(), {}).kv_cache_bytes == 4ull * 32768 * 1024 + 22ull * 1023 * 1024);
+  const Plan s = plan_for(presets::smollm3_3b(), {});
+  CHECK(s.layer(2).rope == RopeStyle::kNeox);
+  CHECK(s.layer(3).rope == RopeStyle::kNone);
+  CHECK(s.layer(35).rope == RopeStyle::kNone);
+  const Plan g = plan_for(presets::gpt_oss_20b(), {});
+  CHECK(g.layer(0).window == 128);
+  CHECK(g.layer(1).window == 0);
+  CHECK(g.layer(1).sinks);
 }
 
 }  // namespace

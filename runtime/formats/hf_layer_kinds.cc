@@ -1,0 +1,134 @@
+#include "runtime/formats/hf_layer_kinds.hpp"
+
+namespace headway::formats {
+namespace {
+
+using json = nlohmann::json;
+
+Status list_fits(const Where& w, const char* key, const Config& cfg) {
+  if (cfg.n_layers <= kMaxConfigLayers) return Status();
+  return Status::error(Code::kUnsupported, "%s: %s%s lists %u layers; headway holds per-layer lists of up to %u",
+                       w.source, w.prefix, key, cfg.n_layers, kMaxConfigLayers);
+}
+
+Status array_of_layers(const Where& w, const char* key, const json& v, const Config& cfg) {
+  if (!v.is_array()) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected an array with one entry per layer",
+                         w.source, w.prefix, key, shown(v).c_str(), kind_of(v));
+  }
+  if (v.size() != cfg.n_layers) {
+    return Status::error(Code::kInvalidArgument, "%s: %s%s has %zu entries, num_hidden_layers is %u", w.source,
+                         w.prefix, key, v.size(), cfg.n_layers);
+  }
+  return list_fits(w, key, cfg);
+}
+
+// Keeps a list only where its layers differ: all alike says as much with no list.
+bool all_equal(const LayerBits& bits, uint32_t n) {
+  for (uint32_t i = 1; i < n; ++i) {
+    if (bits.get(i) != bits.get(0)) return false;
+  }
+  return true;
+}
+
+Status read_layer_types(const Where& w, const json& v, Config* cfg) {
+  HEADWAY_RETURN_IF_ERROR(array_of_layers(w, "layer_types", v, *cfg));
+  LayerKinds& k = cfg->layers;
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) {
+    const json& e = v[i];
+    const std::string* s = e.is_string() ? e.get_ptr<const json::string_t*>() : nullptr;
+    if (s && *s == "chunked_attention") {
+      return Status::error(Code::kUnsupported,
+                           "%s: %slayer_types[%u] is \"chunked_attention\" (attention within fixed chunks, as Llama "
+                           "4): not supported; headway plans full_attention and sliding_attention layers",
+                           w.source, w.prefix, i);
+    }
+    if (!s || (*s != "sliding_attention" && *s != "full_attention")) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s: %slayer_types[%u] is %s, expected \"sliding_attention\" or \"full_attention\"", w.source,
+                           w.prefix, i, shown(e).c_str());
+    }
+    k.sliding.set(i, *s == "sliding_attention");
+  }
+  if (!all_equal(k.sliding, cfg->n_layers)) {
+    k.sliding.count = cfg->n_layers;
+  } else if (!k.sliding.get(0)) {
+    cfg->window = 0;  // every layer full: the window is unused
+  }
+  return Status();
+}
+
+// Which layers slide, from the first of these the file has.
+Status read_sliding_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (const json* v = lookup(obj, "layer_types")) return read_layer_types(w, *v, cfg);
+  const char* key = "sliding_window_pattern";
+  const json* pattern = lookup(obj, key);
+  if (!pattern) pattern = lookup(obj, key = "_sliding_window_pattern");
+  if (pattern) return read_count(w, key, *pattern, 1, &cfg->layers.sliding_pattern);
+  if (model_type == "gemma2") {
+    cfg->layers.sliding_pattern = 2;  // Gemma2Config: layer i slides when i is even
+    return Status();
+  }
+  bool use_window = false;  // Qwen2: sliding_window on layers max_window_layers.. only
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
+  const json* first = lookup(obj, "max_window_layers");
+  if (!use_window || !first || cfg->window == 0) return Status();
+  uint32_t m = 0;
+  HEADWAY_RETURN_IF_ERROR(read_count(w, "max_window_layers", *first, 0, &m));
+  if (m == 0) return Status();  // every layer slides
+  if (m >= cfg->n_layers) {
+    cfg->window = 0;  // no layer reaches the index: all full
+    return Status();
+  }
+  HEADWAY_RETURN_IF_ERROR(list_fits(w, "max_window_layers", *cfg));
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, i >= m);
+  cfg->layers.sliding.count = cfg->n_layers;
+  return Status();
+}
+
+// Which layers rotate: SmolLM3's no_rope_layers (1 = RoPE, 0 = NoPE) or its interval; Cohere2's
+// sliding layers only.
+Status read_rope_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (cfg->rope.style == RopeStyle::kNone) return Status();
+  LayerKinds& k = cfg->layers;
+  if (const json* v = lookup(obj, "no_rope_layers")) {
+    HEADWAY_RETURN_IF_ERROR(array_of_layers(w, "no_rope_layers", *v, *cfg));
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) {
+      const json& e = (*v)[i];
+      const bool bit = e.is_number() && (as_double(e) == 0.0 || as_double(e) == 1.0);
+      if (!bit) {
+        return Status::error(Code::kInvalidArgument,
+                             "%s: %sno_rope_layers[%u] is %s, expected 1 (RoPE) or 0 (no RoPE)", w.source, w.prefix,
+                             i, shown(e).c_str());
+      }
+      k.rope.set(i, as_double(e) == 1.0);
+    }
+    if (!all_equal(k.rope, cfg->n_layers) || !k.rope.get(0)) k.rope.count = cfg->n_layers;
+    return Status();
+  }
+  if (const json* v = lookup(obj, "no_rope_layer_interval")) {
+    return read_count(w, "no_rope_layer_interval", *v, 1, &k.nope_interval);
+  }
+  if (model_type == "cohere2") {  // Cohere2Attention rotates only in its sliding layers
+    HEADWAY_RETURN_IF_ERROR(list_fits(w, "layer_types", *cfg));
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) k.rope.set(i, cfg->layer_slides(i));
+    k.rope.count = all_equal(k.rope, cfg->n_layers) && k.rope.get(0) ? 0 : cfg->n_layers;
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status read_layer_kinds(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  HEADWAY_RETURN_IF_ERROR(read_sliding_layers(w, obj, model_type, cfg));
+  if (const json* v = lookup(obj, "rope_local_base_freq")) {  // Gemma 3
+    double theta = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "rope_local_base_freq", *v, false, &theta));
+    cfg->layers.local_rope_theta = static_cast<float>(theta);
+  }
+  HEADWAY_RETURN_IF_ERROR(read_rope_layers(w, obj, model_type, cfg));
+  if (model_type == "gpt_oss") cfg->sinks = true;  // GptOssAttention: learned sinks on every layer
+  return Status();
+}
+
+}  // namespace headway::formats

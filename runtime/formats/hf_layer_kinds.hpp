@@ -1,0 +1,24 @@
+// How the layers of a config.json differ: which slide, which rotate and at what base, and
+// whether they carry sink logits (Config::layers, Config::sinks).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "headway/config.hpp"
+#include "runtime/formats/json_values.hpp"
+
+namespace headway::formats {
+
+// Reads, after the window and the RoPE are known (cfg->window, cfg->rope, cfg->n_layers):
+//   layer_types            sliding_attention / full_attention per layer (chunked_attention refused)
+//   sliding_window_pattern or _sliding_window_pattern: every Nth layer full (Gemma 3, Cohere2)
+//   Gemma 2 without either: even layers slide, odd ones are full
+//   use_sliding_window + max_window_layers (Qwen2): layers at or past that index slide
+//   rope_local_base_freq   the RoPE base of sliding layers (Gemma 3)
+//   no_rope_layers (0 = NoPE) / no_rope_layer_interval (SmolLM3)
+//   Cohere2: its full layers have no RoPE;  gpt-oss: sink logits on every layer
+Status read_layer_kinds(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);
+
+}  // namespace headway::formats
