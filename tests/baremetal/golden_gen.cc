@@ -1,23 +1,23 @@
 // Host program, run by the Cortex-M build: writes the reference outputs of the bare-metal
-// harness's cases (kernel_cases.hpp) as a C++ header, computed by the double-precision reference
-// (tests/reference/reference_attention.cc) on the build machine.
+// harness's cases (those of tests/reference/attention_cases.hpp that runs_on_baremetal keeps) as a C++
+// header, computed by the double-precision reference (tests/reference/reference_attention.cc) on the build
+// machine.
 //   golden_gen OUT.h
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
-#include "tests/baremetal/kernel_cases.hpp"
+#include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 
-namespace bm = headway::test::baremetal;
 namespace ht = headway::test;
 
 namespace {
 
-float round_kv(bm::Kv kv, float x) {
-  if (kv == bm::Kv::kF16) return ht::f16_bits_to_f32(ht::f32_to_f16_bits(x));
-  if (kv == bm::Kv::kBF16) return ht::bf16_bits_to_f32(ht::f32_to_bf16_bits(x));
+float round_kv(headway::DType kv, float x) {
+  if (kv == headway::DType::kF16) return ht::f16_bits_to_f32(ht::f32_to_f16_bits(x));
+  if (kv == headway::DType::kBF16) return ht::bf16_bits_to_f32(ht::f32_to_bf16_bits(x));
   return x;
 }
 
@@ -35,13 +35,15 @@ int main(int argc, char** argv) {
   }
   std::fprintf(f,
                "// Generated at build time by tests/baremetal/golden_gen.cc from the double-precision\n"
-               "// reference: O of each case in kernel_cases.hpp, and which query rows see a key.\n"
+               "// reference: O of each case of tests/reference/attention_cases.hpp the harness runs, and which query\n"
+               "// rows see a key (null for the cases it leaves out).\n"
                "#pragma once\n#include <cstdint>\n\nnamespace headway {\nnamespace test {\nnamespace baremetal {\n\n");
-  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) {
-    const bm::KernelCase& c = bm::kKernelCases[n];
+  for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
+    const ht::AttentionCase& c = ht::kAttentionCases[n];
+    if (!ht::runs_on_baremetal(c)) continue;
     std::vector<float> q(size_t{c.t_q} * c.n_heads * c.head_dim);
     std::vector<float> k(size_t{c.t_kv} * c.n_kv_heads * c.head_dim), v(k.size());
-    bm::generate_inputs(c, [&](int which, uint64_t i, float x) {
+    ht::generate_inputs(c, [&](int which, uint64_t i, float x) {
       if (which == 0) q[i] = x;
       else (which == 1 ? k : v)[i] = round_kv(c.kv, x);
     });
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
     a.n_heads = c.n_heads;
     a.n_kv_heads = c.n_kv_heads;
     a.head_dim = c.head_dim;
-    a.scale = 1.0 / std::sqrt(double(c.head_dim));
+    a.scale = c.scale != 0.0f ? double{c.scale} : 1.0 / std::sqrt(double(c.head_dim));
     a.softcap = c.softcap;
     a.causal = c.causal;
     a.window = c.window;
@@ -68,7 +70,13 @@ int main(int argc, char** argv) {
   }
   std::fprintf(f, "struct Golden {\n  const float* o;\n  const uint8_t* visible;\n};\n"
                   "inline constexpr Golden kGolden[] = {\n");
-  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) std::fprintf(f, "    {kGoldenO%u, kGoldenVisible%u},\n", n, n);
+  for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
+    if (ht::runs_on_baremetal(ht::kAttentionCases[n])) {
+      std::fprintf(f, "    {kGoldenO%u, kGoldenVisible%u},\n", n, n);
+    } else {
+      std::fprintf(f, "    {nullptr, nullptr},\n");
+    }
+  }
   std::fprintf(f, "};\n\n}  // namespace baremetal\n}  // namespace test\n}  // namespace headway\n");
   return std::fclose(f) == 0 ? 0 : 1;
 }

@@ -1,6 +1,7 @@
-// The attention kernels on a Cortex-M, under qemu-system-arm: every case of kernel_cases.hpp
-// through the public attend() and through the kernel entry points with each tiling forced
-// (prefill, decode, the runtime-head_dim code, split-KV partials + merge), held against the
+// The attention kernels on a Cortex-M, under qemu-system-arm: the cases of
+// tests/reference/attention_cases.hpp that fit the board (runs_on_baremetal there) through the public
+// attend() and through the kernel entry points with each tiling forced (prefill, decode, the
+// runtime-head_dim code, split-KV partials + merge), held against the
 // double-precision reference computed on the build machine (kernel_golden.h). Heap-free: static
 // buffers sized for the largest case. Prints one line per check and a summary; exits 0 when
 // every check passed, 1 otherwise.
@@ -17,7 +18,7 @@
 #include "semihosting.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
-#include "tests/baremetal/kernel_cases.hpp"
+#include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 
 namespace bm = headway::test::baremetal;
@@ -30,18 +31,21 @@ constexpr uint32_t kPad = 16;  // floats of canary after each O row (attention_f
 constexpr float kCanary = 1234.5f;
 constexpr uint32_t kSplitChunk = 16;
 
-constexpr uint64_t max_of(uint64_t (*f)(const bm::KernelCase&)) {
+// The largest of f over the cases this harness runs: the static buffers' sizes.
+constexpr uint64_t max_of(uint64_t (*f)(const ht::AttentionCase&)) {
   uint64_t m = 0;
-  for (const bm::KernelCase& c : bm::kKernelCases) m = f(c) > m ? f(c) : m;
+  for (const ht::AttentionCase& c : ht::kAttentionCases) {
+    if (ht::runs_on_baremetal(c) && f(c) > m) m = f(c);
+  }
   return m;
 }
-constexpr uint64_t q_elems(const bm::KernelCase& c) { return uint64_t{c.t_q} * c.n_heads * c.head_dim; }
-constexpr uint64_t kv_elems(const bm::KernelCase& c) { return uint64_t{c.t_kv} * c.n_kv_heads * c.head_dim; }
-constexpr uint64_t o_elems(const bm::KernelCase& c) { return uint64_t{c.t_q} * (c.n_heads * c.head_dim + kPad); }
-constexpr uint64_t split_rows(const bm::KernelCase& c) {
+constexpr uint64_t q_elems(const ht::AttentionCase& c) { return uint64_t{c.t_q} * c.n_heads * c.head_dim; }
+constexpr uint64_t kv_elems(const ht::AttentionCase& c) { return uint64_t{c.t_kv} * c.n_kv_heads * c.head_dim; }
+constexpr uint64_t o_elems(const ht::AttentionCase& c) { return uint64_t{c.t_q} * (c.n_heads * c.head_dim + kPad); }
+constexpr uint64_t split_rows(const ht::AttentionCase& c) {
   return uint64_t{(c.t_kv + kSplitChunk - 1) / kSplitChunk} * c.t_q * (c.n_heads / c.n_kv_heads);
 }
-constexpr uint64_t split_o(const bm::KernelCase& c) { return split_rows(c) * c.head_dim; }
+constexpr uint64_t split_o(const ht::AttentionCase& c) { return split_rows(c) * c.head_dim; }
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
 
@@ -57,19 +61,21 @@ alignas(64) float g_po[max_of(split_o)];
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
 
-double tolerance(bm::Kv kv) { return kv == bm::Kv::kF32 ? 1e-4 : kv == bm::Kv::kF16 ? 2e-3 : 3e-2; }
+double tolerance(headway::DType kv) {
+  return kv == headway::DType::kF32 ? 1e-4 : kv == headway::DType::kF16 ? 2e-3 : 3e-2;
+}
 
-void load_inputs(const bm::KernelCase& c) {
-  bm::generate_inputs(c, [&](int which, uint64_t i, float x) {
+void load_inputs(const ht::AttentionCase& c) {
+  ht::generate_inputs(c, [&](int which, uint64_t i, float x) {
     if (which == 0) {
       g_q[i] = x;
       return;
     }
     uint8_t* dst = which == 1 ? g_k : g_v;
-    if (c.kv == bm::Kv::kF32) {
+    if (c.kv == headway::DType::kF32) {
       std::memcpy(dst + i * 4, &x, 4);
     } else {
-      const uint16_t h = c.kv == bm::Kv::kF16 ? ht::f32_to_f16_bits(x) : ht::f32_to_bf16_bits(x);
+      const uint16_t h = c.kv == headway::DType::kF16 ? ht::f32_to_f16_bits(x) : ht::f32_to_bf16_bits(x);
       std::memcpy(dst + i * 2, &h, 2);
     }
   });
@@ -77,7 +83,7 @@ void load_inputs(const bm::KernelCase& c) {
 
 // Compares O (row stride `stride` floats) with the golden output of case n and reports.
 void check(uint32_t n, const char* variant, const char* kernel, uint32_t stride) {
-  const bm::KernelCase& c = bm::kKernelCases[n];
+  const ht::AttentionCase& c = ht::kAttentionCases[n];
   const bm::Golden& g = bm::kGolden[n];
   const uint32_t width = c.n_heads * c.head_dim;
   double max_err = 0.0;
@@ -117,7 +123,7 @@ void fill_o(uint32_t rows, uint32_t stride) {
   for (size_t i = 0; i < size_t{rows} * stride; ++i) g_o[i] = kCanary;
 }
 
-hs::AttentionArgs args_for(const bm::KernelCase& c, uint32_t o_stride) {
+hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   hs::AttentionArgs a;
   a.q = g_q;
   a.q_token_stride = size_t{c.n_heads} * c.head_dim;
@@ -133,7 +139,7 @@ hs::AttentionArgs args_for(const bm::KernelCase& c, uint32_t o_stride) {
   a.n_heads = c.n_heads;
   a.n_kv_heads = c.n_kv_heads;
   a.head_dim = c.head_dim;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.scale = c.scale != 0.0f ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   a.softcap = c.softcap;
   a.causal = c.causal;
   a.window = c.window;
@@ -141,9 +147,10 @@ hs::AttentionArgs args_for(const bm::KernelCase& c, uint32_t o_stride) {
 }
 
 void run_attend(uint32_t n) {
-  const bm::KernelCase& c = bm::kKernelCases[n];
+  const ht::AttentionCase& c = ht::kAttentionCases[n];
   headway::AttentionShape shape{c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim};
   headway::AttentionParams params;
+  params.scale = c.scale;
   params.softcap = c.softcap;
   params.causal = c.causal;
   params.window = c.window;
@@ -165,7 +172,7 @@ void run_attend(uint32_t n) {
 }
 
 void run_kernel(uint32_t n, const char* variant, hs::AttentionTiling tiling, bool generic_only) {
-  const bm::KernelCase& c = bm::kKernelCases[n];
+  const ht::AttentionCase& c = ht::kAttentionCases[n];
   const uint32_t stride = c.n_heads * c.head_dim + kPad;
   fill_o(c.t_q, stride);
   hs::AttentionArgs a = args_for(c, stride);
@@ -176,7 +183,7 @@ void run_kernel(uint32_t n, const char* variant, hs::AttentionTiling tiling, boo
 }
 
 void run_split(uint32_t n) {
-  const bm::KernelCase& c = bm::kKernelCases[n];
+  const ht::AttentionCase& c = ht::kAttentionCases[n];
   const uint32_t stride = c.n_heads * c.head_dim + kPad;
   fill_o(c.t_q, stride);
   const hs::AttentionArgs a = args_for(c, stride);
@@ -192,15 +199,20 @@ void run_split(uint32_t n) {
 }  // namespace
 
 int main() {
+  uint32_t cases = 0;
+  for (const ht::AttentionCase& c : ht::kAttentionCases) cases += ht::runs_on_baremetal(c);
   cortex_m::Text()
       .str("headway kernel harness: ")
-      .u64(bm::kKernelCaseCount)
-      .str(" cases, kernels compiled for Highway target ")
+      .u64(cases)
+      .str(" of ")
+      .u64(ht::kAttentionCaseCount)
+      .str(" cases of tests/reference/attention_cases.hpp, kernels compiled for Highway target ")
       .str(hs::attention_target_name())
       .str("\n")
       .print();
-  for (uint32_t n = 0; n < bm::kKernelCaseCount; ++n) {
-    const bm::KernelCase& c = bm::kKernelCases[n];
+  for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
+    const ht::AttentionCase& c = ht::kAttentionCases[n];
+    if (!ht::runs_on_baremetal(c)) continue;
     load_inputs(c);
     run_attend(n);
     run_kernel(n, "prefill tiling", hs::AttentionTiling::kPrefill, false);

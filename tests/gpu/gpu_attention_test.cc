@@ -27,6 +27,7 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
+#include "tests/reference/attention_cases.hpp"
 #include "tests/gpu/new_counter.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/support/test_rng.hpp"
@@ -112,7 +113,9 @@ std::string describe(const AttentionShape& s, DType dt, const Case& c) {
 }
 
 // One dense attention on `gpu` (made for heads/head_dim/dtype), checked against the reference.
-void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, DType dt, const Case& c) {
+// Inputs: unit-normal draws from c.seed, or those of a case of the shared table.
+void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, DType dt, const Case& c,
+                 const ht::AttentionCase* table = nullptr) {
   AttentionShape s;
   s.t_q = c.t_q;
   s.t_kv = c.t_kv;
@@ -127,9 +130,25 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   std::vector<float> q(nq), kref(nkv), vref(nkv);
   std::vector<float> k32(nkv), v32(nkv);
   std::vector<uint16_t> k16(nkv), v16(nkv);
-  for (float& x : q) x = rng.normal();
+  std::vector<float> k_in, v_in;
+  if (table != nullptr) {
+    k_in.resize(nkv);
+    v_in.resize(nkv);
+    ht::generate_inputs(*table, [&](int which, uint64_t i, float x) {
+      (which == 0 ? q : which == 1 ? k_in : v_in)[i] = x;
+    });
+  } else {
+    for (float& x : q) x = rng.normal();
+  }
   for (size_t i = 0; i < nkv; ++i) {
-    const float kx = rng.normal(), vx = rng.normal();
+    float kx, vx;
+    if (table != nullptr) {
+      kx = k_in[i];
+      vx = v_in[i];
+    } else {
+      kx = rng.normal();
+      vx = rng.normal();
+    }
     if (dt == DType::kF32) {
       k32[i] = kref[i] = kx;
       v32[i] = vref[i] = vx;
@@ -290,6 +309,20 @@ TEST_CASE("gpu dense attention matches the reference: head_dim x dtype x lengths
         check_dense(b.gpu, 4, 2, d, dt, c);
       }
     }
+  }
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+}
+
+// The shared case table (tests/reference/attention_cases.hpp), each case on a backend made for its shape.
+TEST_CASE("gpu dense attention matches the reference: every case of the table") {
+  GpuContext* ctx = context(false);
+  if (ctx == nullptr) return;
+  for (const ht::AttentionCase& t : ht::kAttentionCases) {
+    INFO(t.name);
+    DenseBackend b;
+    make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv);
+    const Case c{t.t_q, t.t_kv, t.causal, t.window, t.softcap, t.scale, t.seed};
+    check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }
   MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }

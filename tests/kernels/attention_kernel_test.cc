@@ -2,8 +2,9 @@
 // target this machine supports: each check loops over the targets, pins dispatch to one with
 // hwy::SetSupportedTargetsForTest, and names it in failures.
 //
-// Inputs are unit-normal with fixed seeds. K/V reach the reference already rounded (RNE) to
-// their storage dtype, so the tolerances below mostly cover f32 accumulation and exp:
+// Inputs are unit-normal with fixed seeds (the shared cases of tests/reference/attention_cases.hpp: that
+// table's exact values). K/V reach the reference already rounded (RNE) to their storage dtype,
+// so the tolerances below mostly cover f32 accumulation and exp:
 //   max |kernel − reference| <= 1e-4 (f32 KV), 2e-3 (f16 KV), 3e-2 (bf16 KV).
 // Rows that see no key must be exact zeros; NaN must appear exactly where the reference has NaN.
 // Unused cache rows, row padding and Q padding hold NaN (a stray read shows up), O padding
@@ -20,7 +21,9 @@
 
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
+#include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
+#include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/support/test_rng.hpp"
@@ -89,6 +92,9 @@ struct Case {
   std::vector<float> v_values;
   hs::AttentionTiling tiling = hs::AttentionTiling::kAuto;
   bool generic_only = false;
+  // Q, K and V from the case table's generator (tests/reference/attention_cases.hpp, exact values) with
+  // this seed, instead of unit-normal draws.
+  bool table_inputs = false;
 };
 
 std::string describe(const Case& c) {
@@ -100,7 +106,8 @@ std::string describe(const Case& c) {
       (c.default_scale ? std::string(" scale=default") : " scale=" + std::to_string(c.scale)) +
       " layout=" + std::to_string(static_cast<int>(c.layout)) + " ring=" + std::to_string(c.ring_rows) + "@" +
       std::to_string(c.first_row) + " pad=" + std::to_string(c.pad) + " seed=" + std::to_string(c.seed) +
-      " tiling=" + std::to_string(static_cast<int>(c.tiling)) + (c.generic_only ? " generic" : "");
+      " tiling=" + std::to_string(static_cast<int>(c.tiling)) + (c.generic_only ? " generic" : "") +
+      (c.table_inputs ? " table inputs" : "");
   return s;
 }
 
@@ -131,16 +138,42 @@ ht::RefAttention ref_args(const Case& c) {
   return r;
 }
 
+// Dense Q [t_q, n_heads, d], K and V [t_kv, n_kv_heads, d] from the case table's generator.
+struct TableInputs {
+  std::vector<float> q, k, v;
+};
+
+TableInputs draw_table_inputs(const Case& c) {
+  ht::AttentionCase shape{};
+  shape.t_q = c.t_q;
+  shape.t_kv = c.t_kv;
+  shape.n_heads = c.n_heads;
+  shape.n_kv_heads = c.n_kv_heads;
+  shape.head_dim = c.head_dim;
+  shape.seed = c.seed;
+  TableInputs in;
+  in.q.resize(ht::case_q_elems(shape));
+  in.k.resize(ht::case_kv_elems(shape));
+  in.v.resize(in.k.size());
+  ht::generate_inputs(shape, [&](int which, uint64_t i, float x) {
+    (which == 0 ? in.q : which == 1 ? in.k : in.v)[i] = x;
+  });
+  return in;
+}
+
 Data make_data(const Case& c) {
   Data d;
   d.c = c;
   const size_t D = c.head_dim;
   Rng rng(c.seed);
+  const TableInputs in = c.table_inputs ? draw_table_inputs(c) : TableInputs{};
   d.q_stride = size_t{c.n_heads} * D + c.pad;
   d.o_stride = size_t{c.n_heads} * D + c.pad;
   d.q.assign(std::max<size_t>(size_t{c.t_q} * d.q_stride, 1), kNaN);
   for (size_t t = 0; t < c.t_q; ++t) {
-    for (size_t x = 0; x < size_t{c.n_heads} * D; ++x) d.q[t * d.q_stride + x] = rng.normal();
+    for (size_t x = 0; x < size_t{c.n_heads} * D; ++x) {
+      d.q[t * d.q_stride + x] = c.table_inputs ? in.q[t * c.n_heads * D + x] : rng.normal();
+    }
   }
   if (c.nan_q_token >= 0) d.q[size_t(c.nan_q_token) * d.q_stride + size_t(c.nan_q_head) * D] = kNaN;
 
@@ -171,7 +204,7 @@ Data make_data(const Case& c) {
     for (size_t g = 0; g < c.n_kv_heads; ++g) {
       for (size_t x = 0; x < D; ++x) {
         for (int which = 0; which < 2; ++which) {
-          float val = rng.normal();
+          float val = c.table_inputs ? (which ? in.v : in.k)[(j * c.n_kv_heads + g) * D + x] : rng.normal();
           if (which == 1 && !c.v_values.empty()) val = c.v_values[x % c.v_values.size()];
           if (g == 0 && x == 0 && which == 0 && int64_t(j) == c.nan_k_key) val = kNaN;
           if (g == 0 && x == D / 2 && which == 1 && int64_t(j) == c.nan_v_key) val = kNaN;
@@ -1241,6 +1274,56 @@ TEST_CASE("attention partial + merge on a wrapping ring with the prefill tiling"
       double diff = 0.0;
       for (size_t k = 0; k < full.size(); ++k) diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
       CHECK(diff <= 2e-6);
+    }
+  }
+}
+
+// The shared case table (tests/reference/attention_cases.hpp), every case on every target: through the
+// automatic choice, each tiling forced, the runtime-head_dim code where d64/d128 have their own,
+// and split-KV partials + merge in chunks of 16 keys where the rows are few (as the Cortex-M
+// harness runs them).
+Case table_case(const ht::AttentionCase& t) {
+  Case c;
+  c.t_q = t.t_q;
+  c.t_kv = t.t_kv;
+  c.n_heads = t.n_heads;
+  c.n_kv_heads = t.n_kv_heads;
+  c.head_dim = t.head_dim;
+  c.kv = headway::kernel_kv_type(t.kv);
+  c.causal = t.causal;
+  c.window = t.window;
+  c.softcap = t.softcap;
+  c.default_scale = t.scale == 0.0f;
+  c.scale = t.scale;
+  c.seed = t.seed;
+  c.table_inputs = true;
+  return c;
+}
+
+TEST_CASE("attention case table: every case on every target, each tiling, generic code, split-KV") {
+  for (const ht::AttentionCase& t : ht::kAttentionCases) {
+    Case c = table_case(t);
+    INFO(t.name);
+    Data d = make_data(c);
+    INFO(describe(c));
+    const bool specialized = c.head_dim == 64 || c.head_dim == 128;
+    const bool few_rows = c.t_q * (c.n_heads / c.n_kv_heads) <= 32;
+    for (const int64_t target : test_targets()) {
+      TargetScope scope(target);
+      const std::string target_name = target_label(target);
+      INFO(target_name);
+      for (int run = 0; run < 4; ++run) {
+        if (run == 3 && !specialized) continue;
+        d.c.tiling = run == 1 ? hs::AttentionTiling::kPrefill
+                     : run == 2 ? hs::AttentionTiling::kDecode
+                                : hs::AttentionTiling::kAuto;
+        d.c.generic_only = run == 3;
+        INFO("run " << run << " (0 auto, 1 prefill tiling, 2 decode tiling, 3 generic code)");
+        check_report(compare(d, run_full(d)), tolerance(c.kv));
+      }
+      d.c.tiling = hs::AttentionTiling::kAuto;
+      d.c.generic_only = false;
+      if (few_rows) check_report(compare(d, run_split(d, 16, false)), tolerance(c.kv));
     }
   }
 }

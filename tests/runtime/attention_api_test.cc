@@ -1,6 +1,7 @@
-// attend() and attend_strided(): against the double-precision reference for many shapes, masks
-// and KV dtypes; bitwise the same O for every thread count (tile path and split-KV decode path);
-// no heap allocation inside attend(); every rejected argument names itself.
+// attend() and attend_strided(): against the double-precision reference for every case of
+// tests/reference/attention_cases.hpp in every KV dtype; bitwise the same O for every thread count (tile
+// path and split-KV decode path); no heap allocation inside attend(); every rejected argument
+// names itself.
 #include "headway/attention.hpp"
 
 #include <doctest/doctest.h>
@@ -18,6 +19,7 @@
 #include "headway/dtype_convert.hpp"
 #include "headway/heap_count.hpp"
 #include "runtime/attention_run.hpp"
+#include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
 
@@ -52,12 +54,28 @@ struct Problem {
     for (float& x : q) x = normal(rng);
     for (float& x : k) x = normal(rng);
     for (float& x : v) x = normal(rng);
+    round_kv();
+  }
+
+  // A case of the shared table, its inputs from the table's generator, K/V stored as `dtype`.
+  Problem(const test::AttentionCase& c, DType dtype)
+      : shape{c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim},
+        params{c.scale, c.softcap, c.causal, c.window},
+        kv_dtype(dtype) {
+    q.resize(test::case_q_elems(c));
+    k.resize(test::case_kv_elems(c));
+    v.resize(k.size());
+    test::generate_inputs(c, [&](int which, uint64_t i, float x) { (which == 0 ? q : which == 1 ? k : v)[i] = x; });
+    round_kv();
+  }
+
+  void round_kv() {
     kq = k;
     vq = v;
-    if (dtype != DType::kF32) {
+    if (kv_dtype != DType::kF32) {
       k16.resize(k.size());
       v16.resize(v.size());
-      if (dtype == DType::kF16) {
+      if (kv_dtype == DType::kF16) {
         f32_to_f16(k.data(), k16.data(), k.size());
         f32_to_f16(v.data(), v16.data(), v.size());
         f16_to_f32(k16.data(), kq.data(), k.size());
@@ -109,40 +127,17 @@ double max_abs_error(const std::vector<float>& got, const std::vector<double>& w
 
 const char* name_of(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
 
-struct Case {
-  AttentionShape shape;
-  AttentionParams params;
-};
-
-// Shapes chosen to cross every path: head_dim 64 / 128 (specialized) and others (generic), MHA,
-// GQA and MQA, tiles that do not divide t_q, masks that hide whole rows and whole chunks, and
-// decode shapes that take the split-KV path.
-const Case kCases[] = {
-    {{1, 1, 1, 1, 1}, {}},
-    {{7, 13, 4, 2, 64}, {}},
-    {{7, 13, 4, 2, 64}, {0.0f, 0.0f, true, 0}},
-    {{33, 40, 8, 8, 128}, {0.0f, 0.0f, true, 5}},
-    {{17, 17, 6, 3, 80}, {0.3f, 0.0f, true, 0}},
-    {{5, 70, 12, 4, 96}, {0.0f, 2.0f, false, 0}},
-    {{9, 4, 2, 1, 50}, {0.0f, 0.0f, true, 0}},       // t_q > t_kv: the first rows see no key
-    {{3, 3, 2, 2, 256}, {0.0f, 0.0f, false, 100}},   // window beyond t_kv: no effect
-    {{64, 64, 4, 1, 32}, {0.0f, 30.0f, true, 16}},
-    {{9, 300, 8, 2, 64}, {0.0f, 0.0f, true, 40}},    // window far from key 0: most tiles masked
-    {{9, 300, 8, 8, 64}, {0.2f, 5.0f, false, 80}},   // window without causal: keys after p too
-    {{1, 2500, 8, 2, 64}, {}},                       // split-KV decode
-    {{2, 3000, 4, 1, 128}, {0.0f, 0.0f, true, 700}}, // split-KV, windowed: whole chunks masked
-    {{1, 1100, 6, 3, 100}, {0.0f, 50.0f, true, 0}},  // split-KV, generic head_dim, softcap
-};
-
-TEST_CASE("attend matches the double reference for every shape, mask and KV dtype") {
-  for (const Case& c : kCases) {
+// The shared table (tests/reference/attention_cases.hpp) in every KV dtype: attend() is cheap enough to
+// sweep the dtype over each shape.
+TEST_CASE("attend matches the double reference for every case of the table, in every KV dtype") {
+  for (const test::AttentionCase& c : test::kAttentionCases) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-      const Problem p(c.shape, c.params, dtype, 42 + c.shape.t_kv);
+      const Problem p(c, dtype);
       std::vector<float> o;
       const Status s = p.run(nullptr, &o);
-      INFO("t_q " << c.shape.t_q << " t_kv " << c.shape.t_kv << " heads " << c.shape.n_heads << "/"
-                  << c.shape.n_kv_heads << " d " << c.shape.head_dim << " causal " << c.params.causal << " window "
-                  << c.params.window << " softcap " << c.params.softcap << " kv " << name_of(dtype));
+      INFO(c.name << ": t_q " << c.t_q << " t_kv " << c.t_kv << " heads " << c.n_heads << "/" << c.n_kv_heads
+                  << " d " << c.head_dim << " causal " << c.causal << " window " << c.window << " softcap "
+                  << c.softcap << " scale " << c.scale << " kv " << name_of(dtype));
       REQUIRE_MESSAGE(s.ok(), s.message());
       CHECK(max_abs_error(o, p.reference()) <= 1e-4);
     }
@@ -163,14 +158,14 @@ TEST_CASE("the same bits for every thread count, tile path and split-KV path") {
   for (uint32_t t = 0; t < 4; ++t) REQUIRE(pools[t].create(t + 1).ok());
   if (!ThreadPool::threading_available()) MESSAGE("this build has no threads: every pool runs on the caller");
   bool saw_split = false, saw_tiles = false;
-  for (const Case& c : kCases) {
+  for (const test::AttentionCase& c : test::kAttentionCases) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
-      const Problem p(c.shape, c.params, dtype, 7 + c.shape.t_q);
+      const Problem p(c, dtype);
       (attention_split(args_of(p), 1).n_chunks > 0 ? saw_split : saw_tiles) = true;
       std::vector<float> base, o;
       REQUIRE(p.run(nullptr, &base).ok());
       for (ThreadPool& pool : pools) {
-        INFO("threads " << pool.threads() << " t_kv " << c.shape.t_kv << " kv " << name_of(dtype));
+        INFO(c.name << ": threads " << pool.threads() << " kv " << name_of(dtype));
         REQUIRE(p.run(&pool, &o).ok());
         CHECK(std::memcmp(o.data(), base.data(), o.size() * sizeof(float)) == 0);
       }

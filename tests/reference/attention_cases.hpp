@@ -1,0 +1,120 @@
+// The attention cases every backend is held against the double-precision reference on: the
+// kernel suite (every Highway target), the API suite (attend(), every KV dtype), the GPU suite
+// (the Vulkan backend) and the Cortex-M harness (tests/baremetal/). One constexpr table, no heap,
+// so the bare-metal harness sizes its static buffers from it; what a backend leaves out is
+// decided by the filter below (runs_on_baremetal), in this file and nowhere else.
+//
+// Inputs come from generate_inputs(): integer arithmetic only, so every platform (and the host
+// program that computes the Cortex-M goldens) sees bit for bit the same Q, K and V (Rng::normal()
+// goes through libm, whose last bits differ between glibc and newlib).
+//
+// Query row i sits at position i + t_kv − t_q (tests/reference/reference_attention.hpp): t_q < t_kv is a
+// chunk after earlier tokens, t_q > t_kv gives early rows that see no key.
+#pragma once
+
+#include <cstdint>
+
+#include "headway/config.hpp"
+#include "tests/support/test_rng.hpp"
+
+namespace headway {
+namespace test {
+
+struct AttentionCase {
+  const char* name;
+  uint32_t t_q, t_kv, n_heads, n_kv_heads, head_dim;
+  bool causal;
+  uint32_t window;  // 0 = none
+  float softcap;    // 0 = off
+  float scale;      // 0 = 1/sqrt(head_dim), as AttentionParams
+  DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs all three)
+  uint64_t seed;
+};
+
+// Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
+// 512; MHA, GQA groups 2, 3, 4, 7, 8 and MQA; lengths 1 and just off the vector widths; causal,
+// window (beyond t_kv, far from key 0, without causal, 1), softcap, scale; rows that see no key;
+// prefill chunks after earlier tokens; decodes long enough for split-KV, up to 4096 keys.
+//   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed}
+inline constexpr AttentionCase kAttentionCases[] = {
+    {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
+    {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
+    {"decode d128 GQA2", 1, 70, 4, 2, 128, true, 0, 0.0f, 0.0f, DType::kF16, 3},
+    {"decode d64 GQA4 window 16", 2, 100, 8, 2, 64, true, 16, 0.0f, 0.0f, DType::kBF16, 4},
+    {"generic d80 MQA group 3 causal window 9", 5, 33, 3, 1, 80, true, 9, 0.0f, 0.0f, DType::kBF16, 5},
+    {"generic d50 bidirectional softcap 5", 17, 17, 2, 2, 50, false, 0, 5.0f, 0.0f, DType::kF32, 6},
+    {"fully masked rows d64 (t_q > t_kv, causal)", 6, 3, 2, 1, 64, true, 0, 0.0f, 0.0f, DType::kF32, 7},
+    {"length 1 d128", 1, 1, 2, 2, 128, true, 0, 0.0f, 0.0f, DType::kF16, 8},
+    {"split-KV decode d64 t_kv 1100", 1, 1100, 2, 1, 64, true, 0, 0.0f, 0.0f, DType::kF16, 9},
+    {"length 1 head_dim 1", 1, 1, 1, 1, 1, false, 0, 0.0f, 0.0f, DType::kF32, 43},
+    {"d64 GQA2 bidirectional, tiles that do not divide t_q", 7, 13, 4, 2, 64, false, 0, 0.0f, 0.0f, DType::kF32, 55},
+    {"d64 GQA2 causal, tiles that do not divide t_q", 7, 13, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kF16, 55},
+    {"d128 MHA causal window 5", 33, 40, 8, 8, 128, true, 5, 0.0f, 0.0f, DType::kBF16, 82},
+    {"generic d80 GQA2 scale 0.3", 17, 17, 6, 3, 80, true, 0, 0.0f, 0.3f, DType::kF32, 59},
+    {"generic d96 group 3 bidirectional softcap 2", 5, 70, 12, 4, 96, false, 0, 2.0f, 0.0f, DType::kF16, 112},
+    {"generic d50 MQA, early rows see no key", 9, 4, 2, 1, 50, true, 0, 0.0f, 0.0f, DType::kBF16, 46},
+    {"d256 window beyond t_kv (no effect)", 3, 3, 2, 2, 256, false, 100, 0.0f, 0.0f, DType::kF32, 45},
+    {"generic d32 MQA causal window 16 softcap 30", 64, 64, 4, 1, 32, true, 16, 30.0f, 0.0f, DType::kF16, 106},
+    {"d64 window 40 far from key 0 (most tiles masked)", 9, 300, 8, 2, 64, true, 40, 0.0f, 0.0f, DType::kBF16, 342},
+    {"d64 window 80 without causal, scale 0.2 softcap 5", 9, 300, 8, 8, 64, false, 80, 5.0f, 0.2f, DType::kF32, 342},
+    {"split-KV decode d64 GQA4 t_kv 2500", 1, 2500, 8, 2, 64, false, 0, 0.0f, 0.0f, DType::kF16, 2542},
+    {"split-KV d128 MQA window 700 (whole chunks masked)", 2, 3000, 4, 1, 128, true, 700, 0.0f, 0.0f, DType::kBF16,
+     3042},
+    {"split-KV generic d100 GQA2 softcap 50", 1, 1100, 6, 3, 100, true, 0, 50.0f, 0.0f, DType::kF32, 1142},
+    {"decode d64 GQA7", 1, 65, 7, 1, 64, true, 0, 0.0f, 0.0f, DType::kF16, 10},
+    {"prefill d128 GQA8", 3, 40, 16, 2, 128, true, 0, 0.0f, 0.0f, DType::kBF16, 11},
+    {"lengths off the vector width: t_q 15 t_kv 17 d 17", 15, 17, 2, 1, 17, true, 0, 0.0f, 0.0f, DType::kF32, 12},
+    {"decode t_kv 63 d64", 1, 63, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 13},
+    {"t_q 16 t_kv 65 d 65 window 8", 16, 65, 2, 2, 65, true, 8, 0.0f, 0.0f, DType::kBF16, 14},
+    {"decode past the window: t_kv 300 window 16", 1, 300, 4, 2, 64, true, 16, 0.0f, 0.0f, DType::kF16, 15},
+    {"generic d96 window 1 (each row sees itself)", 20, 20, 2, 1, 96, true, 1, 0.0f, 0.0f, DType::kF32, 16},
+    {"d512 (the largest head_dim) bidirectional", 2, 20, 2, 1, 512, false, 0, 0.0f, 0.0f, DType::kF32, 17},
+    {"softcap 5 at scale 1 (the cap bites)", 20, 70, 4, 1, 64, true, 0, 5.0f, 1.0f, DType::kF16, 18},
+    {"prefill chunk at position 504 d64 GQA2", 16, 520, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kBF16, 19},
+    {"longest context: decode t_kv 4096 d128 GQA4", 1, 4096, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 20},
+};
+inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
+
+constexpr uint64_t case_q_elems(const AttentionCase& c) { return uint64_t{c.t_q} * c.n_heads * c.head_dim; }
+constexpr uint64_t case_kv_elems(const AttentionCase& c) { return uint64_t{c.t_kv} * c.n_kv_heads * c.head_dim; }
+constexpr uint64_t case_work(const AttentionCase& c) { return case_q_elems(c) * c.t_kv; }  // multiply-adds of QKᵀ
+
+// ---- Which backend runs which case ---------------------------------------------------------
+// The hosted suites (kernel, API, GPU) run every case. The Cortex-M harness keeps its static
+// buffers (Q, K, V, O, split-KV partials) and its goldens (in flash) within the boards' memory
+// (mps3-an547: 2 MiB SRAM) and each case within seconds under qemu-system-arm: K/V up to 1100
+// keys of one d64 head, Q up to 24 tokens of 4 d128 heads, QKᵀ up to 400 Ki multiply-adds; head_dim
+// up to 256, whose scratch fits the harness's 256 KiB workspace (d512's does not).
+inline constexpr uint32_t kBareMetalMaxHeadDim = 256;
+inline constexpr uint64_t kBareMetalMaxKvElems = 1100 * 64;
+inline constexpr uint64_t kBareMetalMaxQElems = 24 * 4 * 128;
+inline constexpr uint64_t kBareMetalMaxWork = 400 * 1024;
+
+constexpr bool runs_on_baremetal(const AttentionCase& c) {
+  return c.head_dim <= kBareMetalMaxHeadDim && case_kv_elems(c) <= kBareMetalMaxKvElems &&
+         case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
+}
+
+// ---- Inputs ----------------------------------------------------------------------------------
+
+// A value in [-2, 2] in steps of 1/1024: exact in f32 and f16 (bf16 rounds some).
+inline float exact_input(Rng& rng) {
+  const int32_t units = static_cast<int32_t>((rng.next() >> 40) % 4097) - 2048;
+  return static_cast<float>(units) * (1.0f / 1024.0f);
+}
+
+// Q, K, V of a case in that order, from its own seed: sink(which, i, x) with which 0 = Q
+// [t_q, n_heads, d], 1 = K and 2 = V [t_kv, n_kv_heads, d] (dense, row-major), all f32 before
+// K/V are rounded to their storage type.
+template <class Sink>
+void generate_inputs(const AttentionCase& c, Sink&& sink) {
+  Rng rng(c.seed);
+  const uint64_t nq = case_q_elems(c);
+  const uint64_t nkv = case_kv_elems(c);
+  for (uint64_t i = 0; i < nq; ++i) sink(0, i, exact_input(rng));
+  for (uint64_t i = 0; i < nkv; ++i) sink(1, i, exact_input(rng));
+  for (uint64_t i = 0; i < nkv; ++i) sink(2, i, exact_input(rng));
+}
+
+}  // namespace test
+}  // namespace headway
