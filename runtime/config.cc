@@ -27,6 +27,7 @@ const char* rope_scaling_name(RopeScaling s) {
     case RopeScaling::kNone: return "none";
     case RopeScaling::kLinear: return "linear";
     case RopeScaling::kLlama3: return "llama3";
+    case RopeScaling::kYarn: return "yarn";
     case RopeScaling::kOther: return "other";
   }
   return "unknown";

@@ -22,14 +22,56 @@ double scaled_frequency(double inv_freq, const RopeConfig& rope) {
       return (1 - smooth) * inv_freq / rope.factor + smooth * inv_freq;
     }
     case RopeScaling::kNone:
+    case RopeScaling::kYarn:
     case RopeScaling::kOther: break;
   }
   return inv_freq;
 }
 
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+double yarn_mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+
+// The pair index (in units of dims, over `rotary` dims) whose frequency turns `rotations` times
+// over the original context.
+double yarn_correction_dim(double rotations, double rotary, const RopeConfig& rope) {
+  return rotary * std::log(rope.original_max_seq / (rotations * 2 * kPi)) / (2 * std::log(double{rope.theta}));
+}
+
+// YaRN: pairs below `low` keep their frequency (extrapolation), above `high` are divided by the
+// factor (interpolation), a linear ramp in the pair index between.
+void yarn_frequencies(const RopeConfig& rope, uint32_t rotary, uint32_t half, double* freqs) {
+  double low = yarn_correction_dim(rope.beta_fast, rotary, rope);
+  double high = yarn_correction_dim(rope.beta_slow, rotary, rope);
+  if (rope.yarn_truncate) low = std::floor(low), high = std::ceil(high);
+  low = low > 0 ? low : 0;
+  high = high < rotary - 1 ? high : rotary - 1;
+  if (low == high) high += 0.001;
+  for (uint32_t i = 0; i < half; ++i) {
+    const double keep = std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary);
+    double ramp = (i - low) / (high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    freqs[i] = keep / rope.factor * ramp + keep * (1 - ramp);
+  }
+}
+
+}  // namespace
+
+double rope_attention_factor(const RopeConfig& rope) {
+  if (rope.scaling != RopeScaling::kYarn) return 1.0;
+  if (rope.attention_factor > 0) return rope.attention_factor;
+  if (rope.mscale != 0 && rope.mscale_all_dim != 0) {
+    return yarn_mscale(rope.factor, rope.mscale) / yarn_mscale(rope.factor, rope.mscale_all_dim);
+  }
+  return yarn_mscale(rope.factor, 1.0);
+}
+
 void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) {
   const uint32_t half = rope_frequency_count(rope, head_dim);
   const uint32_t rotary = rope.rotary_dim ? rope.rotary_dim : head_dim;
+  if (rope.scaling == RopeScaling::kYarn) return yarn_frequencies(rope, rotary, half, freqs);
   for (uint32_t i = 0; i < half; ++i) {
     freqs[i] = scaled_frequency(std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary), rope);
   }
@@ -38,13 +80,14 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) 
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
                 uint32_t pos0, const RopeConfig& rope, const double* freqs) {
   const uint32_t half = rope_frequency_count(rope, head_dim);
+  const double scale = rope_attention_factor(rope);
   for (uint32_t t = 0; t < n_tokens; ++t) {
     const double pos = static_cast<double>(pos0) + t;
     float* row = x + t * token_stride;
     for (uint32_t i = 0; i < half; ++i) {
       const double angle = pos * freqs[i];
-      const float c = static_cast<float>(std::cos(angle));
-      const float s = static_cast<float>(std::sin(angle));
+      const float c = static_cast<float>(scale * std::cos(angle));
+      const float s = static_cast<float>(scale * std::sin(angle));
       const uint32_t a = rope.style == RopeStyle::kNeox ? i : 2 * i;
       const uint32_t b = rope.style == RopeStyle::kNeox ? i + half : 2 * i + 1;
       for (uint32_t h = 0; h < n_heads; ++h) {

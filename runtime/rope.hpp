@@ -16,8 +16,12 @@
 
 namespace headway {
 
-// One pair's frequency theta^(−2i/rotary) after the config's rope_scaling (linear, llama3).
+// One pair's frequency theta^(−2i/rotary) after the config's rope_scaling (linear, llama3; YaRN
+// depends on the pair's index: rope_frequencies).
 double scaled_frequency(double inv_freq, const RopeConfig& rope);
+
+// What cos and sin are multiplied by: YaRN's attention factor (config.hpp), 1 otherwise.
+double rope_attention_factor(const RopeConfig& rope);
 
 // Writes the rope_frequency_count(rope, head_dim) scaled frequencies to `freqs`.
 void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);

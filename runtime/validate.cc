@@ -99,6 +99,26 @@ Status validate_layer_kinds(const Config& c) {
   return Status();
 }
 
+// YaRN's ramp needs beta_fast > beta_slow > 0 and the original context; its attention factor
+// and mscales are finite, the factor (0 = derived) not negative.
+Status validate_yarn(const RopeConfig& r) {
+  if (!finite(r.beta_fast) || !finite(r.beta_slow) || r.beta_slow <= 0.0f || r.beta_fast <= r.beta_slow) {
+    return Status::error(Code::kInvalidArgument, "rope_scaling yarn needs beta_fast > beta_slow > 0; got %g, %g",
+                         static_cast<double>(r.beta_fast), static_cast<double>(r.beta_slow));
+  }
+  if (r.original_max_seq == 0) {
+    return Status::error(Code::kInvalidArgument, "rope_scaling yarn needs a positive original_max_position_embeddings");
+  }
+  if (!finite(r.attention_factor) || r.attention_factor < 0.0f || !finite(r.mscale) || !finite(r.mscale_all_dim)) {
+    return Status::error(Code::kInvalidArgument,
+                         "rope_scaling yarn: attention_factor %g must be >= 0 (0 = from the factor), mscale %g and "
+                         "mscale_all_dim %g finite",
+                         static_cast<double>(r.attention_factor), static_cast<double>(r.mscale),
+                         static_cast<double>(r.mscale_all_dim));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate(const Config& c) {
@@ -159,7 +179,8 @@ Status validate(const Config& c) {
     }
   }
   if (c.rope.style != RopeStyle::kNone &&
-      (c.rope.scaling == RopeScaling::kLinear || c.rope.scaling == RopeScaling::kLlama3)) {
+      (c.rope.scaling == RopeScaling::kLinear || c.rope.scaling == RopeScaling::kLlama3 ||
+       c.rope.scaling == RopeScaling::kYarn)) {
     if (!finite(c.rope.factor) || c.rope.factor <= 0.0f) {
       return Status::error(Code::kInvalidArgument, "rope_scaling factor %g must be a positive finite number",
                            static_cast<double>(c.rope.factor));
@@ -173,6 +194,7 @@ Status validate(const Config& c) {
                            static_cast<double>(c.rope.low_freq_factor), static_cast<double>(c.rope.high_freq_factor),
                            c.rope.original_max_seq);
     }
+    if (c.rope.scaling == RopeScaling::kYarn) HEADWAY_RETURN_IF_ERROR(validate_yarn(c.rope));
   }
   if (c.window > c.max_seq) {
     return Status::error(Code::kInvalidArgument,

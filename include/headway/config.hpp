@@ -26,20 +26,33 @@ enum class RopeScaling : uint8_t {
   kNone = 0,
   kLinear,  // every frequency / factor (position interpolation)
   kLlama3,  // Llama 3.1/3.2: low frequencies / factor, high kept, a smooth ramp between
-  kOther,   // a type headway cannot apply (yarn, dynamic, longrope): planned, not run
+  kYarn,    // YaRN (gpt-oss, Qwen 2.5/3 long context, DeepSeek): a ramp over the pair index between
+            // interpolated and kept frequencies, and cos/sin scaled by an attention factor
+  kOther,   // a type headway cannot apply (dynamic, longrope): planned, not run
 };
 
-const char* rope_scaling_name(RopeScaling s);  // "none", "linear", "llama3", "other"
+const char* rope_scaling_name(RopeScaling s);  // "none", "linear", "llama3", "yarn", "other"
 
 struct RopeConfig {
   RopeStyle style = RopeStyle::kNone;
   float theta = 10000.0f;
   uint32_t rotary_dim = 0;  // dims rotated per head; 0 = all of head_dim (partial rotary below)
   RopeScaling scaling = RopeScaling::kNone;
-  float factor = 1.0f;            // kLinear, kLlama3
+  float factor = 1.0f;            // kLinear, kLlama3, kYarn
   float low_freq_factor = 1.0f;   // kLlama3
   float high_freq_factor = 4.0f;  // kLlama3
-  uint32_t original_max_seq = 8192;  // kLlama3: original_max_position_embeddings
+  uint32_t original_max_seq = 8192;  // kLlama3, kYarn: original_max_position_embeddings
+  // kYarn (Hugging Face's names): the ramp runs between the pair indices where a frequency makes
+  // beta_fast and beta_slow turns over original_max_seq (rounded outwards unless !yarn_truncate);
+  // cos and sin are multiplied by attention_factor, or when it is 0 by
+  // mscale(factor, mscale) / mscale(factor, mscale_all_dim) where both are set, else
+  // mscale(factor, 1), with mscale(s, m) = 0.1 · m · ln(s) + 1 (1 for s <= 1).
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  float attention_factor = 0.0f;
+  float mscale = 0.0f;
+  float mscale_all_dim = 0.0f;
+  bool yarn_truncate = true;
 };
 
 // The most layers a Config lists one by one (LayerKinds' explicit lists): the deepest real models

@@ -118,17 +118,19 @@ constexpr Config smollm3_3b() {
   return c;
 }
 
-// gpt-oss-20b: even layers slide over 128 keys, odd ones are full; learned sink logits and YaRN
-// RoPE (factor 32 over 4096), both planned and not yet run: a plan-only preset.
+// gpt-oss-20b: even layers slide over 128 keys, odd ones are full; YaRN RoPE (factor 32 over
+// 4096, beta 32 / 1, no truncation) and learned sink logits, which headway plans but does not
+// run yet: a plan-only preset.
 constexpr Config gpt_oss_20b() {
   Config c = with_rope(make("gpt-oss-20b", 2880, 64, 8, 64, 131072, 24), 150000.0f);
   c.window = 128;
   c.layers.sliding_pattern = 2;
   c.qkv_bias = c.o_bias = true;
   c.sinks = true;
-  c.rope.scaling = RopeScaling::kOther;
+  c.rope.scaling = RopeScaling::kYarn;
   c.rope.factor = 32.0f;
   c.rope.original_max_seq = 4096;
+  c.rope.yarn_truncate = false;
   return c;
 }
 

@@ -104,9 +104,9 @@ Status reject_alibi(const Where& w, const json& obj, const std::string& model_ty
                        w.source, model_type.empty() ? "unset" : model_type.c_str());
 }
 
-// Context-extension schemes change the RoPE frequencies. linear and llama3 (Llama 3.1/3.2) are
-// applied; other types (yarn, dynamic, longrope) are kept as RopeScaling::kOther: the plan does
-// not depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
+// Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2) and yarn
+// are applied; other types (dynamic, longrope) are kept as RopeScaling::kOther: the plan does not
+// depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
 Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   const json* scaling = lookup(obj, "rope_scaling");
   if (!scaling) return Status();
@@ -123,22 +123,30 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   const std::string type = *t->get_ptr<const json::string_t*>();
   RopeConfig& rope = cfg->rope;
   if (type == "default") return Status();
-  if (type != "linear" && type != "llama3") {
+  if (type != "linear" && type != "llama3" && type != "yarn") {
     rope.scaling = RopeScaling::kOther;
     return Status();
   }
-  rope.scaling = type == "linear" ? RopeScaling::kLinear : RopeScaling::kLlama3;
+  rope.scaling = type == "linear" ? RopeScaling::kLinear : type == "llama3" ? RopeScaling::kLlama3 : RopeScaling::kYarn;
+  const bool llama3 = rope.scaling == RopeScaling::kLlama3, yarn = rope.scaling == RopeScaling::kYarn;
   struct Field {
     const char* key;
     float* out;
+    bool applies, required;
   };
-  const Field fields[] = {{"factor", &rope.factor},
-                          {"low_freq_factor", &rope.low_freq_factor},
-                          {"high_freq_factor", &rope.high_freq_factor}};
+  const Field fields[] = {{"factor", &rope.factor, true, true},
+                          {"low_freq_factor", &rope.low_freq_factor, llama3, true},
+                          {"high_freq_factor", &rope.high_freq_factor, llama3, true},
+                          {"beta_fast", &rope.beta_fast, yarn, false},
+                          {"beta_slow", &rope.beta_slow, yarn, false},
+                          {"attention_factor", &rope.attention_factor, yarn, false},
+                          {"mscale", &rope.mscale, yarn, false},
+                          {"mscale_all_dim", &rope.mscale_all_dim, yarn, false}};
   for (const Field& f : fields) {
+    if (!f.applies) continue;
     const json* v = lookup(*scaling, f.key);
-    if (!v) {
-      if (f.out == &rope.factor || rope.scaling == RopeScaling::kLlama3) {
+    if (!v || v->is_null()) {  // yarn's optional keys may be null: Hugging Face's defaults then
+      if (f.required) {
         return Status::error(Code::kNotFound, "%s: %srope_scaling of type %s has no %s", w.source, w.prefix,
                              type.c_str(), f.key);
       }
@@ -148,13 +156,25 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
     HEADWAY_RETURN_IF_ERROR(read_real(w, f.key, *v, false, &d));
     *f.out = static_cast<float>(d);
   }
-  if (rope.scaling == RopeScaling::kLlama3) {
+  if (yarn) {
+    if (const json* v = lookup(*scaling, "truncate")) {
+      if (!v->is_boolean()) {
+        return Status::error(Code::kInvalidArgument, "%s: %srope_scaling truncate is %s (%s), expected true or false",
+                             w.source, w.prefix, shown(*v).c_str(), kind_of(*v));
+      }
+      rope.yarn_truncate = v->get<bool>();
+    }
+  }
+  if (llama3 || yarn) {
     const json* v = lookup(*scaling, "original_max_position_embeddings");
-    if (!v) {
+    if (v) {
+      HEADWAY_RETURN_IF_ERROR(read_count(w, "original_max_position_embeddings", *v, 1, &rope.original_max_seq));
+    } else if (llama3) {
       return Status::error(Code::kNotFound, "%s: %srope_scaling of type llama3 has no original_max_position_embeddings",
                            w.source, w.prefix);
+    } else {
+      rope.original_max_seq = cfg->max_seq;  // Hugging Face's default: the model's own context
     }
-    HEADWAY_RETURN_IF_ERROR(read_count(w, "original_max_position_embeddings", *v, 1, &rope.original_max_seq));
   }
   return Status();
 }

@@ -481,13 +481,34 @@ TEST_CASE("hf: family rules") {
     const Config lin = parse_ok(with(R"(, "rope_scaling": {"type": "linear", "factor": 2.0})"));
     CHECK(lin.rope.scaling == RopeScaling::kLinear);
     CHECK(lin.rope.factor == 2.0f);
-    CHECK(parse_ok(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})")).rope.scaling ==
+    CHECK(parse_ok(with(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0})")).rope.scaling ==
           RopeScaling::kOther);
     CHECK(parse_ok(with(R"(, "rope_scaling": null)")).rope.scaling == RopeScaling::kNone);
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0})")), "has no low_freq_factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"type": "linear"})")), "rope_scaling of type linear has no factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"type": "linear", "factor": "x"})")), "factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": 3)")), "rope_scaling is 3");
+  }
+  SUBCASE("rope_scaling of type yarn: its keys, Hugging Face's defaults, and its errors") {
+    const Config y = parse_ok(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+      "beta_slow": 1.0, "original_max_position_embeddings": 4096, "truncate": false})"));
+    CHECK(y.rope.scaling == RopeScaling::kYarn);
+    CHECK(y.rope.factor == 32.0f);
+    CHECK(y.rope.original_max_seq == 4096);
+    CHECK_FALSE(y.rope.yarn_truncate);
+    const Config d = parse_ok(with(R"(, "rope_scaling": {"type": "yarn", "factor": 40, "mscale": 0.707,
+      "mscale_all_dim": 0.707, "beta_fast": null, "attention_factor": null})"));
+    CHECK(d.rope.mscale == 0.707f);
+    CHECK(d.rope.beta_fast == 32.0f);   // null: the default
+    CHECK(d.rope.attention_factor == 0.0f);
+    CHECK(d.rope.original_max_seq == d.max_seq);  // absent: the model's own context
+    CHECK(d.rope.yarn_truncate);
+    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "yarn"})")), "rope_scaling of type yarn has no factor");
+    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4, "truncate": 1})")),
+              "truncate is 1");
+    const Config inverted = parse_ok(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4, "beta_fast": 1,
+      "beta_slow": 2})"));
+    CHECK_HAS(validate(inverted), "rope_scaling yarn needs beta_fast > beta_slow > 0; got 1, 2");
   }
   SUBCASE("an encoder marked is_decoder is causal") {
     const Config c = parse_ok(R"({"model_type": "bert", "hidden_size": 64, "num_attention_heads": 4,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "headway/arena.hpp"
@@ -302,6 +303,50 @@ TEST_CASE("rope_scaling: linear divides every frequency, llama3 keeps high and s
   CHECK(scaled_frequency(2 * pi / 10000, r) == doctest::Approx(2 * pi / 10000 / 32));  // > 8192
   const double mid = 2 * pi / 4096;  // between: smooth = (8192 / 4096 - 1) / 3 = 1/3
   CHECK(scaled_frequency(mid, r) == doctest::Approx((2.0 / 3) * mid / 32 + (1.0 / 3) * mid));
+}
+
+// The values are Hugging Face's (transformers 5.24, ROPE_INIT_FUNCTIONS["yarn"], which computes
+// in f32): gpt-oss-20b's rope_scaling, a Qwen2.5-style 4× extension, DeepSeek-V2's mscales.
+TEST_CASE("rope_scaling yarn: frequencies and attention factor as Hugging Face computes them") {
+  struct Case {
+    const char* name;
+    uint32_t head_dim;
+    float theta, factor, mscale, mscale_all_dim;
+    uint32_t original;
+    bool truncate;
+    double attention_factor;
+    std::vector<std::pair<uint32_t, double>> freqs;
+  };
+  const Case cases[] = {
+      {"gpt-oss", 64, 150000.0f, 32.0f, 0.0f, 0.0f, 4096, false, 1.3465735902799727,
+       {{0, 1.0}, {5, 0.15532298386096954}, {10, 0.019334999844431877}, {15, 0.00105260219424963},
+        {20, 1.818833698052913e-05}, {31, 3.023511396804679e-07}}},
+      {"qwen", 128, 1e6f, 4.0f, 0.0f, 0.0f, 32768, true, 1.138629436111989,
+       {{0, 1.0}, {5, 0.33982083201408386}, {10, 0.11547820270061493}, {15, 0.03924189880490303},
+        {20, 0.01333521492779255}, {63, 3.102344408034696e-07}}},
+      {"deepseek", 64, 10000.0f, 40.0f, 1.0f, 0.707f, 4096, true, 1.0857263992561355,
+       {{0, 1.0}, {5, 0.23713736236095428}, {10, 0.05623412877321243}, {15, 0.0083345090970397},
+        {20, 0.0007905694073997438}, {31, 3.3338035336782923e-06}}},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    RopeConfig r{RopeStyle::kNeox, k.theta, 0};
+    r.scaling = RopeScaling::kYarn;
+    r.factor = k.factor;
+    r.original_max_seq = k.original;
+    r.yarn_truncate = k.truncate;
+    r.mscale = k.mscale;
+    r.mscale_all_dim = k.mscale_all_dim;
+    std::vector<double> f(k.head_dim / 2);
+    rope_frequencies(r, k.head_dim, f.data());
+    for (const auto& [i, want] : k.freqs) {
+      CAPTURE(i);
+      CHECK(f[i] == doctest::Approx(want).epsilon(2e-6));
+    }
+    CHECK(rope_attention_factor(r) == doctest::Approx(k.attention_factor).epsilon(1e-6));
+    r.attention_factor = 0.5f;  // given: used as it is
+    CHECK(rope_attention_factor(r) == doctest::Approx(0.5));
+  }
 }
 
 TEST_CASE("a rope_scaling type headway cannot apply is planned but not run") {

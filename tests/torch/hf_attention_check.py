@@ -62,6 +62,16 @@ CASES = [
     case("llama GQA 8/2 d64", "llama", 512, 8, 2, rope_theta=500000.0),
     case("llama 3.2 rope_scaling llama3", "llama", 256, 4, 2, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING,
          max_position_embeddings=131072),
+    # YaRN: positions up to 1008 against an original context of 64 to 512, so the ramp and the
+    # attention factor (cos and sin scaled by it) both show.
+    case("qwen2 yarn factor 4", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False,
+         rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}),
+    case("llama yarn as gpt-oss: factor 32, no truncation", "llama", 256, 4, 2, rope_theta=150000.0,
+         rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                       "original_max_position_embeddings": 64, "truncate": False}),
+    case("llama yarn with mscale / mscale_all_dim", "llama", 256, 4, 2,
+         rope_scaling={"rope_type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 0.707,
+                       "original_max_position_embeddings": 256}),
     case("llama MHA 4/4 d64 attention_bias", "llama", 256, 4, 4, attention_bias=True),
     case("llama d80 (generic head size)", "llama", 320, 4, 2),
     case("llama 600 tokens (prefill in 2 chunks)", "llama", 128, 2, 1, tokens=600),
