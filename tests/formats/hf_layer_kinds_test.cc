@@ -110,7 +110,10 @@ TEST_CASE("hf layers: SmolLM3 3B has no RoPE on every fourth layer and no window
 TEST_CASE("hf layers: gpt-oss-20b alternates sliding 128 and full, and has sink logits") {
   const Plan p = plan_of("gpt-oss-20b.json");
   CHECK(p.config.sinks);
-  CHECK(p.config.rope.scaling == RopeScaling::kOther);  // yarn: planned, refused at run
+  CHECK(p.config.rope.scaling == RopeScaling::kYarn);
+  CHECK(p.config.rope.factor == 32.0f);
+  CHECK(p.config.rope.original_max_seq == 4096);
+  CHECK_FALSE(p.config.rope.yarn_truncate);
   CHECK(p.sliding_layers == 12);
   for (uint32_t i = 0; i < 24; ++i) {
     INFO("layer " << i);
