@@ -29,14 +29,15 @@ Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool r
   return Status();
 }
 
-// RMS norm of each head of `n_heads` heads of one token's row, in place: x · rsqrt(mean(x²) + eps) · w.
-void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef& w, float eps) {
+// RMS norm of each head of `n_heads` heads of one token's row, in place:
+// x · rsqrt(mean(x²) + eps) · (w + offset).
+void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef& w, float eps, float offset) {
   for (uint32_t h = 0; h < n_heads; ++h) {
     float* v = x + uint64_t{h} * head_dim;
     float ss = 0.0f;
     for (uint32_t i = 0; i < head_dim; ++i) ss += v[i] * v[i];
     const float r = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
-    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * tensor_at(w, i);
+    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * (tensor_at(w, i) + offset);
   }
 }
 
@@ -234,8 +235,8 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   if (c.qk_norm) {
     for (uint32_t i = 0; i < t; ++i) {
       float* row = qkv + i * w;
-      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps);
-      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps);
+      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
     }
   }
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).

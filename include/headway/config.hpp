@@ -104,8 +104,9 @@ struct Config {
   bool causal = true;       // false: bidirectional (BERT)
   bool qkv_bias = false;    // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
   bool o_bias = false;      // output projection carries a bias (BERT, GPT-2, Phi-2)
-  bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3)
+  bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
   float rms_norm_eps = 1e-6f;  // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
+  float qk_norm_offset = 0.0f;  // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
   DType kv_dtype = DType::kF16;
   LayerKinds layers;        // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): planned, not yet run (AttentionLayer
@@ -152,16 +153,26 @@ struct Config {
     return n;
   }
 
+  // Layer i's RoPE: none on a NoPE layer; else the model's at the layer's base. A sliding layer
+  // with a base of its own (Gemma 3's rope_local_base_freq) rotates plainly: rope_scaling is the
+  // full layers' (Hugging Face's sliding_attention rope_type is "default").
+  constexpr RopeConfig layer_rope(uint32_t i) const {
+    RopeConfig r = rope;
+    if (!layer_rotates(i)) {
+      r.style = RopeStyle::kNone;
+    } else if (layer_slides(i) && layers.local_rope_theta > 0.0f) {
+      r.theta = layers.local_rope_theta;
+      r.scaling = RopeScaling::kNone;
+    }
+    return r;
+  }
+
   // Layer i alone: one layer (n_layers 1) of layer i's kind (its window or none, its RoPE or
   // none, its base), with no per-layer kinds left.
   constexpr Config layer_alone(uint32_t i) const {
     Config c = *this;
     c.window = layer_slides(i) ? window : 0;
-    if (layer_rotates(i)) {
-      c.rope.theta = layer_rope_theta(i);
-    } else {
-      c.rope.style = RopeStyle::kNone;
-    }
+    c.rope = layer_rope(i);
     c.layers = LayerKinds{};
     c.n_layers = 1;
     return c;

@@ -297,8 +297,7 @@ constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   const LayerPlan l = p.layer(i);
   Plan q = p;
   q.config.window = l.window;
-  q.config.rope.style = l.rope;
-  if (l.rope != RopeStyle::kNone) q.config.rope.theta = l.rope_theta;
+  q.config.rope = p.config.layer_rope(i);
   q.config.layers = LayerKinds{};
   q.cache_rows = l.kv_rows;
   q.ring_rows = l.sliding ? l.kv_rows : 0;

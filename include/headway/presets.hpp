@@ -81,7 +81,7 @@ constexpr Config gemma2_2b() {
   return c;
 }
 // Gemma 3: five of every six layers slide over 512 keys at RoPE base 10000; every sixth is full
-// at base 1000000. Per-head RMS norm on q and k.
+// at base 1000000. Per-head RMS norm on q and k, scaled by 1 + weight.
 constexpr Config gemma3(const char* name, uint32_t d_model, uint32_t n_layers) {
   Config c = with_rope(make(name, d_model, 4, 1, 256, 32768, n_layers), 1000000.0f);
   c.window = 512;
@@ -89,6 +89,7 @@ constexpr Config gemma3(const char* name, uint32_t d_model, uint32_t n_layers) {
   c.layers.local_rope_theta = 10000.0f;
   c.query_pre_attn_scalar = 256.0f;
   c.qk_norm = true;
+  c.qk_norm_offset = 1.0f;
   return c;
 }
 constexpr Config gemma3_270m() { return gemma3("gemma-3-270m", 640, 18); }

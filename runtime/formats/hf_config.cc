@@ -109,6 +109,8 @@ Status reject_alibi(const Where& w, const json& obj, const std::string& model_ty
 // depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
 Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   const json* scaling = lookup(obj, "rope_scaling");
+  const bool from_parameters = scaling == nullptr;
+  if (from_parameters) scaling = formats::rope_parameters(obj, "full_attention");  // transformers 5
   if (!scaling) return Status();
   if (!scaling->is_object()) {
     return Status::error(Code::kInvalidArgument, "%s: %srope_scaling is %s (%s), expected an object or null",
@@ -116,6 +118,7 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   }
   const json* t = lookup(*scaling, "rope_type");
   if (!t) t = lookup(*scaling, "type");
+  if (!t && from_parameters) return Status();  // rope_parameters with only rope_theta: plain RoPE
   if (!t || !t->is_string()) {
     return Status::error(Code::kInvalidArgument, "%s: %srope_scaling has no rope_type string (found %s)", w.source,
                          w.prefix, t ? shown(*t).c_str() : "none");
@@ -235,6 +238,8 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
   const char* theta_key = "rope_theta";
   const json* theta = lookup(obj, theta_key);
   if (!theta) theta = lookup(obj, theta_key = "rotary_emb_base");  // GPT-NeoX
+  const json* params = formats::rope_parameters(obj, "full_attention");  // transformers 5
+  if (!theta && params) theta = lookup(*params, theta_key = "rope_theta");
   if (theta) {
     double t = 0.0;
     HEADWAY_RETURN_IF_ERROR(read_real(w, theta_key, *theta, false, &t));
@@ -250,9 +255,9 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
   // The head size the fraction applies to, when it is defined without validate()'s rules.
   const uint32_t head_size =
       cfg->head_dim ? cfg->head_dim : (cfg->d_model % cfg->n_heads == 0 ? cfg->head_size() : 0);
-  if (const json* f = lookup(obj, "partial_rotary_factor")) {
-    return rotary_from_fraction(w, "partial_rotary_factor", *f, head_size, &cfg->rope);
-  }
+  const json* fraction = lookup(obj, "partial_rotary_factor");
+  if (!fraction && params) fraction = lookup(*params, "partial_rotary_factor");
+  if (fraction) return rotary_from_fraction(w, "partial_rotary_factor", *fraction, head_size, &cfg->rope);
   if (const json* f = lookup(obj, "rotary_pct")) {  // GPT-NeoX / Pythia
     return rotary_from_fraction(w, "rotary_pct", *f, head_size, &cfg->rope);
   }
@@ -268,6 +273,10 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
+  if (is_one_of(model_type, {"gemma3", "gemma3_text"})) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
+    cfg->qk_norm = true;
+    cfg->qk_norm_offset = 1.0f;
+  }
   if (const json* e = lookup(obj, "rms_norm_eps")) { double d = 0.0; HEADWAY_RETURN_IF_ERROR(read_real(w, "rms_norm_eps", *e, false, &d)); cfg->rms_norm_eps = static_cast<float>(d); }
 
   bool bias = cfg->qkv_bias;

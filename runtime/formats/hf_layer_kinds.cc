@@ -69,6 +69,10 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
     cfg->layers.sliding_pattern = 2;  // Gemma2Config: layer i slides when i is even
     return Status();
   }
+  if (model_type == "gemma3" || model_type == "gemma3_text") {
+    cfg->layers.sliding_pattern = 6;  // Gemma3TextConfig's default: every sixth layer full
+    return Status();
+  }
   bool use_window = false;  // Qwen2: sliding_window on layers max_window_layers.. only
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
   const json* first = lookup(obj, "max_window_layers");
@@ -119,12 +123,25 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
 
 }  // namespace
 
+const json* rope_parameters(const json& obj, const char* layer_type) {
+  const json* p = lookup(obj, "rope_parameters");
+  if (p == nullptr || !p->is_object()) return nullptr;
+  if (const json* per_type = lookup(*p, layer_type)) return per_type->is_object() ? per_type : nullptr;
+  return lookup(*p, "full_attention") || lookup(*p, "sliding_attention") ? nullptr : p;
+}
+
 Status read_layer_kinds(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   HEADWAY_RETURN_IF_ERROR(read_sliding_layers(w, obj, model_type, cfg));
-  if (const json* v = lookup(obj, "rope_local_base_freq")) {  // Gemma 3
+  // The sliding layers' base: Gemma 3's rope_local_base_freq, or transformers 5's
+  // rope_parameters.sliding_attention.rope_theta where it differs from the full layers'.
+  const char* key = "rope_local_base_freq";
+  const json* v = lookup(obj, key);
+  const json* sliding = rope_parameters(obj, "sliding_attention");
+  if (v == nullptr && sliding != nullptr) v = lookup(*sliding, key = "rope_theta");
+  if (v != nullptr) {
     double theta = 0.0;
-    HEADWAY_RETURN_IF_ERROR(read_real(w, "rope_local_base_freq", *v, false, &theta));
-    cfg->layers.local_rope_theta = static_cast<float>(theta);
+    HEADWAY_RETURN_IF_ERROR(read_real(w, key, *v, false, &theta));
+    if (static_cast<float>(theta) != cfg->rope.theta) cfg->layers.local_rope_theta = static_cast<float>(theta);
   }
   HEADWAY_RETURN_IF_ERROR(read_rope_layers(w, obj, model_type, cfg));
   if (model_type == "gpt_oss") cfg->sinks = true;  // GptOssAttention: learned sinks on every layer

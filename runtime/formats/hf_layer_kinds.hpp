@@ -21,4 +21,9 @@ namespace headway::formats {
 //   Cohere2: its full layers have no RoPE;  gpt-oss: sink logits on every layer
 Status read_layer_kinds(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);
 
+// transformers 5 writes a model's RoPE as `rope_parameters` (rope_type, rope_theta, the scaling
+// keys, partial_rotary_factor), either one object or one per layer type ("full_attention",
+// "sliding_attention"). The object for `layer_type` (or the single one), null when absent.
+const nlohmann::json* rope_parameters(const nlohmann::json& obj, const char* layer_type);
+
 }  // namespace headway::formats

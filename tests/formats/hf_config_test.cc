@@ -510,6 +510,32 @@ TEST_CASE("hf: family rules") {
       "beta_slow": 2})"));
     CHECK_HAS(validate(inverted), "rope_scaling yarn needs beta_fast > beta_slow > 0; got 1, 2");
   }
+  SUBCASE("transformers 5's rope_parameters: one object, or one per layer type") {
+    const Config flat = parse_ok(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "max_position_embeddings": 4096, "rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0,
+      "factor": 8.0, "original_max_position_embeddings": 512, "partial_rotary_factor": 0.5}})");
+    CHECK(flat.rope.theta == 500000.0f);
+    CHECK(flat.rope.scaling == RopeScaling::kYarn);
+    CHECK(flat.rope.original_max_seq == 512);
+    CHECK(flat.rope.rotary_dim == 8);
+    const Config plain = parse_ok(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "max_position_embeddings": 4096, "rope_parameters": {"rope_theta": 1000.0}})");
+    CHECK(plain.rope.theta == 1000.0f);
+    CHECK(plain.rope.scaling == RopeScaling::kNone);
+    const Config typed = parse_ok(R"({"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 4,
+      "head_dim": 16, "max_position_embeddings": 4096, "num_hidden_layers": 6, "sliding_window": 512,
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}})");
+    CHECK(typed.rope.theta == 1000000.0f);
+    CHECK(typed.rope.scaling == RopeScaling::kLinear);
+    CHECK(typed.layers.local_rope_theta == 10000.0f);
+    CHECK(typed.layers.sliding_pattern == 6);
+    CHECK(typed.qk_norm);
+    CHECK(typed.qk_norm_offset == 1.0f);
+    CHECK(typed.layer_rope(0).scaling == RopeScaling::kNone);  // sliding: plain, at its own base
+    CHECK(typed.layer_rope(0).theta == 10000.0f);
+    CHECK(typed.layer_rope(5).scaling == RopeScaling::kLinear);
+  }
   SUBCASE("an encoder marked is_decoder is causal") {
     const Config c = parse_ok(R"({"model_type": "bert", "hidden_size": 64, "num_attention_heads": 4,
                                   "max_position_embeddings": 32, "is_decoder": true})");

@@ -46,6 +46,7 @@ def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F
            "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "intermediate_size": 4 * d_model, "vocab_size": 1000,
            "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "float32"}
     cfg.update(keys)
+    cfg = {k: v for k, v in cfg.items() if v is not None}  # None: a key the file leaves out
     return dict(name=name, config=cfg, layer=layer, tokens=tokens, dtype=dtype, fmt=fmt)
 
 
@@ -69,6 +70,18 @@ CASES = [
     case("llama yarn as gpt-oss: factor 32, no truncation", "llama", 256, 4, 2, rope_theta=150000.0,
          rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                        "original_max_position_embeddings": 64, "truncate": False}),
+    # config.json as transformers 5 saves it: the RoPE only in rope_parameters, per layer type.
+    case("qwen2 yarn in rope_parameters (transformers 5)", "qwen2", 256, 4, 2, rope_theta=None,
+         use_sliding_window=False, rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                                    "original_max_position_embeddings": 512}),
+    case("gemma3 full layer 5, rope_parameters per layer type", "gemma3_text", 256, 4, 2, layer=5, head_dim=64,
+         num_hidden_layers=6, sliding_window=T, rope_theta=None, query_pre_attn_scalar=64,
+         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+    case("gemma3 sliding layer 0, rope_parameters per layer type", "gemma3_text", 256, 4, 1, layer=0, head_dim=64,
+         num_hidden_layers=6, sliding_window=5, rope_theta=None, query_pre_attn_scalar=64,
+         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
     case("llama yarn with mscale / mscale_all_dim", "llama", 256, 4, 2,
          rope_scaling={"rope_type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 0.707,
                        "original_max_position_embeddings": 256}),
@@ -88,6 +101,15 @@ CASES = [
     case("gemma MQA head_dim 256", "gemma", 256, 4, 1, head_dim=256),
     case("gemma2 full layer 1 within the window, softcap", "gemma2", 256, 4, 2, sliding_window=T, **GEMMA2),
     case("gemma2 sliding layer 0, window 5, softcap", "gemma2", 256, 4, 2, layer=0, sliding_window=5, **GEMMA2),
+    # Gemma 3: five of six layers slide at base 10000 with no rope_scaling, every sixth is full at
+    # base 1e6 with it; q/k RMS norms scale by 1 + weight. Layer 0 slides over 5 keys; layer 5 is
+    # full with a linear factor 8 (Gemma 3 4B's) that the sliding layers must not apply.
+    case("gemma3 sliding layer 0, local base, window 5", "gemma3_text", 256, 4, 1, layer=0, head_dim=64,
+         num_hidden_layers=6, sliding_window=5, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+         query_pre_attn_scalar=64, rope_scaling={"rope_type": "linear", "factor": 8.0}),
+    case("gemma3 full layer 5, linear factor 8, q/k norm", "gemma3_text", 256, 4, 2, layer=5, head_dim=64,
+         num_hidden_layers=6, sliding_window=T, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+         query_pre_attn_scalar=64, rope_scaling={"rope_type": "linear", "factor": 8.0}),
     case("stablelm partial rotary 0.25", "stablelm", 256, 4, 4, partial_rotary_factor=0.25, use_qkv_bias=False,
          qk_layernorm=False, layer_norm_eps=1e-5),
     case("olmo 4/4", "olmo", 256, 4, 4, clip_qkv=None),

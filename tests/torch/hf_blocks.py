@@ -7,6 +7,7 @@ computes in float32 by its own code stays so (the RoPE angles in the rotary clas
 of eager attention), exactly as in the model.
 """
 import importlib
+import inspect
 import math
 
 import torch
@@ -22,13 +23,19 @@ FAMILIES = {
     "mixtral": "Mixtral",
     "gemma": "Gemma",
     "gemma2": "Gemma2",
+    "gemma3_text": "Gemma3",
     "stablelm": "StableLm",
     "olmo": "Olmo",
 }
 
 
+# model_types whose modeling file is another's (the text model of a multimodal family)
+MODULES = {"gemma3_text": "gemma3"}
+
+
 def family_classes(model_type):
-    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    name = MODULES.get(model_type, model_type)
+    module = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
     prefix = FAMILIES[model_type]
     return getattr(module, prefix + "Attention"), getattr(module, prefix + "RotaryEmbedding")
 
@@ -93,6 +100,9 @@ def reference(config, module, x, start):
     h = torch.from_numpy(x).to(torch.float64).unsqueeze(0)
     t = h.shape[1]
     position_ids = torch.arange(start, start + t).unsqueeze(0)
-    cos, sin = rotary(h, position_ids)
+    if "layer_type" in inspect.signature(rotary.forward).parameters:  # RoPE per layer type (Gemma 3)
+        cos, sin = rotary(h, position_ids, layer_type=config.layer_types[module.layer_idx])
+    else:
+        cos, sin = rotary(h, position_ids)
     y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, layer_window(module, config)))
     return y[0].numpy()
