@@ -110,6 +110,16 @@ CASES = [
     case("gemma3 full layer 5, linear factor 8, q/k norm", "gemma3_text", 256, 4, 2, layer=5, head_dim=64,
          num_hidden_layers=6, sliding_window=T, rope_theta=1000000.0, rope_local_base_freq=10000.0,
          query_pre_attn_scalar=64, rope_scaling={"rope_type": "linear", "factor": 8.0}),
+    # SmolLM3: every fourth layer has no RoPE (no_rope_layers, 0 = NoPE); layer 3 is one of them.
+    case("smollm3 NoPE layer 3", "smollm3", 256, 4, 2, layer=3, num_hidden_layers=4, rope_theta=5000000.0,
+         no_rope_layers=[1, 1, 1, 0], use_sliding_window=False),
+    case("smollm3 RoPE layer 2", "smollm3", 256, 4, 2, layer=2, num_hidden_layers=4, rope_theta=5000000.0,
+         no_rope_layers=[1, 1, 1, 0], use_sliding_window=False),
+    # Qwen2: layers at or past max_window_layers slide; layer 1 of 2 slides over 5 keys, layer 0 is full.
+    case("qwen2 max_window_layers 1: layer 1 slides", "qwen2", 256, 4, 2, use_sliding_window=True,
+         sliding_window=5, max_window_layers=1),
+    case("qwen2 max_window_layers 1: layer 0 is full", "qwen2", 256, 4, 2, layer=0, use_sliding_window=True,
+         sliding_window=5, max_window_layers=1),
     case("stablelm partial rotary 0.25", "stablelm", 256, 4, 4, partial_rotary_factor=0.25, use_qkv_bias=False,
          qk_layernorm=False, layer_norm_eps=1e-5),
     case("olmo 4/4", "olmo", 256, 4, 4, clip_qkv=None),

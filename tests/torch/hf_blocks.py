@@ -24,6 +24,7 @@ FAMILIES = {
     "gemma": "Gemma",
     "gemma2": "Gemma2",
     "gemma3_text": "Gemma3",
+    "smollm3": "SmolLM3",
     "stablelm": "StableLm",
     "olmo": "Olmo",
 }
