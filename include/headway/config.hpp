@@ -137,9 +137,7 @@ struct Config {
     if (layers.nope_interval) return (i + 1) % layers.nope_interval != 0;
     return true;
   }
-  constexpr float layer_rope_theta(uint32_t i) const {
-    return layer_slides(i) && layers.local_rope_theta > 0.0f ? layers.local_rope_theta : rope.theta;
-  }
+  constexpr float layer_rope_theta(uint32_t i) const { return layer_rope(i).theta; }
   // Sliding layers among layers 0..n-1 (n <= n_layers), counted without a loop where the kinds
   // are a pattern.
   constexpr uint32_t sliding_layers_before(uint32_t n) const {
@@ -207,7 +205,8 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1), and how layers
 // differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
-// per layer: 1 RoPE, 0 none; e.g. 1110). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors that name the key.
+// per layer: 1 RoPE, 0 none; e.g. 1110). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
+// keys and bad numbers are errors that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);
 
