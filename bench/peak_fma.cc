@@ -1,9 +1,5 @@
-// The FMA loop of bench/peak_fma-inl.h for every target, dispatched at run time. The same target
-// choice as simd/attention.cc: Highway 1.0.3 leaves AVX3_DL out of dynamic dispatch unless asked,
-// before the first Highway header.
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL
-#endif
+// The FMA loop of bench/peak_fma-inl.h for every target of the kernels (bench/CMakeLists.txt),
+// dispatched at run time.
 
 #include <cstdint>
 

@@ -1,8 +1,5 @@
-// The streaming read of bench/peak_read-inl.h for every target, dispatched at run time (the same
-// target set as simd/attention.cc, see peak_fma.cc).
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL
-#endif
+// The streaming read of bench/peak_read-inl.h for every target of the kernels
+// (bench/CMakeLists.txt), dispatched at run time.
 
 #include <cstddef>
 

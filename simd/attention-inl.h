@@ -10,6 +10,9 @@
 // code for every head_dim 1..512. No allocation: everything lives in the caller's scratch (layout
 // in attention_tiling.h), in vector registers, or on ~1.6 KiB of stack (decode: the K and V row
 // pointers of one tile and the K row pointers of the next).
+//
+// Each tiling compiles in its own translation unit (attention_range.h); this file holds what
+// attention.cc compiles: the merge of split-KV chunks' partials and the hooks tests call.
 
 #if defined(HEADWAY_SIMD_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_INL_H_
@@ -23,10 +26,7 @@
 
 #include "hwy/highway.h"
 #include "simd/attention.h"
-#include "simd/attention_decode-inl.h"
 #include "simd/attention_math-inl.h"
-#include "simd/attention_prefill-inl.h"
-#include "simd/attention_task-inl.h"
 #include "simd/attention_tiling.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -34,81 +34,6 @@ namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-namespace attn {
-
-template <size_t kDim>
-inline void RunTask(Task& t, bool decode) {
-  if (decode) {
-    DotRun<kDim>(t);
-  } else {
-    RowsRun<kDim>(t);
-  }
-}
-
-// Tasks cover tokens [q_begin, q_end) of kv head g, aligned to multiples of the task size in
-// absolute token index (a row's task does not depend on the range of the call).
-template <size_t kDim>
-inline void RunRange(const AttentionArgs& a, uint32_t g, uint32_t q_begin, uint32_t q_end, int64_t key_begin,
-                     int64_t key_end, void* scratch, bool partial, uint32_t chunk_index,
-                     const AttentionPartials* partials) {
-  const uint32_t group = a.n_heads / a.n_kv_heads;
-  const uint32_t per_task = attention_q_tile(group);
-  const bool decode = detail::UseDecodeTiling(a);
-  for (uint32_t t0 = q_begin; t0 < q_end;) {
-    const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
-    const uint32_t t1 = aligned_end < q_end ? static_cast<uint32_t>(aligned_end) : q_end;
-    Task t;
-    SetupTask(t, a, scratch, g, t0, t1 - t0, key_begin, key_end, decode);
-    RunTask<kDim>(t, decode);
-    if (partial) {
-      if (decode) {
-        WritePartials<true>(t, chunk_index, *partials);
-      } else {
-        WritePartials<false>(t, chunk_index, *partials);
-      }
-    } else if (decode) {
-      WriteOutput<true>(t);
-    } else {
-      WriteOutput<false>(t);
-    }
-    t0 = t1;
-  }
-}
-
-inline void RunRangeAnyDim(const AttentionArgs& a, uint32_t g, uint32_t q_begin, uint32_t q_end,
-                           int64_t key_begin, int64_t key_end, void* scratch, bool partial,
-                           uint32_t chunk_index, const AttentionPartials* partials) {
-  switch (detail::SpecializedDim(a)) {
-    case 64:
-      return RunRange<64>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
-    case 128:
-      return RunRange<128>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
-    default:
-      return RunRange<0>(a, g, q_begin, q_end, key_begin, key_end, scratch, partial, chunk_index, partials);
-  }
-}
-
-}  // namespace attn
-
-// Entry points (arguments already checked by attention.cc).
-
-HWY_NOINLINE void AttentionF32(const AttentionArgs& a, uint32_t kv_head_begin, uint32_t kv_head_end,
-                               uint32_t q_begin, uint32_t q_end, void* scratch) {
-  for (uint32_t g = kv_head_begin; g < kv_head_end; ++g) {
-    attn::RunRangeAnyDim(a, g, q_begin, q_end, 0, int64_t{a.t_kv}, scratch, false, 0, nullptr);
-  }
-}
-
-HWY_NOINLINE void AttentionPartialF32(const AttentionArgs& a, uint32_t kv_head, uint32_t chunk_index,
-                                      uint32_t chunk, const AttentionPartials& partials, void* scratch) {
-  uint64_t key_begin = uint64_t{chunk_index} * chunk;  // < 2^64: both factors < 2^32
-  if (key_begin > a.t_kv) key_begin = a.t_kv;
-  uint64_t key_end = key_begin + chunk;
-  if (key_end > a.t_kv) key_end = a.t_kv;
-  attn::RunRangeAnyDim(a, kv_head, 0, a.t_q, static_cast<int64_t>(key_begin), static_cast<int64_t>(key_end),
-                       scratch, true, chunk_index, &partials);
-}
 
 // out = Σ_c exp(m_c − M) · o_c / Σ_c exp(m_c − M) · l_c, M = max_c m_c, chunks in order.
 HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, uint32_t n_chunks,

@@ -1,17 +1,9 @@
-// Attention: compiles attention-inl.h (the entry points, over the task, prefill, decode and K/V
-// access files it includes) for every target Highway 1.0.3 has (x86: SSSE3, SSE4, AVX2, AVX3,
-// AVX3_DL and the SCALAR baseline; AArch64: NEON, SVE, SVE2, SVE_256, SVE2_128) and exports the
-// plain functions of attention.h: the checked ones, which check their arguments and then
-// dispatch at run time, and the unchecked ones the CPU driver runs after checking a call once.
-
-// Highway 1.0.3 leaves AVX3_DL out of dynamic dispatch unless asked (its default set stops at
-// AVX3); it has to be defined before the first Highway header.
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL
-#endif
-// SVE and SVE2 (HWY_HAVE_SCALABLE: sizeless vectors, which cannot form the arrays of the
-// register blocks) compile the named-accumulator blocks of attention_prefill_blocks-inl.h and
-// attention_decode_blocks-inl.h instead.
+// Attention: the checked entry points of attention.h, which check their arguments and then run
+// the unchecked ones the CPU driver calls after checking a call once. Those pick the tiling
+// (attention_tiling.h) and run it once per kv head (attention_range.h: attention_prefill.cc,
+// attention_decode_<type>.cc); this file compiles the merge of split-KV chunks and the test hooks of
+// attention-inl.h for every target of the kernels (simd/CMakeLists.txt; x86: SSSE3, SSE4, AVX2,
+// AVX3, AVX3_DL and the SCALAR baseline; AArch64: NEON, SVE, SVE2, SVE_256, SVE2_128).
 
 #include "simd/attention.h"
 
@@ -24,14 +16,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "simd/attention-inl.h"
+#include "simd/attention_range.h"
 #include "simd/attention_tiling.h"
 
 #if HWY_ONCE
 namespace headway {
 namespace simd {
 
-HWY_EXPORT(AttentionF32);
-HWY_EXPORT(AttentionPartialF32);
 HWY_EXPORT(AttentionMergeF32);
 HWY_EXPORT(AttentionTargetName);
 HWY_EXPORT(SoftmaxExp);
@@ -67,6 +58,20 @@ const char* attention_args_error(const AttentionArgs& a) {
 
 namespace {
 
+// The translation unit that runs a call's ranges (attention_range.h).
+using RangeRunner = void (*)(const detail::AttentionRange&);
+RangeRunner RunnerFor(const AttentionArgs& a) {
+  if (!detail::UseDecodeTiling(a)) return detail::attention_prefill_range;
+  switch (a.kv_type) {
+    case KvType::kF32:
+      return detail::attention_decode_f32_range;
+    case KvType::kF16:
+      return detail::attention_decode_f16_range;
+    default:
+      return detail::attention_decode_bf16_range;
+  }
+}
+
 bool ScratchOk(const AttentionArgs& a, const void* scratch, size_t bytes) {
   return scratch != nullptr && bytes >= attention_scratch_bytes(a.head_dim, a.n_heads / a.n_kv_heads);
 }
@@ -101,12 +106,37 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 
 void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
                              uint32_t q_begin, uint32_t q_end, void* scratch) {
-  HWY_DYNAMIC_DISPATCH(AttentionF32)(args, kv_head_begin, kv_head_end, q_begin, q_end, scratch);
+  const RangeRunner run = RunnerFor(args);
+  for (uint32_t g = kv_head_begin; g < kv_head_end; ++g) {
+    detail::AttentionRange r;
+    r.args = &args;
+    r.kv_head = g;
+    r.q_begin = q_begin;
+    r.q_end = q_end;
+    r.key_begin = 0;
+    r.key_end = int64_t{args.t_kv};
+    r.scratch = scratch;
+    run(r);
+  }
 }
 
 void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
                                      uint32_t chunk, const AttentionPartials& partials, void* scratch) {
-  HWY_DYNAMIC_DISPATCH(AttentionPartialF32)(args, kv_head, chunk_index, chunk, partials, scratch);
+  uint64_t key_begin = uint64_t{chunk_index} * chunk;  // < 2^64: both factors < 2^32
+  if (key_begin > args.t_kv) key_begin = args.t_kv;
+  uint64_t key_end = key_begin + chunk;
+  if (key_end > args.t_kv) key_end = args.t_kv;
+  detail::AttentionRange r;
+  r.args = &args;
+  r.kv_head = kv_head;
+  r.q_begin = 0;
+  r.q_end = args.t_q;
+  r.key_begin = static_cast<int64_t>(key_begin);
+  r.key_end = static_cast<int64_t>(key_end);
+  r.scratch = scratch;
+  r.partials = &partials;
+  r.chunk_index = chunk_index;
+  RunnerFor(args)(r);
 }
 
 void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,

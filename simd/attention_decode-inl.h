@@ -254,17 +254,25 @@ inline void DotRunLayout(Task& t) {
   DotRunTyped<kDim, kType, 0>(t);
 }
 
-template <size_t kDim>
+template <size_t kDim, KvType kType>
 inline void DotRun(Task& t) {
   DotLoadQ<kDim>(t);
   if (t.union_lo > t.union_hi) return;
-  switch (t.a->kv_type) {
-    case KvType::kF32:
-      return DotRunLayout<kDim, KvType::kF32>(t);
-    case KvType::kF16:
-      return DotRunLayout<kDim, KvType::kF16>(t);
+  DotRunLayout<kDim, kType>(t);
+}
+
+// The decode tiling over one range (attention_range.h) of K/V of type kType, at each head_dim
+// specialization: what attention_decode_f32.cc, attention_decode_f16.cc and attention_decode_bf16.cc
+// export, one translation unit per K/V type.
+template <KvType kType>
+inline void DecodeRange(const detail::AttentionRange& r) {
+  switch (detail::SpecializedDim(*r.args)) {
+    case 64:
+      return RunTasks<true>(r, [](Task& t) { DotRun<64, kType>(t); });
+    case 128:
+      return RunTasks<true>(r, [](Task& t) { DotRun<128, kType>(t); });
     default:
-      return DotRunLayout<kDim, KvType::kBF16>(t);
+      return RunTasks<true>(r, [](Task& t) { DotRun<0, kType>(t); });
   }
 }
 

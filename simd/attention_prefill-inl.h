@@ -102,6 +102,19 @@ inline void RowsRun(Task& t) {
   }
 }
 
+// The prefill tiling over one range (attention_range.h), at each head_dim specialization: what
+// attention_prefill.cc exports.
+inline void PrefillRange(const detail::AttentionRange& r) {
+  switch (detail::SpecializedDim(*r.args)) {
+    case 64:
+      return RunTasks<false>(r, [](Task& t) { RowsRun<64>(t); });
+    case 128:
+      return RunTasks<false>(r, [](Task& t) { RowsRun<128>(t); });
+    default:
+      return RunTasks<false>(r, [](Task& t) { RowsRun<0>(t); });
+  }
+}
+
 }  // namespace attn
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

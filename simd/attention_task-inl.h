@@ -20,6 +20,7 @@
 #include "hwy/highway.h"
 #include "simd/attention.h"
 #include "simd/attention_math-inl.h"
+#include "simd/attention_range.h"
 #include "simd/attention_tiling.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -175,6 +176,28 @@ inline void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p)
     p.l[row] = t.l[r];
     float* o = p.o + row * a.head_dim;
     for (size_t x = 0; x < t.d; ++x) o[x] = kDecode ? DotOut(t, r, x) : RowsOut(t, r, x);
+  }
+}
+
+// The tasks that cover the range's tokens, aligned to multiples of the task size in absolute token
+// index (a row's task does not depend on the range of the call): run(task) takes each task over
+// its keys, then its output or partials are written.
+template <bool kDecode, class Run>
+inline void RunTasks(const detail::AttentionRange& r, const Run& run) {
+  const AttentionArgs& a = *r.args;
+  const uint32_t per_task = attention_q_tile(a.n_heads / a.n_kv_heads);
+  for (uint32_t t0 = r.q_begin; t0 < r.q_end;) {
+    const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
+    const uint32_t t1 = aligned_end < r.q_end ? static_cast<uint32_t>(aligned_end) : r.q_end;
+    Task t;
+    SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, r.key_begin, r.key_end, kDecode);
+    run(t);
+    if (r.partials != nullptr) {
+      WritePartials<kDecode>(t, r.chunk_index, *r.partials);
+    } else {
+      WriteOutput<kDecode>(t);
+    }
+    t0 = t1;
   }
 }
 

@@ -1,9 +1,5 @@
-// Dense projections: compiles matmul-inl.h for every target Highway has here (as attention.cc
-// does) and exports the plain functions of matmul.h.
-
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL
-#endif
+// Dense projections: compiles matmul-inl.h for every target of the kernels (simd/CMakeLists.txt)
+// and exports the plain functions of matmul.h.
 
 #include "simd/matmul.h"
 

@@ -1,7 +1,7 @@
 # x86-64 Linux with a portable baseline (any x86-64 CPU, SSE2), for binaries that are copied to
 # other machines (edge boxes of unknown generation). The kernels still dispatch at run time to
 # the best target the CPU has: Highway compiles them for SSSE3, SSE4, AVX2, AVX3 (AVX-512) and
-# AVX3_DL (simd/attention.cc) and picks one on first call. Do not add -march=native here: it
+# AVX3_DL (simd/CMakeLists.txt) and picks one on first call. Do not add -march=native here: it
 # would raise the baseline to the build machine and the binary would fault on older CPUs.
 #   cmake --preset release -DCMAKE_TOOLCHAIN_FILE=toolchains/x86_64-linux-gnu.cmake
 #
