@@ -45,11 +45,22 @@ Config hf_config(const char* name) {
   return *c;
 }
 
-// Layer by layer, what both readers decide: which layers slide, at what window, which rotate and
-// at what base, and sinks. (The RoPE pairing and scaling are each file's own: a GGUF stores
-// rows as llama.cpp rotates them, and its YaRN keys are not read here.)
+// What both readers decide: the shape, scale, biases and sinks, and layer by layer which layers
+// slide, at what window, which rotate and at what base. (The RoPE pairing and scaling are each
+// file's own: a GGUF stores rows as llama.cpp rotates them, and its YaRN keys are not read here;
+// so is the q/k norm offset, which a GGUF has added to its weights.)
 void check_same_layers(const Config& gguf, const Config& hf) {
   REQUIRE(gguf.n_layers == hf.n_layers);
+  CHECK(gguf.d_model == hf.d_model);
+  CHECK(gguf.n_heads == hf.n_heads);
+  CHECK(gguf.kv_heads() == hf.kv_heads());
+  CHECK(gguf.head_size() == hf.head_size());
+  CHECK(gguf.max_seq == hf.max_seq);
+  CHECK(gguf.logit_scale() == hf.logit_scale());
+  CHECK(gguf.softcap == hf.softcap);
+  CHECK(gguf.qkv_bias == hf.qkv_bias);
+  CHECK(gguf.o_bias == hf.o_bias);
+  CHECK(gguf.qk_norm == hf.qk_norm);
   CHECK(gguf.sinks == hf.sinks);
   for (uint32_t i = 0; i < gguf.n_layers; ++i) {
     INFO("layer " << i);
