@@ -5,6 +5,7 @@
 #include "headway/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
 #include "runtime/formats/gguf_reader.hpp"
+#include "runtime/formats/layer_kind_rules.hpp"
 
 namespace headway {
 namespace {
@@ -18,17 +19,36 @@ struct ArchInfo {
   bool o_bias;
   bool qk_norm;
   bool causal;
+  // How the layers differ, as llama.cpp's hparams loader sets them for the architecture (0 and
+  // false: every layer alike). A sliding architecture's layers take the window on its pattern
+  // (overridden by {arch}.attention.sliding_window_pattern); with no window, every layer is full.
+  uint32_t sliding_pattern = 0;
+  uint32_t default_window = 0;       // the window where the file has no sliding_window
+  bool window_required = false;      // no sliding_window is an error (llama.cpp requires it)
+  float local_rope_theta = 0.0f;     // the sliding layers' base without rope.freq_base_swa
+  bool rope_sliding_only = false;    // only sliding layers rotate (Cohere2)
+  bool sinks = false;                // learned sink logits on every layer (gpt-oss)
+  uint32_t wide_scale_layers = 0;    // the layer count at which queries scale by d_model / heads
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
 // stored in the file: convert_hf_to_gguf.py permutes the Q/K rows of "llama" models so that
 // ggml's normal RoPE, which rotates adjacent pairs (2i, 2i+1), reproduces HF's rotate-half. A
 // llama GGUF therefore needs interleaved (GPT-J) pairing; the others keep HF's row order and
-// rotate halves.
+// rotate halves. Cohere2 rotates adjacent pairs in Hugging Face's code too (its rotate_half
+// interleaves), so its GGUF keeps HF's rows and llama.cpp's normal mode.
 constexpr ArchInfo kArchs[] = {
     {"llama", RopeStyle::kGptj, false, false, false, true},
     {"gemma", RopeStyle::kNeox, false, false, false, true},
-    {"gemma2", RopeStyle::kNeox, false, false, false, true},
+    {"gemma2", RopeStyle::kNeox, false, false, false, true, formats::kGemma2SlidingPattern,
+     formats::kGemma2Window, false, 0.0f, false, false, 46},
+    // Gemma 3's q/k norm weights are stored with Gemma's 1 + w already added by the converter.
+    {"gemma3", RopeStyle::kNeox, false, false, true, true, formats::kGemma3SlidingPattern, 0, false,
+     formats::kGemma3LocalRopeTheta, false, false, 62},
+    {"cohere2", RopeStyle::kGptj, false, false, false, true, formats::kCohere2SlidingPattern, 0, true,
+     0.0f, true, false, 0},
+    {"gpt-oss", RopeStyle::kNeox, true, true, false, true, formats::kGptOssSlidingPattern, 0, true,
+     0.0f, false, true, 0},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
     {"phi2", RopeStyle::kNeox, true, true, false, true},
@@ -43,7 +63,8 @@ constexpr ArchInfo kArchs[] = {
 // The values a Config is made of, located by key in the second pass.
 struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length,
-      block_count, freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank;
+      block_count, freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank,
+      sliding_window_pattern, freq_base_swa;
 };
 
 struct SlotName {
@@ -65,11 +86,53 @@ constexpr SlotName kSlotNames[] = {
     {"attn_logit_softcapping", &Slots::softcap},
     {"attention.causal", &Slots::causal},
     {"attention.kv_lora_rank", &Slots::kv_lora_rank},
+    {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
+    {"rope.freq_base_swa", &Slots::freq_base_swa},
 };
 
 Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
   return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix,
                        arch);
+}
+
+// The per-layer kinds of a sliding architecture, after the window, the RoPE and the layer count
+// are read: llama.cpp's pattern for it, or the file's sliding_window_pattern (a period; llama.cpp's
+// per-layer bool arrays belong to architectures headway does not read); the sliding layers' base
+// from rope.freq_base_swa, else the architecture's; Cohere2's NoPE full layers; gpt-oss's sinks.
+Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots& slots, const char* arch,
+                        Config* cfg) {
+  if (info.sliding_pattern == 0) return Status();
+  cfg->sinks = info.sinks;
+  if (!slots.sliding_window.present()) {
+    if (info.window_required) return missing(p, arch, "attention.sliding_window");
+    cfg->window = info.default_window;
+  }
+  if (cfg->window == 0) return Status();  // no window: every layer full
+  cfg->layers.sliding_pattern = info.sliding_pattern;
+  if (slots.sliding_window_pattern.present()) {
+    if (slots.sliding_window_pattern.type == gguf::kArray) {
+      return Status::error(Code::kUnsupported,
+                           "%s: %s.attention.sliding_window_pattern is an array (one entry per layer); "
+                           "headway reads it as a period, an integer N (every Nth layer full)",
+                           p.source, arch);
+    }
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.sliding_window_pattern, 1, &cfg->layers.sliding_pattern));
+  }
+  float local_theta = info.local_rope_theta;
+  if (slots.freq_base_swa.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.freq_base_swa, false, &local_theta));
+  }
+  if (local_theta > 0.0f) formats::set_local_rope_theta(local_theta, cfg);
+  if (info.rope_sliding_only) {
+    if (cfg->n_layers > kMaxConfigLayers) {
+      return Status::error(Code::kUnsupported,
+                           "%s: %s.block_count is %u; %s rotates only its sliding layers, a per-layer "
+                           "list, and headway holds such lists of up to %u layers",
+                           p.source, arch, cfg->n_layers, arch, kMaxConfigLayers);
+    }
+    formats::rotate_sliding_layers_only(cfg);
+  }
+  return Status();
 }
 
 Result<Config> parse_impl(gguf::Reader& p) {
@@ -201,10 +264,11 @@ Result<Config> parse_impl(gguf::Reader& p) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.softcap, true, &cfg.softcap));
   }
   if (slots.causal.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(p, slots.causal, &cfg.causal));
+  HEADWAY_RETURN_IF_ERROR(read_layer_kinds(p, *info, slots, arch.text, &cfg));
   // Gemma 2 27B scales queries by 1/sqrt(d_model / n_heads) = 1/sqrt(144), not 1/sqrt(head_dim
-  // 128); GGUF has no key for it and llama.cpp recognises the model by its 46 layers.
-  if (arch_len == 6 && std::memcmp(arch_text, "gemma2", 6) == 0 && cfg.n_layers == 46 &&
-      cfg.d_model % cfg.n_heads == 0) {
+  // 128), and Gemma 3 27B by 1/sqrt(168); GGUF has no key for it and llama.cpp recognises the
+  // models by their 46 and 62 layers.
+  if (info->wide_scale_layers != 0 && cfg.n_layers == info->wide_scale_layers && cfg.d_model % cfg.n_heads == 0) {
     cfg.query_pre_attn_scalar = static_cast<float>(cfg.d_model / cfg.n_heads);
   }
   return cfg;

@@ -1,5 +1,7 @@
 #include "runtime/formats/hf_layer_kinds.hpp"
 
+#include "runtime/formats/layer_kind_rules.hpp"
+
 namespace headway::formats {
 namespace {
 
@@ -58,6 +60,36 @@ Status read_layer_types(const Where& w, const json& v, Config* cfg) {
   return Status();
 }
 
+// Qwen2's use_sliding_window: which layers take the window, by max_window_layers (m). Qwen2Config
+// (and Qwen3Config): layers at or past m slide; Qwen2MoeConfig: the even layers below m;
+// Qwen3MoeConfig has no m: every layer slides. Without m, Qwen2/Qwen3/Qwen2-MoE use their
+// configs' default, other model types slide everywhere.
+Status read_max_window_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  bool use_window = false;
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
+  if (!use_window || cfg->window == 0 || model_type == "qwen3_moe") return Status();
+  const bool moe = model_type == "qwen2_moe";
+  uint32_t m = kQwen2MaxWindowLayers;
+  if (const json* first = lookup(obj, "max_window_layers")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "max_window_layers", *first, 0, &m));
+  } else if (model_type != "qwen2" && model_type != "qwen3" && !moe) {
+    return Status();
+  }
+  if (moe && m >= cfg->n_layers) {
+    cfg->layers.sliding_pattern = 2;  // every even layer
+    return Status();
+  }
+  if ((moe && m == 0) || (!moe && m >= cfg->n_layers)) {
+    cfg->window = 0;  // no layer takes the window: all full
+    return Status();
+  }
+  if (!moe && m == 0) return Status();  // every layer slides
+  HEADWAY_RETURN_IF_ERROR(list_fits(w, "max_window_layers", *cfg));
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, moe ? i % 2 == 0 && i < m : i >= m);
+  cfg->layers.sliding.count = cfg->n_layers;
+  return Status();
+}
+
 // Which layers slide, from the first of these the file has.
 Status read_sliding_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   if (const json* v = lookup(obj, "layer_types")) return read_layer_types(w, *v, cfg);
@@ -66,28 +98,14 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
   if (!pattern) pattern = lookup(obj, key = "_sliding_window_pattern");
   if (pattern) return read_count(w, key, *pattern, 1, &cfg->layers.sliding_pattern);
   if (model_type == "gemma2") {
-    cfg->layers.sliding_pattern = 2;  // Gemma2Config: layer i slides when i is even
+    cfg->layers.sliding_pattern = kGemma2SlidingPattern;
     return Status();
   }
   if (model_type == "gemma3" || model_type == "gemma3_text") {
-    cfg->layers.sliding_pattern = 6;  // Gemma3TextConfig's default: every sixth layer full
+    cfg->layers.sliding_pattern = kGemma3SlidingPattern;
     return Status();
   }
-  bool use_window = false;  // Qwen2: sliding_window on layers max_window_layers.. only
-  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
-  const json* first = lookup(obj, "max_window_layers");
-  if (!use_window || !first || cfg->window == 0) return Status();
-  uint32_t m = 0;
-  HEADWAY_RETURN_IF_ERROR(read_count(w, "max_window_layers", *first, 0, &m));
-  if (m == 0) return Status();  // every layer slides
-  if (m >= cfg->n_layers) {
-    cfg->window = 0;  // no layer reaches the index: all full
-    return Status();
-  }
-  HEADWAY_RETURN_IF_ERROR(list_fits(w, "max_window_layers", *cfg));
-  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, i >= m);
-  cfg->layers.sliding.count = cfg->n_layers;
-  return Status();
+  return read_max_window_layers(w, obj, model_type, cfg);
 }
 
 // Which layers rotate: SmolLM3's no_rope_layers (1 = RoPE, 0 = NoPE) or its interval; Cohere2's
@@ -113,10 +131,9 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
   if (const json* v = lookup(obj, "no_rope_layer_interval")) {
     return read_count(w, "no_rope_layer_interval", *v, 1, &k.nope_interval);
   }
-  if (model_type == "cohere2") {  // Cohere2Attention rotates only in its sliding layers
+  if (model_type == "cohere2") {
     HEADWAY_RETURN_IF_ERROR(list_fits(w, "layer_types", *cfg));
-    for (uint32_t i = 0; i < cfg->n_layers; ++i) k.rope.set(i, cfg->layer_slides(i));
-    k.rope.count = all_equal(k.rope, cfg->n_layers) && k.rope.get(0) ? 0 : cfg->n_layers;
+    rotate_sliding_layers_only(cfg);
   }
   return Status();
 }
@@ -141,7 +158,7 @@ Status read_layer_kinds(const Where& w, const json& obj, const std::string& mode
   if (v != nullptr) {
     double theta = 0.0;
     HEADWAY_RETURN_IF_ERROR(read_real(w, key, *v, false, &theta));
-    if (static_cast<float>(theta) != cfg->rope.theta) cfg->layers.local_rope_theta = static_cast<float>(theta);
+    set_local_rope_theta(static_cast<float>(theta), cfg);
   }
   HEADWAY_RETURN_IF_ERROR(read_rope_layers(w, obj, model_type, cfg));
   if (model_type == "gpt_oss") cfg->sinks = true;  // GptOssAttention: learned sinks on every layer

@@ -15,7 +15,8 @@ namespace headway::formats {
 //   layer_types            sliding_attention / full_attention per layer (chunked_attention refused)
 //   sliding_window_pattern or _sliding_window_pattern: every Nth layer full (Gemma 3, Cohere2)
 //   Gemma 2 without either: even layers slide, odd ones are full
-//   use_sliding_window + max_window_layers (Qwen2): layers at or past that index slide
+//   use_sliding_window + max_window_layers (Qwen2, Qwen3): layers at or past that index slide
+//     (default 28); Qwen2-MoE: the even layers below it; Qwen3-MoE: every layer
 //   rope_local_base_freq   the RoPE base of sliding layers (Gemma 3)
 //   no_rope_layers (0 = NoPE) / no_rope_layer_interval (SmolLM3)
 //   Cohere2: its full layers have no RoPE;  gpt-oss: sink logits on every layer

@@ -1,6 +1,7 @@
 // How the layers of real config.json files differ, read and planned: Gemma 2 (even layers
 // slide), Gemma 3 (five of six slide, at their own RoPE base), SmolLM3 (every fourth layer has no
-// RoPE), gpt-oss (alternating, with sink logits), Qwen2 (layers from max_window_layers slide),
+// RoPE), gpt-oss (alternating, with sink logits), Qwen2/Qwen3 (layers from max_window_layers,
+// default 28, slide; Qwen2-MoE's even layers below it),
 // Cohere2 (its full layers have no RoPE); and the errors of malformed per-layer keys.
 #include <doctest/doctest.h>
 
@@ -137,6 +138,42 @@ TEST_CASE("hf layers: Qwen2 slides from max_window_layers on, and not at all wit
   const Result<Config> all_full = parse_hf_config(text.data(), text.size());
   REQUIRE(all_full.ok());
   CHECK(all_full->window == 0);
+}
+
+// A Qwen-family config of `layers` layers with a window switched on, `extra` spliced in.
+Config qwen(const char* model_type, uint32_t layers, const std::string& extra) {
+  const std::string text = std::string(R"({"model_type": ")") + model_type +
+                           R"(", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": )" +
+                           std::to_string(layers) +
+                           R"(, "max_position_embeddings": 32768, "sliding_window": 4096, "use_sliding_window": true)" +
+                           extra + "}";
+  const Result<Config> c = parse_hf_config(text.data(), text.size());
+  REQUIRE_MESSAGE(c.ok(), std::string(c.status().message()));
+  return *c;
+}
+
+TEST_CASE("hf layers: Qwen2 and Qwen3 without max_window_layers take Qwen2Config's 28") {
+  for (const char* type : {"qwen2", "qwen3"}) {
+    INFO(type);
+    const Config c = qwen(type, 36, "");
+    CHECK(c.window == 4096);
+    for (uint32_t i = 0; i < 36; ++i) CHECK(c.layer_slides(i) == (i >= 28));
+    CHECK(qwen(type, 24, "").window == 0);  // 28 is past the last layer: all full
+  }
+  // Model types without the key slide everywhere, as before.
+  const Config other = qwen("mistral", 36, "");
+  for (uint32_t i = 0; i < 36; ++i) CHECK(other.layer_slides(i));
+}
+
+TEST_CASE("hf layers: Qwen2-MoE slides on its even layers below max_window_layers, Qwen3-MoE on all") {
+  const Config c = qwen("qwen2_moe", 8, R"(, "max_window_layers": 5)");
+  for (uint32_t i = 0; i < 8; ++i) CHECK(c.layer_slides(i) == (i % 2 == 0 && i < 5));
+  const Config all_even = qwen("qwen2_moe", 24, "");  // the default 28 reaches every layer
+  CHECK(all_even.layers.sliding_pattern == 2);
+  for (uint32_t i = 0; i < 24; ++i) CHECK(all_even.layer_slides(i) == (i % 2 == 0));
+  CHECK(qwen("qwen2_moe", 8, R"(, "max_window_layers": 0)").window == 0);
+  const Config moe3 = qwen("qwen3_moe", 8, R"(, "max_window_layers": 4)");  // Qwen3MoeConfig has no such key
+  for (uint32_t i = 0; i < 8; ++i) CHECK(moe3.layer_slides(i));
 }
 
 TEST_CASE("hf layers: Cohere2 rotates only its sliding layers") {

@@ -1,0 +1,47 @@
+// What an architecture implies about its layers where the file does not spell it out, shared by
+// the config.json reader (hf_layer_kinds.cc) and the GGUF reader (gguf_meta.cc) so that a model
+// plans alike from either file. The values are Hugging Face's config defaults; llama.cpp applies
+// the same ones per architecture (its set_swa_pattern(N): layer i slides unless i % N == N - 1,
+// which is LayerKinds::sliding_pattern).
+#pragma once
+
+#include <cstdint>
+
+#include "headway/config.hpp"
+
+namespace headway::formats {
+
+// Gemma2Config, llama.cpp's gemma2: layer i slides when i is even; a window of 4096 where the
+// file names none.
+inline constexpr uint32_t kGemma2SlidingPattern = 2;
+inline constexpr uint32_t kGemma2Window = 4096;
+// Gemma3TextConfig's defaults, llama.cpp's gemma3: every sixth layer full; the sliding layers
+// rotate at base 10000 (rope_local_base_freq; GGUF's rope.freq_base_swa).
+inline constexpr uint32_t kGemma3SlidingPattern = 6;
+inline constexpr float kGemma3LocalRopeTheta = 10000.0f;
+// Cohere2Config's sliding_window_pattern, llama.cpp's cohere2: every fourth layer full.
+inline constexpr uint32_t kCohere2SlidingPattern = 4;
+// GptOssConfig's default layer_types, llama.cpp's gpt-oss: even layers slide.
+inline constexpr uint32_t kGptOssSlidingPattern = 2;
+// Qwen2Config's (and Qwen3Config's, Qwen2MoeConfig's) max_window_layers default.
+inline constexpr uint32_t kQwen2MaxWindowLayers = 28;
+
+// The sliding layers' RoPE base, kept only where it differs from the full layers'.
+constexpr void set_local_rope_theta(float theta, Config* cfg) {
+  if (theta != cfg->rope.theta) cfg->layers.local_rope_theta = theta;
+}
+
+// Cohere2: only the sliding layers rotate (Cohere2Attention; llama.cpp's cohere2 graph), as a
+// list of n_layers entries, or none where every layer slides. The caller checks first that
+// n_layers <= kMaxConfigLayers, and words the error for its file.
+constexpr void rotate_sliding_layers_only(Config* cfg) {
+  bool all_slide = true;
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) {
+    const bool slides = cfg->layer_slides(i);
+    cfg->layers.rope.set(i, slides);
+    all_slide = all_slide && slides;
+  }
+  cfg->layers.rope.count = all_slide ? 0 : cfg->n_layers;
+}
+
+}  // namespace headway::formats
