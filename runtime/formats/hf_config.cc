@@ -230,9 +230,10 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
     cfg->rope.style = RopeStyle::kNone;
     return Status();
   }
-  // GPT-J and CodeGen rotate interleaved pairs (rotate_every_two); every other HF
-  // implementation, Llama's included, rotates halves.
-  const bool interleaved = is_one_of(model_type, {"gptj", "codegen"});
+  // GPT-J and CodeGen rotate interleaved pairs (rotate_every_two), Cohere and Cohere2 too (their
+  // rotate_half takes x[..., ::2] and x[..., 1::2]); every other HF implementation, Llama's
+  // included, rotates halves.
+  const bool interleaved = is_one_of(model_type, {"gptj", "codegen", "cohere", "cohere2"});
   cfg->rope.style = interleaved ? RopeStyle::kGptj : RopeStyle::kNeox;
 
   const char* theta_key = "rope_theta";

@@ -226,7 +226,10 @@ TEST_CASE("gguf layers: Cohere2 rotates only its sliding layers, adjacent pairs 
   REQUIRE_MESSAGE(hf.ok(), std::string(hf.status().message()));
   check_same_layers(c, *hf);
   CHECK(c.layers.rope.count == hf->layers.rope.count);
-  for (uint32_t i = 0; i < 8; ++i) CHECK(c.layers.rope.get(i) == hf->layers.rope.get(i));
+  for (uint32_t i = 0; i < 8; ++i) {
+    CHECK(c.layers.rope.get(i) == hf->layers.rope.get(i));
+    CHECK(c.layer_rope(i).style == hf->layer_rope(i).style);  // adjacent pairs in both
+  }
   // llama.cpp needs the window of a Cohere2 file.
   const Status s = parse_error(cohere2_8_layers());
   CHECK(s.code() == Code::kNotFound);

@@ -176,7 +176,7 @@ TEST_CASE("hf layers: Qwen2-MoE slides on its even layers below max_window_layer
   for (uint32_t i = 0; i < 8; ++i) CHECK(moe3.layer_slides(i));
 }
 
-TEST_CASE("hf layers: Cohere2 rotates only its sliding layers") {
+TEST_CASE("hf layers: Cohere2 rotates only its sliding layers, adjacent pairs (its rotate_half interleaves)") {
   const std::string text = R"({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32,
       "num_key_value_heads": 8, "num_hidden_layers": 8, "max_position_embeddings": 8192,
       "sliding_window": 4096, "sliding_window_pattern": 4, "rope_theta": 50000})";
@@ -188,7 +188,7 @@ TEST_CASE("hf layers: Cohere2 rotates only its sliding layers") {
     INFO("layer " << i);
     const bool full = (i + 1) % 4 == 0;
     CHECK(p->layer(i).sliding == !full);
-    CHECK(p->layer(i).rope == (full ? RopeStyle::kNone : RopeStyle::kNeox));
+    CHECK(p->layer(i).rope == (full ? RopeStyle::kNone : RopeStyle::kGptj));
   }
 }
 
