@@ -79,7 +79,7 @@ struct Machine {
   bool measured = false;  // false on the GPU backend: no roof
   bench::MachinePeak peak;
   uint64_t llc = 0;
-  std::string target;     // cpu: the attention kernels' Highway target; gpu: the device
+  std::string target;  // cpu: the attention kernels' Highway target; gpu: the device
 };
 
 double frac(double v, double peak) { return peak > 0 ? v / peak : NAN; }
@@ -133,8 +133,8 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
 void print_header(const Options& o, const Machine& m) {
   std::FILE* out = o.json ? stderr : stdout;
   if (m.measured) {
-    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s\n", m.target.c_str(),
-                 m.peak.threads, m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout));
+    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s\n", m.target.c_str(), m.peak.threads,
+                 m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout));
     std::fprintf(out,
                  "peak, measured now: %.1f GFLOP/s FMA (%u chains x %u f32 lanes, %s), %.1f GB/s read (%s buffer; "
                  "last-level cache %s)\n",

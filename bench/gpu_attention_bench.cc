@@ -25,9 +25,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+using headway::DType;
 using headway::bench::BenchCase;
 using headway::bench::CaseKind;
-using headway::DType;
 
 // Shapes of their own (a longer decode, bf16 at head_dim 256), in `headway bench`'s case type.
 const BenchCase kCases[] = {
@@ -181,9 +181,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const headway::GpuDeviceInfo& d = ctx.info();
-  std::printf("device: %s (%s), Vulkan %u.%u, subgroup %u, shared %u B, 16-bit storage %s, %s memory\n", d.name,
-              d.type, (d.api_version >> 22) & 0x7fu, (d.api_version >> 12) & 0x3ffu, d.subgroup_size,
-              d.max_shared_bytes, d.storage_16bit ? "yes" : "no", d.host_mapped ? "host-mapped" : "staged");
+  std::printf("device: %s (%s), Vulkan %u.%u, subgroup %u, shared %u B, 16-bit storage %s, %s memory\n", d.name, d.type,
+              (d.api_version >> 22) & 0x7fu, (d.api_version >> 12) & 0x3ffu, d.subgroup_size, d.max_shared_bytes,
+              d.storage_16bit ? "yes" : "no", d.host_mapped ? "host-mapped" : "staged");
   if (std::strcmp(d.type, "cpu") == 0) {
     std::printf("note: this is a CPU Vulkan implementation (no GPU driver with Vulkan was found)%s\n",
                 full ? "" : "; quick cases only (--full for all)");

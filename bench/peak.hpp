@@ -16,13 +16,13 @@
 namespace headway::bench {
 
 struct MachinePeak {
-  double gflops = 0;         // f32 GFLOP/s (an FMA counts 2), all threads together
-  double gbps = 0;           // GB/s (1e9 bytes) read, all threads together
+  double gflops = 0;  // f32 GFLOP/s (an FMA counts 2), all threads together
+  double gbps = 0;    // GB/s (1e9 bytes) read, all threads together
   uint32_t threads = 1;
-  uint32_t lanes = 0;        // f32 lanes per vector of the target
-  uint32_t fma_chains = 0;   // independent FMA chains per thread
-  const char* target = "";   // Highway target of the loops, e.g. "AVX3_ZEN4"
-  uint64_t read_bytes = 0;   // size of the buffer the bandwidth was read from
+  uint32_t lanes = 0;       // f32 lanes per vector of the target
+  uint32_t fma_chains = 0;  // independent FMA chains per thread
+  const char* target = "";  // Highway target of the loops, e.g. "AVX3_ZEN4"
+  uint64_t read_bytes = 0;  // size of the buffer the bandwidth was read from
 };
 
 // The last-level cache's size as the OS reports it (sysconf, else sysfs), 0 when unknown.

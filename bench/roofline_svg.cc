@@ -61,8 +61,8 @@ std::string figure(double v) {
 }
 
 struct Axis {
-  int lo, hi;         // decades: 10^lo .. 10^hi
-  double p0, p1;      // pixels of 10^lo and 10^hi
+  int lo, hi;     // decades: 10^lo .. 10^hi
+  double p0, p1;  // pixels of 10^lo and 10^hi
   double at(double v) const { return p0 + (std::log10(v) - lo) / (hi - lo) * (p1 - p0); }
 };
 
@@ -149,8 +149,7 @@ std::string roofline_svg(const Roofline& r) {
     for (int m = 2; m <= 9 && e < ay.hi; ++m) {
       const double ym = ay.at(m * std::pow(10.0, e));
       append(&s, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", kLeft, ym, kRight, ym);
-      append(&s, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#000\"/>\n", kLeft - 4, ym, kLeft,
-             ym);
+      append(&s, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#000\"/>\n", kLeft - 4, ym, kLeft, ym);
     }
   }
   append(&s, "</g>\n");
@@ -166,7 +165,8 @@ std::string roofline_svg(const Roofline& r) {
          kLeft - 58, (kTop + kBottom) / 2);
 
   // Roofs, clipped to the plot.
-  append(&s, "<defs><clipPath id=\"plot\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/></clipPath></defs>\n",
+  append(&s,
+         "<defs><clipPath id=\"plot\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/></clipPath></defs>\n",
          kLeft, kTop, kRight - kLeft, kBottom - kTop);
   append(&s, "<g clip-path=\"url(#plot)\" stroke-width=\"2.5\" fill=\"none\">\n");
   const double ridge = compute_roof && bw_roof ? r.peak_gflops / r.peak_gbps : compute_roof ? xmin : xmax;
@@ -227,7 +227,7 @@ std::string roofline_svg(const Roofline& r) {
     char label[24];
     std::snprintf(label, sizeof(label), "%zu", i + 1);
     const double w = 8.0 * static_cast<double>(std::strlen(label)), h = 13;
-    static const double kOffsets[][2] = {{9, -4}, {9, 12}, {-9, -4}, {-9, 12}, {9, -18}, {9, 26}, {-9, -18},
+    static const double kOffsets[][2] = {{9, -4},  {9, 12},  {-9, -4}, {-9, 12},  {9, -18},  {9, 26},  {-9, -18},
                                          {-9, 26}, {24, -4}, {24, 12}, {-24, -4}, {-24, 12}, {9, -32}, {9, 40}};
     double bx = x + 9, by = y - 4;
     for (const auto& off : kOffsets) {
@@ -249,7 +249,9 @@ std::string roofline_svg(const Roofline& r) {
   // neither family reaches (decode sits at low intensity, prefill near the compute roof).
   double ly = kBottom - legend_h + 12;
   append(&s, "<g font-size=\"12\">\n");
-  append(&s, "<rect x=\"%.0f\" y=\"%.0f\" width=\"226\" height=\"%.0f\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#999\"/>\n",
+  append(&s,
+         "<rect x=\"%.0f\" y=\"%.0f\" width=\"226\" height=\"%.0f\" fill=\"white\" fill-opacity=\"0.9\" "
+         "stroke=\"#999\"/>\n",
          lx + 4, kBottom - legend_h - 4, legend_h);
   for (const Group& g : groups) {
     append(&s, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx + 14, ly - 6,
@@ -264,8 +266,8 @@ std::string roofline_svg(const Roofline& r) {
          ly - 5);
   append(&s, "<text x=\"%.0f\" y=\"%.0f\">decode (memory-bound)</text>\n", lx + 34, ly + 4);
   ly += 18;
-  append(&s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#555\" stroke-width=\"2.5\"/>\n",
-         lx + 12, ly, lx + 28, ly);
+  append(&s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#555\" stroke-width=\"2.5\"/>\n", lx + 12,
+         ly, lx + 28, ly);
   append(&s, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", lx + 34, ly + 4,
          compute_roof ? "FMA roof (measured)" : "no compute roof measured");
   ly += 18;
@@ -282,7 +284,8 @@ std::string roofline_svg(const Roofline& r) {
   append(&s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">cases</text>\n", kListX, kTop - 8);
   append(&s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">GFLOP/s</text>\n",
          kWidth - 96, kTop - 8);
-  append(&s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">%% of roof</text>\n",
+  append(&s,
+         "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">%% of roof</text>\n",
          kWidth - 16, kTop - 8);
   const double step = std::min(22.0, (kBottom - kTop) / std::max<double>(1.0, static_cast<double>(r.points.size())));
   for (size_t i = 0; i < r.points.size(); ++i) {
@@ -291,8 +294,7 @@ std::string roofline_svg(const Roofline& r) {
     append(&s, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\" fill=\"%s\" text-anchor=\"end\">%zu</text>\n",
            kListX + 18, y, colour(p.colour), i + 1);
     append(&s, "<text x=\"%.0f\" y=\"%.1f\">%s</text>\n", kListX + 26, y, xml(p.name).c_str());
-    append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", kWidth - 96, y,
-           figure(p.gflops).c_str());
+    append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", kWidth - 96, y, figure(p.gflops).c_str());
     if (p.frac_peak >= 0) {
       append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f%%</text>\n", kWidth - 16, y,
              100.0 * p.frac_peak);
@@ -307,7 +309,8 @@ std::string roofline_svg(const Roofline& r) {
 Status write_roofline_svg(const char* path, const Roofline& roofline) {
   const std::string svg = roofline_svg(roofline);
   std::FILE* f = std::fopen(path, "wb");
-  if (f == nullptr) return Status::error(Code::kInvalidArgument, "svg file %s: cannot open: %s", path, std::strerror(errno));
+  if (f == nullptr)
+    return Status::error(Code::kInvalidArgument, "svg file %s: cannot open: %s", path, std::strerror(errno));
   const bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
   if (std::fclose(f) != 0 || !ok) {
     return Status::error(Code::kInvalidArgument, "svg file %s: write failed: %s", path, std::strerror(errno));

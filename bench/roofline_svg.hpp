@@ -14,12 +14,12 @@ namespace headway::bench {
 
 struct RooflinePoint {
   const char* name;
-  const char* group;   // legend entry of its colour, e.g. "prefill", "decode", "SmolLM2-135M"
-  unsigned colour;     // palette index of the group: the same group keeps its colour across runs
-  bool decode;         // square marker (memory-bound) instead of a circle
-  double intensity;    // FLOP per byte of unique K/V
+  const char* group;  // legend entry of its colour, e.g. "prefill", "decode", "SmolLM2-135M"
+  unsigned colour;    // palette index of the group: the same group keeps its colour across runs
+  bool decode;        // square marker (memory-bound) instead of a circle
+  double intensity;   // FLOP per byte of unique K/V
   double gflops;
-  double frac_peak;    // of the roof that bounds it; < 0: unknown (not shown)
+  double frac_peak;  // of the roof that bounds it; < 0: unknown (not shown)
 };
 
 struct Roofline {

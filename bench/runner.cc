@@ -158,12 +158,12 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
   const Status s = time_calls(run.reps, &r, [&](uint32_t call) {
     const uint8_t* base = run.kv->data() + (call % r.kv_copies) * stride;
     if (run.layout == KvLayout::kCache) {  // as KvCache holds them: rows = t_kv, no ring
-      const Result<simd::AttentionArgs> a = strided_attention_args(
-          q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, size_t{c.t_kv} * c.head_dim, c.head_dim);
+      const Result<simd::AttentionArgs> a =
+          strided_attention_args(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params,
+                                 size_t{c.t_kv} * c.head_dim, c.head_dim);
       return a.ok() ? attend_strided(a.value(), run.pool, workspace, ws_bytes) : a.status();
     }
-    return attend(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, run.pool, workspace,
-                  ws_bytes);
+    return attend(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params, run.pool, workspace, ws_bytes);
   });
   std::free(workspace);
   if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());

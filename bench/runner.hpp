@@ -36,15 +36,15 @@ struct CaseResult {
   const BenchCase* spec = nullptr;
   const char* backend = "cpu";
   const char* kv_layout = "cache";  // gpu: the backend's own cache
-  char kernel[64] = {};      // cpu: "prefill_d128", ...; gpu: the shader variant
+  char kernel[64] = {};             // cpu: "prefill_d128", ...; gpu: the shader variant
   uint32_t threads = 1;
-  uint32_t reps = 0;         // timed repetitions (after one warm-up call)
+  uint32_t reps = 0;  // timed repetitions (after one warm-up call)
   double median_ms = 0, min_ms = 0, max_ms = 0;
-  double gflops = 0;         // case_flops / median
-  double kv_gbps = 0;        // case_kv_bytes / median
-  double intensity = 0;      // case_flops / case_kv_bytes, FLOP per byte of unique K/V
-  uint32_t kv_copies = 1;    // K/V copies the repetitions rotate through
-  bool kv_cold = false;      // (kv_copies − 1) · K/V bytes >= the last-level cache
+  double gflops = 0;       // case_flops / median
+  double kv_gbps = 0;      // case_kv_bytes / median
+  double intensity = 0;    // case_flops / case_kv_bytes, FLOP per byte of unique K/V
+  uint32_t kv_copies = 1;  // K/V copies the repetitions rotate through
+  bool kv_cold = false;    // (kv_copies − 1) · K/V bytes >= the last-level cache
 };
 
 // reps 0: automatic, at least 5 and enough to fill ~0.25 s, at most 200.

@@ -138,7 +138,8 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
   if (a.t_q == 0) return Status::error(Code::kInvalidArgument, "attention: t_q is 0 (no query tokens)");
   if (a.t_kv == 0) return Status::error(Code::kInvalidArgument, "attention: t_kv is 0 (no keys)");
   if (bad_float(a.scale)) {
-    return Status::error(Code::kInvalidArgument, "attention: scale %g is not a finite number >= 0 (0 = 1/sqrt(head_dim))",
+    return Status::error(Code::kInvalidArgument,
+                         "attention: scale %g is not a finite number >= 0 (0 = 1/sqrt(head_dim))",
                          static_cast<double>(a.scale));
   }
   if (bad_float(a.softcap)) {

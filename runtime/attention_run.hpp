@@ -42,8 +42,7 @@ Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uin
 // Runs a prepared call on `pool` (null: the caller's thread), whose thread count must be the
 // prepared one. The workspace must be 64-byte aligned and hold split.workspace_bytes. Allocates
 // nothing; checks the workspace and the pool's thread count, nothing else.
-Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace,
-                              size_t workspace_bytes);
+Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace, size_t workspace_bytes);
 
 // The arguments for Q and O token-major [t_q, n_heads, head_dim] and K/V whose kv head g, row j
 // starts g · kv_head_stride + j · kv_row_stride elements in: attend()'s token-major tensors
@@ -55,7 +54,6 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
                                                    size_t kv_head_stride, size_t kv_row_stride);
 
 // prepare_attention, then run_prepared_attention with threads = pool's thread count or 1.
-Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace,
-                      size_t workspace_bytes);
+Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace, size_t workspace_bytes);
 
 }  // namespace headway

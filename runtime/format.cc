@@ -130,7 +130,7 @@ size_t vformat_to(char* out, size_t size, const char* fmt, va_list args) {
       }
       case 'd':
       case 'i': {
-        long long v = size_t_arg    ? static_cast<long long>(va_arg(args, ptrdiff_t))
+        long long v = size_t_arg   ? static_cast<long long>(va_arg(args, ptrdiff_t))
                       : longs >= 2 ? va_arg(args, long long)
                       : longs == 1 ? va_arg(args, long)
                                    : va_arg(args, int);
@@ -139,7 +139,7 @@ size_t vformat_to(char* out, size_t size, const char* fmt, va_list args) {
       }
       case 'u':
       case 'x': {
-        unsigned long long v = size_t_arg    ? va_arg(args, size_t)
+        unsigned long long v = size_t_arg   ? va_arg(args, size_t)
                                : longs >= 2 ? va_arg(args, unsigned long long)
                                : longs == 1 ? va_arg(args, unsigned long)
                                             : va_arg(args, unsigned);
@@ -149,7 +149,10 @@ size_t vformat_to(char* out, size_t size, const char* fmt, va_list args) {
       case 'f': put_fixed(sink, va_arg(args, double), precision < 0 ? 6 : precision, false); break;
       case 'g': put_general(sink, va_arg(args, double)); break;
       case '\0': --p; break;  // a lone '%' at the end prints nothing
-      default: sink.put('%'); sink.put(*p); break;
+      default:
+        sink.put('%');
+        sink.put(*p);
+        break;
     }
   }
   return sink.finish();

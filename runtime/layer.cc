@@ -11,8 +11,7 @@ namespace headway {
 
 namespace {
 
-Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows,
-                    uint32_t cols) {
+Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows, uint32_t cols) {
   if (!required) return Status();
   if (!t.present()) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the config needs it [%u, %u]", layer,
@@ -219,8 +218,8 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   const Plan& p = *plan_;
   const Config& c = p.config;
   if (t == 0 || t > p.max_tokens) {
-    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)",
-                         layer_, t, p.max_tokens);
+    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)", layer_,
+                         t, p.max_tokens);
   }
   if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
   if (uint64_t{position()} + t > c.max_seq) {

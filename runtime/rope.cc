@@ -77,8 +77,8 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) 
   }
 }
 
-void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
-                uint32_t pos0, const RopeConfig& rope, const double* freqs) {
+void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
+                const RopeConfig& rope, const double* freqs) {
   const uint32_t half = rope_frequency_count(rope, head_dim);
   const double scale = rope_attention_factor(rope);
   for (uint32_t t = 0; t < n_tokens; ++t) {

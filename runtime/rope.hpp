@@ -29,7 +29,7 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
 // freqs: the table rope_frequencies() made for the same rope and head_dim (unread, and may be
 // null, when rope.style is kNone). Requires rope.scaling != kOther (KvCache::bind, the GPU
 // backend and the layer reject it).
-void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim,
-                uint32_t pos0, const RopeConfig& rope, const double* freqs);
+void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
+                const RopeConfig& rope, const double* freqs);
 
 }  // namespace headway

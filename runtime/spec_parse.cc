@@ -101,8 +101,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     uint32_t Config::*field;
   };
   static constexpr U32Key kU32[] = {
-      {"d_model", &Config::d_model}, {"heads", &Config::n_heads},  {"kv_heads", &Config::n_kv_heads},
-      {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq}, {"layers", &Config::n_layers},
+      {"d_model", &Config::d_model},   {"heads", &Config::n_heads}, {"kv_heads", &Config::n_kv_heads},
+      {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq},   {"layers", &Config::n_layers},
       {"window", &Config::window},
   };
   if (equal(t.key, "sliding_pattern") || equal(t.key, "nope_interval")) {
@@ -115,24 +115,29 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
   if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
   for (const U32Key& k : kU32) {
-    if (equal(t.key, k.key)) return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
+    if (equal(t.key, k.key))
+      return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
   }
   struct FloatKey {
     const char* key;
     float Config::*field;
   };
-  static constexpr FloatKey kFloat[] = {
-      {"softcap", &Config::softcap}, {"query_pre_attn_scalar", &Config::query_pre_attn_scalar}, {"scale", &Config::scale}};
+  static constexpr FloatKey kFloat[] = {{"softcap", &Config::softcap},
+                                        {"query_pre_attn_scalar", &Config::query_pre_attn_scalar},
+                                        {"scale", &Config::scale}};
   for (const FloatKey& k : kFloat) {
-    if (equal(t.key, k.key)) return parse_float(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a non-negative number");
+    if (equal(t.key, k.key))
+      return parse_float(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a non-negative number");
   }
   struct BoolKey {
     const char* key;
     bool Config::*field;
   };
-  static constexpr BoolKey kBool[] = {
-      {"causal", &Config::causal}, {"qkv_bias", &Config::qkv_bias}, {"o_bias", &Config::o_bias}, {"qk_norm", &Config::qk_norm},
-      {"sinks", &Config::sinks}};
+  static constexpr BoolKey kBool[] = {{"causal", &Config::causal},
+                                      {"qkv_bias", &Config::qkv_bias},
+                                      {"o_bias", &Config::o_bias},
+                                      {"qk_norm", &Config::qk_norm},
+                                      {"sinks", &Config::sinks}};
   for (const BoolKey& k : kBool) {
     if (equal(t.key, k.key)) return parse_bool(t.value, &(c.*k.field)) ? Status() : bad_value(t, "0, 1, true or false");
   }
@@ -183,7 +188,8 @@ Result<Config> parse_spec(const char* spec) {
     Token t;
     uint32_t n = 0;
     for (; *p && *p != '=' && !is_space(*p); ++p) {
-      if (n == kMaxToken) return Status::error(Code::kInvalidArgument, "spec: a key longer than %u characters", kMaxToken);
+      if (n == kMaxToken)
+        return Status::error(Code::kInvalidArgument, "spec: a key longer than %u characters", kMaxToken);
       t.key[n++] = *p;
     }
     if (*p != '=') {
@@ -194,7 +200,8 @@ Result<Config> parse_spec(const char* spec) {
     const uint32_t limit = is_list_key(t.key) ? kMaxConfigLayers : kMaxToken;
     for (; *p && !is_space(*p); ++p) {
       if (n == limit) {
-        return Status::error(Code::kInvalidArgument, "spec: the value of %s is longer than %u characters", t.key, limit);
+        return Status::error(Code::kInvalidArgument, "spec: the value of %s is longer than %u characters", t.key,
+                             limit);
       }
       t.value[n++] = *p;
     }
@@ -202,7 +209,8 @@ Result<Config> parse_spec(const char* spec) {
     HEADWAY_RETURN_IF_ERROR(apply(t, c, &rope_explicit));
     any = true;
   }
-  if (!any) return Status::error(Code::kInvalidArgument, "spec: empty; expected key=value pairs such as d_model=4096 heads=32");
+  if (!any)
+    return Status::error(Code::kInvalidArgument, "spec: empty; expected key=value pairs such as d_model=4096 heads=32");
   return c;
 }
 

@@ -33,7 +33,7 @@ struct ThreadPool::SlotCall {
   ThreadPool* pool;
   SlotTaskFn fn;
   void* ctx;
-  TaskFn plain = nullptr;  // run(n, TaskFn): fn is unused
+  TaskFn plain = nullptr;    // run(n, TaskFn): fn is unused
   char start = 0, done = 0;  // addresses for the ThreadSanitizer annotations only
 };
 

@@ -33,8 +33,8 @@ Status not_divisible(uint32_t d_model, uint32_t n_heads) {
   return Status::error(Code::kInvalidArgument,
                        "hidden_size %u is not divisible by num_heads %u (%u / %u = %.2f); head counts "
                        "that divide %u near %u: %s; or set head_dim explicitly",
-                       d_model, n_heads, d_model, n_heads, static_cast<double>(d_model) / n_heads, d_model,
-                       n_heads, near);
+                       d_model, n_heads, d_model, n_heads, static_cast<double>(d_model) / n_heads, d_model, n_heads,
+                       near);
 }
 
 Status kv_not_dividing(uint32_t n_heads, uint32_t n_kv_heads) {
@@ -57,8 +57,8 @@ Status check_layer_list(const Config& c, const char* key, uint32_t count) {
                          kMaxConfigLayers);
   }
   if (count != c.n_layers) {
-    return Status::error(Code::kInvalidArgument, "%s has %u entries, num_hidden_layers is %u: one entry per layer",
-                         key, count, c.n_layers);
+    return Status::error(Code::kInvalidArgument, "%s has %u entries, num_hidden_layers is %u: one entry per layer", key,
+                         count, c.n_layers);
   }
   return Status();
 }
@@ -88,8 +88,7 @@ Status validate_layer_kinds(const Config& c) {
                          k.sliding.count ? "layer_types" : "sliding_pattern");
   }
   if (c.rope.style == RopeStyle::kNone && (k.nope_interval || k.rope.count)) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s says which layers have RoPE, but the config has none (rope none)",
+    return Status::error(Code::kInvalidArgument, "%s says which layers have RoPE, but the config has none (rope none)",
                          k.rope.count ? "rope_layers" : "nope_interval");
   }
   if (!finite(k.local_rope_theta) || k.local_rope_theta < 0.0f) {

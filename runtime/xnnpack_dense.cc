@@ -24,7 +24,7 @@ struct XnnRegion {
   uint64_t allocations = 0;  // calls through this allocator, to detect a foreign xnn_initialize
 };
 
-std::mutex g_mu;              // serializes creates: the region below is global to XNNPACK
+std::mutex g_mu;                // serializes creates: the region below is global to XNNPACK
 XnnRegion* g_region = nullptr;  // open region, guarded by g_mu
 bool g_initialized = false;
 
@@ -54,8 +54,7 @@ void* region_reallocate(void* ctx, void* p, size_t size) {
 }
 void region_free(void*, void*) {}
 
-const xnn_allocator kAllocator = {nullptr, region_allocate, region_reallocate, region_free, region_alloc,
-                                  region_free};
+const xnn_allocator kAllocator = {nullptr, region_allocate, region_reallocate, region_free, region_alloc, region_free};
 
 Status init_locked() {
   if (g_initialized) return Status();
@@ -115,14 +114,14 @@ Status xnn_dense_create(const DenseMatrix& m, size_t x_stride, size_t y_stride, 
     }
     xnn_operator_t op = nullptr;
     const uint64_t before = r.allocations;
-    const xnn_status s = xnn_create_fully_connected_nc_f32(in, r1 - r0, x_stride, y_stride, w, bias, -INFINITY,
-                                                           INFINITY, 0, &op);
+    const xnn_status s =
+        xnn_create_fully_connected_nc_f32(in, r1 - r0, x_stride, y_stride, w, bias, -INFINITY, INFINITY, 0, &op);
     if (s != xnn_status_success) {
       st = Status::error(Code::kOutOfRange,
                          "xnnpack: creating the fully-connected operator [%u, %u] (block %u of %u) failed (status "
                          "%d); the arena's packed region has %llu of %llu bytes left",
-                         r1 - r0, in, b, blocks, static_cast<int>(s),
-                         static_cast<unsigned long long>(r.size - r.used), static_cast<unsigned long long>(r.size));
+                         r1 - r0, in, b, blocks, static_cast<int>(s), static_cast<unsigned long long>(r.size - r.used),
+                         static_cast<unsigned long long>(r.size));
     } else if (r.allocations == before) {
       xnn_delete_operator(op);  // heap memory of the foreign allocator
       st = Status::error(Code::kFailedPrecondition,
@@ -173,8 +172,9 @@ Status xnn_dense_run(void* const* ops, uint32_t blocks, uint32_t out, const floa
   }
   for (uint32_t b = 0; b < blocks; ++b) {
     if (c.status[b] != xnn_status_success) {
-      return Status::error(Code::kInternal, "xnnpack: running the fully-connected operator (block %u) failed (status %d)",
-                           b, static_cast<int>(c.status[b]));
+      return Status::error(Code::kInternal,
+                           "xnnpack: running the fully-connected operator (block %u) failed (status %d)", b,
+                           static_cast<int>(c.status[b]));
     }
   }
   return Status();

@@ -63,12 +63,9 @@ using RangeRunner = void (*)(const detail::AttentionRange&);
 RangeRunner RunnerFor(const AttentionArgs& a) {
   if (!detail::UseDecodeTiling(a)) return detail::attention_prefill_range;
   switch (a.kv_type) {
-    case KvType::kF32:
-      return detail::attention_decode_f32_range;
-    case KvType::kF16:
-      return detail::attention_decode_f16_range;
-    default:
-      return detail::attention_decode_bf16_range;
+    case KvType::kF32: return detail::attention_decode_f32_range;
+    case KvType::kF16: return detail::attention_decode_f16_range;
+    default: return detail::attention_decode_bf16_range;
   }
 }
 
@@ -104,8 +101,8 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
   attention_merge_f32_unchecked(args, kv_head, n_chunks, partials);
 }
 
-void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
-                             uint32_t q_begin, uint32_t q_end, void* scratch) {
+void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end, uint32_t q_begin,
+                             uint32_t q_end, void* scratch) {
   const RangeRunner run = RunnerFor(args);
   for (uint32_t g = kv_head_begin; g < kv_head_end; ++g) {
     detail::AttentionRange r;
@@ -120,8 +117,8 @@ void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, 
   }
 }
 
-void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
-                                     uint32_t chunk, const AttentionPartials& partials, void* scratch) {
+void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,
+                                     const AttentionPartials& partials, void* scratch) {
   uint64_t key_begin = uint64_t{chunk_index} * chunk;  // < 2^64: both factors < 2^32
   if (key_begin > args.t_kv) key_begin = args.t_kv;
   uint64_t key_end = key_begin + chunk;
@@ -155,12 +152,9 @@ const char* attention_kernel_name(const AttentionArgs& args) {
   }
   const bool decode = detail::UseDecodeTiling(args);
   switch (detail::SpecializedDim(args)) {
-    case 64:
-      return decode ? "decode_d64" : "prefill_d64";
-    case 128:
-      return decode ? "decode_d128" : "prefill_d128";
-    default:
-      return decode ? "decode_generic" : "prefill_generic";
+    case 64: return decode ? "decode_d64" : "prefill_d64";
+    case 128: return decode ? "decode_d128" : "prefill_d128";
+    default: return decode ? "decode_generic" : "prefill_generic";
   }
 }
 

@@ -57,7 +57,7 @@ struct AttentionArgs {
   float scale = 0.0f;     // logit scale; the caller resolves the default 1/sqrt(head_dim)
   float softcap = 0.0f;   // 0 = off
   bool causal = false;
-  uint32_t window = 0;    // 0 = no sliding window
+  uint32_t window = 0;  // 0 = no sliding window
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).
@@ -80,8 +80,8 @@ size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size);
 // Nothing is written when args fail attention_args_error, a range is out of bounds, or
 // scratch_bytes < attention_scratch_bytes. The result of a row does not depend on the ranges of
 // the call, so any split of the ranges gives bitwise the same O.
-void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
-                   uint32_t q_begin, uint32_t q_end, void* scratch, size_t scratch_bytes);
+void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end, uint32_t q_begin,
+                   uint32_t q_end, void* scratch, size_t scratch_bytes);
 
 // Decode with few kv heads: split the keys of one kv head into chunks of `chunk` keys, compute
 // each chunk's partial (running max m, sum l, unnormalized o) for every query row of the group,
@@ -95,9 +95,8 @@ struct AttentionPartials {
   float* l = nullptr;
   float* o = nullptr;
 };
-void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
-                           uint32_t chunk, const AttentionPartials& partials, void* scratch,
-                           size_t scratch_bytes);
+void attention_partial_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,
+                           const AttentionPartials& partials, void* scratch, size_t scratch_bytes);
 void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
                          const AttentionPartials& partials);
 
@@ -106,10 +105,10 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 // args, partials point at [n_chunks, t_q · group_size(, head_dim)] floats, and scratch holds
 // attention_scratch_bytes(head_dim, group_size), 64-byte aligned. The CPU driver validates a call
 // when it prepares it (runtime/attention_run.hpp) and runs its tasks through these.
-void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end,
-                             uint32_t q_begin, uint32_t q_end, void* scratch);
-void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index,
-                                     uint32_t chunk, const AttentionPartials& partials, void* scratch);
+void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end, uint32_t q_begin,
+                             uint32_t q_end, void* scratch);
+void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,
+                                     const AttentionPartials& partials, void* scratch);
 void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
                                    const AttentionPartials& partials);
 

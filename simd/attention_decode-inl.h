@@ -104,9 +104,7 @@ HWY_INLINE void DotPrefetchFirstK(const Task& t, int64_t first_tile, size_t row_
 HWY_INLINE size_t NextTileKeys(const AttentionArgs& a, int64_t tb) {
   const int64_t pf0 = tb + int64_t{kTile};
   const int64_t pf_last = int64_t{a.t_kv} - 1;
-  return pf0 > pf_last                          ? 0
-         : pf_last - pf0 < int64_t{kTile} ? static_cast<size_t>(pf_last - pf0) + 1
-                                          : kTile;
+  return pf0 > pf_last ? 0 : pf_last - pf0 < int64_t{kTile} ? static_cast<size_t>(pf_last - pf0) + 1 : kTile;
 }
 
 // Each row's keys of the loaded keys [i0, i1) of the tile at tb, [lo, hi) tile-relative, and the
@@ -206,8 +204,8 @@ HWY_INLINE void DotTile(Task& t, int64_t tb, size_t row_bytes, const char** krow
   // This tile's V rows a few rows at a time between the Q·Kᵀ blocks, the next tile's K rows a
   // part at a time inside the P·V loops (attention_prefetch-inl.h).
   const size_t n_pf = NextTileKeys(a, tb);
-  const auto pf_k = TileRows<kStride>(a, a.k, t.g, static_cast<uint64_t>(n_pf != 0 ? tb + int64_t{kTile} : tb), 0,
-                                      n_pf, pf_k_a);
+  const auto pf_k =
+      TileRows<kStride>(a, a.k, t.g, static_cast<uint64_t>(n_pf != 0 ? tb + int64_t{kTile} : tb), 0, n_pf, pf_k_a);
   PacedRowPrefetch<std::remove_const_t<decltype(vrow)>> v_pf{vrow, i0, i1, row_bytes};
   size_t ca = 0, cb = 0;
   DotTileRanges(t, tb, i0, i1, ca, cb);
@@ -267,12 +265,9 @@ inline void DotRun(Task& t) {
 template <KvType kType>
 inline void DecodeRange(const detail::AttentionRange& r) {
   switch (detail::SpecializedDim(*r.args)) {
-    case 64:
-      return RunTasks<true>(r, [](Task& t) { DotRun<64, kType>(t); });
-    case 128:
-      return RunTasks<true>(r, [](Task& t) { DotRun<128, kType>(t); });
-    default:
-      return RunTasks<true>(r, [](Task& t) { DotRun<0, kType>(t); });
+    case 64: return RunTasks<true>(r, [](Task& t) { DotRun<64, kType>(t); });
+    case 128: return RunTasks<true>(r, [](Task& t) { DotRun<128, kType>(t); });
+    default: return RunTasks<true>(r, [](Task& t) { DotRun<0, kType>(t); });
   }
 }
 

@@ -76,11 +76,10 @@ HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT ds
 #if !HWY_HAVE_SCALABLE
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)).
 template <KvType kType, size_t kRB, size_t kKB, bool kTail, class Rows>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows krow, size_t x,
-                          size_t d, VF (&acc)[kRB][kKB]) {
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows krow, size_t x, size_t d,
+                          VF (&acc)[kRB][kKB]) {
   VF kv[kKB];
-  for (size_t i = 0; i < kKB; ++i)
-    kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
+  for (size_t i = 0; i < kKB; ++i) kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
   for (size_t r = 0; r < kRB; ++r) {
     const VF qv = hn::LoadU(df, q + r * d_pad + x);
     for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::MulAdd(qv, kv[i], acc[r][i]);
@@ -127,8 +126,7 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
 // O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
 // ascending order (kTail: the last, partial vector of the row).
 template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
-HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
-                          const Pf& pf) {
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b, const Pf& pf) {
   const DF df;
   const size_t n = hn::Lanes(df);
   float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
@@ -152,12 +150,12 @@ HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t 
   }
 }
 
-#else  // HWY_HAVE_SCALABLE
+#else   // HWY_HAVE_SCALABLE
 // Sizeless vectors (SVE): one row per block and named accumulators (kDotRows is 1).
 // One step of DotQk over elements [x, x + N) (kTail: [x, d)) for kKB (1 or 4) keys.
 template <KvType kType, size_t kKB, bool kTail, class Rows>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t x, size_t d,
-                          VF& a0, VF& a1, VF& a2, VF& a3) {
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t x, size_t d, VF& a0, VF& a1, VF& a2,
+                          VF& a3) {
   const VF qv = hn::LoadU(df, q + x);
   a0 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[0], x, d), a0);
   if constexpr (kKB == 4) {
@@ -201,8 +199,7 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
 // O[r0][x, x + kC · N) += Σ_{k in [a, b)} P[r0][k] · V[k], keys in ascending order; kC 1 or 4
 // (kTail: the last, partial vector of the row).
 template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
-HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b,
-                          const Pf& pf) {
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b, const Pf& pf) {
   static_assert(kRB == 1 && (kC == 1 || kC == 4), "scalable blocks: 1 row x 1 or 4 vectors");
   const DF df;
   const size_t n = hn::Lanes(df);

@@ -106,12 +106,9 @@ inline void RowsRun(Task& t) {
 // attention_prefill.cc exports.
 inline void PrefillRange(const detail::AttentionRange& r) {
   switch (detail::SpecializedDim(*r.args)) {
-    case 64:
-      return RunTasks<false>(r, [](Task& t) { RowsRun<64>(t); });
-    case 128:
-      return RunTasks<false>(r, [](Task& t) { RowsRun<128>(t); });
-    default:
-      return RunTasks<false>(r, [](Task& t) { RowsRun<0>(t); });
+    case 64: return RunTasks<false>(r, [](Task& t) { RowsRun<64>(t); });
+    case 128: return RunTasks<false>(r, [](Task& t) { RowsRun<128>(t); });
+    default: return RunTasks<false>(r, [](Task& t) { RowsRun<0>(t); });
   }
 }
 

@@ -110,8 +110,7 @@ HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool mas
 // Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for row vectors
 // [col, col + kRV · N), keys in ascending order.
 template <size_t kDim, size_t kRV, size_t kDB>
-HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, const VF* alpha,
-                            bool masked) {
+HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, const VF* alpha, bool masked) {
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);
@@ -179,7 +178,7 @@ inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t
   for (; x < d; ++x) RowsPvBlock<kDim, kRV, 1>(t, col, x, i0, i1, alpha, masked);
 }
 
-#else  // HWY_HAVE_SCALABLE
+#else   // HWY_HAVE_SCALABLE
 // Sizeless vectors (SVE): one row vector per block and named accumulators. Every lane goes
 // through the same operations as in the array blocks above, so the per-row guarantees hold.
 

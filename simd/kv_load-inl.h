@@ -63,8 +63,7 @@ HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
   const auto mag = hn::ShiftLeft<13>(hn::And(bits, hn::Set(du32, 0x7FFFu)));
   const auto finite = hn::Mul(hn::BitCast(df, mag), hn::Set(df, 0x1.0p112f));
   const auto inf_nan = hn::BitCast(df, hn::Or(mag, hn::Set(du32, 0x7F800000u)));
-  const auto is_inf_nan =
-      hn::RebindMask(df, hn::Eq(hn::And(bits, hn::Set(du32, 0x7C00u)), hn::Set(du32, 0x7C00u)));
+  const auto is_inf_nan = hn::RebindMask(df, hn::Eq(hn::And(bits, hn::Set(du32, 0x7C00u)), hn::Set(du32, 0x7C00u)));
   return hn::Or(hn::IfThenElse(is_inf_nan, inf_nan, finite), hn::BitCast(df, sign));
 #else
   const hn::Rebind<hwy::float16_t, DF> dh;
@@ -203,8 +202,8 @@ HWY_INLINE hn::Vec<DF> KvLoad(DF df, const char* row, size_t x, size_t d) {
 // Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of
 // tile [.., d_pad] f32. Ring caches map key j to row (kv_first_row + j) mod kv_ring_rows.
 template <class DF>
-HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint32_t g, uint64_t k0, size_t n,
-                           size_t d, size_t d_pad, float* HWY_RESTRICT tile) {
+HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint32_t g, uint64_t k0, size_t n, size_t d,
+                           size_t d_pad, float* HWY_RESTRICT tile) {
   for (size_t i = 0; i < n; ++i) WidenKvRow(df, a.kv_type, KvRowAt(a, base, g, k0 + i), d, d_pad, tile + i * d_pad);
 }
 

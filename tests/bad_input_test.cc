@@ -81,50 +81,80 @@ TEST_CASE("bad input: spec strings name the key and the value") {
       {"null", [] { return status_of(parse_spec(nullptr)); }, Code::kInvalidArgument, {"spec: no text given"}},
       {"empty", [] { return status_of(parse_spec("")); }, Code::kInvalidArgument, {"spec: empty"}},
       {"blank", [] { return status_of(parse_spec("  , ")); }, Code::kInvalidArgument, {"spec: empty"}},
-      {"key without value", [] { return status_of(parse_spec("d_model")); }, Code::kInvalidArgument,
+      {"key without value",
+       [] { return status_of(parse_spec("d_model")); },
+       Code::kInvalidArgument,
        {"'d_model' has no value"}},
-      {"empty value", [] { return status_of(parse_spec("heads=")); }, Code::kInvalidArgument, {"heads= has an empty value"}},
-      {"not a number", [] { return status_of(parse_spec("d_model=abc")); }, Code::kInvalidArgument,
-       {"d_model=abc"}},
+      {"empty value",
+       [] { return status_of(parse_spec("heads=")); },
+       Code::kInvalidArgument,
+       {"heads= has an empty value"}},
+      {"not a number", [] { return status_of(parse_spec("d_model=abc")); }, Code::kInvalidArgument, {"d_model=abc"}},
       {"negative", [] { return status_of(parse_spec("heads=-4")); }, Code::kInvalidArgument, {"heads=-4"}},
       {"fraction", [] { return status_of(parse_spec("heads=4.5")); }, Code::kInvalidArgument, {"heads=4.5"}},
-      {"past u32", [] { return status_of(parse_spec("ctx=4294967296")); }, Code::kInvalidArgument,
-       {"ctx=4294967296"}},
-      {"huge", [] { return status_of(parse_spec("ctx=99999999999999999999999")); }, Code::kInvalidArgument,
+      {"past u32", [] { return status_of(parse_spec("ctx=4294967296")); }, Code::kInvalidArgument, {"ctx=4294967296"}},
+      {"huge",
+       [] { return status_of(parse_spec("ctx=99999999999999999999999")); },
+       Code::kInvalidArgument,
        {"ctx=99999999999999999999999"}},
-      {"nan theta", [] { return status_of(parse_spec("rope_theta=nan")); }, Code::kInvalidArgument,
-       {"rope_theta=nan"}},
+      {"nan theta", [] { return status_of(parse_spec("rope_theta=nan")); }, Code::kInvalidArgument, {"rope_theta=nan"}},
       {"inf softcap", [] { return status_of(parse_spec("softcap=inf")); }, Code::kInvalidArgument, {"softcap=inf"}},
       {"negative scale", [] { return status_of(parse_spec("scale=-1")); }, Code::kInvalidArgument, {"scale=-1"}},
-      {"float past f32", [] { return status_of(parse_spec("softcap=1e39")); }, Code::kInvalidArgument,
+      {"float past f32",
+       [] { return status_of(parse_spec("softcap=1e39")); },
+       Code::kInvalidArgument,
        {"softcap=1e39"}},
       {"bad bool", [] { return status_of(parse_spec("causal=2")); }, Code::kInvalidArgument, {"causal=2"}},
       {"bad dtype", [] { return status_of(parse_spec("kv_dtype=f8")); }, Code::kInvalidArgument, {"kv_dtype=f8"}},
       {"bad rope", [] { return status_of(parse_spec("rope=alibi")); }, Code::kInvalidArgument, {"rope=alibi"}},
-      {"unknown key", [] { return status_of(parse_spec("d_model=8 colour=red")); }, Code::kInvalidArgument,
+      {"unknown key",
+       [] { return status_of(parse_spec("d_model=8 colour=red")); },
+       Code::kInvalidArgument,
        {"unknown key 'colour'"}},
-      {"over-long key", [&] { return status_of(parse_spec((long_key + "=1").c_str())); }, Code::kInvalidArgument,
+      {"over-long key",
+       [&] { return status_of(parse_spec((long_key + "=1").c_str())); },
+       Code::kInvalidArgument,
        {"longer than"}},
-      {"over-long value", [&] { return status_of(parse_spec(long_value.c_str())); }, Code::kInvalidArgument,
+      {"over-long value",
+       [&] { return status_of(parse_spec(long_value.c_str())); },
+       Code::kInvalidArgument,
        {"d_model", "longer than"}},
-      {"sliding pattern 0", [] { return status_of(parse_spec("sliding_pattern=0")); }, Code::kInvalidArgument,
+      {"sliding pattern 0",
+       [] { return status_of(parse_spec("sliding_pattern=0")); },
+       Code::kInvalidArgument,
        {"sliding_pattern=0"}},
-      {"nope interval 0", [] { return status_of(parse_spec("nope_interval=0")); }, Code::kInvalidArgument,
+      {"nope interval 0",
+       [] { return status_of(parse_spec("nope_interval=0")); },
+       Code::kInvalidArgument,
        {"nope_interval=0"}},
-      {"bad layer type", [] { return status_of(parse_spec("layer_types=sfc")); }, Code::kInvalidArgument,
+      {"bad layer type",
+       [] { return status_of(parse_spec("layer_types=sfc")); },
+       Code::kInvalidArgument,
        {"layer_types=sfc", "'c'"}},
-      {"bad rope layer", [] { return status_of(parse_spec("rope_layers=112")); }, Code::kInvalidArgument,
+      {"bad rope layer",
+       [] { return status_of(parse_spec("rope_layers=112")); },
+       Code::kInvalidArgument,
        {"rope_layers=112", "'2'"}},
-      {"negative local theta", [] { return status_of(parse_spec("rope_local_theta=-5")); }, Code::kInvalidArgument,
+      {"negative local theta",
+       [] { return status_of(parse_spec("rope_local_theta=-5")); },
+       Code::kInvalidArgument,
        {"rope_local_theta=-5"}},
-      {"over-long layer list", [] { return status_of(parse_spec(("layer_types=" + std::string(129, 's')).c_str())); },
-       Code::kInvalidArgument, {"layer_types", "longer than 128"}},
-      {"list shorter than layers", [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=3 window=8 layer_types=sf"); },
-       Code::kInvalidArgument, {"layer_types has 2 entries", "num_hidden_layers is 3"}},
-      {"pattern without window", [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=4 sliding_pattern=2"); },
-       Code::kInvalidArgument, {"sliding_pattern", "sliding_window is 0"}},
-      {"NoPE without RoPE", [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=4 rope_layers=1101"); },
-       Code::kInvalidArgument, {"rope_layers", "rope none"}},
+      {"over-long layer list",
+       [] { return status_of(parse_spec(("layer_types=" + std::string(129, 's')).c_str())); },
+       Code::kInvalidArgument,
+       {"layer_types", "longer than 128"}},
+      {"list shorter than layers",
+       [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=3 window=8 layer_types=sf"); },
+       Code::kInvalidArgument,
+       {"layer_types has 2 entries", "num_hidden_layers is 3"}},
+      {"pattern without window",
+       [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=4 sliding_pattern=2"); },
+       Code::kInvalidArgument,
+       {"sliding_pattern", "sliding_window is 0"}},
+      {"NoPE without RoPE",
+       [] { return spec_plan("d_model=64 heads=4 ctx=64 layers=4 rope_layers=1101"); },
+       Code::kInvalidArgument,
+       {"rope_layers", "rope none"}},
   });
 }
 
@@ -143,58 +173,96 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
   check_rows({
       {"d_model 0", plan_of([](Config& c) { c.d_model = 0; }), Code::kInvalidArgument, {"hidden_size", "got 0"}},
       {"heads 0", plan_of([](Config& c) { c.n_heads = 0; }), Code::kInvalidArgument, {"num_heads", "got 0"}},
-      {"heads past the limit", plan_of([](Config& c) { c.n_heads = 4096; c.d_model = 4096; }),
-       Code::kInvalidArgument, {"num_heads 4096", "1024"}},
-      {"kv heads above heads", plan_of([](Config& c) { c.n_kv_heads = 8; }), Code::kInvalidArgument,
+      {"heads past the limit",
+       plan_of([](Config& c) {
+         c.n_heads = 4096;
+         c.d_model = 4096;
+       }),
+       Code::kInvalidArgument,
+       {"num_heads 4096", "1024"}},
+      {"kv heads above heads",
+       plan_of([](Config& c) { c.n_kv_heads = 8; }),
+       Code::kInvalidArgument,
        {"num_key_value_heads 8", "num_heads 4"}},
-      {"kv heads not dividing", plan_of([](Config& c) { c.n_kv_heads = 3; }), Code::kInvalidArgument,
+      {"kv heads not dividing",
+       plan_of([](Config& c) { c.n_kv_heads = 3; }),
+       Code::kInvalidArgument,
        {"num_heads 4 is not divisible by num_key_value_heads 3"}},
-      {"d_model not dividing", plan_of([](Config& c) { c.d_model = 250; }), Code::kInvalidArgument,
+      {"d_model not dividing",
+       plan_of([](Config& c) { c.d_model = 250; }),
+       Code::kInvalidArgument,
        {"hidden_size 250 is not divisible by num_heads 4"}},
-      {"head_dim past the kernels", plan_of([](Config& c) { c.head_dim = 1024; }), Code::kUnsupported,
+      {"head_dim past the kernels",
+       plan_of([](Config& c) { c.head_dim = 1024; }),
+       Code::kUnsupported,
        {"head_dim 1024", "512"}},
       {"ctx 0", plan_of([](Config& c) { c.max_seq = 0; }), Code::kInvalidArgument, {"max_seq", "got 0"}},
       {"layers 0", plan_of([](Config& c) { c.n_layers = 0; }), Code::kInvalidArgument, {"n_layers", "got 0"}},
-      {"rope theta NaN", plan_of([](Config& c) { c.rope.theta = kNaN; }), Code::kInvalidArgument,
-       {"rope_theta nan"}},
-      {"rope theta Inf", plan_of([](Config& c) { c.rope.theta = kInf; }), Code::kInvalidArgument,
-       {"rope_theta inf"}},
+      {"rope theta NaN", plan_of([](Config& c) { c.rope.theta = kNaN; }), Code::kInvalidArgument, {"rope_theta nan"}},
+      {"rope theta Inf", plan_of([](Config& c) { c.rope.theta = kInf; }), Code::kInvalidArgument, {"rope_theta inf"}},
       {"rope theta 0", plan_of([](Config& c) { c.rope.theta = 0.0f; }), Code::kInvalidArgument, {"rope_theta 0"}},
-      {"rope theta negative", plan_of([](Config& c) { c.rope.theta = -5.0f; }), Code::kInvalidArgument,
+      {"rope theta negative",
+       plan_of([](Config& c) { c.rope.theta = -5.0f; }),
+       Code::kInvalidArgument,
        {"rope_theta -5"}},
       {"rotary dim odd", plan_of([](Config& c) { c.rope.rotary_dim = 7; }), Code::kInvalidArgument, {"7"}},
-      {"rotary dim past head_dim", plan_of([](Config& c) { c.rope.rotary_dim = 66; }), Code::kInvalidArgument,
+      {"rotary dim past head_dim",
+       plan_of([](Config& c) { c.rope.rotary_dim = 66; }),
+       Code::kInvalidArgument,
        {"rotary dim 66", "head_dim 64"}},
-      {"rope style out of range", plan_of([](Config& c) { c.rope.style = static_cast<RopeStyle>(9); }),
-       Code::kInvalidArgument, {"rope style 9"}},
-      {"rope factor NaN", plan_of([](Config& c) { c.rope.scaling = RopeScaling::kLinear; c.rope.factor = kNaN; }),
-       Code::kInvalidArgument, {"factor nan"}},
-      {"softcap NaN", plan_of([](Config& c) { c.softcap = kNaN; }), Code::kInvalidArgument,
+      {"rope style out of range",
+       plan_of([](Config& c) { c.rope.style = static_cast<RopeStyle>(9); }),
+       Code::kInvalidArgument,
+       {"rope style 9"}},
+      {"rope factor NaN",
+       plan_of([](Config& c) {
+         c.rope.scaling = RopeScaling::kLinear;
+         c.rope.factor = kNaN;
+       }),
+       Code::kInvalidArgument,
+       {"factor nan"}},
+      {"softcap NaN",
+       plan_of([](Config& c) { c.softcap = kNaN; }),
+       Code::kInvalidArgument,
        {"attn_logit_softcapping nan"}},
-      {"softcap Inf", plan_of([](Config& c) { c.softcap = kInf; }), Code::kInvalidArgument,
+      {"softcap Inf",
+       plan_of([](Config& c) { c.softcap = kInf; }),
+       Code::kInvalidArgument,
        {"attn_logit_softcapping inf"}},
-      {"softcap negative", plan_of([](Config& c) { c.softcap = -1.0f; }), Code::kInvalidArgument,
+      {"softcap negative",
+       plan_of([](Config& c) { c.softcap = -1.0f; }),
+       Code::kInvalidArgument,
        {"attn_logit_softcapping -1"}},
       {"scale NaN", plan_of([](Config& c) { c.scale = kNaN; }), Code::kInvalidArgument, {"scale nan"}},
       {"scale Inf", plan_of([](Config& c) { c.scale = kInf; }), Code::kInvalidArgument, {"scale inf"}},
-      {"query_pre_attn_scalar negative", plan_of([](Config& c) { c.query_pre_attn_scalar = -2.0f; }),
-       Code::kInvalidArgument, {"query_pre_attn_scalar -2"}},
-      {"kv dtype out of range", plan_of([](Config& c) { c.kv_dtype = static_cast<DType>(7); }),
-       Code::kInvalidArgument, {"kv dtype 7"}},
-      {"byte counts past 64 bits", plan_of([](Config& c) {
+      {"query_pre_attn_scalar negative",
+       plan_of([](Config& c) { c.query_pre_attn_scalar = -2.0f; }),
+       Code::kInvalidArgument,
+       {"query_pre_attn_scalar -2"}},
+      {"kv dtype out of range",
+       plan_of([](Config& c) { c.kv_dtype = static_cast<DType>(7); }),
+       Code::kInvalidArgument,
+       {"kv dtype 7"}},
+      {"byte counts past 64 bits",
+       plan_of([](Config& c) {
          c.d_model = 1 << 17;
          c.n_heads = 256;
          c.max_seq = 0xffffffffu;
          c.n_layers = 0xffffffffu;
        }),
-       Code::kOutOfRange, {"does not fit in 64 bits", "max_seq 4294967295"}},
+       Code::kOutOfRange,
+       {"does not fit in 64 bits", "max_seq 4294967295"}},
       {"MLA", plan_of([](Config& c) { c.mla_kv_lora_rank = 512; }), Code::kUnsupported, {"kv_lora_rank 512"}},
-      {"spec with a bad divisor", [] { return spec_plan("d_model=800 heads=12 ctx=128"); }, Code::kInvalidArgument,
+      {"spec with a bad divisor",
+       [] { return spec_plan("d_model=800 heads=12 ctx=128"); },
+       Code::kInvalidArgument,
        {"hidden_size 800 is not divisible by num_heads 12"}},
       // Found by fuzz_spec: the search for a divisor above num_heads ran up to d_model (seconds
       // for a large prime); it stops at the head limit now.
-      {"a large prime d_model", [] { return spec_plan("d_model=2016666689 heads=6 kv_heads=1 ctx=128"); },
-       Code::kInvalidArgument, {"hidden_size 2016666689 is not divisible by num_heads 6", "1 (head_dim 2016666689)"}},
+      {"a large prime d_model",
+       [] { return spec_plan("d_model=2016666689 heads=6 kv_heads=1 ctx=128"); },
+       Code::kInvalidArgument,
+       {"hidden_size 2016666689 is not divisible by num_heads 6", "1 (head_dim 2016666689)"}},
   });
   // 2062 = 2 · 1031: the next divisor above 4 is 1031, past the head limit, so it is not offered.
   const Status s = spec_plan("d_model=2062 heads=4 ctx=128");
@@ -233,12 +301,18 @@ TEST_CASE("bad input: Arena::bind rejects null, misaligned and short buffers and
   Arena arena;
   check_rows({
       {"null", [&] { return arena.bind(p, nullptr, p.arena_bytes); }, Code::kInvalidArgument, {"buffer is null"}},
-      {"misaligned", [&] { return arena.bind(p, static_cast<char*>(mem.p) + 8, p.arena_bytes); },
-       Code::kInvalidArgument, {"not 64-byte aligned"}},
-      {"short", [&] { return arena.bind(p, mem.p, p.arena_bytes - 1); }, Code::kInvalidArgument,
+      {"misaligned",
+       [&] { return arena.bind(p, static_cast<char*>(mem.p) + 8, p.arena_bytes); },
+       Code::kInvalidArgument,
+       {"not 64-byte aligned"}},
+      {"short",
+       [&] { return arena.bind(p, mem.p, p.arena_bytes - 1); },
+       Code::kInvalidArgument,
        {std::to_string(p.arena_bytes - 1).c_str(), "the plan needs"}},
-      {"an overflowing plan", [&] { return arena.bind(overflowing_plan(), mem.p, mem.size); },
-       Code::kInvalidArgument, {"plan is not valid"}},
+      {"an overflowing plan",
+       [&] { return arena.bind(overflowing_plan(), mem.p, mem.size); },
+       Code::kInvalidArgument,
+       {"plan is not valid"}},
   });
   CHECK_FALSE(arena.bound());
   REQUIRE(arena.bind(p, mem.p, mem.size).ok());
@@ -257,11 +331,14 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
 
   KvCache unbound;
   check_rows({
-      {"append before bind", [&] { return unbound.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
-       Code::kFailedPrecondition, {"append before bind"}},
+      {"append before bind",
+       [&] { return unbound.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
+       Code::kFailedPrecondition,
+       {"append before bind"}},
       {"attend before bind",
        [&] { return unbound.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kFailedPrecondition, {"attend before bind"}},
+       Code::kFailedPrecondition,
+       {"attend before bind"}},
   });
   CHECK(unbound.size() == 0);
 
@@ -271,12 +348,18 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   KvCache cache;
   check_rows({
       {"bind null", [&] { return cache.bind(p, nullptr, region.size); }, Code::kInvalidArgument, {"region is null"}},
-      {"bind short", [&] { return cache.bind(p, region.p, p.kv_bytes_per_layer - 1); }, Code::kInvalidArgument,
+      {"bind short",
+       [&] { return cache.bind(p, region.p, p.kv_bytes_per_layer - 1); },
+       Code::kInvalidArgument,
        {std::to_string(p.kv_bytes_per_layer - 1).c_str(), std::to_string(p.kv_bytes_per_layer).c_str()}},
       // Its kv_bytes_per_layer is 0, so any region looked big enough; appends wrote past it.
-      {"bind an overflowing plan", [&] { return cache.bind(overflowing_plan(), region.p, region.size); },
-       Code::kInvalidArgument, {"plan is not valid"}},
-      {"bind without the RoPE table", [&] { return cache.bind(p, region.p, region.size); }, Code::kInvalidArgument,
+      {"bind an overflowing plan",
+       [&] { return cache.bind(overflowing_plan(), region.p, region.size); },
+       Code::kInvalidArgument,
+       {"plan is not valid"}},
+      {"bind without the RoPE table",
+       [&] { return cache.bind(p, region.p, region.size); },
+       Code::kInvalidArgument,
        {"frequency table is null"}},
   });
   REQUIRE(cache.bind(p, region.p, region.size, rope.data()).ok());
@@ -284,31 +367,46 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   const std::vector<uint8_t> before(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
 
   check_rows({
-      {"null k", [&] { return cache.append(nullptr, p.kv_width, v.data(), p.kv_width, 1); }, Code::kInvalidArgument,
+      {"null k",
+       [&] { return cache.append(nullptr, p.kv_width, v.data(), p.kv_width, 1); },
+       Code::kInvalidArgument,
        {"null k or v"}},
-      {"null v", [&] { return cache.append(k.data(), p.kv_width, nullptr, p.kv_width, 1); }, Code::kInvalidArgument,
+      {"null v",
+       [&] { return cache.append(k.data(), p.kv_width, nullptr, p.kv_width, 1); },
+       Code::kInvalidArgument,
        {"null k or v"}},
-      {"short stride", [&] { return cache.append(k.data(), 3, v.data(), p.kv_width, 1); }, Code::kInvalidArgument,
+      {"short stride",
+       [&] { return cache.append(k.data(), 3, v.data(), p.kv_width, 1); },
+       Code::kInvalidArgument,
        {"3 (k)", "kv_width 32"}},
-      {"past the context", [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 36); },
-       Code::kOutOfRange, {"appending 36 tokens at position 5", "context of 40"}},
-      {"a count near 2^32", [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 0xffffffffu); },
-       Code::kOutOfRange, {"4294967295"}},
+      {"past the context",
+       [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 36); },
+       Code::kOutOfRange,
+       {"appending 36 tokens at position 5", "context of 40"}},
+      {"a count near 2^32",
+       [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 0xffffffffu); },
+       Code::kOutOfRange,
+       {"4294967295"}},
       {"attend 0 queries",
        [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 0, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument, {"attend for 0 queries"}},
+       Code::kInvalidArgument,
+       {"attend for 0 queries"}},
       {"attend more queries than held",
        [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 6, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument, {"6 queries", "holds 5 tokens"}},
+       Code::kInvalidArgument,
+       {"6 queries", "holds 5 tokens"}},
       {"attend null q",
        [&] { return cache.attend(nullptr, p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument, {"q is null"}},
+       Code::kInvalidArgument,
+       {"q is null"}},
       {"attend short workspace",
        [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, 64); },
-       Code::kInvalidArgument, {"workspace is 64 bytes"}},
+       Code::kInvalidArgument,
+       {"workspace is 64 bytes"}},
       {"attend short q stride",
        [&] { return cache.attend(q.data(), 5, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument, {"q_token_stride 5"}},
+       Code::kInvalidArgument,
+       {"q_token_stride 5"}},
   });
   CHECK(cache.size() == 5);
   CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
@@ -316,8 +414,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   // Filling the context exactly works; one more token does not, and changes nothing.
   REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 35).ok());
   const std::vector<uint8_t> full(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
-  check_rows({{"one past a full cache", [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
-               Code::kOutOfRange, {"appending 1 tokens at position 40"}}});
+  check_rows({{"one past a full cache",
+               [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
+               Code::kOutOfRange,
+               {"appending 1 tokens at position 40"}}});
   CHECK(cache.size() == 40);
   CHECK(std::memcmp(full.data(), region.p, region.size) == 0);
 
@@ -325,8 +425,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   Aligned ring_region(ring.kv_bytes_per_layer);
   KvCache rc;
   REQUIRE(rc.bind(ring, ring_region.p, ring_region.size, rope.data()).ok());
-  check_rows({{"ring chunk too large", [&] { return rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 9); },
-               Code::kOutOfRange, {"appending 9 tokens at once", "8"}}});
+  check_rows({{"ring chunk too large",
+               [&] { return rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 9); },
+               Code::kOutOfRange,
+               {"appending 9 tokens at once", "8"}}});
   CHECK(rc.size() == 0);
 }
 
@@ -334,23 +436,34 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   std::vector<float> q(64, 1.0f), k(64, 1.0f), v(64, 1.0f), o(64, 0.0f);
   Aligned ws(1 << 16);
   auto call = [&](AttentionShape s, AttentionParams p) {
-    return [&, s, p] { return attend(q.data(), k.data(), v.data(), DType::kF32, o.data(), s, p, nullptr, ws.p, ws.size); };
+    return
+        [&, s, p] { return attend(q.data(), k.data(), v.data(), DType::kF32, o.data(), s, p, nullptr, ws.p, ws.size); };
   };
   const AttentionShape good{2, 2, 2, 1, 16};
   check_rows({
       {"head_dim past 512", call({2, 2, 2, 1, 4096}, {}), Code::kInvalidArgument, {"head_dim 4096"}},
       {"heads near 2^32", call({1, 1, 0xffffffffu, 1, 16}, {}), Code::kInvalidArgument, {"n_heads 4294967295"}},
-      {"t_q near 2^32: workspace", call({0xffffffffu, 0xffffffffu, 1024, 1, 512}, {}), Code::kInvalidArgument,
+      {"t_q near 2^32: workspace",
+       call({0xffffffffu, 0xffffffffu, 1024, 1, 512}, {}),
+       Code::kInvalidArgument,
        {"workspace"}},
       {"NaN scale", call(good, {kNaN, 0.0f, false, 0}), Code::kInvalidArgument, {"scale nan"}},
       {"-Inf scale", call(good, {-kInf, 0.0f, false, 0}), Code::kInvalidArgument, {"scale -inf"}},
       {"Inf softcap", call(good, {0.0f, kInf, false, 0}), Code::kInvalidArgument, {"softcap inf"}},
-      {"workspace threads 0", [&] { return status_of(attention_workspace_bytes(good, 0)); }, Code::kInvalidArgument,
+      {"workspace threads 0",
+       [&] { return status_of(attention_workspace_bytes(good, 0)); },
+       Code::kInvalidArgument,
        {"threads 0"}},
-      {"workspace threads 257", [&] { return status_of(attention_workspace_bytes(good, 257)); },
-       Code::kInvalidArgument, {"threads 257"}},
-      {"workspace for heads 0", [&] { return status_of(attention_workspace_bytes({1, 1, 0, 0, 16}, 1)); },
-       Code::kInvalidArgument, {"n_heads 0"}},
+      {"workspace threads 257",
+       [&] { return status_of(attention_workspace_bytes(good, 257)); },
+       Code::kInvalidArgument,
+       {"threads 257"}},
+      {"workspace for heads 0",
+       [&] {
+         return status_of(attention_workspace_bytes({1, 1, 0, 0, 16}, 1));
+       },
+       Code::kInvalidArgument,
+       {"n_heads 0"}},
   });
   for (const float x : o) CHECK(x == 0.0f);  // nothing was written by any rejected call
 }
@@ -366,12 +479,16 @@ TEST_CASE("bad input: AttentionOp in the wrong state, with hostile shapes, tenso
   auto run = [&](const float* qp, const void* kp, void* w, size_t bytes) {
     return [&, qp, kp, w, bytes] { return op.run(qp, kp, v.data(), o.data(), nullptr, w, bytes); };
   };
-  check_rows({{"run before reshape", run(q.data(), k.data(), ws.p, ws.size), Code::kFailedPrecondition,
+  check_rows({{"run before reshape",
+               run(q.data(), k.data(), ws.p, ws.size),
+               Code::kFailedPrecondition,
                {"run before reshape"}}});
   REQUIRE(op.reshape(good, {}, DType::kF32, 1).ok());
   check_rows({
       {"head_dim past 512", reshape({2, 2, 2, 1, 4096}, {}, DType::kF32, 1), Code::kInvalidArgument, {"head_dim 4096"}},
-      {"heads near 2^32", reshape({1, 1, 0xffffffffu, 1, 16}, {}, DType::kF32, 1), Code::kInvalidArgument,
+      {"heads near 2^32",
+       reshape({1, 1, 0xffffffffu, 1, 16}, {}, DType::kF32, 1),
+       Code::kInvalidArgument,
        {"n_heads 4294967295"}},
       {"NaN scale", reshape(good, {kNaN, 0.0f, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"scale nan"}},
       {"Inf softcap", reshape(good, {0.0f, kInf, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"softcap inf"}},
@@ -382,8 +499,10 @@ TEST_CASE("bad input: AttentionOp in the wrong state, with hostile shapes, tenso
       {"null k", run(q.data(), nullptr, ws.p, ws.size), Code::kInvalidArgument, {"k is null"}},
       {"null workspace", run(q.data(), k.data(), nullptr, 0), Code::kInvalidArgument, {"workspace is null"}},
       {"short workspace", run(q.data(), k.data(), ws.p, 1), Code::kInvalidArgument, {"workspace is 1 bytes"}},
-      {"misaligned workspace", run(q.data(), k.data(), static_cast<char*>(ws.p) + 1, ws.size - 64),
-       Code::kInvalidArgument, {"64-byte aligned"}},
+      {"misaligned workspace",
+       run(q.data(), k.data(), static_cast<char*>(ws.p) + 1, ws.size - 64),
+       Code::kInvalidArgument,
+       {"64-byte aligned"}},
   });
   CHECK(op.shape().head_dim == 16);  // the rejected reshapes kept the good shape
   CHECK(op.run(q.data(), k.data(), v.data(), o.data(), nullptr, ws.p, ws.size).ok());
@@ -400,7 +519,8 @@ TEST_CASE("bad input: ThreadPool::create out of range keeps the pool it had") {
   });
   CHECK(pool.threads() == threads);
   static int ran = 0;
-  pool.run(3, [](void*, size_t) { ++ran; }, nullptr);
+  pool.run(
+      3, [](void*, size_t) { ++ran; }, nullptr);
   CHECK(ran == 3);
 }
 
@@ -412,28 +532,48 @@ TEST_CASE("bad input: CpuBackend and dense_plan") {
   std::vector<float> k(size_t{40} * p.kv_width, 0.5f), q(size_t{8} * p.q_width, 1.0f), o(q.size());
   CpuBackend fresh;
   check_rows({
-      {"create from an invalid plan", [&] { return fresh.create(invalid, nullptr, mem.p, mem.size); },
-       Code::kInvalidArgument, {"plan is not valid"}},
-      {"create with null memory", [&] { return fresh.create(p, nullptr, nullptr, need); }, Code::kInvalidArgument,
+      {"create from an invalid plan",
+       [&] { return fresh.create(invalid, nullptr, mem.p, mem.size); },
+       Code::kInvalidArgument,
+       {"plan is not valid"}},
+      {"create with null memory",
+       [&] { return fresh.create(p, nullptr, nullptr, need); },
+       Code::kInvalidArgument,
        {"(null)", std::to_string(need).c_str()}},
-      {"create with short memory", [&] { return fresh.create(p, nullptr, mem.p, need - 1); }, Code::kInvalidArgument,
+      {"create with short memory",
+       [&] { return fresh.create(p, nullptr, mem.p, need - 1); },
+       Code::kInvalidArgument,
        {std::to_string(need - 1).c_str(), std::to_string(need).c_str()}},
       {"create with misaligned memory",
-       [&] { return fresh.create(p, nullptr, static_cast<char*>(mem.p) + 4, need); }, Code::kInvalidArgument,
+       [&] { return fresh.create(p, nullptr, static_cast<char*>(mem.p) + 4, need); },
+       Code::kInvalidArgument,
        {"aligned"}},
-      {"append before create", [&] { return fresh.append(k.data(), p.kv_width, k.data(), p.kv_width, 1); },
-       Code::kFailedPrecondition, {"before bind"}},
-      {"attend before create", [&] { return fresh.attend(q.data(), p.q_width, o.data(), p.q_width, 1); },
-       Code::kFailedPrecondition, {"attend before create"}},
+      {"append before create",
+       [&] { return fresh.append(k.data(), p.kv_width, k.data(), p.kv_width, 1); },
+       Code::kFailedPrecondition,
+       {"before bind"}},
+      {"attend before create",
+       [&] { return fresh.attend(q.data(), p.q_width, o.data(), p.q_width, 1); },
+       Code::kFailedPrecondition,
+       {"attend before create"}},
       {"dense before create",
        [&] {
          return fresh.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 1, 4, 2, 16}, {});
        },
-       Code::kFailedPrecondition, {"attend before create"}},
-      {"dense_plan of a bad shape", [] { return status_of(dense_plan({1, 1, 4, 3, 16}, DType::kF32)); },
-       Code::kInvalidArgument, {"n_heads 4 is not divisible by n_kv_heads 3"}},
-      {"dense_plan of an unknown dtype", [] { return status_of(dense_plan({1, 1, 4, 2, 16}, static_cast<DType>(5))); },
-       Code::kInvalidArgument, {"kv dtype 5"}},
+       Code::kFailedPrecondition,
+       {"attend before create"}},
+      {"dense_plan of a bad shape",
+       [] {
+         return status_of(dense_plan({1, 1, 4, 3, 16}, DType::kF32));
+       },
+       Code::kInvalidArgument,
+       {"n_heads 4 is not divisible by n_kv_heads 3"}},
+      {"dense_plan of an unknown dtype",
+       [] {
+         return status_of(dense_plan({1, 1, 4, 2, 16}, static_cast<DType>(5)));
+       },
+       Code::kInvalidArgument,
+       {"kv dtype 5"}},
   });
   CHECK(CpuBackend::memory_bytes(invalid, 1) == 0);
 
@@ -441,31 +581,47 @@ TEST_CASE("bad input: CpuBackend and dense_plan") {
   REQUIRE(b.create(p, nullptr, mem.p, mem.size).ok());
   REQUIRE(b.append(k.data(), p.kv_width, k.data(), p.kv_width, 3).ok());
   check_rows({
-      {"append past the context", [&] { return b.append(k.data(), p.kv_width, k.data(), p.kv_width, 38); },
-       Code::kOutOfRange, {"appending 38 tokens at position 3"}},
-      {"attend past max_tokens", [&] { return b.attend(q.data(), p.q_width, o.data(), p.q_width, 9); },
-       Code::kOutOfRange, {"9 queries", "max_tokens 8"}},
+      {"append past the context",
+       [&] { return b.append(k.data(), p.kv_width, k.data(), p.kv_width, 38); },
+       Code::kOutOfRange,
+       {"appending 38 tokens at position 3"}},
+      {"attend past max_tokens",
+       [&] { return b.attend(q.data(), p.q_width, o.data(), p.q_width, 9); },
+       Code::kOutOfRange,
+       {"9 queries", "max_tokens 8"}},
       {"dense shape unlike the plan",
-       [&] { return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 1, 8, 2, 16}, {}); },
-       Code::kInvalidArgument, {"8 heads", "the plan has 4"}},
+       [&] {
+         return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 1, 8, 2, 16}, {});
+       },
+       Code::kInvalidArgument,
+       {"8 heads", "the plan has 4"}},
       {"dense t_kv past cache_rows",
-       [&] { return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 41, 4, 2, 16}, {}); },
-       Code::kOutOfRange, {"t_kv 41", "cache_rows 40"}},
+       [&] {
+         return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 41, 4, 2, 16}, {});
+       },
+       Code::kOutOfRange,
+       {"t_kv 41", "cache_rows 40"}},
       {"dense dtype unlike the plan",
-       [&] { return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 1, 4, 2, 16}, {}); },
-       Code::kInvalidArgument, {"k and v are f32", "the plan stores f16"}},
+       [&] {
+         return b.attend_dense(q.data(), k.data(), k.data(), DType::kF32, o.data(), {1, 1, 4, 2, 16}, {});
+       },
+       Code::kInvalidArgument,
+       {"k and v are f32", "the plan stores f16"}},
       {"dense with null q",
        [&] {
          const std::vector<uint16_t> k16(size_t{2} * p.kv_width);
          return b.attend_dense(nullptr, k16.data(), k16.data(), DType::kF16, o.data(), {1, 2, 4, 2, 16}, {});
        },
-       Code::kInvalidArgument, {"q is null"}},
+       Code::kInvalidArgument,
+       {"q is null"}},
   });
   CHECK(b.size() == 3);  // a rejected dense call keeps the cache too
 }
 
 TEST_CASE("bad input: config.json text") {
-  auto hf = [](std::string text) { return [text] { return status_of(parse_hf_config(text.data(), text.size(), "c.json")); }; };
+  auto hf = [](std::string text) {
+    return [text] { return status_of(parse_hf_config(text.data(), text.size(), "c.json")); };
+  };
   const std::string ok = R"({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
                              "max_position_embeddings": 64, "num_hidden_layers": 2})";
   REQUIRE(parse_hf_config(ok.data(), ok.size(), "c.json").ok());
@@ -473,39 +629,61 @@ TEST_CASE("bad input: config.json text") {
       {"empty", hf(""), Code::kInvalidArgument, {"c.json is not valid JSON", "line 1, column 1"}},
       {"truncated", hf(ok.substr(0, ok.size() / 2)), Code::kInvalidArgument, {"c.json is not valid JSON", "line 2"}},
       {"not an object", hf("[1, 2]"), Code::kInvalidArgument, {"c.json"}},
-      {"string count", hf(R"({"hidden_size": "256", "num_attention_heads": 4, "max_position_embeddings": 64})"),
-       Code::kInvalidArgument, {"hidden_size"}},
-      {"negative heads", hf(R"({"hidden_size": 256, "num_attention_heads": -4, "max_position_embeddings": 64})"),
-       Code::kInvalidArgument, {"num_attention_heads", "-4"}},
-      {"huge ctx", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 1e300})"),
-       Code::kInvalidArgument, {"max_position_embeddings"}},
+      {"string count",
+       hf(R"({"hidden_size": "256", "num_attention_heads": 4, "max_position_embeddings": 64})"),
+       Code::kInvalidArgument,
+       {"hidden_size"}},
+      {"negative heads",
+       hf(R"({"hidden_size": 256, "num_attention_heads": -4, "max_position_embeddings": 64})"),
+       Code::kInvalidArgument,
+       {"num_attention_heads", "-4"}},
+      {"huge ctx",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 1e300})"),
+       Code::kInvalidArgument,
+       {"max_position_embeddings"}},
       {"count past 2^31",
        hf(R"({"hidden_size": 4294967296, "num_attention_heads": 4, "max_position_embeddings": 64})"),
-       Code::kInvalidArgument, {"hidden_size", "4294967296"}},
+       Code::kInvalidArgument,
+       {"hidden_size", "4294967296"}},
       {"theta past float",
        hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64, "rope_theta": 1e39})"),
-       Code::kInvalidArgument, {"rope_theta"}},
-      {"layer_types length", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"rope_theta"}},
+      {"layer_types length",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "num_hidden_layers": 3, "sliding_window": 16, "layer_types": ["sliding_attention", "full_attention"]})"),
-       Code::kInvalidArgument, {"c.json", "layer_types has 2 entries", "num_hidden_layers is 3"}},
-      {"unknown layer type", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"c.json", "layer_types has 2 entries", "num_hidden_layers is 3"}},
+      {"unknown layer type",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "num_hidden_layers": 2, "sliding_window": 16, "layer_types": ["sliding_attention", "global"]})"),
-       Code::kInvalidArgument, {"c.json", "layer_types[1] is \"global\""}},
-      {"chunked attention", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"c.json", "layer_types[1] is \"global\""}},
+      {"chunked attention",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "num_hidden_layers": 2, "layer_types": ["chunked_attention", "full_attention"]})"),
-       Code::kUnsupported, {"c.json", "layer_types[0]", "chunked_attention"}},
-      {"pattern 0", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kUnsupported,
+       {"c.json", "layer_types[0]", "chunked_attention"}},
+      {"pattern 0",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "sliding_window": 16, "sliding_window_pattern": 0})"),
-       Code::kInvalidArgument, {"c.json", "sliding_window_pattern is 0"}},
-      {"no_rope_layers entry", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"c.json", "sliding_window_pattern is 0"}},
+      {"no_rope_layers entry",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "num_hidden_layers": 2, "no_rope_layers": [1, "0"]})"),
-       Code::kInvalidArgument, {"c.json", "no_rope_layers[1] is \"0\""}},
-      {"no_rope_layer_interval 0", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"c.json", "no_rope_layers[1] is \"0\""}},
+      {"no_rope_layer_interval 0",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "no_rope_layer_interval": 0})"),
-       Code::kInvalidArgument, {"c.json", "no_rope_layer_interval is 0"}},
-      {"local base not a number", hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+       Code::kInvalidArgument,
+       {"c.json", "no_rope_layer_interval is 0"}},
+      {"local base not a number",
+       hf(R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
              "rope_local_base_freq": "10000"})"),
-       Code::kInvalidArgument, {"c.json", "rope_local_base_freq"}},
+       Code::kInvalidArgument,
+       {"c.json", "rope_local_base_freq"}},
   });
   CHECK_FALSE(parse_hf_config(nullptr, 5, "c.json").ok());
   CHECK(std::string(load_hf_config("no/such/dir/config.json").status().message()).find("no/such/dir/config.json") !=
@@ -514,7 +692,9 @@ TEST_CASE("bad input: config.json text") {
 }
 
 TEST_CASE("bad input: GGUF metadata") {
-  auto gguf = [](std::vector<uint8_t> b) { return [b] { return status_of(parse_gguf_metadata(b.data(), b.size(), "m.gguf")); }; };
+  auto gguf = [](std::vector<uint8_t> b) {
+    return [b] { return status_of(parse_gguf_metadata(b.data(), b.size(), "m.gguf")); };
+  };
   std::vector<uint8_t> header = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
   std::vector<uint8_t> huge_count = header;
   for (int i = 0; i < 8; ++i) huge_count.push_back(0);     // tensor count
@@ -534,7 +714,15 @@ std::vector<uint8_t> npy_bytes(const std::string& dict, size_t payload) {
   std::string header = dict;
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
-  std::vector<uint8_t> b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size()),
+  std::vector<uint8_t> b = {0x93,
+                            'N',
+                            'U',
+                            'M',
+                            'P',
+                            'Y',
+                            1,
+                            0,
+                            static_cast<uint8_t>(header.size()),
                             static_cast<uint8_t>(header.size() >> 8)};
   b.insert(b.end(), header.begin(), header.end());
   b.resize(b.size() + payload, 0);
@@ -552,23 +740,34 @@ TEST_CASE("bad input: .npy files") {
   REQUIRE(formats::parse_npy(good.data(), good.size(), "x.npy").ok());
   check_rows({
       {"empty", npy({}), Code::kDataLoss, {"x.npy is empty"}},
-      {"truncated data", npy(std::vector<uint8_t>(good.begin(), good.end() - 1)), Code::kDataLoss,
+      {"truncated data",
+       npy(std::vector<uint8_t>(good.begin(), good.end() - 1)),
+       Code::kDataLoss,
        {"x.npy", "(2, 3)", "24 bytes"}},
-      {"truncated header", npy(std::vector<uint8_t>(good.begin(), good.begin() + 20)), Code::kDataLoss,
+      {"truncated header",
+       npy(std::vector<uint8_t>(good.begin(), good.begin() + 20)),
+       Code::kDataLoss,
        {"x.npy is truncated"}},
       {"f64", npy(npy_bytes(dict("<f8", "(2,)"), 16)), Code::kUnsupported, {"<f8"}},
       {"big-endian", npy(npy_bytes(dict(">f4", "(2,)"), 8)), Code::kUnsupported, {">f4"}},
       {"int", npy(npy_bytes(dict("<i4", "(2,)"), 8)), Code::kUnsupported, {"<i4"}},
       {"negative dim", npy(npy_bytes(dict("<f4", "(2, -3)"), 0)), Code::kDataLoss, {"dim 1 is negative"}},
       {"zero dim", npy(npy_bytes(dict("<f4", "(0, 3)"), 0)), Code::kUnsupported, {"dim 0 is 0"}},
-      {"dim past 64 bits", npy(npy_bytes(dict("<f4", "(99999999999999999999,)"), 0)), Code::kDataLoss,
+      {"dim past 64 bits",
+       npy(npy_bytes(dict("<f4", "(99999999999999999999,)"), 0)),
+       Code::kDataLoss,
        {"dim 0 does not fit in 64 bits"}},
-      {"product past 64 bits", npy(npy_bytes(dict("<f4", "(4294967296, 4294967296)"), 0)), Code::kDataLoss,
+      {"product past 64 bits",
+       npy(npy_bytes(dict("<f4", "(4294967296, 4294967296)"), 0)),
+       Code::kDataLoss,
        {"(4294967296, 4294967296)", "too large"}},
-      {"oversized claim", npy(npy_bytes(dict("<f4", "(1000000000,)"), 8)), Code::kDataLoss,
+      {"oversized claim",
+       npy(npy_bytes(dict("<f4", "(1000000000,)"), 8)),
+       Code::kDataLoss,
        {"(1000000000,)", "4000000000 bytes"}},
       {"fortran order",
-       npy(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8)), Code::kUnsupported,
+       npy(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8)),
+       Code::kUnsupported,
        {"x.npy", "Fortran order"}},
       {"garbage header", npy(npy_bytes("this is not a dict", 0)), Code::kDataLoss, {"x.npy", "dict"}},
   });

@@ -104,7 +104,13 @@ int main() {
     return 1;
   }
   const bool ok = prefill_err <= kTolerance && decode_err <= kTolerance;
-  cortex_m::Text().str("prefill ").u64(tiny::kPromptTokens).str(" tokens: max relative error ").sci(prefill_err).str("\n").print();
+  cortex_m::Text()
+      .str("prefill ")
+      .u64(tiny::kPromptTokens)
+      .str(" tokens: max relative error ")
+      .sci(prefill_err)
+      .str("\n")
+      .print();
   cortex_m::Text()
       .str("decode ")
       .u64(tiny::kDecodeSteps)

@@ -166,10 +166,9 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
                          static_cast<ull>(qs[2]), k.path, static_cast<ull>(ks[2]));
   }
   if (qs[1] % ks[1] != 0) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s has %llu query heads and %s %llu kv heads: %llu is not divisible by %llu", q.path,
-                         static_cast<ull>(qs[1]), k.path, static_cast<ull>(ks[1]), static_cast<ull>(qs[1]),
-                         static_cast<ull>(ks[1]));
+    return Status::error(
+        Code::kInvalidArgument, "%s has %llu query heads and %s %llu kv heads: %llu is not divisible by %llu", q.path,
+        static_cast<ull>(qs[1]), k.path, static_cast<ull>(ks[1]), static_cast<ull>(qs[1]), static_cast<ull>(ks[1]));
   }
   if (!a->kv_dtype_set) {
     if (k.array.dtype != v.array.dtype) {
@@ -187,8 +186,7 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
 }
 
 // O into *o on the chosen backend, K/V converted to --kv-dtype first where they differ.
-Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* pool,
-               std::vector<float>* o) {
+Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* pool, std::vector<float>* o) {
   const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool->threads());
   if (!ws_bytes.ok()) return ws_bytes.status();
   std::vector<uint8_t> k_converted, v_converted;
@@ -227,9 +225,9 @@ int run(int argc, char** argv) {
   if (!s.ok()) return report("attend", s);
   s = formats::save_npy(a.out_path, DType::kF32, o.data(), a.q.array.shape, 3);
   if (!s.ok()) return report("attend", s);
-  std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s, %u thread%s)\n", shape.t_q,
-              shape.n_heads, shape.head_dim, a.out_path, shape.t_kv, shape.n_kv_heads, dtype_name(a.kv_dtype),
-              pool.threads(), pool.threads() == 1 ? "" : "s");
+  std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s, %u thread%s)\n", shape.t_q, shape.n_heads,
+              shape.head_dim, a.out_path, shape.t_kv, shape.n_kv_heads, dtype_name(a.kv_dtype), pool.threads(),
+              pool.threads() == 1 ? "" : "s");
   return kExitOk;
 }
 

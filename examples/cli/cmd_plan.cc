@@ -104,14 +104,14 @@ void print_table(const Plan& p) {
 
   std::printf("memory plan (arena regions, each 64-byte aligned)\n");
   const char* weights_note = p.weights_region_bytes ? ""
-                             : p.packed_bytes        ? " (packed by XNNPACK below)"
-                                                     : " (borrowed, not in the arena)";
+                             : p.packed_bytes       ? " (packed by XNNPACK below)"
+                                                    : " (borrowed, not in the arena)";
   std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
               human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype), weights_note);
-  std::printf("  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
-              human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(),
-              p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows,
-              dtype_name(c.kv_dtype));
+  std::printf(
+      "  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
+      human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(),
+      p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows, dtype_name(c.kv_dtype));
   if (p.packed_bytes) {
     std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n",
                 human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());

@@ -137,8 +137,8 @@ Result<Config> config_for_run(const RunFlags& r, Config c) {
     c.max_seq = static_cast<uint32_t>(run_len);
   } else {
     if (run_len > r.ctx) {
-      return Status::error(Code::kInvalidArgument, "--prompt %u + --tokens %u do not fit --ctx %u", r.prompt,
-                           r.tokens, r.ctx);
+      return Status::error(Code::kInvalidArgument, "--prompt %u + --tokens %u do not fit --ctx %u", r.prompt, r.tokens,
+                           r.ctx);
     }
     c.max_seq = r.ctx;
   }

@@ -114,8 +114,9 @@ void print_run_table(const RunReport& r) {
   }
   std::printf("heap         %ld allocations during prefill and decode\n", r.heap_calls);
   if (r.backend == BackendKind::kGpu) {
-    std::printf("             (the Vulkan driver's own calls included: lavapipe, for one, compiles a pipeline at its first\n"
-                "             dispatch and allocates as it records each command)\n");
+    std::printf(
+        "             (the Vulkan driver's own calls included: lavapipe, for one, compiles a pipeline at its first\n"
+        "             dispatch and allocates as it records each command)\n");
   }
 }
 

@@ -25,7 +25,7 @@ struct ArenaUse {
 ArenaUse measure_arena(const Plan& p, const uint8_t* base);
 
 struct RunReport {
-  const Config* config = nullptr;        // the config the plan was made for
+  const Config* config = nullptr;  // the config the plan was made for
   const Plan* plan = nullptr;
   const PlanOptions* options = nullptr;  // what the plan was asked for
   const char* weights = nullptr;         // the --weights path, or "random"

@@ -24,8 +24,8 @@ class Arena {
 
   bool bound() const { return base_ != nullptr; }
   const Plan& plan() const { return plan_; }
-  uint8_t* weights() const { return base_ + plan_.weights_offset; }     // null-sized when borrowed
-  uint8_t* kv_layer(uint32_t layer) const {  // [K | V] of one layer: plan.layer(layer).kv_bytes
+  uint8_t* weights() const { return base_ + plan_.weights_offset; }  // null-sized when borrowed
+  uint8_t* kv_layer(uint32_t layer) const {                          // [K | V] of one layer: plan.layer(layer).kv_bytes
     return base_ + plan_.layer(layer).kv_offset;
   }
   float* qkv() const { return reinterpret_cast<float*>(base_ + plan_.activations_offset); }

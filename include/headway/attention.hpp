@@ -14,8 +14,8 @@
 //
 // Memory: the caller passes a workspace of attention_workspace_bytes() bytes, 64-byte aligned;
 // attend() allocates nothing. AttentionOp is the same computation with XNNPACK's lifecycle:
-// reshape() checks a shape once and sizes its workspace, run() takes the tensors. Threads: work is cut into tasks by the shapes alone, so the result
-// is bitwise identical for any pool size, and for no pool at all.
+// reshape() checks a shape once and sizes its workspace, run() takes the tensors. Threads: work is cut into tasks by
+// the shapes alone, so the result is bitwise identical for any pool size, and for no pool at all.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +40,7 @@ struct AttentionParams {
   float scale = 0.0f;    // logit scale; 0 = 1/sqrt(head_dim)
   float softcap = 0.0f;  // 0 = off
   bool causal = false;
-  uint32_t window = 0;   // 0 = no sliding window; larger than t_kv is allowed (no effect)
+  uint32_t window = 0;  // 0 = no sliding window; larger than t_kv is allowed (no effect)
 };
 
 inline constexpr size_t kWorkspaceAlignment = kAlignment;
@@ -52,9 +52,8 @@ Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t t
 
 // Computes O. `pool` may be null (the caller's thread does all the work). Errors: kInvalidArgument
 // for a bad shape, parameter, pointer or a workspace that is too small or misaligned.
-Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
-              const AttentionShape& shape, const AttentionParams& params, ThreadPool* pool,
-              void* workspace, size_t workspace_bytes);
+Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
+              const AttentionParams& params, ThreadPool* pool, void* workspace, size_t workspace_bytes);
 
 // attend() split in two, for a caller that runs one shape many times (or wants the shape checked
 // before it has the tensors):
@@ -86,7 +85,7 @@ class AttentionOp {
   AttentionShape shape_{};
   AttentionParams params_{};  // scale resolved
   DType kv_dtype_ = DType::kF32;
-  uint32_t threads_ = 0;      // 0: not reshaped
+  uint32_t threads_ = 0;  // 0: not reshaped
   AttentionSplit split_{};
 };
 

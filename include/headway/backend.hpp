@@ -126,16 +126,16 @@ struct GpuOptions {
 
 struct GpuDeviceInfo {
   char name[256] = {};
-  const char* type = "";  // "discrete", "integrated", "virtual", "cpu", "other"
-  uint32_t api_version = 0;          // VK_MAKE_API_VERSION
+  const char* type = "";     // "discrete", "integrated", "virtual", "cpu", "other"
+  uint32_t api_version = 0;  // VK_MAKE_API_VERSION
   uint32_t subgroup_size = 0;
-  uint32_t max_shared_bytes = 0;     // maxComputeSharedMemorySize
-  uint32_t max_invocations = 0;      // maxComputeWorkGroupInvocations
+  uint32_t max_shared_bytes = 0;  // maxComputeSharedMemorySize
+  uint32_t max_invocations = 0;   // maxComputeWorkGroupInvocations
   uint32_t max_workgroup_size_x = 0;
   uint32_t max_workgroup_count_x = 0;
   uint64_t max_storage_buffer_bytes = 0;  // maxStorageBufferRange: the largest K or V buffer
-  bool storage_16bit = false;        // storageBuffer16BitAccess (and allowed by the options)
-  bool host_mapped = false;          // device-local memory the host maps: no staging copies
+  bool storage_16bit = false;             // storageBuffer16BitAccess (and allowed by the options)
+  bool host_mapped = false;               // device-local memory the host maps: no staging copies
 };
 
 // The Vulkan instance, device and compute queue, shared by every GpuBackend of a process.

@@ -38,9 +38,9 @@ struct RopeConfig {
   float theta = 10000.0f;
   uint32_t rotary_dim = 0;  // dims rotated per head; 0 = all of head_dim (partial rotary below)
   RopeScaling scaling = RopeScaling::kNone;
-  float factor = 1.0f;            // kLinear, kLlama3, kYarn
-  float low_freq_factor = 1.0f;   // kLlama3
-  float high_freq_factor = 4.0f;  // kLlama3
+  float factor = 1.0f;               // kLinear, kLlama3, kYarn
+  float low_freq_factor = 1.0f;      // kLlama3
+  float high_freq_factor = 4.0f;     // kLlama3
   uint32_t original_max_seq = 8192;  // kLlama3, kYarn: original_max_position_embeddings
   // kYarn (Hugging Face's names): the ramp runs between the pair indices where a frequency makes
   // beta_fast and beta_slow turns over original_max_seq (rounded outwards unless !yarn_truncate);
@@ -78,11 +78,11 @@ struct LayerBits {
 // when window > 0. Which layers rotate (when rope.style is not kNone): the explicit list if given,
 // else every layer but those the NoPE interval names. All zero: every layer alike.
 struct LayerKinds {
-  uint32_t sliding_pattern = 0;  // N > 0: layer i is full when (i + 1) % N == 0, else sliding (Gemma 2: 2, Gemma 3: 6)
-  uint32_t nope_interval = 0;    // N > 0: layer i has no RoPE when (i + 1) % N == 0 (SmolLM3: 4)
+  uint32_t sliding_pattern = 0;   // N > 0: layer i is full when (i + 1) % N == 0, else sliding (Gemma 2: 2, Gemma 3: 6)
+  uint32_t nope_interval = 0;     // N > 0: layer i has no RoPE when (i + 1) % N == 0 (SmolLM3: 4)
   float local_rope_theta = 0.0f;  // the RoPE base of sliding layers; 0 = rope.theta (Gemma 3: 10000)
-  LayerBits sliding;  // set: layer i slides; clear: full attention
-  LayerBits rope;     // set: layer i rotates; clear: no RoPE (a NoPE layer)
+  LayerBits sliding;              // set: layer i slides; clear: full attention
+  LayerBits rope;                 // set: layer i rotates; clear: no RoPE (a NoPE layer)
 };
 
 // The longest name a Config carries (a preset name or config.json's model_type).
@@ -97,30 +97,28 @@ struct Config {
   uint32_t max_seq = 0;     // context length: positions the KV cache holds (without a window)
   uint32_t n_layers = 1;
   RopeConfig rope;
-  uint32_t window = 0;      // sliding window in keys; 0 = full attention
-  float softcap = 0.0f;     // logit softcap c: c * tanh(logit / c); 0 = off (Gemma 2: 50)
+  uint32_t window = 0;                 // sliding window in keys; 0 = full attention
+  float softcap = 0.0f;                // logit softcap c: c * tanh(logit / c); 0 = off (Gemma 2: 50)
   float query_pre_attn_scalar = 0.0f;  // scale = 1/sqrt(this); 0 = head_dim (Gemma 2: 256 or 224)
-  float scale = 0.0f;       // explicit logit scale; 0 = from query_pre_attn_scalar / head_dim
-  bool causal = true;       // false: bidirectional (BERT)
-  bool qkv_bias = false;    // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
-  bool o_bias = false;      // output projection carries a bias (BERT, GPT-2, Phi-2)
-  bool qk_norm = false;     // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
-  float rms_norm_eps = 1e-6f;  // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
-  float qk_norm_offset = 0.0f;  // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
+  float scale = 0.0f;                  // explicit logit scale; 0 = from query_pre_attn_scalar / head_dim
+  bool causal = true;                  // false: bidirectional (BERT)
+  bool qkv_bias = false;               // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
+  bool o_bias = false;                 // output projection carries a bias (BERT, GPT-2, Phi-2)
+  bool qk_norm = false;                // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
+  float rms_norm_eps = 1e-6f;          // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
+  float qk_norm_offset = 0.0f;         // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
   DType kv_dtype = DType::kF16;
-  LayerKinds layers;        // how layers differ; all zero: every layer alike
+  LayerKinds layers;  // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): planned, not yet run (AttentionLayer
   // refuses them).
   bool sinks = false;
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.
-  uint32_t mla_kv_lora_rank = 0;      // DeepSeek-V2/V3 multi-head latent attention
+  uint32_t mla_kv_lora_rank = 0;  // DeepSeek-V2/V3 multi-head latent attention
   uint32_t mla_qk_rope_head_dim = 0;
 
   constexpr uint32_t kv_heads() const { return n_kv_heads ? n_kv_heads : n_heads; }
-  constexpr uint32_t head_size() const {
-    return head_dim ? head_dim : (n_heads ? d_model / n_heads : 0);
-  }
+  constexpr uint32_t head_size() const { return head_dim ? head_dim : (n_heads ? d_model / n_heads : 0); }
   constexpr uint32_t rotary_dims() const {
     return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_size());
   }

@@ -68,9 +68,7 @@ constexpr uint16_t f32_to_bf16_bits(float f) {
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-constexpr float bf16_bits_to_f32(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-}
+constexpr float bf16_bits_to_f32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 // Bulk forms over n elements; src and dst must not overlap.
 constexpr void f32_to_f16(const float* src, uint16_t* dst, size_t n) {

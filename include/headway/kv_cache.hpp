@@ -29,11 +29,11 @@ class KvCache {
   // Writes the RoPE table of `plan` (plan.rope_bytes_per_layer bytes, 8-byte aligned) to `table`.
   static void make_rope_table(const Plan& plan, double* table);
 
-  uint32_t size() const { return size_; }                  // tokens appended since the reset
+  uint32_t size() const { return size_; }  // tokens appended since the reset
   uint32_t rows() const { return plan_.cache_rows; }
   const Plan& plan() const { return plan_; }  // the bound plan (a copy)
   uint32_t start_position() const { return start_; }
-  uint32_t position() const { return start_ + size_; }    // the next token's position
+  uint32_t position() const { return start_ + size_; }  // the next token's position
   // Empties the cache; the next token sits at start_position (a fresh cache that starts
   // mid-sequence: its K get the RoPE angles of positions start_position..).
   void reset(uint32_t start_position = 0) {
@@ -51,8 +51,8 @@ class KvCache {
   // position()-1), q [t_q, n_heads, head_dim] f32 with RoPE already applied at those positions,
   // into o.
   // Causality, window, softcap and scale come from the plan's config.
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
-                ThreadPool* pool, void* workspace, size_t workspace_bytes) const;
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q, ThreadPool* pool,
+                void* workspace, size_t workspace_bytes) const;
   // Workspace attend() needs for t_q queries at the current size with `threads` threads.
   size_t workspace_bytes(uint32_t t_q, uint32_t threads) const;
 

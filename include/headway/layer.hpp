@@ -63,13 +63,13 @@ class AttentionLayer {
   AttentionLayer& operator=(const AttentionLayer&) = delete;
 
   // Binds layer `layer` (0..n_layers-1) of `arena`'s plan, run as its kind says (layer_plan: its
-  // window, its RoPE or none and base, its KV rows): its KV region (CPU backend) and RoPE table, its weights slice (or the borrowed weights), the shared activation and scratch
-  // regions; makes the backend options.backend names. options.pool may be null (one thread);
-  // otherwise it must have at most plan.options.threads threads and outlive the layer. The
-  // Arena object and its buffer must outlive the layer. A failed init leaves the layer
-  // uninitialized. A plan with learned sink logits (Config::sinks) is refused (kUnsupported).
-  // Init-time only: may allocate (XNNPACK operator creation with f16/bf16 sources widens one
-  // matrix at a time through a temporary f32 buffer; the GPU backend's device state).
+  // window, its RoPE or none and base, its KV rows): its KV region (CPU backend) and RoPE table, its weights slice (or
+  // the borrowed weights), the shared activation and scratch regions; makes the backend options.backend names.
+  // options.pool may be null (one thread); otherwise it must have at most plan.options.threads threads and outlive the
+  // layer. The Arena object and its buffer must outlive the layer. A failed init leaves the layer uninitialized. A plan
+  // with learned sink logits (Config::sinks) is refused (kUnsupported). Init-time only: may allocate (XNNPACK operator
+  // creation with f16/bf16 sources widens one matrix at a time through a temporary f32 buffer; the GPU backend's device
+  // state).
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, const LayerOptions& options);
   // The same on the CPU backend.
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool = nullptr);
@@ -108,7 +108,7 @@ class AttentionLayer {
   CpuBackend cpu_;
   GpuBackend gpu_;
   bool on_gpu_ = false;
-  LayerWeights w_;  // what the projections read: arena copies or the borrowed tensors
+  LayerWeights w_;          // what the projections read: arena copies or the borrowed tensors
   bool fused_qkv_ = false;  // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
   // XNNPACK operators: [Q, K, V, O] × blocks over output rows (kXnnMaxBlocks at most).
   void* ops_[4][kXnnMaxBlocks] = {};

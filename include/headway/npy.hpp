@@ -19,7 +19,7 @@ struct NpyArray {
   DType dtype = DType::kF32;  // kF32 ('<f4') or kF16 ('<f2')
   uint32_t ndim = 0;          // 0 for a scalar (shape ())
   uint64_t shape[kNpyMaxDims] = {};
-  uint64_t elements = 0;      // product of the dims, 1 for a scalar
+  uint64_t elements = 0;  // product of the dims, 1 for a scalar
   // [elements] in C order, little-endian, starting at data.data() (aligned for float).
   std::vector<uint8_t> data;
 

@@ -92,13 +92,13 @@ struct HeadLayout {
 struct LayerPlan {
   uint32_t index = 0;
   bool sliding = false;
-  uint32_t window = 0;                  // keys a query sees; 0 = all (full attention)
-  RopeStyle rope = RopeStyle::kNone;    // kNone on a NoPE layer
-  float rope_theta = 0.0f;              // this layer's RoPE base (0 without RoPE)
-  uint32_t kv_rows = 0;                 // max_seq (full) or the ring (sliding)
-  uint64_t kv_bytes = 0;                // K and V, aligned
-  uint64_t kv_offset = 0;               // arena offset of its KV region
-  bool sinks = false;                   // learned sink logits
+  uint32_t window = 0;                // keys a query sees; 0 = all (full attention)
+  RopeStyle rope = RopeStyle::kNone;  // kNone on a NoPE layer
+  float rope_theta = 0.0f;            // this layer's RoPE base (0 without RoPE)
+  uint32_t kv_rows = 0;               // max_seq (full) or the ring (sliding)
+  uint64_t kv_bytes = 0;              // K and V, aligned
+  uint64_t kv_offset = 0;             // arena offset of its KV region
+  bool sinks = false;                 // learned sink logits
 };
 
 struct Plan {
@@ -117,7 +117,7 @@ struct Plan {
   // layer's when all are alike); ring_rows a sliding layer's.
   uint32_t cache_rows = 0;
   uint32_t ring_rows = 0;
-  uint32_t sliding_layers = 0;          // layers with a window (the rest are full)
+  uint32_t sliding_layers = 0;  // layers with a window (the rest are full)
   KernelKind kernel = KernelKind::kGeneric;
 
   uint64_t weight_bytes_per_layer = 0;
@@ -136,7 +136,7 @@ struct Plan {
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
   uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
-  uint64_t scratch_bytes = 0;           // threads × per thread + the partials
+  uint64_t scratch_bytes = 0;             // threads × per thread + the partials
 
   uint64_t weights_offset = 0;
   uint64_t packed_offset = 0;

@@ -8,8 +8,8 @@
 namespace headway {
 namespace presets {
 
-constexpr Config make(const char* name, uint32_t d_model, uint32_t n_heads, uint32_t n_kv_heads,
-                      uint32_t head_dim, uint32_t max_seq, uint32_t n_layers) {
+constexpr Config make(const char* name, uint32_t d_model, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim,
+                      uint32_t max_seq, uint32_t n_layers) {
   Config c;
   c.set_name(name);
   c.d_model = d_model;

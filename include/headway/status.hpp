@@ -43,9 +43,9 @@ class Status {
 template <class T>
 class Result {
  public:
-  constexpr Result(const T& value) : value_(value) {}  // NOLINT: implicit by design
+  constexpr Result(const T& value) : value_(value) {}        // NOLINT: implicit by design
   constexpr Result(T&& value) : value_(std::move(value)) {}  // NOLINT
-  Result(const Status& status) : status_(status) {}  // NOLINT; status must not be ok
+  Result(const Status& status) : status_(status) {}          // NOLINT; status must not be ok
 
   constexpr bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }

@@ -10,9 +10,7 @@
 namespace headway::formats {
 namespace {
 
-Code code_for_errno(int err) {
-  return err == ENOENT || err == ENOTDIR ? Code::kNotFound : Code::kInvalidArgument;
-}
+Code code_for_errno(int err) { return err == ENOENT || err == ENOTDIR ? Code::kNotFound : Code::kInvalidArgument; }
 
 // Owns one descriptor; closes it on every return path.
 class Fd {
@@ -60,8 +58,7 @@ Status read_exactly(const char* path, int fd, uint8_t* out, size_t n) {
     }
     if (got == 0) {
       // The file shrank between fstat and read.
-      return Status::error(Code::kDataLoss, "cannot read %s: it ended after %zu of %zu bytes",
-                           path, done, n);
+      return Status::error(Code::kDataLoss, "cannot read %s: it ended after %zu of %zu bytes", path, done, n);
     }
     done += static_cast<size_t>(got);
   }
@@ -76,8 +73,7 @@ Result<FileBytes> read_file(const char* path, size_t max_bytes, const char* what
   FileBytes file;
   HEADWAY_RETURN_IF_ERROR(open_regular(path, &fd, &file.file_size));
   if (file.file_size > max_bytes) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s is %llu bytes, more than the %zu bytes %s may have", path,
+    return Status::error(Code::kInvalidArgument, "%s is %llu bytes, more than the %zu bytes %s may have", path,
                          static_cast<unsigned long long>(file.file_size), max_bytes, what);
   }
   file.bytes.resize(static_cast<size_t>(file.file_size));

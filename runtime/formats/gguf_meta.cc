@@ -23,12 +23,12 @@ struct ArchInfo {
   // false: every layer alike). A sliding architecture's layers take the window on its pattern
   // (overridden by {arch}.attention.sliding_window_pattern); with no window, every layer is full.
   uint32_t sliding_pattern = 0;
-  uint32_t default_window = 0;       // the window where the file has no sliding_window
-  bool window_required = false;      // no sliding_window is an error (llama.cpp requires it)
-  float local_rope_theta = 0.0f;     // the sliding layers' base without rope.freq_base_swa
-  bool rope_sliding_only = false;    // only sliding layers rotate (Cohere2)
-  bool sinks = false;                // learned sink logits on every layer (gpt-oss)
-  uint32_t wide_scale_layers = 0;    // the layer count at which queries scale by d_model / heads
+  uint32_t default_window = 0;     // the window where the file has no sliding_window
+  bool window_required = false;    // no sliding_window is an error (llama.cpp requires it)
+  float local_rope_theta = 0.0f;   // the sliding layers' base without rope.freq_base_swa
+  bool rope_sliding_only = false;  // only sliding layers rotate (Cohere2)
+  bool sinks = false;              // learned sink logits on every layer (gpt-oss)
+  uint32_t wide_scale_layers = 0;  // the layer count at which queries scale by d_model / heads
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
@@ -40,15 +40,15 @@ struct ArchInfo {
 constexpr ArchInfo kArchs[] = {
     {"llama", RopeStyle::kGptj, false, false, false, true},
     {"gemma", RopeStyle::kNeox, false, false, false, true},
-    {"gemma2", RopeStyle::kNeox, false, false, false, true, formats::kGemma2SlidingPattern,
-     formats::kGemma2Window, false, 0.0f, false, false, 46},
+    {"gemma2", RopeStyle::kNeox, false, false, false, true, formats::kGemma2SlidingPattern, formats::kGemma2Window,
+     false, 0.0f, false, false, 46},
     // Gemma 3's q/k norm weights are stored with Gemma's 1 + w already added by the converter.
     {"gemma3", RopeStyle::kNeox, false, false, true, true, formats::kGemma3SlidingPattern, 0, false,
      formats::kGemma3LocalRopeTheta, false, false, 62},
-    {"cohere2", RopeStyle::kGptj, false, false, false, true, formats::kCohere2SlidingPattern, 0, true,
-     0.0f, true, false, 0},
-    {"gpt-oss", RopeStyle::kNeox, true, true, false, true, formats::kGptOssSlidingPattern, 0, true,
-     0.0f, false, true, 0},
+    {"cohere2", RopeStyle::kGptj, false, false, false, true, formats::kCohere2SlidingPattern, 0, true, 0.0f, true,
+     false, 0},
+    {"gpt-oss", RopeStyle::kNeox, true, true, false, true, formats::kGptOssSlidingPattern, 0, true, 0.0f, false, true,
+     0},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
     {"phi2", RopeStyle::kNeox, true, true, false, true},
@@ -62,9 +62,8 @@ constexpr ArchInfo kArchs[] = {
 
 // The values a Config is made of, located by key in the second pass.
 struct Slots {
-  gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length,
-      block_count, freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank,
-      sliding_window_pattern, freq_base_swa;
+  gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
+      freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa;
 };
 
 struct SlotName {
@@ -91,8 +90,7 @@ constexpr SlotName kSlotNames[] = {
 };
 
 Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
-  return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix,
-                       arch);
+  return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix, arch);
 }
 
 // The per-layer kinds of a sliding architecture, after the window, the RoPE and the layer count
@@ -152,8 +150,8 @@ Result<Config> parse_impl(gguf::Reader& p) {
   HEADWAY_RETURN_IF_ERROR(gguf::read_string(p, arch_kv, &arch_text, &arch_len));
   const gguf::KeyText arch(arch_text, arch_len);
   if (arch_len >= sizeof(arch.text) - 1) {
-    return Status::error(Code::kUnsupported, "%s: architecture \"%s...\" is not one headway knows",
-                         p.source, arch.text);
+    return Status::error(Code::kUnsupported, "%s: architecture \"%s...\" is not one headway knows", p.source,
+                         arch.text);
   }
   if (arch_len == 9 && std::memcmp(arch_text, "deepseek2", 9) == 0) {
     return Status::error(Code::kUnsupported,
@@ -163,9 +161,8 @@ Result<Config> parse_impl(gguf::Reader& p) {
   }
   if ((arch_len == 5 && std::memcmp(arch_text, "bloom", 5) == 0) ||
       (arch_len == 3 && std::memcmp(arch_text, "mpt", 3) == 0)) {
-    return Status::error(Code::kUnsupported,
-                         "%s: ALiBi position biases (architecture %s) are not supported",
-                         p.source, arch.text);
+    return Status::error(Code::kUnsupported, "%s: ALiBi position biases (architecture %s) are not supported", p.source,
+                         arch.text);
   }
   const ArchInfo* info = nullptr;
   for (const ArchInfo& a : kArchs) {
@@ -181,8 +178,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
   // Pass 2: the architecture's keys.
   Slots slots;
   HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(p, [&](const gguf::Kv& kv) {
-    if (kv.key_len <= arch_len + 1 || std::memcmp(kv.key, arch_text, arch_len) != 0 ||
-        kv.key[arch_len] != '.') {
+    if (kv.key_len <= arch_len + 1 || std::memcmp(kv.key, arch_text, arch_len) != 0 || kv.key[arch_len] != '.') {
       return Status();
     }
     for (const SlotName& s : kSlotNames) {

@@ -13,8 +13,7 @@ constexpr int kMaxArrayDepth = 4;
 
 // Checks that `count` elements of at least `min_bytes` each fit in the rest of the file: the
 // guard that turns a count of 2^63 into an error before any loop or multiplication.
-Status check_count(Reader& p, uint64_t count, uint64_t min_bytes, const char* elem,
-                   const char* key) {
+Status check_count(Reader& p, uint64_t count, uint64_t min_bytes, const char* elem, const char* key) {
   if (count <= p.file_left() / min_bytes) return p.require(count * min_bytes, "the elements", key);
   return Status::error(Code::kDataLoss,
                        "%s: key %s holds an array of %llu %s, more than the %llu bytes left in "
@@ -44,15 +43,13 @@ Status skip_string(Reader& p, const char* key) {
 // nested arrays one by one (each consumes at least 8 bytes, so the loop is bounded by the data).
 Status skip_array(Reader& p, const char* key, int depth) {
   if (depth >= kMaxArrayDepth) {
-    return Status::error(Code::kDataLoss, "%s: key %s nests arrays more than %d deep", p.source,
-                         key, kMaxArrayDepth);
+    return Status::error(Code::kDataLoss, "%s: key %s nests arrays more than %d deep", p.source, key, kMaxArrayDepth);
   }
   HEADWAY_RETURN_IF_ERROR(p.require(12, "an array header", key));
   const uint32_t elem = static_cast<uint32_t>(p.take(4));
   const uint64_t count = p.take(8);
   if (elem >= kTypeCount) {
-    return Status::error(Code::kDataLoss, "%s: key %s is an array of unknown type %u", p.source,
-                         key, elem);
+    return Status::error(Code::kDataLoss, "%s: key %s is an array of unknown type %u", p.source, key, elem);
   }
   if (const uint64_t size = fixed_size(elem)) {
     HEADWAY_RETURN_IF_ERROR(check_count(p, count, size, type_name(elem), key));
@@ -60,8 +57,7 @@ Status skip_array(Reader& p, const char* key, int depth) {
     return Status();
   }
   const bool strings = elem == kString;
-  HEADWAY_RETURN_IF_ERROR(
-      check_count(p, count, strings ? 8 : 12, strings ? "strings" : "arrays", key));
+  HEADWAY_RETURN_IF_ERROR(check_count(p, count, strings ? 8 : 12, strings ? "strings" : "arrays", key));
   for (uint64_t i = 0; i < count; ++i) HEADWAY_RETURN_IF_ERROR(skip_value(p, elem, key, depth + 1));
   return Status();
 }
@@ -74,8 +70,8 @@ Status skip_value(Reader& p, uint32_t type, const char* key, int depth) {
   }
   if (type == kString) return skip_string(p, key);
   if (type == kArray) return skip_array(p, key, depth);
-  return Status::error(Code::kDataLoss, "%s: key %s has unknown value type %u at offset %zu",
-                       p.source, key, type, p.pos - 4);
+  return Status::error(Code::kDataLoss, "%s: key %s has unknown value type %u at offset %zu", p.source, key, type,
+                       p.pos - 4);
 }
 
 struct Typed {
@@ -85,14 +81,13 @@ struct Typed {
   Typed(const Reader& parse, const Kv& k) : p(parse), kv(k), key(k.key, k.key_len) {}
 
   Status wrong_type(const char* expected) const {
-    return Status::error(Code::kInvalidArgument, "%s: %s has type %s, expected %s", p.source,
-                         key.text, type_name(kv.type), expected);
+    return Status::error(Code::kInvalidArgument, "%s: %s has type %s, expected %s", p.source, key.text,
+                         type_name(kv.type), expected);
   }
 };
 
 bool is_integer_type(uint32_t t) {
-  return t == kU8 || t == kI8 || t == kU16 || t == kI16 || t == kU32 || t == kI32 || t == kU64 ||
-         t == kI64;
+  return t == kU8 || t == kI8 || t == kU16 || t == kI16 || t == kU32 || t == kI32 || t == kU64 || t == kI64;
 }
 bool is_signed_type(uint32_t t) { return t == kI8 || t == kI16 || t == kI32 || t == kI64; }
 
@@ -113,19 +108,25 @@ long long sign_extended(uint64_t v, uint32_t t) {
 }  // namespace
 
 const char* type_name(uint32_t t) {
-  static constexpr const char* kNames[kTypeCount] = {"u8",  "i8",   "u16",    "i16", "u32",
-                                                     "i32", "f32",  "bool",   "string",
-                                                     "array", "u64", "i64", "f64"};
+  static constexpr const char* kNames[kTypeCount] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                                     "bool", "string", "array", "u64", "i64", "f64"};
   return t < kTypeCount ? kNames[t] : "unknown";
 }
 
 // Bytes of one value of a fixed-size type; 0 for string, array and unknown types.
 uint64_t fixed_size(uint32_t t) {
   switch (t) {
-    case kU8: case kI8: case kBool: return 1;
-    case kU16: case kI16: return 2;
-    case kU32: case kI32: case kF32: return 4;
-    case kU64: case kI64: case kF64: return 8;
+    case kU8:
+    case kI8:
+    case kBool: return 1;
+    case kU16:
+    case kI16: return 2;
+    case kU32:
+    case kI32:
+    case kF32: return 4;
+    case kU64:
+    case kI64:
+    case kF64: return 8;
     default: return 0;
   }
 }
@@ -136,8 +137,7 @@ Status Reader::require(uint64_t n, const char* what, const char* key) {
   return Status::error(Code::kDataLoss,
                        "%s: truncated in %s%s: %s needs %llu bytes at offset %zu, the data ends "
                        "at %llu",
-                       source, key[0] ? "key " : "the header", key, what,
-                       static_cast<unsigned long long>(n), pos,
+                       source, key[0] ? "key " : "the header", key, what, static_cast<unsigned long long>(n), pos,
                        static_cast<unsigned long long>(needed ? size : file_size));
 }
 
@@ -145,14 +145,14 @@ Status Reader::require(uint64_t n, const char* what, const char* key) {
 Status read_header(Reader& p, uint64_t* kv_count) {
   if (p.size < 4) {
     if (p.file_size >= 4) p.needed = 4;
-    return Status::error(Code::kDataLoss, "%s is %llu bytes, too short for a GGUF header",
-                         p.source, static_cast<unsigned long long>(p.size));
+    return Status::error(Code::kDataLoss, "%s is %llu bytes, too short for a GGUF header", p.source,
+                         static_cast<unsigned long long>(p.size));
   }
   if (std::memcmp(p.data, "GGUF", 4) != 0) {
     const uint8_t* m = p.data;
     return Status::error(Code::kInvalidArgument,
-                         "%s is not a GGUF file (magic %x %x %x %x, expected 47 47 55 46 \"GGUF\")",
-                         p.source, m[0], m[1], m[2], m[3]);
+                         "%s is not a GGUF file (magic %x %x %x %x, expected 47 47 55 46 \"GGUF\")", p.source, m[0],
+                         m[1], m[2], m[3]);
   }
   p.pos = 4;
   HEADWAY_RETURN_IF_ERROR(p.require(20, "the version and counts", ""));
@@ -164,23 +164,19 @@ Status read_header(Reader& p, uint64_t* kv_count) {
                          p.source);
   }
   if (version != 2 && version != 3) {
-    const uint32_t swapped = (version >> 24) | ((version >> 8) & 0xff00u) |
-                             ((version << 8) & 0xff0000u) | (version << 24);
+    const uint32_t swapped =
+        (version >> 24) | ((version >> 8) & 0xff00u) | ((version << 8) & 0xff0000u) | (version << 24);
     if (swapped >= 1 && swapped <= 3) {
-      return Status::error(Code::kUnsupported,
-                           "%s: big-endian GGUF (version %u) is not supported", p.source, swapped);
+      return Status::error(Code::kUnsupported, "%s: big-endian GGUF (version %u) is not supported", p.source, swapped);
     }
-    return Status::error(Code::kUnsupported,
-                         "%s: GGUF version %u is not supported (versions 2 and 3 are)", p.source,
+    return Status::error(Code::kUnsupported, "%s: GGUF version %u is not supported (versions 2 and 3 are)", p.source,
                          version);
   }
   p.tensor_count = p.take(8);
   *kv_count = p.take(8);
   if (*kv_count > p.file_left() / kMinKvBytes) {
-    return Status::error(Code::kDataLoss,
-                         "%s: kv_count %llu cannot fit in the %llu bytes after the header",
-                         p.source, static_cast<unsigned long long>(*kv_count),
-                         static_cast<unsigned long long>(p.file_left()));
+    return Status::error(Code::kDataLoss, "%s: kv_count %llu cannot fit in the %llu bytes after the header", p.source,
+                         static_cast<unsigned long long>(*kv_count), static_cast<unsigned long long>(p.file_left()));
   }
   return Status();
 }
@@ -191,8 +187,7 @@ Status next_kv(Reader& p, uint64_t i, uint64_t kv_count, Kv* out) {
     return Status::error(Code::kDataLoss,
                          "%s: truncated in kv pair %llu of %llu: its key length needs 8 bytes at "
                          "offset %zu, the data ends at %llu",
-                         p.source, static_cast<unsigned long long>(i),
-                         static_cast<unsigned long long>(kv_count), p.pos,
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(kv_count), p.pos,
                          static_cast<unsigned long long>(p.size));
   }
   Kv kv;
@@ -201,18 +196,15 @@ Status next_kv(Reader& p, uint64_t i, uint64_t kv_count, Kv* out) {
     return Status::error(Code::kDataLoss,
                          "%s: kv pair %llu of %llu has a key of %llu bytes at offset %zu (at most "
                          "%llu, and %llu bytes are left in the file)",
-                         p.source, static_cast<unsigned long long>(i),
-                         static_cast<unsigned long long>(kv_count),
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(kv_count),
                          static_cast<unsigned long long>(kv.key_len), p.pos,
-                         static_cast<unsigned long long>(kMaxKeyBytes),
-                         static_cast<unsigned long long>(p.file_left()));
+                         static_cast<unsigned long long>(kMaxKeyBytes), static_cast<unsigned long long>(p.file_left()));
   }
   if (!p.require(kv.key_len + 4, "the key and type", "").ok()) {
     return Status::error(Code::kDataLoss,
                          "%s: truncated in kv pair %llu of %llu: its key and type need %llu bytes "
                          "at offset %zu, the data ends at %llu",
-                         p.source, static_cast<unsigned long long>(i),
-                         static_cast<unsigned long long>(kv_count),
+                         p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(kv_count),
                          static_cast<unsigned long long>(kv.key_len + 4), p.pos,
                          static_cast<unsigned long long>(p.size));
   }
@@ -242,8 +234,7 @@ Status read_count(const Reader& p, const Kv& kv, uint32_t min_value, uint32_t* o
       return Status::error(Code::kInvalidArgument,
                            "%s: %s is an array of %llu %s, expected an integer or an array of "
                            "integers",
-                           p.source, t.key.text, static_cast<unsigned long long>(count),
-                           type_name(elem));
+                           p.source, t.key.text, static_cast<unsigned long long>(count), type_name(elem));
     }
   } else if (!is_integer_type(kv.type)) {
     return t.wrong_type("an integer");
@@ -258,26 +249,23 @@ Status read_count(const Reader& p, const Kv& kv, uint32_t min_value, uint32_t* o
       return Status::error(Code::kUnsupported,
                            "%s: %s differs per layer (layer 0: %lld, layer %llu: %lld); per-layer "
                            "head counts are not supported",
-                           p.source, t.key.text,
-                           negative ? sign_extended(first, elem) : static_cast<long long>(first),
+                           p.source, t.key.text, negative ? sign_extended(first, elem) : static_cast<long long>(first),
                            static_cast<unsigned long long>(i),
                            neg_i ? sign_extended(v, elem) : static_cast<long long>(v));
     }
   }
   if (negative) {
-    return Status::error(Code::kInvalidArgument, "%s: %s is %lld, expected %s", p.source,
-                         t.key.text, sign_extended(first, elem),
-                         min_value ? "a positive integer" : "a non-negative integer");
+    return Status::error(Code::kInvalidArgument, "%s: %s is %lld, expected %s", p.source, t.key.text,
+                         sign_extended(first, elem), min_value ? "a positive integer" : "a non-negative integer");
   }
   if (first > kMaxCount) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s: %s is %llu, more than %llu, the largest count headway stores",
+    return Status::error(Code::kInvalidArgument, "%s: %s is %llu, more than %llu, the largest count headway stores",
                          p.source, t.key.text, static_cast<unsigned long long>(first),
                          static_cast<unsigned long long>(kMaxCount));
   }
   if (first < min_value) {
-    return Status::error(Code::kInvalidArgument, "%s: %s is %llu, expected a positive integer",
-                         p.source, t.key.text, static_cast<unsigned long long>(first));
+    return Status::error(Code::kInvalidArgument, "%s: %s is %llu, expected a positive integer", p.source, t.key.text,
+                         static_cast<unsigned long long>(first));
   }
   *out = static_cast<uint32_t>(first);
   return Status();
@@ -304,8 +292,8 @@ Status read_real(const Reader& p, const Kv& kv, bool allow_zero, float* out) {
     return t.wrong_type("a number");
   }
   if (!(d > 0.0 || (allow_zero && d == 0.0)) || !(d <= 3.4e38)) {
-    return Status::error(Code::kInvalidArgument, "%s: %s is %g, expected a %s finite number",
-                         p.source, t.key.text, d, allow_zero ? "non-negative" : "positive");
+    return Status::error(Code::kInvalidArgument, "%s: %s is %g, expected a %s finite number", p.source, t.key.text, d,
+                         allow_zero ? "non-negative" : "positive");
   }
   *out = static_cast<float>(d);
   return Status();
@@ -328,10 +316,10 @@ Status read_string(const Reader& p, const Kv& kv, const uint8_t** text, uint64_t
 const char* ggml_type_name(uint32_t t) {
   // ggml.h's enum ggml_type; 4, 5 and 31..33 were removed from ggml and are unknown here.
   static constexpr const char* kNames[] = {
-      "f32",     "f16",    "q4_0",    "q4_1",  "unknown", "unknown", "q5_0",   "q5_1",  "q8_0",
-      "q8_1",    "q2_K",   "q3_K",    "q4_K",  "q5_K",    "q6_K",    "q8_K",   "iq2_xxs", "iq2_xs",
-      "iq3_xxs", "iq1_s",  "iq4_nl",  "iq3_s", "iq2_s",   "iq4_xs",  "i8",     "i16",   "i32",
-      "i64",     "f64",    "iq1_m",   "bf16",  "unknown", "unknown", "unknown", "tq1_0", "tq2_0"};
+      "f32",     "f16",   "q4_0",   "q4_1",  "unknown", "unknown", "q5_0",    "q5_1",    "q8_0",
+      "q8_1",    "q2_K",  "q3_K",   "q4_K",  "q5_K",    "q6_K",    "q8_K",    "iq2_xxs", "iq2_xs",
+      "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s",   "iq4_xs",  "i8",      "i16",     "i32",
+      "i64",     "f64",   "iq1_m",  "bf16",  "unknown", "unknown", "unknown", "tq1_0",   "tq2_0"};
   return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : "unknown";
 }
 
@@ -351,8 +339,7 @@ Status next_tensor_info(Reader& p, uint64_t i, uint64_t count, TensorInfo* out) 
                          "%llu bytes are left in the file)",
                          p.source, static_cast<unsigned long long>(i), static_cast<unsigned long long>(count),
                          static_cast<unsigned long long>(info.name_len), p.pos,
-                         static_cast<unsigned long long>(kMaxKeyBytes),
-                         static_cast<unsigned long long>(p.file_left()));
+                         static_cast<unsigned long long>(kMaxKeyBytes), static_cast<unsigned long long>(p.file_left()));
   }
   if (!p.require(info.name_len + 4, "the name and n_dims", "").ok()) {
     return Status::error(Code::kDataLoss,

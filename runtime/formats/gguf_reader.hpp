@@ -25,8 +25,20 @@
 namespace headway::formats::gguf {
 
 enum ValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12, kTypeCount = 13,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
+  kTypeCount = 13,
 };
 
 const char* type_name(uint32_t type);  // "u32", "string", ...; "unknown" past kF64
@@ -63,9 +75,7 @@ struct Kv {
   size_t value_end = 0;
 
   bool present() const { return key != nullptr; }
-  bool is(const char* name) const {
-    return key_len == std::strlen(name) && std::memcmp(key, name, key_len) == 0;
-  }
+  bool is(const char* name) const { return key_len == std::strlen(name) && std::memcmp(key, name, key_len) == 0; }
 };
 
 // The walk state. `size` bytes are present; the file has `file_size` (== size for a buffer in

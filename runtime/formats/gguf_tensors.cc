@@ -86,10 +86,9 @@ Status GgufFile::parse(const uint8_t* data, uint64_t size, const char* source) {
                            name.text, static_cast<unsigned long long>(info.offset), alignment_);
     }
     if (info.offset > data_size) {
-      return Status::error(Code::kDataLoss,
-                           "%s: tensor '%s' has offset %llu, past the end of the %llu-byte data section", src,
-                           name.text, static_cast<unsigned long long>(info.offset),
-                           static_cast<unsigned long long>(data_size));
+      return Status::error(
+          Code::kDataLoss, "%s: tensor '%s' has offset %llu, past the end of the %llu-byte data section", src,
+          name.text, static_cast<unsigned long long>(info.offset), static_cast<unsigned long long>(data_size));
     }
     if (const uint32_t eb = element_bytes(info.type)) {
       // elements × size, refusing overflow: any product above the data left already fails.
@@ -170,9 +169,8 @@ Result<TensorRef> GgufFile::find(const char* name, uint32_t* rank) const {
   format_shape(e->ne, e->n_dims, s, sizeof(s));
   for (uint32_t d = 2; d < gguf::kMaxDims; ++d) {
     if (e->ne[d] != 1) {
-      return Status::error(Code::kUnsupported,
-                           "%s: tensor '%s' has ne %s (%u dims); headway reads 1-D and 2-D weights", src, name, s,
-                           e->n_dims);
+      return Status::error(Code::kUnsupported, "%s: tensor '%s' has ne %s (%u dims); headway reads 1-D and 2-D weights",
+                           src, name, s, e->n_dims);
     }
   }
   if (e->ne[0] > UINT32_MAX || e->ne[1] > UINT32_MAX) {

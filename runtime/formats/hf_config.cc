@@ -23,11 +23,11 @@ namespace {
 
 using json = nlohmann::json;
 using formats::as_double;
+using formats::joined;
 using formats::kind_of;
 using formats::kMaxCount;
 using formats::lookup;
 using formats::lookup_any;
-using formats::joined;
 using formats::read_count;
 using formats::read_flag;
 using formats::read_real;
@@ -46,24 +46,20 @@ bool is_one_of(const std::string& s, std::initializer_list<const char*> names) {
 
 // Bidirectional encoders with learned absolute positions and biased projections.
 bool is_encoder(const std::string& t) {
-  return is_one_of(t, {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra",
-                       "albert", "ernie"});
+  return is_one_of(t, {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "albert", "ernie"});
 }
 
-bool is_falcon(const std::string& t) {
-  return is_one_of(t, {"falcon", "RefinedWeb", "RefinedWebModel"});
-}
+bool is_falcon(const std::string& t) { return is_one_of(t, {"falcon", "RefinedWeb", "RefinedWebModel"}); }
 
 // Derives the rotary width from a fraction of the head (Phi-2's partial_rotary_factor 0.4 × 80 =
 // 32; GPT-NeoX's rotary_pct). The product must be a whole, even number of dims: rotate-half and
 // interleaved RoPE both rotate pairs.
-Status rotary_from_fraction(const Where& w, const char* key, const json& v, uint32_t head_size,
-                            RopeConfig* rope) {
+Status rotary_from_fraction(const Where& w, const char* key, const json& v, uint32_t head_size, RopeConfig* rope) {
   double factor = 0.0;
   HEADWAY_RETURN_IF_ERROR(read_real(w, key, v, false, &factor));
   if (factor > 1.0) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected a fraction in (0, 1]",
-                         w.source, w.prefix, key, shown(v).c_str());
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected a fraction in (0, 1]", w.source, w.prefix,
+                         key, shown(v).c_str());
   }
   if (head_size == 0) return Status();  // no head size to scale; validate() reports why
   const double dims = factor * head_size;
@@ -113,8 +109,8 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   if (from_parameters) scaling = formats::rope_parameters(obj, "full_attention");  // transformers 5
   if (!scaling) return Status();
   if (!scaling->is_object()) {
-    return Status::error(Code::kInvalidArgument, "%s: %srope_scaling is %s (%s), expected an object or null",
-                         w.source, w.prefix, shown(*scaling).c_str(), kind_of(*scaling));
+    return Status::error(Code::kInvalidArgument, "%s: %srope_scaling is %s (%s), expected an object or null", w.source,
+                         w.prefix, shown(*scaling).c_str(), kind_of(*scaling));
   }
   const json* t = lookup(*scaling, "rope_type");
   if (!t) t = lookup(*scaling, "type");
@@ -185,13 +181,11 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
 constexpr const char* kHiddenKeys[] = {"hidden_size", "n_embd", "d_model", "dim"};
 constexpr const char* kHeadKeys[] = {"num_attention_heads", "n_head", "n_heads"};
 constexpr const char* kKvHeadKeys[] = {"num_key_value_heads", "n_head_kv", "num_kv_heads"};
-constexpr const char* kMaxSeqKeys[] = {"max_position_embeddings", "n_positions", "n_ctx",
-                                       "max_seq_len", "seq_length"};
+constexpr const char* kMaxSeqKeys[] = {"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"};
 constexpr const char* kLayerKeys[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
 
 template <size_t N>
-Status read_required(const Where& w, const json& obj, const char* const (&keys)[N],
-                     const char* what, uint32_t* out) {
+Status read_required(const Where& w, const json& obj, const char* const (&keys)[N], const char* what, uint32_t* out) {
   const char* key = nullptr;
   const json* v = lookup_any(obj, keys, &key);
   if (!v) {
@@ -204,8 +198,7 @@ Status read_required(const Where& w, const json& obj, const char* const (&keys)[
 // The KV head count. Falcon encodes it in three ways: multi_query (default true in HF's
 // FalconConfig) means one shared head; new_decoder_architecture (Falcon-40B/180B, and the old
 // "RefinedWeb" type) reads num_kv_heads; neither means MHA.
-Status read_kv_heads(const Where& w, const json& obj, const std::string& model_type,
-                     Config* cfg) {
+Status read_kv_heads(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   const char* key = nullptr;
   const json* kv = lookup_any(obj, kKvHeadKeys, &key);
   bool multi_query = is_falcon(model_type) || model_type == "gpt_bigcode";
@@ -238,7 +231,7 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
 
   const char* theta_key = "rope_theta";
   const json* theta = lookup(obj, theta_key);
-  if (!theta) theta = lookup(obj, theta_key = "rotary_emb_base");  // GPT-NeoX
+  if (!theta) theta = lookup(obj, theta_key = "rotary_emb_base");        // GPT-NeoX
   const json* params = formats::rope_parameters(obj, "full_attention");  // transformers 5
   if (!theta && params) theta = lookup(*params, theta_key = "rope_theta");
   if (theta) {
@@ -254,8 +247,7 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
     return Status();
   }
   // The head size the fraction applies to, when it is defined without validate()'s rules.
-  const uint32_t head_size =
-      cfg->head_dim ? cfg->head_dim : (cfg->d_model % cfg->n_heads == 0 ? cfg->head_size() : 0);
+  const uint32_t head_size = cfg->head_dim ? cfg->head_dim : (cfg->d_model % cfg->n_heads == 0 ? cfg->head_size() : 0);
   const json* fraction = lookup(obj, "partial_rotary_factor");
   if (!fraction && params) fraction = lookup(*params, "partial_rotary_factor");
   if (fraction) return rotary_from_fraction(w, "partial_rotary_factor", *fraction, head_size, &cfg->rope);
@@ -266,10 +258,8 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
 }
 
 // Bias and norm flags that follow from the family, then the explicit keys that override them.
-Status read_projection_flags(const Where& w, const json& obj, const std::string& model_type,
-                             Config* cfg) {
-  if (is_encoder(model_type) ||
-      is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})) {
+Status read_projection_flags(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})) {
     cfg->qkv_bias = cfg->o_bias = true;
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
@@ -278,7 +268,11 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
     cfg->qk_norm = true;
     cfg->qk_norm_offset = 1.0f;
   }
-  if (const json* e = lookup(obj, "rms_norm_eps")) { double d = 0.0; HEADWAY_RETURN_IF_ERROR(read_real(w, "rms_norm_eps", *e, false, &d)); cfg->rms_norm_eps = static_cast<float>(d); }
+  if (const json* e = lookup(obj, "rms_norm_eps")) {
+    double d = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "rms_norm_eps", *e, false, &d));
+    cfg->rms_norm_eps = static_cast<float>(d);
+  }
 
   bool bias = cfg->qkv_bias;
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "attention_bias", &bias));
@@ -323,8 +317,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   if (model_type == "bert") {
     const json* pos = lookup(obj, "position_embedding_type");
     if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {
-      return Status::error(Code::kUnsupported,
-                           "%s: %sposition_embedding_type %s is not supported (only \"absolute\")",
+      return Status::error(Code::kUnsupported, "%s: %sposition_embedding_type %s is not supported (only \"absolute\")",
                            w.source, w.prefix, shown(*pos).c_str());
     }
   }
@@ -377,8 +370,8 @@ Result<Config> parse_hf_config(const char* text, size_t size, const char* source
   const json top = json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
   if (top.is_discarded()) return syntax_error(text, size, source);
   if (!top.is_object()) {
-    return Status::error(Code::kInvalidArgument, "%s: the top level is %s, expected a JSON object",
-                         source, kind_of(top));
+    return Status::error(Code::kInvalidArgument, "%s: the top level is %s, expected a JSON object", source,
+                         kind_of(top));
   }
   Where w{source, ""};
   const json* obj = &top;
@@ -396,8 +389,8 @@ Result<Config> parse_hf_config(const char* text, size_t size, const char* source
   if (!type) type = lookup(top, "model_type");
   if (type) {
     if (!type->is_string()) {
-      return Status::error(Code::kInvalidArgument, "%s: model_type is %s (%s), expected a string",
-                           source, shown(*type).c_str(), kind_of(*type));
+      return Status::error(Code::kInvalidArgument, "%s: model_type is %s (%s), expected a string", source,
+                           shown(*type).c_str(), kind_of(*type));
     }
     model_type = *type->get_ptr<const json::string_t*>();
   }

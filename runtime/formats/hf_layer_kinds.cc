@@ -47,8 +47,8 @@ Status read_layer_types(const Where& w, const json& v, Config* cfg) {
     }
     if (!s || (*s != "sliding_attention" && *s != "full_attention")) {
       return Status::error(Code::kInvalidArgument,
-                           "%s: %slayer_types[%u] is %s, expected \"sliding_attention\" or \"full_attention\"", w.source,
-                           w.prefix, i, shown(e).c_str());
+                           "%s: %slayer_types[%u] is %s, expected \"sliding_attention\" or \"full_attention\"",
+                           w.source, w.prefix, i, shown(e).c_str());
     }
     k.sliding.set(i, *s == "sliding_attention");
   }
@@ -119,9 +119,8 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
       const json& e = (*v)[i];
       const bool bit = e.is_number() && (as_double(e) == 0.0 || as_double(e) == 1.0);
       if (!bit) {
-        return Status::error(Code::kInvalidArgument,
-                             "%s: %sno_rope_layers[%u] is %s, expected 1 (RoPE) or 0 (no RoPE)", w.source, w.prefix,
-                             i, shown(e).c_str());
+        return Status::error(Code::kInvalidArgument, "%s: %sno_rope_layers[%u] is %s, expected 1 (RoPE) or 0 (no RoPE)",
+                             w.source, w.prefix, i, shown(e).c_str());
       }
       k.rope.set(i, as_double(e) == 1.0);
     }

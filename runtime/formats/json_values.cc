@@ -37,8 +37,6 @@ const json* lookup(const json& obj, const char* key) {
   return &*it;
 }
 
-
-
 // The numeric value as a double (exact for every integer up to 2^53). Precondition: is_number().
 double as_double(const json& v) {
   if (const auto* u = v.get_ptr<const json::number_unsigned_t*>()) return static_cast<double>(*u);
@@ -48,12 +46,11 @@ double as_double(const json& v) {
 
 // A count: an integer in [min_value, 2^31). An integral float (4096.0) is accepted; a fraction,
 // a negative, a string or a boolean is not.
-Status read_count(const Where& w, const char* key, const json& v, uint32_t min_value,
-                  uint32_t* out) {
+Status read_count(const Where& w, const char* key, const json& v, uint32_t min_value, uint32_t* out) {
   const char* expected = min_value > 0 ? "a positive integer" : "a non-negative integer";
   if (!v.is_number()) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source,
-                         w.prefix, key, shown(v).c_str(), kind_of(v), expected);
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source, w.prefix, key,
+                         shown(v).c_str(), kind_of(v), expected);
   }
   uint64_t value = 0;
   bool bad = false;
@@ -76,14 +73,12 @@ Status read_count(const Where& w, const char* key, const json& v, uint32_t min_v
     value = bad ? 0 : static_cast<uint64_t>(i);
   }
   if (too_large) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s: %s%s is %s, more than %llu, the largest count headway stores",
-                         w.source, w.prefix, key, shown(v).c_str(),
-                         static_cast<unsigned long long>(kMaxCount));
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, more than %llu, the largest count headway stores",
+                         w.source, w.prefix, key, shown(v).c_str(), static_cast<unsigned long long>(kMaxCount));
   }
   if (bad || value < min_value) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix,
-                         key, shown(v).c_str(), expected);
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix, key,
+                         shown(v).c_str(), expected);
   }
   *out = static_cast<uint32_t>(value);
   return Status();
@@ -93,17 +88,16 @@ Status read_count(const Where& w, const char* key, const json& v, uint32_t min_v
 Status read_real(const Where& w, const char* key, const json& v, bool allow_zero, double* out) {
   const char* expected = allow_zero ? "a non-negative number" : "a positive number";
   if (!v.is_number()) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source,
-                         w.prefix, key, shown(v).c_str(), kind_of(v), expected);
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected %s", w.source, w.prefix, key,
+                         shown(v).c_str(), kind_of(v), expected);
   }
   const double d = as_double(v);
   if (!(d > 0.0 || (allow_zero && d == 0.0))) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix,
-                         key, shown(v).c_str(), expected);
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, expected %s", w.source, w.prefix, key,
+                         shown(v).c_str(), expected);
   }
   if (d > static_cast<double>(FLT_MAX)) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s: %s%s is %s, too large for the 32-bit float headway stores it in",
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s, too large for the 32-bit float headway stores it in",
                          w.source, w.prefix, key, shown(v).c_str());
   }
   *out = d;
@@ -115,8 +109,8 @@ Status read_flag(const Where& w, const json& obj, const char* key, bool* out) {
   const json* v = lookup(obj, key);
   if (!v) return Status();
   if (!v->is_boolean()) {
-    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected true or false",
-                         w.source, w.prefix, key, shown(*v).c_str(), kind_of(*v));
+    return Status::error(Code::kInvalidArgument, "%s: %s%s is %s (%s), expected true or false", w.source, w.prefix, key,
+                         shown(*v).c_str(), kind_of(*v));
   }
   *out = *v->get_ptr<const json::boolean_t*>();
   return Status();

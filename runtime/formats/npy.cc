@@ -56,7 +56,8 @@ class HeaderParser {
       if (n + 1 < out_size) out[n++] = *p_;
       ++p_;
     }
-    if (p_ >= end_ || *p_ != quote) return Status::error(Code::kDataLoss, "npy file %s: header: %s: the string is not closed", source_, what);
+    if (p_ >= end_ || *p_ != quote)
+      return Status::error(Code::kDataLoss, "npy file %s: header: %s: the string is not closed", source_, what);
     ++p_;
     out[n] = '\0';
     return Status();
@@ -116,8 +117,8 @@ class HeaderParser {
     for (const char* q = p_; q < end_ && n < sizeof(near) - 1 && *q != '\n'; ++q) {
       near[n++] = (*q >= 32 && *q < 127) ? *q : '?';
     }
-    return Status::error(Code::kDataLoss, "npy file %s: header: %s: expected %s, found '%s'", source_, field,
-                         what_kind, near);
+    return Status::error(Code::kDataLoss, "npy file %s: header: %s: expected %s, found '%s'", source_, field, what_kind,
+                         near);
   }
 
  private:
@@ -163,8 +164,8 @@ Status parse_header(const char* text, size_t size, const char* source, NpyArray*
                std::strcmp(key, "shape") == 0) {
       return Status::error(Code::kDataLoss, "npy file %s: header: key '%s' appears twice", source, key);
     } else {
-      return Status::error(Code::kDataLoss, "npy file %s: header: unknown key '%s' (expected descr, fortran_order, shape)",
-                           source, key);
+      return Status::error(Code::kDataLoss,
+                           "npy file %s: header: unknown key '%s' (expected descr, fortran_order, shape)", source, key);
     }
     if (h.accept('}')) break;
     if (!h.accept(',')) return h.expected("',' or '}'", "header");
@@ -214,7 +215,8 @@ void format_npy_shape(const uint64_t* shape, uint32_t ndim, char* out, size_t ou
 
 // Checks the whole file and fills everything but array->data; *data_start is where the array
 // bytes begin.
-static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* source, NpyArray* out, size_t* data_start) {
+static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* source, NpyArray* out,
+                               size_t* data_start) {
   if (size == 0) return Status::error(Code::kDataLoss, "npy file %s is empty", source);
   const size_t magic_seen = size < sizeof(kMagic) ? size : sizeof(kMagic);
   if (std::memcmp(bytes, kMagic, magic_seen) != 0) {
@@ -237,11 +239,13 @@ static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* so
   }
   const size_t header_len = read_le(bytes + 8, len_bytes);
   if (header_len > size - header_start) {
-    return Status::error(Code::kDataLoss, "npy file %s is truncated: the header is %zu bytes, the file has %zu after byte %zu",
-                         source, header_len, size - header_start, header_start);
+    return Status::error(Code::kDataLoss,
+                         "npy file %s is truncated: the header is %zu bytes, the file has %zu after byte %zu", source,
+                         header_len, size - header_start, header_start);
   }
   NpyArray& array = *out;
-  HEADWAY_RETURN_IF_ERROR(parse_header(reinterpret_cast<const char*>(bytes + header_start), header_len, source, &array));
+  HEADWAY_RETURN_IF_ERROR(
+      parse_header(reinterpret_cast<const char*>(bytes + header_start), header_len, source, &array));
 
   char shape_text[256];
   format_npy_shape(array.shape, array.ndim, shape_text, sizeof(shape_text));
@@ -258,8 +262,8 @@ static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* so
   const size_t have = size - *data_start;
   if (have != need) {
     return Status::error(Code::kDataLoss, "npy file %s %s: shape %s of %s needs %llu bytes of data, the file has %zu",
-                         source, have < need ? "is truncated" : "has extra bytes", shape_text,
-                         dtype_name(array.dtype), static_cast<unsigned long long>(need), have);
+                         source, have < need ? "is truncated" : "has extra bytes", shape_text, dtype_name(array.dtype),
+                         static_cast<unsigned long long>(need), have);
   }
   array.elements = elements;
   return Status();

@@ -26,9 +26,8 @@ struct DtypeInfo {
 
 // Every dtype of the format with a whole number of bytes per element.
 constexpr DtypeInfo kDtypes[] = {
-    {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"I64", 8}, {"U64", 8},
-    {"I32", 4}, {"U32", 4}, {"I16", 2},  {"U16", 2}, {"I8", 1},  {"U8", 1},
-    {"BOOL", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
+    {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"I64", 8},  {"U64", 8},     {"I32", 4},     {"U32", 4},
+    {"I16", 2}, {"U16", 2}, {"I8", 1},   {"U8", 1},  {"BOOL", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
 };
 
 // A name from the file made printable for messages: at most 127 bytes, anything outside ASCII
@@ -64,23 +63,26 @@ bool as_u64(const json& v, uint64_t* out) {
   return true;
 }
 
-Status read_entry(const char* source, const std::string& name, const json& v, uint64_t data_start,
-                  uint64_t file_size, SafetensorsFile::Entry* e) {
+Status read_entry(const char* source, const std::string& name, const json& v, uint64_t data_start, uint64_t file_size,
+                  SafetensorsFile::Entry* e) {
   const Shown n(name);
   if (!v.is_object()) {
     return Status::error(Code::kDataLoss,
-                         "%s: tensor '%s' is %s, expected an object with dtype, shape and data_offsets",
-                         source, n.text, kind_of(v));
+                         "%s: tensor '%s' is %s, expected an object with dtype, shape and data_offsets", source, n.text,
+                         kind_of(v));
   }
   const auto dtype = v.find("dtype");
   const auto shape = v.find("shape");
   const auto offsets = v.find("data_offsets");
-  const char* absent = dtype == v.end() ? "dtype" : shape == v.end() ? "shape" : offsets == v.end() ? "data_offsets" : nullptr;
+  const char* absent = dtype == v.end()     ? "dtype"
+                       : shape == v.end()   ? "shape"
+                       : offsets == v.end() ? "data_offsets"
+                                            : nullptr;
   if (absent) return Status::error(Code::kDataLoss, "%s: tensor '%s' has no %s", source, n.text, absent);
 
   if (!dtype->is_string()) {
-    return Status::error(Code::kDataLoss, "%s: tensor '%s' has dtype %s, expected a string such as \"F32\"",
-                         source, n.text, kind_of(*dtype));
+    return Status::error(Code::kDataLoss, "%s: tensor '%s' has dtype %s, expected a string such as \"F32\"", source,
+                         n.text, kind_of(*dtype));
   }
   const std::string& dt = *dtype->get_ptr<const json::string_t*>();
   for (const DtypeInfo& d : kDtypes) {
@@ -94,19 +96,19 @@ Status read_entry(const char* source, const std::string& name, const json& v, ui
   }
 
   if (!shape->is_array()) {
-    return Status::error(Code::kDataLoss, "%s: tensor '%s' has shape %s, expected an array of sizes", source,
-                         n.text, kind_of(*shape));
+    return Status::error(Code::kDataLoss, "%s: tensor '%s' has shape %s, expected an array of sizes", source, n.text,
+                         kind_of(*shape));
   }
   if (shape->size() > SafetensorsFile::kMaxRank) {
-    return Status::error(Code::kDataLoss, "%s: tensor '%s' has rank %zu, more than %u", source, n.text,
-                         shape->size(), SafetensorsFile::kMaxRank);
+    return Status::error(Code::kDataLoss, "%s: tensor '%s' has rank %zu, more than %u", source, n.text, shape->size(),
+                         SafetensorsFile::kMaxRank);
   }
   e->rank = static_cast<uint32_t>(shape->size());
   for (uint32_t i = 0; i < e->rank; ++i) {
     const json& d = (*shape)[i];
     if (!as_u64(d, &e->shape[i])) {
-      return Status::error(Code::kDataLoss, "%s: tensor '%s' has shape[%u] %s, expected a non-negative integer",
-                           source, n.text, i, kind_of(d));
+      return Status::error(Code::kDataLoss, "%s: tensor '%s' has shape[%u] %s, expected a non-negative integer", source,
+                           n.text, i, kind_of(d));
     }
   }
 
@@ -166,8 +168,8 @@ void format_shape(const uint64_t* shape, uint32_t rank, char* out, size_t out_si
   if (out_size == 0) return;
   size_t used = static_cast<size_t>(std::snprintf(out, out_size, "["));
   for (uint32_t i = 0; i < rank && used < out_size; ++i) {
-    used += static_cast<size_t>(std::snprintf(out + used, out_size - used, "%s%llu", i ? ", " : "",
-                                              static_cast<unsigned long long>(shape[i])));
+    used += static_cast<size_t>(
+        std::snprintf(out + used, out_size - used, "%s%llu", i ? ", " : "", static_cast<unsigned long long>(shape[i])));
   }
   if (used < out_size) std::snprintf(out + used, out_size - used, "]");
 }
@@ -203,8 +205,7 @@ Status SafetensorsFile::parse(const uint8_t* data, uint64_t size, const char* so
   JsonCheck sax;
   sax.run(text, n);
   if (sax.failed()) {
-    return Status::error(Code::kDataLoss, "%s: the safetensors header is not valid JSON: %s", src,
-                         sax.error().c_str());
+    return Status::error(Code::kDataLoss, "%s: the safetensors header is not valid JSON: %s", src, sax.error().c_str());
   }
   const json top = json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   if (top.is_discarded()) return Status::error(Code::kDataLoss, "%s: the safetensors header is not valid JSON", src);
@@ -237,12 +238,11 @@ Status SafetensorsFile::parse(const uint8_t* data, uint64_t size, const char* so
     const Entry& b = *by_begin[i];
     if (a.end > b.begin) {
       const uint64_t base = 8 + n;
-      return Status::error(Code::kDataLoss,
-                           "%s: tensors '%s' (data_offsets [%llu, %llu]) and '%s' (data_offsets [%llu, %llu]) overlap",
-                           src, Shown(a.name).text, static_cast<unsigned long long>(a.begin - base),
-                           static_cast<unsigned long long>(a.end - base), Shown(b.name).text,
-                           static_cast<unsigned long long>(b.begin - base),
-                           static_cast<unsigned long long>(b.end - base));
+      return Status::error(
+          Code::kDataLoss, "%s: tensors '%s' (data_offsets [%llu, %llu]) and '%s' (data_offsets [%llu, %llu]) overlap",
+          src, Shown(a.name).text, static_cast<unsigned long long>(a.begin - base),
+          static_cast<unsigned long long>(a.end - base), Shown(b.name).text,
+          static_cast<unsigned long long>(b.begin - base), static_cast<unsigned long long>(b.end - base));
     }
   }
   // top's keys come sorted (std::map), so entries_ is sorted by name for entry()'s binary search.
@@ -270,8 +270,9 @@ Result<TensorRef> SafetensorsFile::find(const char* name, uint32_t* rank) const 
   char s[160];
   format_shape(e->shape, e->rank, s, sizeof(s));
   if (e->rank > 2) {
-    return Status::error(Code::kUnsupported, "%s: tensor '%s' has rank %u (shape %s); headway reads 1-D and 2-D weights",
-                         src, name, e->rank, s);
+    return Status::error(Code::kUnsupported,
+                         "%s: tensor '%s' has rank %u (shape %s); headway reads 1-D and 2-D weights", src, name,
+                         e->rank, s);
   }
   const uint64_t rows = e->rank == 2 ? e->shape[0] : 1;
   const uint64_t cols = e->rank == 0 ? 1 : e->shape[e->rank - 1];

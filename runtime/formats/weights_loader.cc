@@ -64,10 +64,12 @@ bool wanted(Slot::Need need, const Config& c) {
 void describe(WeightFormat format, uint32_t rank, uint64_t rows, uint64_t cols, char* out, size_t size) {
   const bool gguf = format == WeightFormat::kGguf;
   if (rank <= 1) std::snprintf(out, size, "%s [%llu]", gguf ? "ne" : "shape", static_cast<unsigned long long>(cols));
-  else if (gguf) std::snprintf(out, size, "ne [%llu, %llu]", static_cast<unsigned long long>(cols),
-                               static_cast<unsigned long long>(rows));
-  else std::snprintf(out, size, "shape [%llu, %llu]", static_cast<unsigned long long>(rows),
-                     static_cast<unsigned long long>(cols));
+  else if (gguf)
+    std::snprintf(out, size, "ne [%llu, %llu]", static_cast<unsigned long long>(cols),
+                  static_cast<unsigned long long>(rows));
+  else
+    std::snprintf(out, size, "shape [%llu, %llu]", static_cast<unsigned long long>(rows),
+                  static_cast<unsigned long long>(cols));
 }
 
 }  // namespace
@@ -135,8 +137,8 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
     if (!want) {
       if (file.has(name)) {
         return Status::error(Code::kInvalidArgument,
-                             "%s: tensor '%s' is in the file, but the config has %s; fix the config to use it", file.path(),
-                             name, need_text(s.need, file.format()));
+                             "%s: tensor '%s' is in the file, but the config has %s; fix the config to use it",
+                             file.path(), name, need_text(s.need, file.format()));
       }
       continue;
     }
@@ -145,15 +147,20 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
     if (!t.ok()) {
       if (t.status().code() == Code::kNotFound && s.need != Slot::kAlways) {
         return Status::error(Code::kNotFound, "%s: no tensor '%s', which the config's %s needs", file.path(), name,
-                             s.need == Slot::kQkNorm ? "qk_norm" : s.need == Slot::kOBias ? "o_bias" : "qkv_bias");
+                             s.need == Slot::kQkNorm  ? "qk_norm"
+                             : s.need == Slot::kOBias ? "o_bias"
+                                                      : "qkv_bias");
       }
       return t.status();
     }
-    const uint64_t out = s.rows == Slot::kQ ? q_width : s.rows == Slot::kKv ? kv_width
-                         : s.rows == Slot::kModel ? config.d_model : hd;
+    const uint64_t out = s.rows == Slot::kQ       ? q_width
+                         : s.rows == Slot::kKv    ? kv_width
+                         : s.rows == Slot::kModel ? config.d_model
+                                                  : hd;
     const uint64_t in = s.cols == Slot::kInModel ? config.d_model : s.cols == Slot::kInQ ? q_width : 0;
     const uint32_t want_rank = s.cols == Slot::kNone ? 1 : 2;
-    const bool ok = s.cols == Slot::kNone ? (rank == 1 && t->cols == out) : (rank == 2 && t->rows == out && t->cols == in);
+    const bool ok =
+        s.cols == Slot::kNone ? (rank == 1 && t->cols == out) : (rank == 2 && t->rows == out && t->cols == in);
     if (!ok) {
       char found[64], expected[64];
       describe(file.format(), rank, t->rows, t->cols, found, sizeof(found));

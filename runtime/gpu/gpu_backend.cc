@@ -139,8 +139,8 @@ void GpuBackend::reset(uint32_t start_position) {
 Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
   Impl& x = *impl_;
-  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.start + x.size, k, k_token_stride, v,
-                                          v_token_stride, n, KvStrides::kEqualAndAtLeastWidth));
+  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.start + x.size, k, k_token_stride, v, v_token_stride,
+                                          n, KvStrides::kEqualAndAtLeastWidth));
   const Status s = x.write_rows(k, v, k_token_stride, DType::kF32, n, x.size, true);
   if (!s.ok()) {  // a failed flush: the device state is unknown, start over
     x.size = 0;

@@ -93,7 +93,7 @@ struct GpuBackend::Impl {
   uint32_t size = 0;         // tokens appended since the reset
   uint32_t pending_pos = 0;  // staging holds tokens pending_pos .. + pending_n − 1, not yet copied
   uint32_t pending_n = 0;
-  float row[kMaxHeadDim];    // one row widened to f32 (RoPE, rounding)
+  float row[kMaxHeadDim];        // one row widened to f32 (RoPE, rounding)
   double rope[kMaxHeadDim / 2];  // the plan's RoPE frequencies, made at create
   char kernel[64] = {};
   char description[400] = {};

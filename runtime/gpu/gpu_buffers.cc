@@ -51,8 +51,8 @@ Status GpuBackend::Impl::create_buffers() {
 // valid where none fit.
 Status GpuBackend::Impl::create_split_partials() {
   const Plan& p = plan;
-  const uint32_t split_rows = p.max_tokens * p.group_size < gpu::kSplitMaxRows ? p.max_tokens * p.group_size
-                                                                                 : gpu::kSplitMaxRows;
+  const uint32_t split_rows =
+      p.max_tokens * p.group_size < gpu::kSplitMaxRows ? p.max_tokens * p.group_size : gpu::kSplitMaxRows;
   const VkDeviceSize per_split = VkDeviceSize{n_kv} * split_rows * (head_dim + 2) * sizeof(float);
   VkDeviceSize splits = kPartialsBudget / per_split;
   const uint32_t min_keys = ctx->split_kv_min_keys;

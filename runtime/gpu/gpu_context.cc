@@ -46,8 +46,8 @@ uint32_t compute_family(VkPhysicalDevice d) {
 // Device-local memory the host can map coherently, on a device that shares the host's memory.
 bool has_unified_memory(const VkPhysicalDeviceMemoryProperties& m, VkPhysicalDeviceType type) {
   if (type != VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU && type != VK_PHYSICAL_DEVICE_TYPE_CPU) return false;
-  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   for (uint32_t i = 0; i < m.memoryTypeCount; ++i) {
     if ((m.memoryTypes[i].propertyFlags & want) == want) return true;
   }

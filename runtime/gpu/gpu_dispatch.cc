@@ -83,8 +83,8 @@ void GpuBackend::Impl::record_attention(const gpu::PushConstants& pc_in) {
   const int64_t shift = int64_t{pc_in.t_kv} - pc_in.t_q;
   const int64_t key_lo = pc_in.window ? std::max<int64_t>(0, shift - pc_in.window + 1) : 0;
   const int64_t key_hi = pc_in.causal ? std::min<int64_t>(pc_in.t_kv - 1, pc_in.t_q - 1 + shift) : pc_in.t_kv - 1;
-  const gpu::Split split = gpu::choose_split(key_lo, key_hi, rows_total, n_kv, tiling, max_splits,
-                                             ctx->split_kv_min_keys);
+  const gpu::Split split =
+      gpu::choose_split(key_lo, key_hi, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);
   for (uint32_t base = 0; base < tiles; base += max_x) {
     gpu::PushConstants pc = pc_in;
     pc.row_tile_base = base;

@@ -46,7 +46,7 @@ Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceL
 // the CPU's rule (headway/attention_policy.hpp: at most kAttnSplitMaxRows rows per kv head);
 // how many chunks is the device's: enough workgroups to fill it, GpuOptions::split_kv_min_keys.
 inline constexpr uint32_t kSplitMaxRows = kAttnSplitMaxRows;
-inline constexpr uint32_t kSplitTargetGroups = 128; // split until about this many workgroups run
+inline constexpr uint32_t kSplitTargetGroups = 128;  // split until about this many workgroups run
 inline constexpr uint32_t kSplitMaxSplits = 64;
 
 struct Split {

@@ -19,10 +19,10 @@ Status vk_error(const char* call, VkResult r);
 }  // namespace headway
 
 // Returns a Status naming `call` from the enclosing function when it does not give VK_SUCCESS.
-#define HEADWAY_VK(call_expr, call_name)                                        \
-  do {                                                                          \
-    const VkResult headway_vk_result_ = (call_expr);                           \
-    if (headway_vk_result_ != VK_SUCCESS) {                                    \
-      return ::headway::gpu::vk_error(call_name, headway_vk_result_);         \
-    }                                                                           \
+#define HEADWAY_VK(call_expr, call_name)                              \
+  do {                                                                \
+    const VkResult headway_vk_result_ = (call_expr);                  \
+    if (headway_vk_result_ != VK_SUCCESS) {                           \
+      return ::headway::gpu::vk_error(call_name, headway_vk_result_); \
+    }                                                                 \
   } while (0)

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     a.window = c.window;
     const std::vector<double> o = ht::reference_attention(a, q.data(), k.data(), v.data());
     std::fprintf(f, "// %s\ninline constexpr float kGoldenO%u[] = {", c.name, n);
-    for (size_t i = 0; i < o.size(); ++i) std::fprintf(f, "%s%.9g", i == 0 ? "\n    " : i % 8 ? ", " : ",\n    ", float(o[i]));
+    for (size_t i = 0; i < o.size(); ++i)
+      std::fprintf(f, "%s%.9g", i == 0 ? "\n    " : i % 8 ? ", " : ",\n    ", float(o[i]));
     std::fprintf(f, "};\ninline constexpr uint8_t kGoldenVisible%u[] = {", n);
     for (uint32_t i = 0; i < c.t_q; ++i) {
       int64_t lo, hi;
@@ -68,8 +69,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f, "};\n\n");
   }
-  std::fprintf(f, "struct Golden {\n  const float* o;\n  const uint8_t* visible;\n};\n"
-                  "inline constexpr Golden kGolden[] = {\n");
+  std::fprintf(f,
+               "struct Golden {\n  const float* o;\n  const uint8_t* visible;\n};\n"
+               "inline constexpr Golden kGolden[] = {\n");
   for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
     if (ht::runs_on_baremetal(ht::kAttentionCases[n])) {
       std::fprintf(f, "    {kGoldenO%u, kGoldenVisible%u},\n", n, n);

@@ -159,7 +159,8 @@ void run_attend(uint32_t n) {
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);
   headway::Status s = ws.ok() ? headway::Status() : ws.status();
   if (s.ok() && *ws > kWorkspaceBytes) {
-    s = headway::Status::error(headway::Code::kInternal, "workspace %u bytes > %u", unsigned(*ws), unsigned(kWorkspaceBytes));
+    s = headway::Status::error(headway::Code::kInternal, "workspace %u bytes > %u", unsigned(*ws),
+                               unsigned(kWorkspaceBytes));
   }
   if (s.ok()) s = headway::attend(g_q, g_k, g_v, c.kv, g_o, shape, params, nullptr, g_workspace, *ws);
   if (!s.ok()) {
@@ -190,7 +191,8 @@ void run_split(uint32_t n) {
   const uint32_t n_chunks = (c.t_kv + kSplitChunk - 1) / kSplitChunk;
   const hs::AttentionPartials p{g_pm, g_pl, g_po};
   for (uint32_t g = 0; g < c.n_kv_heads; ++g) {
-    for (uint32_t i = 0; i < n_chunks; ++i) hs::attention_partial_f32(a, g, i, kSplitChunk, p, g_workspace, kWorkspaceBytes);
+    for (uint32_t i = 0; i < n_chunks; ++i)
+      hs::attention_partial_f32(a, g, i, kSplitChunk, p, g_workspace, kWorkspaceBytes);
     hs::attention_merge_f32(a, g, n_chunks, p);
   }
   check(n, "split-KV chunks of 16", "partial+merge", stride);

@@ -31,8 +31,8 @@ namespace {
 using formats::NpyArray;
 
 using test::RunResult;
-using test::TempDir;
 using test::slurp;
+using test::TempDir;
 
 // Runs `headway attend ARGS` with stdout and stderr captured in files of `dir`.
 RunResult attend_cli(const TempDir& dir, const std::string& args) {
@@ -55,8 +55,8 @@ void write_f32(const std::string& path, const std::vector<float>& data, std::vec
 void write_f16(const std::string& path, const std::vector<float>& data, std::vector<uint64_t> shape) {
   std::vector<uint16_t> h(data.size());
   f32_to_f16(data.data(), h.data(), data.size());
-  REQUIRE(formats::save_npy(path.c_str(), DType::kF16, h.data(), shape.data(), static_cast<uint32_t>(shape.size()))
-              .ok());
+  REQUIRE(
+      formats::save_npy(path.c_str(), DType::kF16, h.data(), shape.data(), static_cast<uint32_t>(shape.size())).ok());
 }
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
@@ -134,7 +134,7 @@ TEST_CASE("headway attend matches the reference for f32, f16 and bf16 K/V") {
       {qkv, " --causal --window 40 --softcap 5 --scale 0.2", 1e-4, true, 40, 5, 0.2},
       {qkv, " --kv-dtype f16 --causal", 2e-3, true, 0, 0, 0},
       {qkv, " --kv-dtype bf16 --threads 2", 3e-2, false, 0, 0, 0},
-      {qkv16, "", 2e-3, false, 0, 0, 0},                  // f16 files stay f16
+      {qkv16, "", 2e-3, false, 0, 0, 0},  // f16 files stay f16
       {qkv16, " --kv-dtype f32 --causal", 2e-3, true, 0, 0, 0},
       {qkv16, " --kv-dtype bf16", 3e-2, false, 0, 0, 0},  // widened, then rounded once
   };
@@ -224,14 +224,17 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
       {ok + " --kv-dtype f8", "--kv-dtype f8 is not one of f32, f16, bf16"},
       // A Vulkan driver file that does not exist (set below): no usable device. A build without
       // HEADWAY_GPU says it has no GPU backend.
-      {ok + " --backend gpu", headway::GpuContext::compiled() ? "no Vulkan device" : "backend gpu is not available in this build"},
+      {ok + " --backend gpu",
+       headway::GpuContext::compiled() ? "no Vulkan device" : "backend gpu is not available in this build"},
       {ok + " --backend tpu", "--backend tpu is not one of cpu, gpu"},
       {with_k("k_short.npy"), "k and v shapes differ: " + (dir / "k_short.npy") + " is (5, 2, 16)"},
-      {with_k("k_d8.npy") + " --v " + (dir / "k_d8.npy"), "head_dim differs: " + (dir / "q.npy") + " has 16, " + (dir / "k_d8.npy") + " has 8"},
-      {with_k("k_h3.npy") + " --v " + (dir / "k_h3.npy"), "has 4 query heads and " + (dir / "k_h3.npy") +
-                                                              " 3 kv heads: 4 is not divisible by 3"},
+      {with_k("k_d8.npy") + " --v " + (dir / "k_d8.npy"),
+       "head_dim differs: " + (dir / "q.npy") + " has 16, " + (dir / "k_d8.npy") + " has 8"},
+      {with_k("k_h3.npy") + " --v " + (dir / "k_h3.npy"),
+       "has 4 query heads and " + (dir / "k_h3.npy") + " 3 kv heads: 4 is not divisible by 3"},
       {with_q("q16.npy"), "q is f16, expected f32"},
-      {with_q("q2d.npy"), "npy file " + (dir / "q2d.npy") + ": shape (4, 64) has 2 dims, expected 3 [T_q, n_heads, head_dim]"},
+      {with_q("q2d.npy"),
+       "npy file " + (dir / "q2d.npy") + ": shape (4, 64) has 2 dims, expected 3 [T_q, n_heads, head_dim]"},
       {with_q("fortran.npy"), (dir / "fortran.npy") + " is in Fortran order; save it C-ordered (np.ascontiguousarray)"},
       {with_q("big.npy"), "descr '>f4' is big-endian"},
       {with_q("truncated.npy"), "npy file " + (dir / "truncated.npy") + " is truncated"},

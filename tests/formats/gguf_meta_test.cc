@@ -369,9 +369,7 @@ TEST_CASE("gguf: values of the wrong type or range name the key") {
   }
   SUBCASE("a duplicated key") {
     GgufWriter w;
-    w.str("general.architecture", "llama")
-        .u32kv("llama.context_length", 4096)
-        .u32kv("llama.context_length", 2048);
+    w.str("general.architecture", "llama").u32kv("llama.context_length", 4096).u32kv("llama.context_length", 2048);
     CHECK_HAS(parse_error(w.bytes()), "llama.context_length appears twice");
   }
   SUBCASE("a duplicated key after a valid file's keys") {

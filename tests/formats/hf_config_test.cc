@@ -361,9 +361,7 @@ TEST_CASE("hf: value types and ranges") {
     CHECK_HAS(s, "num_hidden_layers is 2147483648");
     CHECK(parse_ok(with(R"(, "num_hidden_layers": 2147483647)")).n_layers == 2147483647u);
   }
-  SUBCASE("an integral float is a count") {
-    CHECK(parse_ok(with(R"(, "num_hidden_layers": 24.0)")).n_layers == 24);
-  }
+  SUBCASE("an integral float is a count") { CHECK(parse_ok(with(R"(, "num_hidden_layers": 24.0)")).n_layers == 24); }
   SUBCASE("a string theta") {
     const Status s = parse_error(with(R"(, "rope_theta": "10000")"));
     CHECK_HAS(s, "rope_theta is \"10000\" (a string), expected a positive number");
@@ -379,7 +377,8 @@ TEST_CASE("hf: value types and ranges") {
   SUBCASE("a deeply nested array value is described, not dumped") {
     std::string deep(100000, '[');
     deep += std::string(100000, ']');
-    const Status s = parse_error(R"({"hidden_size": )" + deep + R"(, "num_attention_heads": 2, "max_position_embeddings": 8})");
+    const Status s =
+        parse_error(R"({"hidden_size": )" + deep + R"(, "num_attention_heads": 2, "max_position_embeddings": 8})");
     CHECK_HAS(s, "hidden_size is [...] (an array)");
   }
   SUBCASE("the source name is the one given") {
@@ -447,7 +446,8 @@ TEST_CASE("hf: family rules") {
     CHECK(mha.kv_heads() == 4);
   }
   SUBCASE("ALiBi is unsupported") {
-    const Status s = parse_error(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
+    const Status s =
+        parse_error(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
     CHECK(s.code() == Code::kUnsupported);
     CHECK_HAS(s, "ALiBi");
   }
@@ -456,9 +456,7 @@ TEST_CASE("hf: family rules") {
     CHECK(parse_ok(with(R"(, "sliding_window": 512, "use_sliding_window": false)")).window == 0);
     CHECK(parse_ok(with(R"(, "sliding_window": null)")).window == 0);
   }
-  SUBCASE("null softcap is off") {
-    CHECK(parse_ok(with(R"(, "attn_logit_softcapping": null)")).softcap == 0.0f);
-  }
+  SUBCASE("null softcap is off") { CHECK(parse_ok(with(R"(, "attn_logit_softcapping": null)")).softcap == 0.0f); }
   SUBCASE("attention_bias sets q/k/v and o biases") {
     const Config c = parse_ok(with(R"(, "attention_bias": true)"));
     CHECK(c.qkv_bias);
@@ -484,8 +482,10 @@ TEST_CASE("hf: family rules") {
     CHECK(parse_ok(with(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0})")).rope.scaling ==
           RopeScaling::kOther);
     CHECK(parse_ok(with(R"(, "rope_scaling": null)")).rope.scaling == RopeScaling::kNone);
-    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0})")), "has no low_freq_factor");
-    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"type": "linear"})")), "rope_scaling of type linear has no factor");
+    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0})")),
+              "has no low_freq_factor");
+    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"type": "linear"})")),
+              "rope_scaling of type linear has no factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"type": "linear", "factor": "x"})")), "factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": 3)")), "rope_scaling is 3");
   }
@@ -499,11 +499,12 @@ TEST_CASE("hf: family rules") {
     const Config d = parse_ok(with(R"(, "rope_scaling": {"type": "yarn", "factor": 40, "mscale": 0.707,
       "mscale_all_dim": 0.707, "beta_fast": null, "attention_factor": null})"));
     CHECK(d.rope.mscale == 0.707f);
-    CHECK(d.rope.beta_fast == 32.0f);   // null: the default
+    CHECK(d.rope.beta_fast == 32.0f);  // null: the default
     CHECK(d.rope.attention_factor == 0.0f);
     CHECK(d.rope.original_max_seq == d.max_seq);  // absent: the model's own context
     CHECK(d.rope.yarn_truncate);
-    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "yarn"})")), "rope_scaling of type yarn has no factor");
+    CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "yarn"})")),
+              "rope_scaling of type yarn has no factor");
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4, "truncate": 1})")),
               "truncate is 1");
     const Config inverted = parse_ok(with(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4, "beta_fast": 1,

@@ -142,11 +142,10 @@ TEST_CASE("hf layers: Qwen2 slides from max_window_layers on, and not at all wit
 
 // A Qwen-family config of `layers` layers with a window switched on, `extra` spliced in.
 Config qwen(const char* model_type, uint32_t layers, const std::string& extra) {
-  const std::string text = std::string(R"({"model_type": ")") + model_type +
-                           R"(", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": )" +
-                           std::to_string(layers) +
-                           R"(, "max_position_embeddings": 32768, "sliding_window": 4096, "use_sliding_window": true)" +
-                           extra + "}";
+  const std::string text =
+      std::string(R"({"model_type": ")") + model_type +
+      R"(", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": )" + std::to_string(layers) +
+      R"(, "max_position_embeddings": 32768, "sliding_window": 4096, "use_sliding_window": true)" + extra + "}";
   const Result<Config> c = parse_hf_config(text.data(), text.size());
   REQUIRE_MESSAGE(c.ok(), std::string(c.status().message()));
   return *c;
@@ -198,8 +197,8 @@ TEST_CASE("hf layers: malformed per-layer keys name the key and the value") {
   CHECK_HAS(s, "layer_types has 2 entries, num_hidden_layers is 4");
   s = parse_error(with(R"(, "layer_types": ["sliding_attention", "full_attention", "local", "full_attention"])"));
   CHECK_HAS(s, "layer_types[2] is \"local\"");
-  s = parse_error(with(
-      R"(, "layer_types": ["chunked_attention", "full_attention", "full_attention", "full_attention"])"));
+  s = parse_error(
+      with(R"(, "layer_types": ["chunked_attention", "full_attention", "full_attention", "full_attention"])"));
   CHECK(s.code() == Code::kUnsupported);
   CHECK_HAS(s, "chunked_attention");
   s = parse_error(with(R"(, "sliding_window_pattern": 0)"));

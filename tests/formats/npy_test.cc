@@ -84,7 +84,8 @@ TEST_CASE("versions 2.0 and 3.0, other spellings numpy has written") {
   }
   // Key order, double quotes, no trailing comma, Python 2 longs, spaces.
   CHECK(error_of(npy_with_header("{\"shape\": (2L, 3L), \"fortran_order\": False, \"descr\": \"<f2\"}", 12)) == "(ok)");
-  CHECK(error_of(npy_with_header("{ 'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 2 , 3 , ) }", 24)) == "(ok)");
+  CHECK(error_of(npy_with_header("{ 'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 2 , 3 , ) }", 24)) ==
+        "(ok)");
   CHECK(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4)) == "(ok)");
 }
 
@@ -130,7 +131,8 @@ TEST_CASE("every malformed header is an error that names the file and the field"
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", 12, "header: shape: expected an integer"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)", 12, "expected ',' or '}'"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), } junk", 12, "expected the end of the header"},
-      {"{'descr: '<f4', 'fortran_order': False, 'shape': (3,), }", 12, "header: key 'descr: ': expected ':', found '<f4'"},
+      {"{'descr: '<f4', 'fortran_order': False, 'shape': (3,), }", 12,
+       "header: key 'descr: ': expected ':', found '<f4'"},
       {"{descr: '<f4'}", 12, "header: key: expected a quoted string"},
       {"{'descr': '<f4", 12, "the string is not closed"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 8,

@@ -182,7 +182,9 @@ TEST_CASE("safetensors: malformed headers name the file, the tensor and the valu
     std::vector<uint8_t> b(16, 0xff);
     CHECK_HAS(st_error(b), "header length 18446744073709551615 is more than");
   }
-  SUBCASE("not JSON") { CHECK_HAS(st_error(st_raw("{\"w\": [1, }", {})), "the safetensors header is not valid JSON: "); }
+  SUBCASE("not JSON") {
+    CHECK_HAS(st_error(st_raw("{\"w\": [1, }", {})), "the safetensors header is not valid JSON: ");
+  }
   SUBCASE("not an object") { CHECK_HAS(st_error(st_raw("[1, 2]", {})), "the safetensors header is an array"); }
   SUBCASE("duplicate names") {
     const std::string e = "{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}";
@@ -811,11 +813,11 @@ RunResult run_cli(const TempDir& dir, const std::string& args) {
   return test::run_cli(HEADWAY_CLI, dir, "layer " + args);
 }
 
-#define CHECK_CLI(result, code, part)                                        \
-  do {                                                                       \
-    const RunResult r_ = (result);                                           \
-    CHECK_MESSAGE(r_.exit_code == (code), r_.err);                           \
-    CHECK_MESSAGE(r_.err.find(part) != std::string::npos, r_.err);           \
+#define CHECK_CLI(result, code, part)                              \
+  do {                                                             \
+    const RunResult r_ = (result);                                 \
+    CHECK_MESSAGE(r_.exit_code == (code), r_.err);                 \
+    CHECK_MESSAGE(r_.err.find(part) != std::string::npos, r_.err); \
   } while (0)
 
 TEST_CASE("cli layer: bad input exits 2 naming the file, tensor or value") {
@@ -827,20 +829,20 @@ TEST_CASE("cli layer: bad input exits 2 naming the file, tensor or value") {
       "\"max_position_embeddings\":128,\"num_hidden_layers\":1}";
   write_file(dir / "config.json", std::vector<uint8_t>(config_json.begin(), config_json.end()));
   const std::string wide_json =
-      "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":8,\"num_key_value_heads\":2,\"head_dim\":16,"
+      "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":8,\"num_key_value_heads\":2,\"head_dim\":"
+      "16,"
       "\"max_position_embeddings\":128,\"num_hidden_layers\":1}";
   write_file(dir / "wide.json", std::vector<uint8_t>(wide_json.begin(), wide_json.end()));
   const uint64_t good_shape[2] = {3, 64}, bad_shape[2] = {3, 32};
   const std::vector<float> x(3 * 64, 0.5f);
   REQUIRE(save_npy((dir / "x.npy").c_str(), DType::kF32, x.data(), good_shape, 2).ok());
   REQUIRE(save_npy((dir / "x32.npy").c_str(), DType::kF32, x.data(), bad_shape, 2).ok());
-  const std::string m = dir / "m.safetensors", cfg = dir / "config.json", xs = dir / "x.npy",
-                    out = dir / "y.npy";
+  const std::string m = dir / "m.safetensors", cfg = dir / "config.json", xs = dir / "x.npy", out = dir / "y.npy";
 
-  CHECK_CLI(run_cli(dir, "--weights " + m + " --layer 0 --x " + xs + " --out " + out), 2,
-            "--config is required with");
-  CHECK_CLI(run_cli(dir, "--weights " + m + " --config " + dir / "wide.json" + " --layer 0 --x " + xs + " --out " + out),
-            2, "tensor 'model.layers.0.self_attn.q_proj.weight' has shape [64, 64], expected shape [128, 64]");
+  CHECK_CLI(run_cli(dir, "--weights " + m + " --layer 0 --x " + xs + " --out " + out), 2, "--config is required with");
+  CHECK_CLI(
+      run_cli(dir, "--weights " + m + " --config " + dir / "wide.json" + " --layer 0 --x " + xs + " --out " + out), 2,
+      "tensor 'model.layers.0.self_attn.q_proj.weight' has shape [64, 64], expected shape [128, 64]");
   CHECK_CLI(run_cli(dir, "--weights " + m + " --config " + cfg + " --layer 1 --x " + xs + " --out " + out), 2,
             "layer 1 is past the config's 1 layer");
   CHECK_CLI(run_cli(dir, "--weights " + m + " --config " + cfg + " --layer 0 --x " + dir / "x32.npy" + " --out " + out),
@@ -889,9 +891,9 @@ TEST_CASE("cli layer: --backend gpu gives the CPU backend's y") {
     CAPTURE(kv);
     const RunResult cpu = run_cli(dir, args + " --kv-dtype " + kv + " --out " + dir / "cpu.npy");
     REQUIRE_MESSAGE(cpu.exit_code == 0, cpu.err);
-    const RunResult gpu = test::run_cli(HEADWAY_CLI, dir,
-                                        "layer " + args + " --kv-dtype " + kv + " --backend gpu --out " + dir / "gpu.npy",
-                                        HEADWAY_CLI_GPU_ENV);
+    const RunResult gpu = test::run_cli(
+        HEADWAY_CLI, dir, "layer " + args + " --kv-dtype " + kv + " --backend gpu --out " + dir / "gpu.npy",
+        HEADWAY_CLI_GPU_ENV);
     REQUIRE_MESSAGE(gpu.exit_code == 0, gpu.err);
     CHECK_MESSAGE(gpu.out.find("attention gpu: ") != std::string::npos, gpu.out);
     const Result<NpyArray> a = load_npy((dir / "cpu.npy").c_str());

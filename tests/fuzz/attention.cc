@@ -4,8 +4,8 @@
 // write outside the buffers (ASan), never hang.
 //
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
-// [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp); the rest seeds the data. Work is capped so the
-// reference stays fast: the fuzzer explores shapes, not throughput.
+// [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp); the rest seeds the data. Work is capped so
+// the reference stays fast: the fuzzer explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -51,12 +51,12 @@ ThreadPool* pool() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 12) return 0;
   AttentionShape s;
-  s.t_q = byte(data, size, 0) % 17;                                           // 0 is rejected
-  s.t_kv = (byte(data, size, 1) | byte(data, size, 2) << 8) % 1300;           // > 1024: split-KV
-  s.n_kv_heads = byte(data, size, 3) % 5;                                     // 0 is rejected
+  s.t_q = byte(data, size, 0) % 17;                                  // 0 is rejected
+  s.t_kv = (byte(data, size, 1) | byte(data, size, 2) << 8) % 1300;  // > 1024: split-KV
+  s.n_kv_heads = byte(data, size, 3) % 5;                            // 0 is rejected
   const uint32_t group = byte(data, size, 4) % 9;
-  s.n_heads = s.n_kv_heads * (group ? group : 1) + (group == 0 ? 1 : 0);      // group 0: not a multiple
-  s.head_dim = (byte(data, size, 5) | byte(data, size, 6) << 8) % 530;        // 513+ and 0 rejected
+  s.n_heads = s.n_kv_heads * (group ? group : 1) + (group == 0 ? 1 : 0);  // group 0: not a multiple
+  s.head_dim = (byte(data, size, 5) | byte(data, size, 6) << 8) % 530;    // 513+ and 0 rejected
   const uint8_t flags = byte(data, size, 7);
   AttentionParams p;
   p.causal = flags & 1;
@@ -139,7 +139,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // data); f32 rounding in a dot product grows with the logits, so larger scales get a
   // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4).
   const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
-  const double tol = (dtype == DType::kF32 ? 1e-4 : dtype == DType::kF16 ? 2e-3 : 3e-2) *
+  const double tol = (dtype == DType::kF32   ? 1e-4
+                      : dtype == DType::kF16 ? 2e-3
+                                             : 3e-2) *
                      (logit_scale > 1.0 ? logit_scale : 1.0);
   for (size_t i = 0; i < want.size(); ++i) {
     if (std::isnan(want[i])) {

@@ -106,8 +106,8 @@ struct Case {
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "t_q=%u t_kv=%u heads=%u/%u d=%u kv=%s%s window=%u softcap=%g scale=%g seed=%llu",
-                c.t_q, c.t_kv, s.n_heads, s.n_kv_heads, s.head_dim, headway::dtype_name(dt),
-                c.causal ? " causal" : "", c.window, static_cast<double>(c.softcap), static_cast<double>(c.scale),
+                c.t_q, c.t_kv, s.n_heads, s.n_kv_heads, s.head_dim, headway::dtype_name(dt), c.causal ? " causal" : "",
+                c.window, static_cast<double>(c.softcap), static_cast<double>(c.scale),
                 static_cast<unsigned long long>(c.seed));
   return buf;
 }
@@ -231,11 +231,10 @@ void make_dense(DenseBackend* b, GpuContext* ctx, uint32_t n_heads, uint32_t n_k
 
 // The length pairs every head_dim and dtype runs, with the masks they get.
 const Case kLengthCases[] = {
-    {1, 1, false, 0, 0.0f},      {1, 300, true, 0, 0.0f},     {2, 17, true, 0, 0.0f},
-    {15, 16, true, 0, 0.0f},     {16, 15, false, 0, 0.0f},    {17, 65, true, 8, 0.0f},
-    {63, 64, true, 0, 30.0f},    {64, 63, false, 0, 0.0f},    {65, 300, true, 100, 0.0f},
-    {300, 300, true, 0, 0.0f},   {65, 17, true, 0, 0.0f},     {64, 2, true, 0, 0.0f},
-    {16, 64, false, 16, 0.0f},   {17, 63, false, 0, 5.0f, 0.3f},
+    {1, 1, false, 0, 0.0f},     {1, 300, true, 0, 0.0f},        {2, 17, true, 0, 0.0f},   {15, 16, true, 0, 0.0f},
+    {16, 15, false, 0, 0.0f},   {17, 65, true, 8, 0.0f},        {63, 64, true, 0, 30.0f}, {64, 63, false, 0, 0.0f},
+    {65, 300, true, 100, 0.0f}, {300, 300, true, 0, 0.0f},      {65, 17, true, 0, 0.0f},  {64, 2, true, 0, 0.0f},
+    {16, 64, false, 16, 0.0f},  {17, 63, false, 0, 5.0f, 0.3f},
 };
 
 }  // namespace
@@ -285,7 +284,7 @@ TEST_CASE("gpu split-KV: decode calls with few workgroups split, prefill and sho
   CHECK(uint64_t{s.n_splits} * s.chunk >= 1096);
   CHECK(uint64_t{s.n_splits - 1} * s.chunk < 1096);
   CHECK(headway::gpu::choose_split(0, 4095, 65, 8, t, 64, 256).n_splits == 1);   // many rows
-  CHECK(headway::gpu::choose_split(0, 300, 4, 8, t, 64, 256).n_splits == 1);    // few keys
+  CHECK(headway::gpu::choose_split(0, 300, 4, 8, t, 64, 256).n_splits == 1);     // few keys
   CHECK(headway::gpu::choose_split(0, 4095, 4, 128, t, 64, 256).n_splits == 1);  // enough workgroups
   CHECK(headway::gpu::choose_split(0, 4095, 4, 8, t, 0, 256).n_splits == 1);     // no partials
   CHECK(headway::gpu::choose_split(0, 4095, 4, 8, t, 64, 0).n_splits == 1);      // splitting off
@@ -336,15 +335,19 @@ TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8")
       const DType dt = group % 2 ? DType::kF32 : DType::kF16;
       DenseBackend b;
       make_dense(&b, ctx, group * n_kv, n_kv, d, dt, 70, 130);
-      const Case cases[] = {{1, 130, true, 0, 0.0f}, {17, 65, true, 0, 0.0f}, {70, 70, true, 24, 20.0f},
-                            {65, 130, false, 0, 0.0f}, {70, 16, true, 0, 0.0f}};
+      const Case cases[] = {{1, 130, true, 0, 0.0f},
+                            {17, 65, true, 0, 0.0f},
+                            {70, 70, true, 24, 20.0f},
+                            {65, 130, false, 0, 0.0f},
+                            {70, 16, true, 0, 0.0f}};
       uint64_t seed = 100;
       for (Case c : cases) {
         c.seed = seed++;
         check_dense(b.gpu, group * n_kv, n_kv, d, dt, c);
       }
     }
-  }  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  }
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
 TEST_CASE("gpu dense attention without 16-bit storage and through a staging buffer") {
@@ -357,15 +360,16 @@ TEST_CASE("gpu dense attention without 16-bit storage and through a staging buff
       DenseBackend b;
       make_dense(&b, ctx, 6, 2, d, dt, 20, 300);
       CHECK(std::string(b.gpu.kernel_name()).rfind("attn_f32_", 0) == 0);
-      const Case cases[] = {{20, 300, true, 0, 0.0f}, {1, 1, false, 0, 0.0f}, {20, 7, true, 0, 0.0f},
-                            {3, 64, false, 10, 15.0f}};
+      const Case cases[] = {
+          {20, 300, true, 0, 0.0f}, {1, 1, false, 0, 0.0f}, {20, 7, true, 0, 0.0f}, {3, 64, false, 10, 15.0f}};
       uint64_t seed = 200;
       for (Case c : cases) {
         c.seed = seed++;
         check_dense(b.gpu, 6, 2, d, dt, c);
       }
     }
-  }  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  }
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
 namespace {
@@ -373,16 +377,15 @@ namespace {
 // The KvCache use: the same config on the CPU and the GPU, prefill in chunks, then decode; the
 // outputs must agree within the dtype's tolerance at every step.
 void check_cache_against_cpu(GpuContext* ctx, const headway::Config& config, uint32_t max_tokens,
-                             uint32_t prefill_chunk, uint32_t prefill, uint32_t decode,
-                             uint32_t attend_every = 1) {
+                             uint32_t prefill_chunk, uint32_t prefill, uint32_t decode, uint32_t attend_every = 1) {
   headway::PlanOptions po;
   po.max_tokens = max_tokens;
   po.weights_in_arena = false;
   const headway::Result<Plan> plan = headway::make_plan(config, po);
   REQUIRE_MESSAGE(plan.ok(), plan.status().message());
   const Plan& p = plan.value();
-  INFO("kv " << headway::dtype_name(config.kv_dtype) << ", window " << config.window << ", cache_rows "
-             << p.cache_rows << ", max_seq " << config.max_seq);
+  INFO("kv " << headway::dtype_name(config.kv_dtype) << ", window " << config.window << ", cache_rows " << p.cache_rows
+             << ", max_seq " << config.max_seq);
 
   headway::CpuBackend cpu;
   const size_t bytes = headway::CpuBackend::memory_bytes(p, 1);
@@ -503,7 +506,7 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 1).code() == Code::kInvalidArgument);  // empty cache
   REQUIRE(gpu.append(kv.data(), 8, kv.data(), 8, 8).ok());
   CHECK(gpu.append(kv.data(), 8, kv.data(), 8, 1).code() == Code::kOutOfRange);  // past max_seq 8
-  CHECK(gpu.attend(q.data(), 16, o.data(), 16, 5).code() == Code::kOutOfRange);   // past max_tokens 4
+  CHECK(gpu.attend(q.data(), 16, o.data(), 16, 5).code() == Code::kOutOfRange);  // past max_tokens 4
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 4).ok());
 
   // A K/V buffer past maxStorageBufferRange (at most 4 GiB on any device): 32 kv heads × 2^20

@@ -167,8 +167,9 @@ TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked pre
       std::vector<float> out(big.size());
       const Status past = on_gpu.session->prefill(big.data(), 64, out.data());
       CHECK(past.code() == Code::kOutOfRange);
-      CHECK(std::string(past.message()) == "session: 64 tokens at position 31 go past the context of 64 tokens "
-                                           "(max_seq); nothing was run");
+      CHECK(std::string(past.message()) ==
+            "session: 64 tokens at position 31 go past the context of 64 tokens "
+            "(max_seq); nothing was run");
       CHECK(on_gpu.session->position() == 31);
     }
   }

@@ -40,18 +40,13 @@ constexpr size_t kScratchCanaryBytes = 256;
 
 double tolerance(hs::KvType t) {
   switch (t) {
-    case hs::KvType::kF32:
-      return 1e-4;
-    case hs::KvType::kF16:
-      return 2e-3;
-    default:
-      return 3e-2;
+    case hs::KvType::kF32: return 1e-4;
+    case hs::KvType::kF16: return 2e-3;
+    default: return 3e-2;
   }
 }
 
-const char* kv_name(hs::KvType t) {
-  return t == hs::KvType::kF32 ? "f32" : t == hs::KvType::kF16 ? "f16" : "bf16";
-}
+const char* kv_name(hs::KvType t) { return t == hs::KvType::kF32 ? "f32" : t == hs::KvType::kF16 ? "f16" : "bf16"; }
 
 using headway::test::target_label;
 using headway::test::TargetScope;
@@ -98,16 +93,15 @@ struct Case {
 };
 
 std::string describe(const Case& c) {
-  std::string s =
-      "t_q=" + std::to_string(c.t_q) + " t_kv=" + std::to_string(c.t_kv) +
-      " heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
-      " d=" + std::to_string(c.head_dim) + " kv=" + kv_name(c.kv) + (c.causal ? " causal" : "") +
-      " window=" + std::to_string(c.window) + " softcap=" + std::to_string(c.softcap) +
-      (c.default_scale ? std::string(" scale=default") : " scale=" + std::to_string(c.scale)) +
-      " layout=" + std::to_string(static_cast<int>(c.layout)) + " ring=" + std::to_string(c.ring_rows) + "@" +
-      std::to_string(c.first_row) + " pad=" + std::to_string(c.pad) + " seed=" + std::to_string(c.seed) +
-      " tiling=" + std::to_string(static_cast<int>(c.tiling)) + (c.generic_only ? " generic" : "") +
-      (c.table_inputs ? " table inputs" : "");
+  std::string s = "t_q=" + std::to_string(c.t_q) + " t_kv=" + std::to_string(c.t_kv) +
+                  " heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
+                  " d=" + std::to_string(c.head_dim) + " kv=" + kv_name(c.kv) + (c.causal ? " causal" : "") +
+                  " window=" + std::to_string(c.window) + " softcap=" + std::to_string(c.softcap) +
+                  (c.default_scale ? std::string(" scale=default") : " scale=" + std::to_string(c.scale)) +
+                  " layout=" + std::to_string(static_cast<int>(c.layout)) + " ring=" + std::to_string(c.ring_rows) +
+                  "@" + std::to_string(c.first_row) + " pad=" + std::to_string(c.pad) +
+                  " seed=" + std::to_string(c.seed) + " tiling=" + std::to_string(static_cast<int>(c.tiling)) +
+                  (c.generic_only ? " generic" : "") + (c.table_inputs ? " table inputs" : "");
   return s;
 }
 
@@ -186,8 +180,7 @@ Data make_data(const Case& c) {
     d.row_stride = D + c.pad;
     d.head_stride = rows * d.row_stride;
   }
-  const size_t storage =
-      std::max<size_t>(rows * d.row_stride * (c.layout == Layout::kTokens ? 1 : c.n_kv_heads), 1);
+  const size_t storage = std::max<size_t>(rows * d.row_stride * (c.layout == Layout::kTokens ? 1 : c.n_kv_heads), 1);
   const bool wide = c.kv == hs::KvType::kF32;
   const uint16_t nan16 = c.kv == hs::KvType::kF16 ? 0x7E00 : 0x7FC0;
   if (wide) {
@@ -289,9 +282,7 @@ struct Scratch {
   }
 };
 
-size_t scratch_bytes_for(const Case& c) {
-  return hs::attention_scratch_bytes(c.head_dim, c.n_heads / c.n_kv_heads);
-}
+size_t scratch_bytes_for(const Case& c) { return hs::attention_scratch_bytes(c.head_dim, c.n_heads / c.n_kv_heads); }
 
 std::vector<float> fresh_output(const Data& d) {
   return std::vector<float>(std::max<size_t>(size_t{d.c.t_q} * d.o_stride, 1), kCanary);
@@ -340,8 +331,8 @@ struct Report {
 
 // Compares token rows [t0, t1) and query heads [h0, h1) with the reference; checks the padding
 // of every row.
-Report compare(const Data& d, const std::vector<float>& o, uint32_t t0 = 0, uint32_t t1 = ~0u,
-               uint32_t h0 = 0, uint32_t h1 = ~0u) {
+Report compare(const Data& d, const std::vector<float>& o, uint32_t t0 = 0, uint32_t t1 = ~0u, uint32_t h0 = 0,
+               uint32_t h1 = ~0u) {
   const Case& c = d.c;
   const size_t D = c.head_dim;
   if (t1 > c.t_q) t1 = c.t_q;
@@ -475,8 +466,7 @@ TEST_CASE("attention dispatch: every supported target is reachable and named") {
   }
   MESSAGE("attention targets tested: " << names);
   // After the scopes: back to the best target.
-  if (targets.front() != 0)
-    CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(targets.front()));
+  if (targets.front() != 0) CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(targets.front()));
 }
 
 TEST_CASE("attention kernel choice: d64/d128 specialized, generic elsewhere, decode for few rows") {
@@ -687,9 +677,9 @@ void check_layouts_agree(const Case& c) {
   const Layouts layouts[] = {
       {Layout::kCache, 0, 0, 0},
       {Layout::kTokens, 0, 0, 0},
-      {Layout::kRing, c.t_kv + 5, 2, 0},                // rows back to back
+      {Layout::kRing, c.t_kv + 5, 2, 0},                 // rows back to back
       {Layout::kRing, c.t_kv + 5, (c.t_kv + 5) / 2, 0},  // wraps after half the keys
-      {Layout::kCache, 0, 0, 3},                       // padded rows
+      {Layout::kCache, 0, 0, 3},                         // padded rows
   };
   for (const int64_t target : test_targets()) {
     TargetScope scope(target);
@@ -882,8 +872,7 @@ TEST_CASE("attention partial + merge: equals attention_f32, deterministic in any
           const std::vector<float> split = run_split(d, chunk, false);
           check_report(compare(d, split), tolerance(c.kv));
           double diff = 0.0;
-          for (size_t k = 0; k < full.size(); ++k)
-            diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
+          for (size_t k = 0; k < full.size(); ++k) diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
           CHECK(diff <= 2e-6);
           const std::vector<float> again = run_split(d, chunk, true);
           CHECK(std::memcmp(split.data(), again.data(), split.size() * sizeof(float)) == 0);
@@ -1106,8 +1095,8 @@ TEST_CASE("attention widening: one key gives O = V exactly (f16 subnormals, Inf,
                               1024.5f};
   // bf16: ±0, the largest finite and smallest normal value, ±Inf. No f32 subnormals: ARMv7 NEON
   // flushes them to zero in any arithmetic.
-  const float bf16_values[] = {
-      0.0f, -0.0f, 1.0f, -2.5f, 3.3895313892515355e+38f, 1.1754943508222875e-38f, kInf, -kInf, 0.333984375f};
+  const float bf16_values[] = {0.0f, -0.0f, 1.0f,        -2.5f, 3.3895313892515355e+38f, 1.1754943508222875e-38f,
+                               kInf, -kInf, 0.333984375f};
   for (hs::KvType kv : {hs::KvType::kF16, hs::KvType::kBF16, hs::KvType::kF32}) {
     for (hs::AttentionTiling tiling : {hs::AttentionTiling::kPrefill, hs::AttentionTiling::kDecode}) {
       for (uint32_t dim : {40u, 64u}) {
@@ -1119,9 +1108,8 @@ TEST_CASE("attention widening: one key gives O = V exactly (f16 subnormals, Inf,
         c.n_heads = 2;
         c.n_kv_heads = 1;
         c.head_dim = dim;
-        c.v_values = kv == hs::KvType::kBF16
-                         ? std::vector<float>(std::begin(bf16_values), std::end(bf16_values))
-                         : std::vector<float>(std::begin(f16_values), std::end(f16_values));
+        c.v_values = kv == hs::KvType::kBF16 ? std::vector<float>(std::begin(bf16_values), std::end(bf16_values))
+                                             : std::vector<float>(std::begin(f16_values), std::end(f16_values));
         c.v_values.push_back(kNaN);
         const Data d = make_data(c);
         INFO(describe(c));
@@ -1314,7 +1302,7 @@ TEST_CASE("attention case table: every case on every target, each tiling, generi
       INFO(target_name);
       for (int run = 0; run < 4; ++run) {
         if (run == 3 && !specialized) continue;
-        d.c.tiling = run == 1 ? hs::AttentionTiling::kPrefill
+        d.c.tiling = run == 1   ? hs::AttentionTiling::kPrefill
                      : run == 2 ? hs::AttentionTiling::kDecode
                                 : hs::AttentionTiling::kAuto;
         d.c.generic_only = run == 3;

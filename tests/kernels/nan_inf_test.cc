@@ -69,9 +69,9 @@ struct Problem {
     const bool f32 = dtype == DType::kF32;
     Aligned ws(attention_workspace_bytes(s, pool ? pool->threads() : 1).value());
     std::vector<float> o(q.size(), -7.0f);
-    const Status st = attend(q.data(), f32 ? static_cast<const void*>(k.data()) : k16.data(),
-                             f32 ? static_cast<const void*>(v.data()) : v16.data(), dtype, o.data(), s, p, pool, ws.p,
-                             ws.size);
+    const Status st =
+        attend(q.data(), f32 ? static_cast<const void*>(k.data()) : k16.data(),
+               f32 ? static_cast<const void*>(v.data()) : v16.data(), dtype, o.data(), s, p, pool, ws.p, ws.size);
     REQUIRE_MESSAGE(st.ok(), st.message());
     return o;
   }
@@ -172,7 +172,8 @@ TEST_CASE("NaN in one query row: that row is NaN, every other row is bitwise the
         const std::vector<float> clean = pr.run(pool);
         Problem bad = pr;
         bad.q[bad.row_at(tok, head) + 3] = kNaN;
-        const Tally t = compare(bad, bad.run(pool), clean, [&](uint32_t t_, uint32_t h) { return t_ == tok && h == head; });
+        const Tally t =
+            compare(bad, bad.run(pool), clean, [&](uint32_t t_, uint32_t h) { return t_ == tok && h == head; });
         CHECK(t.bad_rows == 0);
         CHECK(t.affected_rows == 1);
         CHECK(t.nan_values == sh.s.head_dim);  // the whole row: its logits are all NaN
@@ -241,8 +242,8 @@ TEST_CASE("a NaN key in a sliding-window cache poisons rows until it leaves the 
       std::vector<float> qkv(p.qkv_width);
       for (float& x : qkv) x = rng.normal();
       if (run == 1 && pos == poisoned) qkv[p.q_width] = kNaN;  // K of kv head 0, element 0
-      REQUIRE(cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, 1)
-                  .ok());
+      REQUIRE(
+          cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, 1).ok());
       std::vector<float> out(p.q_width);
       REQUIRE(cache.attend(qkv.data(), p.qkv_width, out.data(), p.q_width, 1, nullptr, ws.p, ws.size).ok());
       outs[run].insert(outs[run].end(), out.begin(), out.end());

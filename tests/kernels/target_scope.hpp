@@ -19,8 +19,7 @@ namespace headway::test {
 // its own whose best it is (the SIMD flavours of tests/CMakeLists.txt).
 inline std::vector<int64_t> test_targets() {
   std::vector<int64_t> out;
-  for (int64_t bits = hwy::SupportedTargets() & simd::attention_compiled_targets(); bits != 0;
-       bits &= bits - 1) {
+  for (int64_t bits = hwy::SupportedTargets() & simd::attention_compiled_targets(); bits != 0; bits &= bits - 1) {
     out.push_back(bits & -bits);
   }
   if (out.empty()) out.push_back(0);

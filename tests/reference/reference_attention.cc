@@ -31,8 +31,7 @@ void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int6
   if (a.window > 0 && p - int64_t{a.window} + 1 > *lo) *lo = p - int64_t{a.window} + 1;
 }
 
-std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k,
-                                        const float* v) {
+std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v) {
   const size_t d = a.head_dim;
   const uint32_t group = a.n_heads / a.n_kv_heads;
   std::vector<double> out(size_t{a.t_q} * a.n_heads * d, 0.0);

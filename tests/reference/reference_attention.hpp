@@ -32,8 +32,7 @@ struct RefAttention {
 
 // q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns
 // O [t_q, n_heads, head_dim].
-std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k,
-                                        const float* v);
+std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v);
 
 // Keys [lo, hi] that query row i sees (lo > hi: none).
 void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int64_t* hi);

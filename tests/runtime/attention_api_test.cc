@@ -41,9 +41,9 @@ struct Problem {
   AttentionShape shape;
   AttentionParams params;
   DType kv_dtype = DType::kF32;
-  std::vector<float> q, k, v;       // f32 as drawn
-  std::vector<uint16_t> k16, v16;   // f16 / bf16 bit patterns for those dtypes
-  std::vector<float> kq, vq;        // K, V as the kernel sees them (after rounding)
+  std::vector<float> q, k, v;      // f32 as drawn
+  std::vector<uint16_t> k16, v16;  // f16 / bf16 bit patterns for those dtypes
+  std::vector<float> kq, vq;       // K, V as the kernel sees them (after rounding)
 
   Problem(AttentionShape s, AttentionParams p, DType dtype, uint32_t seed) : shape(s), params(p), kv_dtype(dtype) {
     std::mt19937 rng(seed);
@@ -135,9 +135,9 @@ TEST_CASE("attend matches the double reference for every case of the table, in e
       const Problem p(c, dtype);
       std::vector<float> o;
       const Status s = p.run(nullptr, &o);
-      INFO(c.name << ": t_q " << c.t_q << " t_kv " << c.t_kv << " heads " << c.n_heads << "/" << c.n_kv_heads
-                  << " d " << c.head_dim << " causal " << c.causal << " window " << c.window << " softcap "
-                  << c.softcap << " scale " << c.scale << " kv " << name_of(dtype));
+      INFO(c.name << ": t_q " << c.t_q << " t_kv " << c.t_kv << " heads " << c.n_heads << "/" << c.n_kv_heads << " d "
+                  << c.head_dim << " causal " << c.causal << " window " << c.window << " softcap " << c.softcap
+                  << " scale " << c.scale << " kv " << name_of(dtype));
       REQUIRE_MESSAGE(s.ok(), s.message());
       CHECK(max_abs_error(o, p.reference()) <= 1e-4);
     }
@@ -211,10 +211,10 @@ TEST_CASE("attend allocates nothing") {
 
   Status s1, s2, s3, s4;
   HeapCount count;
-  s1 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, &pool,
-              ws.p, ws.size);
-  s2 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, &pool,
-              ws.p, ws.size);
+  s1 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, &pool, ws.p,
+              ws.size);
+  s2 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, &pool, ws.p,
+              ws.size);
   s3 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles.params, nullptr,
               ws.p, ws.size);
   s4 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, nullptr,
@@ -234,8 +234,9 @@ TEST_CASE("workspace too small, misaligned or missing") {
   Aligned ws(need + 64);
   Status s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, nullptr, ws.p, need - 1);
   CHECK(s.code() == Code::kInvalidArgument);
-  CHECK(std::string(s.message()).find("attention: workspace is " + std::to_string(need - 1) +
-                                      " bytes, attention needs " + std::to_string(need) + " (t_q 4, t_kv 8") == 0);
+  CHECK(std::string(s.message())
+            .find("attention: workspace is " + std::to_string(need - 1) + " bytes, attention needs " +
+                  std::to_string(need) + " (t_q 4, t_kv 8") == 0);
   s = attend(p.q.data(), p.kp(), p.vp(), p.kv_dtype, o.data(), p.shape, p.params, nullptr,
              static_cast<char*>(ws.p) + 16, ws.size - 16);
   CHECK(std::string(s.message()).find("workspace is not 64-byte aligned (its address is 16 bytes past") !=
@@ -277,10 +278,10 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
         "attention: head_dim 0 is not in 1..512");
   CHECK(attempt(shape_with([](auto& s) { s.head_dim = 513; }), none, q, k, v, out) ==
         "attention: head_dim 513 is not in 1..512");
-  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 3; }), none, q, k, v, out).find(
-            "attention: n_heads 4 is not divisible by n_kv_heads 3") == 0);
-  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 0; }), none, q, k, v, out).find(
-            "n_heads 4 is not divisible by n_kv_heads 0") != std::string::npos);
+  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 3; }), none, q, k, v, out)
+            .find("attention: n_heads 4 is not divisible by n_kv_heads 3") == 0);
+  CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 0; }), none, q, k, v, out)
+            .find("n_heads 4 is not divisible by n_kv_heads 0") != std::string::npos);
   CHECK(attempt(shape_with([](auto& s) { s.n_heads = 0; }), none, q, k, v, out) ==
         "attention: n_heads 0 is not in 1..1024");
   CHECK(attempt(shape_with([](auto& s) { s.t_q = 0; }), none, q, k, v, out) == "attention: t_q is 0 (no query tokens)");
@@ -300,8 +301,7 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
   CHECK(attempt(good, {0.0f, 0.0f, true, 1000}, q, k, v, out) == "(ok)");  // window > t_kv is fine
 
   CHECK(!attention_workspace_bytes(good, 0).ok());
-  CHECK(std::string(attention_workspace_bytes(good, 0).status().message()) ==
-        "attention: threads 0 is not in 1..256");
+  CHECK(std::string(attention_workspace_bytes(good, 0).status().message()) == "attention: threads 0 is not in 1..256");
   CHECK(std::string(attention_workspace_bytes(shape_with([](auto& s) { s.head_dim = 0; }), 1).status().message()) ==
         "attention: head_dim 0 is not in 1..512");
 }
@@ -395,7 +395,8 @@ TEST_CASE("thread pool: every task runs once, slots are never shared") {
   pool.run(
       77, [](void*, size_t task) { plain.fetch_add(static_cast<int>(task)); }, nullptr);
   CHECK(plain.load() == 77 * 76 / 2);
-  pool.run(0, [](void*, size_t) { plain = -1; }, nullptr);
+  pool.run(
+      0, [](void*, size_t) { plain = -1; }, nullptr);
   CHECK(plain.load() == 77 * 76 / 2);
 }
 

@@ -213,8 +213,7 @@ TEST_CASE("attention_workspace_bytes_bound is at least every call's workspace wi
       for (uint32_t head_dim : {64u, 80u, 128u}) {
         for (uint32_t cache_rows : {512u, 1023u, 1024u, 3000u, 8192u}) {
           for (uint32_t max_tokens : {1u, 7u, 64u, 512u}) {
-            const uint64_t bound =
-                attention_workspace_bytes_bound(head_dim, group, n_kv, cache_rows, max_tokens, 2);
+            const uint64_t bound = attention_workspace_bytes_bound(head_dim, group, n_kv, cache_rows, max_tokens, 2);
             for (uint32_t t_q = 1; t_q <= max_tokens && t_q <= 80; ++t_q) {
               for (uint32_t t_kv : {1u, 1023u, 1024u, 1500u, 2049u, cache_rows}) {
                 if (t_kv > cache_rows) continue;

@@ -38,10 +38,11 @@ template <class ValueFn>
 uint16_t reference_round(double ax, uint16_t max_finite, uint16_t inf, double ulp_top, ValueFn value) {
   const double top = value(max_finite);
   if (ax >= top + ulp_top / 2) return inf;  // the tie at top + ulp/2 goes to inf (max is odd)
-  uint16_t lo = 0, hi = max_finite;  // largest pattern with value <= ax
+  uint16_t lo = 0, hi = max_finite;         // largest pattern with value <= ax
   while (lo < hi) {
     const uint16_t mid = static_cast<uint16_t>((lo + hi + 1) / 2);
-    if (value(mid) <= ax) lo = mid; else hi = static_cast<uint16_t>(mid - 1);
+    if (value(mid) <= ax) lo = mid;
+    else hi = static_cast<uint16_t>(mid - 1);
   }
   if (lo == max_finite) return lo;
   const double below = ax - value(lo), above = value(static_cast<uint16_t>(lo + 1)) - ax;
@@ -53,16 +54,13 @@ uint16_t reference_round(double ax, uint16_t max_finite, uint16_t inf, double ul
 uint16_t reference_f16(float x) {
   const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   const double ax = std::fabs(static_cast<double>(x));
-  return static_cast<uint16_t>(
-      sign | reference_round(ax, 0x7bff, 0x7c00, std::ldexp(1.0, 5), f16_value));
+  return static_cast<uint16_t>(sign | reference_round(ax, 0x7bff, 0x7c00, std::ldexp(1.0, 5), f16_value));
 }
 
 uint16_t reference_bf16(float x) {
   const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   const double ax = std::fabs(static_cast<double>(x));
-  auto value = [](uint16_t b) {
-    return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(b) << 16));
-  };
+  auto value = [](uint16_t b) { return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(b) << 16)); };
   return static_cast<uint16_t>(sign | reference_round(ax, 0x7f7f, 0x7f80, std::ldexp(1.0, 120), value));
 }
 
@@ -117,9 +115,12 @@ TEST_CASE("f32 to f16 rounds to nearest even at every boundary") {
     const double lo = f16_value(h);
     const double hi = i == 0x7bff ? 65536.0 : f16_value(static_cast<uint16_t>(h + 1));
     const float mid = static_cast<float>((lo + hi) / 2);  // exact: f32 has 13 more bits
-    const float probes[] = {static_cast<float>(lo), std::nextafter(static_cast<float>(lo), 0.0f),
-                            std::nextafter(static_cast<float>(lo), 1e9f), mid,
-                            std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)};
+    const float probes[] = {static_cast<float>(lo),
+                            std::nextafter(static_cast<float>(lo), 0.0f),
+                            std::nextafter(static_cast<float>(lo), 1e9f),
+                            mid,
+                            std::nextafter(mid, 0.0f),
+                            std::nextafter(mid, 1e9f)};
     for (float p : probes) {
       for (float x : {p, -p}) {
         const uint16_t got = f32_to_f16_bits(x), want = reference_f16(x);
@@ -169,15 +170,15 @@ TEST_CASE("known values") {
   CHECK(f32_to_f16_bits(-1e6f) == 0xfc00);
   CHECK(f32_to_f16_bits(FLT_MAX) == 0x7c00);
   CHECK(f32_to_f16_bits(std::numeric_limits<float>::infinity()) == 0x7c00);
-  CHECK(f32_to_f16_bits(0x1p-14f) == 0x0400);       // smallest normal
-  CHECK(f32_to_f16_bits(0x1p-15f) == 0x0200);       // subnormal
-  CHECK(f32_to_f16_bits(0x1p-24f) == 0x0001);       // smallest subnormal
-  CHECK(f32_to_f16_bits(0x1p-25f) == 0x0000);       // tie between 0 and 2^-24: even (0)
+  CHECK(f32_to_f16_bits(0x1p-14f) == 0x0400);  // smallest normal
+  CHECK(f32_to_f16_bits(0x1p-15f) == 0x0200);  // subnormal
+  CHECK(f32_to_f16_bits(0x1p-24f) == 0x0001);  // smallest subnormal
+  CHECK(f32_to_f16_bits(0x1p-25f) == 0x0000);  // tie between 0 and 2^-24: even (0)
   CHECK(f32_to_f16_bits(0x1.8p-25f) == 0x0001);
-  CHECK(f32_to_f16_bits(0x1.8p-24f) == 0x0002);     // tie between 1 and 2: even (2)
-  CHECK(f32_to_f16_bits(0x1.ff8p-15f) == 0x03ff);   // largest subnormal
+  CHECK(f32_to_f16_bits(0x1.8p-24f) == 0x0002);    // tie between 1 and 2: even (2)
+  CHECK(f32_to_f16_bits(0x1.ff8p-15f) == 0x03ff);  // largest subnormal
   CHECK(f32_to_f16_bits(0x1.ffap-15f) == 0x03ff);
-  CHECK(f32_to_f16_bits(0x1.ffcp-15f) == 0x0400);   // tie: rounds up into the smallest normal
+  CHECK(f32_to_f16_bits(0x1.ffcp-15f) == 0x0400);  // tie: rounds up into the smallest normal
   CHECK(f32_to_f16_bits(1e-8f) == 0x0000);
   CHECK(f32_to_f16_bits(FLT_TRUE_MIN) == 0x0000);
   CHECK(f32_to_f16_bits(1.0f + 0x1p-11f) == 0x3c00);  // tie, 1.0 is even
@@ -193,7 +194,7 @@ TEST_CASE("known values") {
   CHECK(f32_to_bf16_bits(3.14159265f) == 0x4049);
   CHECK(f32_to_bf16_bits(0.1f) == 0x3dcd);
   CHECK(f32_to_bf16_bits(-0.0f) == 0x8000);
-  CHECK(f32_to_bf16_bits(FLT_MAX) == 0x7f80);  // above the largest bf16 + half ulp: inf
+  CHECK(f32_to_bf16_bits(FLT_MAX) == 0x7f80);                            // above the largest bf16 + half ulp: inf
   CHECK(f32_to_bf16_bits(std::bit_cast<float>(0x3f808000u)) == 0x3f80);  // tie, even
   CHECK(f32_to_bf16_bits(std::bit_cast<float>(0x3f818000u)) == 0x3f82);  // tie, odd: up
   CHECK(f32_to_bf16_bits(FLT_TRUE_MIN) == 0x0000);

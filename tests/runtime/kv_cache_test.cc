@@ -132,8 +132,9 @@ TEST_CASE("append stores RoPE(K) and V in the cache dtype, rejected appends chan
       return dt == DType::kF16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
     };
     auto round = [&](float x) {
-      return dt == DType::kF32 ? x : dt == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
-                                                       : bf16_bits_to_f32(f32_to_bf16_bits(x));
+      return dt == DType::kF32   ? x
+             : dt == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
+                                 : bf16_bits_to_f32(f32_to_bf16_bits(x));
     };
     for (uint32_t pos : {0u, 6u, 7u, 36u}) {
       for (uint32_t g = 0; g < 2; ++g) {
@@ -206,7 +207,6 @@ TEST_CASE("reset(start): K rotated once at its absolute position, rows counted f
   CHECK(needs_table.bind(f.plan, f.region.data(), f.region.size()).code() == Code::kInvalidArgument);
 }
 
-
 // Appends a sequence in the given chunk sizes and, after each chunk, attends that chunk's
 // queries over the cache; every output is held against the double reference over all keys so
 // far (roped, rounded to the cache dtype), with the config's causal/window masking.
@@ -236,9 +236,10 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
   uint32_t pos = 0;
   for (uint32_t n : chunks) {
     INFO("chunk of " << n << " at position " << pos);
-    REQUIRE(f.cache.append(k.data() + size_t{pos} * p.kv_width, p.kv_width, v.data() + size_t{pos} * p.kv_width,
-                           p.kv_width, n)
-                .ok());
+    REQUIRE(
+        f.cache
+            .append(k.data() + size_t{pos} * p.kv_width, p.kv_width, v.data() + size_t{pos} * p.kv_width, p.kv_width, n)
+            .ok());
     workspace.resize(f.cache.workspace_bytes(n, pool.threads()) + 64);
     void* ws = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
     const Status s = f.cache.attend(q_roped.data() + size_t{pos} * p.q_width, p.q_width, o.data(), p.q_width, n, &pool,
@@ -318,15 +319,51 @@ TEST_CASE("rope_scaling yarn: frequencies and attention factor as Hugging Face c
     std::vector<std::pair<uint32_t, double>> freqs;
   };
   const Case cases[] = {
-      {"gpt-oss", 64, 150000.0f, 32.0f, 0.0f, 0.0f, 4096, false, 1.3465735902799727,
-       {{0, 1.0}, {5, 0.15532298386096954}, {10, 0.019334999844431877}, {15, 0.00105260219424963},
-        {20, 1.818833698052913e-05}, {31, 3.023511396804679e-07}}},
-      {"qwen", 128, 1e6f, 4.0f, 0.0f, 0.0f, 32768, true, 1.138629436111989,
-       {{0, 1.0}, {5, 0.33982083201408386}, {10, 0.11547820270061493}, {15, 0.03924189880490303},
-        {20, 0.01333521492779255}, {63, 3.102344408034696e-07}}},
-      {"deepseek", 64, 10000.0f, 40.0f, 1.0f, 0.707f, 4096, true, 1.0857263992561355,
-       {{0, 1.0}, {5, 0.23713736236095428}, {10, 0.05623412877321243}, {15, 0.0083345090970397},
-        {20, 0.0007905694073997438}, {31, 3.3338035336782923e-06}}},
+      {"gpt-oss",
+       64,
+       150000.0f,
+       32.0f,
+       0.0f,
+       0.0f,
+       4096,
+       false,
+       1.3465735902799727,
+       {{0, 1.0},
+        {5, 0.15532298386096954},
+        {10, 0.019334999844431877},
+        {15, 0.00105260219424963},
+        {20, 1.818833698052913e-05},
+        {31, 3.023511396804679e-07}}},
+      {"qwen",
+       128,
+       1e6f,
+       4.0f,
+       0.0f,
+       0.0f,
+       32768,
+       true,
+       1.138629436111989,
+       {{0, 1.0},
+        {5, 0.33982083201408386},
+        {10, 0.11547820270061493},
+        {15, 0.03924189880490303},
+        {20, 0.01333521492779255},
+        {63, 3.102344408034696e-07}}},
+      {"deepseek",
+       64,
+       10000.0f,
+       40.0f,
+       1.0f,
+       0.707f,
+       4096,
+       true,
+       1.0857263992561355,
+       {{0, 1.0},
+        {5, 0.23713736236095428},
+        {10, 0.05623412877321243},
+        {15, 0.0083345090970397},
+        {20, 0.0007905694073997438},
+        {31, 3.3338035336782923e-06}}},
   };
   for (const Case& k : cases) {
     CAPTURE(k.name);
@@ -368,7 +405,7 @@ TEST_CASE("the plan's scratch holds the workspace of every attend over the cache
   struct Shape {
     uint32_t heads, kv_heads, head_dim, max_seq, window, max_tokens;
   };
-  const Shape shapes[] = {{4, 4, 16, 2100, 0, 8}, {8, 2, 64, 1500, 0, 3}, {16, 1, 8, 1100, 0, 64},
+  const Shape shapes[] = {{4, 4, 16, 2100, 0, 8},   {8, 2, 64, 1500, 0, 3},  {16, 1, 8, 1100, 0, 64},
                           {6, 3, 32, 3000, 700, 5}, {2, 1, 128, 1030, 0, 1}, {70, 1, 8, 1200, 0, 2}};
   for (const Shape& sh : shapes) {
     Config c;

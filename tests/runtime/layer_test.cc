@@ -104,7 +104,9 @@ std::vector<Projection> projections() {
   return p;
 }
 
-TEST_CASE("AttentionLayer matches the double reference: variants x projections x weight dtypes, chunked prefill then decode") {
+TEST_CASE(
+    "AttentionLayer matches the double reference: variants x projections x weight dtypes, chunked prefill then "
+    "decode") {
   ThreadPool pool;
   REQUIRE(pool.create(2).ok());
   for (const Variant& var : variants()) {

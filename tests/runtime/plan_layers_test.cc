@@ -134,7 +134,8 @@ TEST_CASE("plan layers: NoPE interval and explicit lists") {
   CHECK(p.sliding_layers == 2);
   CHECK(sum_of_layers(p) == p.kv_cache_bytes);
 
-  c = parse_spec("d_model=256 heads=4 ctx=2048 layers=4 window=64 rope_theta=1e6 sliding_pattern=2 rope_local_theta=1e4");
+  c = parse_spec(
+      "d_model=256 heads=4 ctx=2048 layers=4 window=64 rope_theta=1e6 sliding_pattern=2 rope_local_theta=1e4");
   REQUIRE(c.ok());
   p = plan_for(*c, {});
   CHECK(p.layer(0).rope_theta == 10000.0f);

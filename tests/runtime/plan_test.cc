@@ -139,7 +139,7 @@ TEST_CASE("biases add their widths, every region is 64-byte aligned") {
   CHECK(p.kernel == KernelKind::kGeneric);
   // Wq Wk Wv Wo 2560×2560, qkv bias 3 × 2560, o bias 2560.
   CHECK(p.weight_bytes_per_layer == align_up((4ull * 2560 * 2560 + 3 * 2560 + 2560) * 4));
-  CHECK(p.rope_bytes_per_layer == align_up(16 * 8));  // partial rotary: 32 of 80 dims, 16 pairs
+  CHECK(p.rope_bytes_per_layer == align_up(16 * 8));               // partial rotary: 32 of 80 dims, 16 pairs
   CHECK(make_plan(presets::bert_base()).value().rope_bytes == 0);  // no RoPE, no table
   size_t n = 0;
   const presets::Entry* all = presets::all(&n);
@@ -155,9 +155,9 @@ TEST_CASE("biases add their widths, every region is 64-byte aligned") {
 }
 
 TEST_CASE("split-KV chunks: about kAttnSplitTasks tasks in all, whole tiles, at least kAttnKvChunk keys") {
-  static_assert(attention_kv_chunk(8192, 8) == 2048);   // 8 kv heads × 4 chunks
+  static_assert(attention_kv_chunk(8192, 8) == 2048);  // 8 kv heads × 4 chunks
   static_assert(attention_kv_chunk(4096, 8) == 1024);
-  static_assert(attention_kv_chunk(8200, 8) == 2112);   // 2050 rounded up to whole 64-key tiles
+  static_assert(attention_kv_chunk(8200, 8) == 2112);          // 2050 rounded up to whole 64-key tiles
   static_assert(attention_kv_chunk(2048, 3) == kAttnKvChunk);  // 11 chunks wanted, 4 of 512 keys
   static_assert(attention_kv_chunk(1024, 15) == kAttnKvChunk);
   static_assert(attention_kv_chunk(65536, 1) == 2048);  // MQA: 32 chunks

@@ -36,12 +36,12 @@ constexpr bool kEmulated = true;
 constexpr bool kEmulated = false;
 #endif
 // Repeats of each case: native, then under the emulator.
-constexpr int kRounds = kEmulated ? 1 : 3;          // two pools at once
-constexpr int kSharedRuns = kEmulated ? 2 : 4;      // per caller of the shared pool
-constexpr int kRepeatedRuns = kEmulated ? 2 : 5;    // dense attend again on one pool
-constexpr int kCacheRuns = kEmulated ? 1 : 2;       // KvCache per thread count
-constexpr uint32_t kCacheThreadFirst = kEmulated ? 4 : 1;  // threads 4 against the base run of 1,
-constexpr uint32_t kCacheThreadStep = kEmulated ? 3 : 1;   // or 1, 2, 3, 4
+constexpr int kRounds = kEmulated ? 1 : 3;                   // two pools at once
+constexpr int kSharedRuns = kEmulated ? 2 : 4;               // per caller of the shared pool
+constexpr int kRepeatedRuns = kEmulated ? 2 : 5;             // dense attend again on one pool
+constexpr int kCacheRuns = kEmulated ? 1 : 2;                // KvCache per thread count
+constexpr uint32_t kCacheThreadFirst = kEmulated ? 4 : 1;    // threads 4 against the base run of 1,
+constexpr uint32_t kCacheThreadStep = kEmulated ? 3 : 1;     // or 1, 2, 3, 4
 constexpr uint32_t kCacheModelWidth = kEmulated ? 64 : 256;  // d_model: 4 heads of 16 or of 64
 
 struct Aligned {
@@ -117,8 +117,7 @@ TEST_CASE("two pools run attend concurrently on separate workspaces: the lone ca
   }
 }
 
-TEST_CASE("one pool shared by two callers: run() serializes them, each gets its own bits" *
-          doctest::skip(kEmulated)) {
+TEST_CASE("one pool shared by two callers: run() serializes them, each gets its own bits" * doctest::skip(kEmulated)) {
   ThreadPool pool;
   REQUIRE(pool.create(2).ok());
   const Dense& p = prefill_problem();
@@ -155,7 +154,8 @@ TEST_CASE("create() again replaces the workers: every task still runs once") {
     REQUIRE(pool.create(threads).ok());
     static std::atomic<int> runs[257];
     for (auto& r : runs) r = 0;
-    pool.run(257, [](void*, size_t t) { runs[t].fetch_add(1); }, nullptr);
+    pool.run(
+        257, [](void*, size_t t) { runs[t].fetch_add(1); }, nullptr);
     int once = 0;
     for (auto& r : runs) once += r.load() == 1;
     CHECK(once == 257);
@@ -201,11 +201,11 @@ std::vector<float> run_cache(uint32_t threads, uint32_t prefill, uint32_t total,
     const uint32_t n = pos < prefill ? std::min<uint32_t>(p.max_tokens, prefill - pos) : 1;
     std::vector<float> qkv = normal(size_t{n} * p.qkv_width, seed + step++);
     apply_rope(qkv.data(), n, p.qkv_width, c.n_heads, p.head_dim, pos, c.rope, rope.data());
-    REQUIRE(cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, n)
-                .ok());
+    REQUIRE(
+        cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, n).ok());
     std::vector<float> o(size_t{n} * p.q_width);
-    const Status s = cache.attend(qkv.data(), p.qkv_width, o.data(), p.q_width, n, &pool, arena.scratch(),
-                                  p.scratch_bytes);
+    const Status s =
+        cache.attend(qkv.data(), p.qkv_width, o.data(), p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);
     REQUIRE_MESSAGE(s.ok(), s.message());
     out.insert(out.end(), o.begin(), o.end());
     pos += n;

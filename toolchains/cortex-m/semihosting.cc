@@ -101,9 +101,18 @@ Text& Text::sci(double v) {
   if (std::isinf(v)) return str("inf");
   if (v == 0.0) return str("0");
   int e = 0;
-  while (v >= 10.0) { v /= 10.0; ++e; }
-  while (v < 1.0) { v *= 10.0; --e; }
-  if (v + 0.00005 >= 10.0) { v /= 10.0; ++e; }  // 9.99996 prints as 1.0000e+01
+  while (v >= 10.0) {
+    v /= 10.0;
+    ++e;
+  }
+  while (v < 1.0) {
+    v *= 10.0;
+    --e;
+  }
+  if (v + 0.00005 >= 10.0) {
+    v /= 10.0;
+    ++e;
+  }  // 9.99996 prints as 1.0000e+01
   fixed(v, 4).ch('e').ch(e < 0 ? '-' : '+');
   const int a = e < 0 ? -e : e;
   if (a < 10) ch('0');

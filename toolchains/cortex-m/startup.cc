@@ -38,15 +38,15 @@ namespace {
 }  // namespace
 
 // The handlers pass the stacked exception frame (MSP or PSP, per EXC_RETURN bit 2) to C.
-#define HEADWAY_FAULT_HANDLER(name, label)                                   \
+#define HEADWAY_FAULT_HANDLER(name, label)                                                    \
   extern "C" [[noreturn]] void name##_report(const uint32_t* frame) { report(label, frame); } \
-  extern "C" __attribute__((naked)) void name() {                            \
-    __asm__ volatile(                                                        \
-        "tst lr, #4\n"                                                       \
-        "ite eq\n"                                                           \
-        "mrseq r0, msp\n"                                                    \
-        "mrsne r0, psp\n"                                                    \
-        "b " #name "_report\n");                                             \
+  extern "C" __attribute__((naked)) void name() {                                             \
+    __asm__ volatile(                                                                         \
+        "tst lr, #4\n"                                                                        \
+        "ite eq\n"                                                                            \
+        "mrseq r0, msp\n"                                                                     \
+        "mrsne r0, psp\n"                                                                     \
+        "b " #name "_report\n");                                                              \
   }
 HEADWAY_FAULT_HANDLER(headway_nmi, "NMI")
 HEADWAY_FAULT_HANDLER(headway_hard_fault, "HardFault")
