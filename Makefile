@@ -3,6 +3,7 @@
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
 #   make check  the fast lane: build the release preset, run its unit and kernel tests
+#   make format / make format-check   lay out, or check, every C++ source (.clang-format)
 .PHONY: demo test check test-cross test-cross-ci test-baremetal deps release debug clean
 
 deps:
@@ -65,7 +66,7 @@ test-baremetal:
 # ThreadSanitizer over the threading tests only (build/tsan); clang-14 libFuzzer targets over their
 # seed corpora, FUZZ_SECONDS each (build/fuzz). .ci/run may call both after make test.
 FUZZ_SECONDS ?= 60
-.PHONY: test-tsan test-fuzz
+.PHONY: test-tsan test-fuzz format format-check
 test-tsan: deps
 	cmake --workflow --preset tsan
 
@@ -77,3 +78,14 @@ test-fuzz:
 
 clean:
 	rm -rf build
+
+# .clang-format over every tracked C++ source: format rewrites them, format-check (CI) lists the
+# files that differ and fails.
+FORMAT_FILES = git ls-files '*.cc' '*.h' '*.hpp' '*.cpp'
+format:
+	bash toolchains/install-deps.sh format
+	$(FORMAT_FILES) | xargs clang-format-14 -i
+
+format-check:
+	bash toolchains/install-deps.sh format
+	$(FORMAT_FILES) | xargs clang-format-14 --dry-run -Werror

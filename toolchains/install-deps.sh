@@ -4,12 +4,12 @@
 # module, holding exactly requirements.txt from PyPI. Idempotent: packages already present are
 # skipped, and a .venv whose stamp matches requirements.txt's hash is left as it is, so a second
 # run does nothing but check.
-#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|fuzz|python|torch|all]   (default: host)
+#   toolchains/install-deps.sh [host|aarch64|armv7|cortex-m|gpu|fuzz|format|python|torch|all]   (default: host)
 set -euo pipefail
 
 what=${1:-host}
-case "$what" in host|aarch64|armv7|cortex-m|gpu|fuzz|python|torch|all) ;; *)
-  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu, fuzz, python, torch or all)" >&2
+case "$what" in host|aarch64|armv7|cortex-m|gpu|fuzz|format|python|torch|all) ;; *)
+  echo "install-deps.sh: unknown target '$what' (expected host, aarch64, armv7, cortex-m, gpu, fuzz, format, python, torch or all)" >&2
   exit 2 ;;
 esac
 
@@ -35,13 +35,14 @@ case "$what" in
                   qemu-system-arm) ;;
   gpu) pkgs=("${host_pkgs[@]}" libvulkan-dev glslc mesa-vulkan-drivers) ;;
   fuzz) pkgs=("${host_pkgs[@]}" clang-14 libclang-rt-14-dev) ;;  # libFuzzer (make test-fuzz)
+  format) pkgs=(clang-format-14) ;;  # make format, make format-check (.clang-format)
   # The checks of `headway layer` against PyTorch and Hugging Face (tests/torch) run in .venv;
   # Debian gives only the interpreter and its venv module.
   python|torch) pkgs=("${host_pkgs[@]}" python3-venv) ;;
   all) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user qemu-system-arm
              libhwy-dev:arm64 libhwy-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
              libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers clang-14 libclang-rt-14-dev
-             python3-venv)
+             clang-format-14 python3-venv)
        want_arch=(arm64 armhf) ;;
 esac
 
