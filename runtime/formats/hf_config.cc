@@ -17,6 +17,7 @@
 #include "runtime/formats/json_check.hpp"
 #include "runtime/formats/json_values.hpp"
 #include "runtime/formats/hf_layer_kinds.hpp"
+#include "runtime/formats/layer_kind_rules.hpp"
 
 namespace headway {
 namespace {
@@ -238,6 +239,8 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
     double t = 0.0;
     HEADWAY_RETURN_IF_ERROR(read_real(w, theta_key, *theta, false, &t));
     cfg->rope.theta = static_cast<float>(t);
+  } else if (formats::is_gemma3(model_type)) {
+    cfg->rope.theta = formats::kGemma3RopeTheta;
   }
 
   if (const json* dim = lookup(obj, "rotary_dim")) {  // GPT-J, CodeGen: dims, not a fraction
@@ -264,7 +267,7 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
-  if (is_one_of(model_type, {"gemma3", "gemma3_text"})) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
+  if (formats::is_gemma3(model_type)) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
     cfg->qk_norm = true;
     cfg->qk_norm_offset = 1.0f;
   }
@@ -290,8 +293,9 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   return Status();
 }
 
-Status read_attention_extras(const Where& w, const json& obj, Config* cfg) {
-  bool use_window = true;  // Qwen2 writes a sliding_window and switches it off with this flag
+Status read_attention_extras(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  // Qwen2 and SmolLM3 write a sliding_window and switch it on or off with this flag.
+  bool use_window = !formats::sliding_window_off_by_default(model_type);
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
   if (const json* v = lookup(obj, "sliding_window")) {
     uint32_t window = 0;
@@ -344,7 +348,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   HEADWAY_RETURN_IF_ERROR(read_rope(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));
-  HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(formats::read_layer_kinds(w, obj, model_type, &cfg));
 
   if (is_encoder(model_type)) {

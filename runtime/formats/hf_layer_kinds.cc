@@ -101,7 +101,7 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
     cfg->layers.sliding_pattern = kGemma2SlidingPattern;
     return Status();
   }
-  if (model_type == "gemma3" || model_type == "gemma3_text") {
+  if (is_gemma3(model_type)) {
     cfg->layers.sliding_pattern = kGemma3SlidingPattern;
     return Status();
   }
@@ -158,8 +158,20 @@ Status read_layer_kinds(const Where& w, const json& obj, const std::string& mode
     double theta = 0.0;
     HEADWAY_RETURN_IF_ERROR(read_real(w, key, *v, false, &theta));
     set_local_rope_theta(static_cast<float>(theta), cfg);
+  } else if (is_gemma3(model_type)) {
+    set_local_rope_theta(kGemma3LocalRopeTheta, cfg);  // Gemma3TextConfig's default
   }
   HEADWAY_RETURN_IF_ERROR(read_rope_layers(w, obj, model_type, cfg));
+  if (model_type == "smollm3" && cfg->window != 0 && lookup(obj, "layer_types") == nullptr) {
+    // SmolLM3Config with use_sliding_window: only its NoPE layers slide.
+    HEADWAY_RETURN_IF_ERROR(list_fits(w, "no_rope_layers", *cfg));
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, !cfg->layer_rotates(i));
+    cfg->layers.sliding.count = cfg->n_layers;
+    if (all_equal(cfg->layers.sliding, cfg->n_layers)) {
+      if (!cfg->layers.sliding.get(0)) cfg->window = 0;  // every layer rotates: none slides
+      cfg->layers.sliding = LayerBits{};
+    }
+  }
   if (model_type == "gpt_oss") cfg->sinks = true;  // GptOssAttention: learned sinks on every layer
   return Status();
 }

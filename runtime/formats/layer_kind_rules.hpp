@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "headway/config.hpp"
 
@@ -19,12 +20,26 @@ inline constexpr uint32_t kGemma2Window = 4096;
 // rotate at base 10000 (rope_local_base_freq; GGUF's rope.freq_base_swa).
 inline constexpr uint32_t kGemma3SlidingPattern = 6;
 inline constexpr float kGemma3LocalRopeTheta = 10000.0f;
+// Gemma3TextConfig's full layers' base where config.json names no rope_theta.
+inline constexpr float kGemma3RopeTheta = 1000000.0f;
 // Cohere2Config's sliding_window_pattern, llama.cpp's cohere2: every fourth layer full.
 inline constexpr uint32_t kCohere2SlidingPattern = 4;
 // GptOssConfig's default layer_types, llama.cpp's gpt-oss: even layers slide.
 inline constexpr uint32_t kGptOssSlidingPattern = 2;
 // Qwen2Config's (and Qwen3Config's, Qwen2MoeConfig's) max_window_layers default.
 inline constexpr uint32_t kQwen2MaxWindowLayers = 28;
+
+// Model types whose config defaults use_sliding_window to false, so that their sliding_window
+// applies only where config.json sets the flag (Qwen2Config, Qwen3Config, their MoE configs,
+// SmolLM3Config); every other model's sliding_window applies as written.
+inline bool sliding_window_off_by_default(std::string_view model_type) {
+  for (std::string_view t : {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3"}) {
+    if (model_type == t) return true;
+  }
+  return false;
+}
+
+inline bool is_gemma3(std::string_view model_type) { return model_type == "gemma3" || model_type == "gemma3_text"; }
 
 // The sliding layers' RoPE base, kept only where it differs from the full layers'.
 constexpr void set_local_rope_theta(float theta, Config* cfg) {

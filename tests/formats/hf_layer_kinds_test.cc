@@ -175,6 +175,51 @@ TEST_CASE("hf layers: Qwen2-MoE slides on its even layers below max_window_layer
   for (uint32_t i = 0; i < 8; ++i) CHECK(moe3.layer_slides(i));
 }
 
+TEST_CASE("hf layers: Qwen2, Qwen3 and SmolLM3 without use_sliding_window keep every layer full") {
+  for (const char* type : {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3"}) {
+    INFO(type);
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 8,
+        "max_position_embeddings": 32768, "sliding_window": 4096})";
+    const Result<Config> c = parse_hf_config(text.data(), text.size());
+    REQUIRE_MESSAGE(c.ok(), std::string(c.status().message()));
+    CHECK(c->window == 0);  // their configs default the flag to false
+  }
+  CHECK(qwen("mistral", 8, "").window == 4096);  // no such flag: the window applies as written
+}
+
+TEST_CASE("hf layers: SmolLM3 with use_sliding_window slides its NoPE layers only") {
+  const Config c = qwen("smollm3", 8, R"(, "no_rope_layer_interval": 4)");
+  CHECK(c.window == 4096);
+  for (uint32_t i = 0; i < 8; ++i) {
+    INFO("layer " << i);
+    const bool nope = (i + 1) % 4 == 0;
+    CHECK(c.layer_slides(i) == nope);
+    CHECK(c.layer_rotates(i) == !nope);
+  }
+  // Every layer rotating: none slides.
+  CHECK(qwen("smollm3", 8, R"(, "no_rope_layers": [1, 1, 1, 1, 1, 1, 1, 1])").window == 0);
+  // layer_types, where written, decides.
+  const Config listed = qwen("smollm3", 4, R"(, "no_rope_layer_interval": 4,
+      "layer_types": ["sliding_attention", "full_attention", "full_attention", "full_attention"])");
+  CHECK(listed.layer_slides(0));
+  CHECK_FALSE(listed.layer_slides(3));
+}
+
+TEST_CASE("hf layers: Gemma 3 without RoPE keys takes Gemma3TextConfig's bases, 1e6 full and 10000 sliding") {
+  const std::string text = R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_attention_heads": 4,
+      "num_key_value_heads": 1, "head_dim": 256, "num_hidden_layers": 12, "max_position_embeddings": 32768,
+      "sliding_window": 512})";
+  const Result<Config> c = parse_hf_config(text.data(), text.size());
+  REQUIRE_MESSAGE(c.ok(), std::string(c.status().message()));
+  for (uint32_t i = 0; i < 12; ++i) {
+    INFO("layer " << i);
+    const bool full = (i + 1) % 6 == 0;
+    CHECK(c->layer_slides(i) == !full);
+    CHECK(c->layer_rope_theta(i) == (full ? 1000000.0f : 10000.0f));
+  }
+}
+
 TEST_CASE("hf layers: Cohere2 rotates only its sliding layers, adjacent pairs (its rotate_half interleaves)") {
   const std::string text = R"({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32,
       "num_key_value_heads": 8, "num_hidden_layers": 8, "max_position_embeddings": 8192,

@@ -115,6 +115,18 @@ CASES = [
          no_rope_layers=[1, 1, 1, 0], use_sliding_window=False),
     case("smollm3 RoPE layer 2", "smollm3", 256, 4, 2, layer=2, num_hidden_layers=4, rope_theta=5000000.0,
          no_rope_layers=[1, 1, 1, 0], use_sliding_window=False),
+    # SmolLM3 with use_sliding_window: only its NoPE layers slide (layer 3 over 5 keys; layer 2 full).
+    case("smollm3 use_sliding_window: NoPE layer 3 slides", "smollm3", 256, 4, 2, layer=3, num_hidden_layers=4,
+         rope_theta=5000000.0, no_rope_layers=[1, 1, 1, 0], use_sliding_window=True, sliding_window=5),
+    case("smollm3 use_sliding_window: RoPE layer 2 is full", "smollm3", 256, 4, 2, layer=2, num_hidden_layers=4,
+         rope_theta=5000000.0, no_rope_layers=[1, 1, 1, 0], use_sliding_window=True, sliding_window=5),
+    # Qwen2Config's use_sliding_window defaults to false: a sliding_window alone windows nothing.
+    case("qwen2 sliding_window without use_sliding_window", "qwen2", 256, 4, 2, sliding_window=5),
+    # Gemma 3 without rope_theta or rope_local_base_freq: Gemma3TextConfig's 1e6 full, 10000 sliding.
+    case("gemma3 default bases: sliding layer 0", "gemma3_text", 256, 4, 1, layer=0, head_dim=64,
+         num_hidden_layers=6, sliding_window=5, rope_theta=None, query_pre_attn_scalar=64),
+    case("gemma3 default bases: full layer 5", "gemma3_text", 256, 4, 2, layer=5, head_dim=64,
+         num_hidden_layers=6, sliding_window=T, rope_theta=None, query_pre_attn_scalar=64),
     # Qwen2: layers at or past max_window_layers slide; layer 1 of 2 slides over 5 keys, layer 0 is full.
     case("qwen2 max_window_layers 1: layer 1 slides", "qwen2", 256, 4, 2, use_sliding_window=True,
          sliding_window=5, max_window_layers=1),
