@@ -76,6 +76,25 @@ put("gguf", "gemma2", gguf([
     ("gemma2.attn_logit_softcapping", 6, 50.0), ("gemma2.attention.sliding_window", 4, 4096),
     ("general.architecture", 8, "gemma2")]))
 
+put("gguf", "gemma3", gguf([
+    ("general.architecture", 8, "gemma3"), ("gemma3.context_length", 4, 32768),
+    ("gemma3.embedding_length", 4, 1152), ("gemma3.block_count", 4, 26), ("gemma3.attention.head_count", 4, 4),
+    ("gemma3.attention.head_count_kv", 4, 1), ("gemma3.attention.key_length", 4, 256),
+    ("gemma3.attention.value_length", 4, 256), ("gemma3.rope.freq_base", 6, 1000000.0),
+    ("gemma3.rope.freq_base_swa", 6, 10000.0), ("gemma3.attention.sliding_window", 4, 512),
+    ("gemma3.attention.sliding_window_pattern", 4, 6)]))
+put("gguf", "gpt-oss", gguf([
+    ("general.architecture", 8, "gpt-oss"), ("gpt-oss.context_length", 4, 131072),
+    ("gpt-oss.embedding_length", 4, 2880), ("gpt-oss.block_count", 4, 24), ("gpt-oss.attention.head_count", 4, 64),
+    ("gpt-oss.attention.head_count_kv", 4, 8), ("gpt-oss.attention.key_length", 4, 64),
+    ("gpt-oss.attention.value_length", 4, 64), ("gpt-oss.rope.freq_base", 6, 150000.0),
+    ("gpt-oss.attention.sliding_window", 4, 128)]))
+put("gguf", "cohere2", gguf([
+    ("general.architecture", 8, "cohere2"), ("cohere2.context_length", 4, 8192),
+    ("cohere2.embedding_length", 4, 4096), ("cohere2.block_count", 4, 8), ("cohere2.attention.head_count", 4, 32),
+    ("cohere2.attention.head_count_kv", 4, 8), ("cohere2.rope.freq_base", 6, 50000.0),
+    ("cohere2.attention.sliding_window", 4, 4096)]))
+
 
 def npy(descr, shape, payload, version=1):
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (
