@@ -9,6 +9,15 @@
 
 #include "simd/attention.h"
 
+// For per-task helpers the tilings share: out of line and never cloned, so that the linked kernels
+// hold one copy of each (an inline function is merged across translation units only where every
+// caller calls the one symbol; GCC's IPA-SRA otherwise gives each caller a private clone).
+#if defined(__GNUC__) && !defined(__clang__)
+#define HEADWAY_KERNEL_SHARED __attribute__((noinline, noclone))
+#else
+#define HEADWAY_KERNEL_SHARED __attribute__((noinline))
+#endif
+
 namespace headway {
 namespace simd {
 namespace detail {

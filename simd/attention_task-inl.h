@@ -86,8 +86,8 @@ HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
 }
 
 // Carves the scratch, computes each row's visible keys and resets m, l, O.
-inline void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0, uint32_t nt,
-                      int64_t key_begin, int64_t key_end, bool decode) {
+inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0,
+                                            uint32_t nt, int64_t key_begin, int64_t key_end, bool decode) {
   const DF df;
   const size_t n = hn::Lanes(df);
   const uint32_t group = a.n_heads / a.n_kv_heads;
@@ -150,7 +150,7 @@ HWY_INLINE float DotOut(const Task& t, size_t r, size_t x) { return t.o[r * t.d_
 
 // Normalized output of the task's rows into O (zeros for rows that see no key).
 template <bool kDecode>
-inline void WriteOutput(const Task& t) {
+inline HEADWAY_KERNEL_SHARED void WriteOutput(const Task& t) {
   const AttentionArgs& a = *t.a;
   for (size_t r = 0; r < t.rows; ++r) {
     const size_t token = t.t0 + r / t.group;
@@ -167,7 +167,7 @@ inline void WriteOutput(const Task& t) {
 
 // Partials of the task's rows for chunk c.
 template <bool kDecode>
-inline void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p) {
+inline HEADWAY_KERNEL_SHARED void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p) {
   const AttentionArgs& a = *t.a;
   const size_t all_rows = size_t{a.t_q} * t.group;
   for (size_t r = 0; r < t.rows; ++r) {
@@ -178,6 +178,10 @@ inline void WritePartials(const Task& t, uint32_t c, const AttentionPartials& p)
     for (size_t x = 0; x < t.d; ++x) o[x] = kDecode ? DotOut(t, r, x) : RowsOut(t, r, x);
   }
 }
+
+// SetupTask, WriteOutput and WritePartials run once per task and stay out of line, one copy each
+// in the linked kernels (HEADWAY_KERNEL_SHARED), where every tiling's translation unit and head_dim
+// specialization would otherwise inline its own: the size that counts on microcontrollers.
 
 // The tasks that cover the range's tokens, aligned to multiples of the task size in absolute token
 // index (a row's task does not depend on the range of the call): run(task) takes each task over
