@@ -440,6 +440,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
         [&, s, p] { return attend(q.data(), k.data(), v.data(), DType::kF32, o.data(), s, p, nullptr, ws.p, ws.size); };
   };
   const AttentionShape good{2, 2, 2, 1, 16};
+  const float nan_sinks[2] = {0.5f, kNaN};
+  const float inf_sinks[2] = {-kInf, 1.0f};
   check_rows({
       {"head_dim past 512", call({2, 2, 2, 1, 4096}, {}), Code::kInvalidArgument, {"head_dim 4096"}},
       {"heads near 2^32", call({1, 1, 0xffffffffu, 1, 16}, {}), Code::kInvalidArgument, {"n_heads 4294967295"}},
@@ -450,6 +452,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
       {"NaN scale", call(good, {kNaN, 0.0f, false, 0}), Code::kInvalidArgument, {"scale nan"}},
       {"-Inf scale", call(good, {-kInf, 0.0f, false, 0}), Code::kInvalidArgument, {"scale -inf"}},
       {"Inf softcap", call(good, {0.0f, kInf, false, 0}), Code::kInvalidArgument, {"softcap inf"}},
+      {"NaN sink", call(good, {0.0f, 0.0f, false, 0, nan_sinks}), Code::kInvalidArgument, {"sinks[1] = nan"}},
+      {"-Inf sink", call(good, {0.0f, 0.0f, false, 0, inf_sinks}), Code::kInvalidArgument, {"sinks[0] = -inf"}},
       {"workspace threads 0",
        [&] { return status_of(attention_workspace_bytes(good, 0)); },
        Code::kInvalidArgument,

@@ -158,6 +158,7 @@ void run_attend(uint32_t n) {
   params.softcap = c.softcap;
   params.causal = c.causal;
   params.window = c.window;
+  params.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);
@@ -220,7 +221,7 @@ int main() {
     const ht::AttentionCase& c = ht::kAttentionCases[n];
     if (!ht::runs_on_baremetal(c)) continue;
     load_inputs(c);
-    if (!ht::case_has_sinks(c)) run_attend(n);  // attend() takes no sink logits yet
+    run_attend(n);
     run_kernel(n, "prefill tiling", hs::AttentionTiling::kPrefill, false);
     run_kernel(n, "decode tiling", hs::AttentionTiling::kDecode, false);
     if (c.head_dim == 64 || c.head_dim == 128) run_kernel(n, "generic code", hs::AttentionTiling::kAuto, true);

@@ -504,6 +504,12 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   bad.softcap = -1.0f;
   CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, bad).code() ==
         Code::kInvalidArgument);
+  const float sinks[2] = {0.5f, -1.0f};
+  AttentionParams with_sinks;
+  with_sinks.sinks = sinks;
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, with_sinks);
+  CHECK(st.code() == Code::kUnsupported);
+  CHECK(std::string(st.message()).find("sink logits") != std::string::npos);
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 1).code() == Code::kInvalidArgument);  // empty cache
   REQUIRE(gpu.append(kv.data(), 8, kv.data(), 8, 8).ok());
   CHECK(gpu.append(kv.data(), 8, kv.data(), 8, 1).code() == Code::kOutOfRange);  // past max_seq 8
