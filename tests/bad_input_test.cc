@@ -328,6 +328,7 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   std::vector<float> k(size_t{40} * p.kv_width, 0.25f), v(k.size(), -0.5f), q(size_t{40} * p.q_width, 1.0f);
   std::vector<float> o(q.size());
   Aligned ws(1 << 20);
+  const float inf_sinks[4] = {0.0f, 1.0f, kInf, -1.0f};
 
   KvCache unbound;
   check_rows({
@@ -407,6 +408,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
        [&] { return cache.attend(q.data(), 5, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
        Code::kInvalidArgument,
        {"q_token_stride 5"}},
+      {"attend with an Inf sink",
+       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size, inf_sinks); },
+       Code::kInvalidArgument,
+       {"sinks[2] = inf"}},
   });
   CHECK(cache.size() == 5);
   CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
