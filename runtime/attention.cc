@@ -146,6 +146,14 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument, "attention: softcap %g is not a finite number >= 0 (0 = off)",
                          static_cast<double>(a.softcap));
   }
+  if (a.sinks != nullptr) {
+    for (uint32_t h = 0; h < a.n_heads; ++h) {
+      if (!std::isfinite(a.sinks[h])) {
+        return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
+                             static_cast<double>(a.sinks[h]));
+      }
+    }
+  }
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
                          static_cast<unsigned>(a.kv_type));
@@ -258,6 +266,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   a.softcap = p.softcap;
   a.causal = p.causal;
   a.window = p.window;
+  a.sinks = p.sinks;
   return a;
 }
 

@@ -122,7 +122,7 @@ size_t KvCache::workspace_bytes(uint32_t t_q, uint32_t threads) const {
 }
 
 Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
-                       ThreadPool* pool, void* workspace, size_t workspace_bytes) const {
+                       ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: attend before bind");
   if (t_q == 0 || t_q > size_) {
     return Status::error(Code::kInvalidArgument,
@@ -139,6 +139,7 @@ Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o
   w.args.q_token_stride = q_token_stride;
   w.args.o = o;
   w.args.o_token_stride = o_token_stride;
+  w.args.sinks = sinks;
   return attend_strided(w.args, pool, workspace, workspace_bytes);
 }
 

@@ -62,9 +62,13 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
       float l_sum = 0.0f;
       for (uint32_t c = 0; c < n_chunks; ++c) {
         const float m = p.m[c * all_rows + row];
-        if (m == attn::kNegInf) continue;  // the chunk saw no key of this row
+        const float l = p.l[c * all_rows + row];
+        // The chunk saw no key of this row. A chunk whose logits were NaN may keep m = −inf with
+        // l NaN (the decode tiling's running max skips NaN): it is merged, and the row is NaN
+        // even where chunk 0's sink gives the row a finite maximum.
+        if (m == attn::kNegInf && l == 0.0f) continue;
         const float w = hn::GetLane(attn::ExpNonPositive(df, hn::Set(df, m - m_max)));
-        l_sum += w * p.l[c * all_rows + row];
+        l_sum += w * l;
         const float* o = p.o + (c * all_rows + row) * d;
         const attn::VF wv = hn::Set(df, w);
         size_t x = 0;

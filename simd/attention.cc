@@ -41,6 +41,11 @@ const char* attention_args_error(const AttentionArgs& a) {
   }
   if (!std::isfinite(a.scale)) return "scale is not finite";
   if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap)) return "softcap must be 0 (off) or positive";
+  if (a.sinks != nullptr) {
+    for (uint32_t h = 0; h < a.n_heads; ++h) {
+      if (!std::isfinite(a.sinks[h])) return "sinks holds a value that is not finite";
+    }
+  }
   const uint64_t width = uint64_t{a.n_heads} * a.head_dim;
   if (a.t_q > 0) {
     if (a.q == nullptr) return "q is null";

@@ -58,6 +58,11 @@ struct AttentionArgs {
   float softcap = 0.0f;   // 0 = off
   bool causal = false;
   uint32_t window = 0;  // 0 = no sliding window
+  // Learned sink logits (gpt-oss), [n_heads] f32, finite; null = none. Sink s_h joins the softmax
+  // of every row of query head h as one more logit with no value, after scale, softcap and mask:
+  // o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h). A row
+  // that sees no key is 0 with or without it.
+  const float* sinks = nullptr;
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).
@@ -88,8 +93,10 @@ void attention_f32(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t k
 // then merge the partials in chunk order. partial_* hold [n_chunks, t_q · group_size(, head_dim)].
 // Row t · group_size + h is query token t, query head kv_head · group_size + h; chunk c covers keys
 // [c · chunk, min((c + 1) · chunk, t_kv)). m is −inf, l and o are 0 for a row that sees no key of
-// the chunk. Partials of different chunks can be computed in any order or on any thread; the
-// merge is deterministic. n_chunks = ceil(t_kv / chunk).
+// the chunk, except that chunk 0 starts each row from its sink when args.sinks is set (m = s_h,
+// l = 1, o = 0 before its keys), so the merge counts the sink once. Partials of different chunks
+// can be computed in any order or on any thread; the merge is deterministic. n_chunks =
+// ceil(t_kv / chunk).
 struct AttentionPartials {
   float* m = nullptr;
   float* l = nullptr;

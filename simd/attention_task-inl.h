@@ -85,9 +85,14 @@ HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
   return a.q + token * a.q_token_stride + head * a.head_dim;
 }
 
-// Carves the scratch, computes each row's visible keys and resets m, l, O.
+// Carves the scratch, computes each row's visible keys and resets m, l, O: to the empty softmax
+// (m = −inf, l = 0), or, where the task starts from the sink (from_sink: the whole row or split-KV
+// chunk 0) and args.sinks is set, to the sink alone (m = s_h, l = e^0 = 1, O = 0). The running max
+// is in the units of the final logits (scale folded into Q, softcap applied to the scores before
+// the softmax, natural exp), so s_h enters as it is.
 inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0,
-                                            uint32_t nt, int64_t key_begin, int64_t key_end, bool decode) {
+                                            uint32_t nt, int64_t key_begin, int64_t key_end, bool decode,
+                                            bool from_sink) {
   const DF df;
   const size_t n = hn::Lanes(df);
   const uint32_t group = a.n_heads / a.n_kv_heads;
@@ -121,9 +126,16 @@ inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, voi
   t.union_hi = -1;
   t.common_lo = 0;
   t.common_hi = std::numeric_limits<int64_t>::max();
+  const float* sinks = from_sink ? a.sinks : nullptr;
   for (size_t r = 0; r < t.rpad; ++r) {
     int64_t lo = 1, hi = 0;  // padding rows see nothing
+    t.m[r] = kNegInf;
+    t.l[r] = 0.0f;
     if (r < t.rows) {
+      if (sinks != nullptr) {
+        t.m[r] = sinks[size_t{g} * group + r % group];
+        t.l[r] = 1.0f;
+      }
       const detail::KeyRange kr = detail::VisibleKeys(a, t0 + static_cast<uint32_t>(r / group));
       lo = kr.lo > key_begin ? kr.lo : key_begin;
       hi = kr.hi < key_end - 1 ? kr.hi : key_end - 1;
@@ -136,8 +148,6 @@ inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, voi
     }
     t.klo[r] = lo;
     t.khi[r] = hi;
-    t.m[r] = kNegInf;
-    t.l[r] = 0.0f;
   }
   std::memset(t.o, 0, t.rpad * t.d_pad * sizeof(float));
 }
@@ -190,11 +200,12 @@ template <bool kDecode, class Run>
 inline void RunTasks(const detail::AttentionRange& r, const Run& run) {
   const AttentionArgs& a = *r.args;
   const uint32_t per_task = attention_q_tile(a.n_heads / a.n_kv_heads);
+  const bool from_sink = r.partials == nullptr || r.chunk_index == 0;
   for (uint32_t t0 = r.q_begin; t0 < r.q_end;) {
     const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
     const uint32_t t1 = aligned_end < r.q_end ? static_cast<uint32_t>(aligned_end) : r.q_end;
     Task t;
-    SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, r.key_begin, r.key_end, kDecode);
+    SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, r.key_begin, r.key_end, kDecode, from_sink);
     run(t);
     if (r.partials != nullptr) {
       WritePartials<kDecode>(t, r.chunk_index, *r.partials);

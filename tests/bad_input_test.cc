@@ -328,6 +328,7 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
   std::vector<float> k(size_t{40} * p.kv_width, 0.25f), v(k.size(), -0.5f), q(size_t{40} * p.q_width, 1.0f);
   std::vector<float> o(q.size());
   Aligned ws(1 << 20);
+  const float inf_sinks[4] = {0.0f, 1.0f, kInf, -1.0f};
 
   KvCache unbound;
   check_rows({
@@ -407,6 +408,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
        [&] { return cache.attend(q.data(), 5, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
        Code::kInvalidArgument,
        {"q_token_stride 5"}},
+      {"attend with an Inf sink",
+       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size, inf_sinks); },
+       Code::kInvalidArgument,
+       {"sinks[2] = inf"}},
   });
   CHECK(cache.size() == 5);
   CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
@@ -440,6 +445,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
         [&, s, p] { return attend(q.data(), k.data(), v.data(), DType::kF32, o.data(), s, p, nullptr, ws.p, ws.size); };
   };
   const AttentionShape good{2, 2, 2, 1, 16};
+  const float nan_sinks[2] = {0.5f, kNaN};
+  const float inf_sinks[2] = {-kInf, 1.0f};
   check_rows({
       {"head_dim past 512", call({2, 2, 2, 1, 4096}, {}), Code::kInvalidArgument, {"head_dim 4096"}},
       {"heads near 2^32", call({1, 1, 0xffffffffu, 1, 16}, {}), Code::kInvalidArgument, {"n_heads 4294967295"}},
@@ -450,6 +457,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
       {"NaN scale", call(good, {kNaN, 0.0f, false, 0}), Code::kInvalidArgument, {"scale nan"}},
       {"-Inf scale", call(good, {-kInf, 0.0f, false, 0}), Code::kInvalidArgument, {"scale -inf"}},
       {"Inf softcap", call(good, {0.0f, kInf, false, 0}), Code::kInvalidArgument, {"softcap inf"}},
+      {"NaN sink", call(good, {0.0f, 0.0f, false, 0, nan_sinks}), Code::kInvalidArgument, {"sinks[1] = nan"}},
+      {"-Inf sink", call(good, {0.0f, 0.0f, false, 0, inf_sinks}), Code::kInvalidArgument, {"sinks[0] = -inf"}},
       {"workspace threads 0",
        [&] { return status_of(attention_workspace_bytes(good, 0)); },
        Code::kInvalidArgument,

@@ -2,6 +2,7 @@
 //   q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32.
 // GQA comes from the shapes. --kv-dtype picks the storage the kernels read: f32 input narrows
 // with round-to-nearest-even, f16 input widens (to f32) or widens and rounds once (to bf16).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,9 +23,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
-    "                      [--softcap C] [--scale S] [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
+    "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--kv-dtype f32|f16|bf16] [--threads N]\n"
+    "                      [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
+    "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value (cpu only).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy.\n";
 
 struct Tensor {
@@ -86,7 +89,7 @@ Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, 
 }
 
 struct AttendFlags {
-  Tensor q, k, v;
+  Tensor q, k, v, sinks;  // sinks: optional
   const char* out_path = nullptr;
   BackendKind backend = BackendKind::kCpu;
   AttentionParams params;
@@ -114,6 +117,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--window") s = flags.value_u32(&p.window, 0, UINT32_MAX);
     else if (f == "--softcap") s = flags.value_float(&p.softcap);
     else if (f == "--scale") s = flags.value_float(&p.scale);
+    else if (f == "--sinks") s = flags.value(&a->sinks.path);
     else if (f == "--kv-dtype") s = flags.value_dtype(&a->kv_dtype), a->kv_dtype_set = true;
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--backend") s = flags.value_backend(&a->backend);
@@ -136,6 +140,34 @@ Status check_flags(const AttendFlags& a) {
   if (a.out_path == nullptr) {
     return Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)");
   }
+  return Status();
+}
+
+// --sinks, when given: [n_heads] f32, every value finite; params.sinks then points into it.
+Status load_sinks(AttendFlags* a, uint32_t n_heads) {
+  Tensor& t = a->sinks;
+  if (t.path == nullptr) return Status();
+  Result<formats::NpyArray> r = formats::load_npy(t.path);
+  if (!r.ok()) return Status::error(r.status().code(), "--sinks: %s", r.status().message());
+  t.array = std::move(r.value());
+  const formats::NpyArray& x = t.array;
+  if (x.ndim != 1 || x.shape[0] != n_heads) {
+    return Status::error(Code::kInvalidArgument,
+                         "--sinks %s: shape %s, expected [%u] (one sink logit per query head, n_heads of --q)", t.path,
+                         npy_shape_text(x.shape, x.ndim).c_str(), n_heads);
+  }
+  if (x.dtype != DType::kF32) {
+    return Status::error(Code::kInvalidArgument, "--sinks %s: dtype %s, expected f32 ('<f4')", t.path,
+                         dtype_name(x.dtype));
+  }
+  const float* v = x.f32();
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    if (!std::isfinite(v[h])) {
+      return Status::error(Code::kInvalidArgument, "--sinks %s: sinks[%u] = %g is not finite", t.path, h,
+                           static_cast<double>(v[h]));
+    }
+  }
+  a->params.sinks = v;
   return Status();
 }
 
@@ -182,7 +214,7 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
   shape->head_dim = static_cast<uint32_t>(qs[2]);
   shape->t_kv = static_cast<uint32_t>(ks[0]);
   shape->n_kv_heads = static_cast<uint32_t>(ks[1]);
-  return Status();
+  return load_sinks(a, shape->n_heads);
 }
 
 // O into *o on the chosen backend, K/V converted to --kv-dtype first where they differ.

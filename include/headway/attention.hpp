@@ -41,6 +41,12 @@ struct AttentionParams {
   float softcap = 0.0f;  // 0 = off
   bool causal = false;
   uint32_t window = 0;  // 0 = no sliding window; larger than t_kv is allowed (no effect)
+  // Learned sink logits (gpt-oss): n_heads finite floats, or null (none). Sink s_h joins the
+  // softmax of every row of query head h as one more logit with no value, after scale, softcap and
+  // mask: o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h); a
+  // row that sees no key is 0. AttentionOp checks the values at reshape() and reads the array at
+  // each run(): it must outlive the op. The CPU backend only (the GPU backend refuses them).
+  const float* sinks = nullptr;
 };
 
 inline constexpr size_t kWorkspaceAlignment = kAlignment;

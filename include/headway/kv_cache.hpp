@@ -50,9 +50,10 @@ class KvCache {
   // Attention for the queries of the last t_q appended tokens (positions position()-t_q..
   // position()-1), q [t_q, n_heads, head_dim] f32 with RoPE already applied at those positions,
   // into o.
-  // Causality, window, softcap and scale come from the plan's config.
+  // Causality, window, softcap and scale come from the plan's config; sinks, when not null, are
+  // n_heads learned sink logits (AttentionParams::sinks), checked on each call.
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q, ThreadPool* pool,
-                void* workspace, size_t workspace_bytes) const;
+                void* workspace, size_t workspace_bytes, const float* sinks = nullptr) const;
   // Workspace attend() needs for t_q queries at the current size with `threads` threads.
   size_t workspace_bytes(uint32_t t_q, uint32_t threads) const;
 

@@ -189,6 +189,11 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
 Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                 const AttentionShape& shape, const AttentionParams& params) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
+  if (params.sinks != nullptr) {
+    return Status::error(
+        Code::kUnsupported,
+        "gpu backend: sink logits (AttentionParams::sinks) are not supported; the CPU backend runs them");
+  }
   Impl& x = *impl_;
   const Config& c = x.plan.config;
   if (shape.n_heads != c.n_heads || shape.n_kv_heads != x.n_kv || shape.head_dim != x.head_dim) {

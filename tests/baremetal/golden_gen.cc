@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     a.softcap = c.softcap;
     a.causal = c.causal;
     a.window = c.window;
+    if (ht::case_has_sinks(c)) {
+      for (uint32_t h = 0; h < c.n_heads; ++h) a.sinks.push_back(ht::case_sink(c, h));
+    }
     const std::vector<double> o = ht::reference_attention(a, q.data(), k.data(), v.data());
     std::fprintf(f, "// %s\ninline constexpr float kGoldenO%u[] = {", c.name, n);
     for (size_t i = 0; i < o.size(); ++i)

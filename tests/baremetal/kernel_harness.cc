@@ -46,6 +46,7 @@ constexpr uint64_t split_rows(const ht::AttentionCase& c) {
   return uint64_t{(c.t_kv + kSplitChunk - 1) / kSplitChunk} * c.t_q * (c.n_heads / c.n_kv_heads);
 }
 constexpr uint64_t split_o(const ht::AttentionCase& c) { return split_rows(c) * c.head_dim; }
+constexpr uint64_t n_heads(const ht::AttentionCase& c) { return c.n_heads; }
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
 
@@ -57,6 +58,7 @@ alignas(64) uint8_t g_workspace[kWorkspaceBytes];
 alignas(64) float g_pm[max_of(split_rows)];
 alignas(64) float g_pl[max_of(split_rows)];
 alignas(64) float g_po[max_of(split_o)];
+float g_sinks[max_of(n_heads)];
 
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
@@ -66,6 +68,7 @@ double tolerance(headway::DType kv) {
 }
 
 void load_inputs(const ht::AttentionCase& c) {
+  for (uint32_t h = 0; h < c.n_heads; ++h) g_sinks[h] = ht::case_sink(c, h);
   ht::generate_inputs(c, [&](int which, uint64_t i, float x) {
     if (which == 0) {
       g_q[i] = x;
@@ -143,6 +146,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.softcap = c.softcap;
   a.causal = c.causal;
   a.window = c.window;
+  a.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
   return a;
 }
 
@@ -154,6 +158,7 @@ void run_attend(uint32_t n) {
   params.softcap = c.softcap;
   params.causal = c.causal;
   params.window = c.window;
+  params.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);

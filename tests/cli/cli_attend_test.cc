@@ -80,7 +80,8 @@ struct Inputs {
   std::vector<uint64_t> kv_shape() const { return {s.t_kv, s.n_kv_heads, s.head_dim}; }
 
   // The reference on the f32 values as drawn (before any f16/bf16 rounding).
-  std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale) const {
+  std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
+                                const std::vector<float>& sinks = {}) const {
     test::RefAttention p;
     p.t_q = s.t_q;
     p.t_kv = s.t_kv;
@@ -91,6 +92,7 @@ struct Inputs {
     p.softcap = softcap;
     p.causal = causal;
     p.window = window;
+    p.sinks.assign(sinks.begin(), sinks.end());
     return test::reference_attention(p, q.data(), k.data(), v.data());
   }
 };
@@ -149,6 +151,46 @@ TEST_CASE("headway attend matches the reference for f32, f16 and bf16 K/V") {
   }
 }
 
+TEST_CASE("headway attend --sinks matches the reference (prefill and split-KV decode)") {
+  TempDir dir("cli_attend");
+  struct Run {
+    Shape shape;
+    std::string flags;
+    double tolerance;
+    bool causal;
+    uint32_t window;
+    double softcap;
+  };
+  const Run runs[] = {
+      {{9, 300, 8, 2, 64}, "", 1e-4, false, 0, 0},
+      {{9, 300, 8, 2, 64}, " --causal --window 40 --softcap 5", 1e-4, true, 40, 5},
+      {{9, 300, 8, 2, 64}, " --kv-dtype f16 --causal --threads 2", 2e-3, true, 0, 0},
+      {{1, 1500, 4, 1, 64}, " --causal --threads 3", 1e-4, true, 0, 0},  // split-KV
+  };
+  uint32_t seed = 300;
+  for (const Run& r : runs) {
+    INFO("t_kv " << r.shape.t_kv << " flags:" << r.flags);
+    const Inputs in(r.shape, seed);
+    seed += 10;
+    std::vector<float> sinks(r.shape.n_heads);
+    for (uint32_t h = 0; h < r.shape.n_heads; ++h) sinks[h] = -2.0f + 4.0f * static_cast<float>(h);
+    write_f32(dir / "q.npy", in.q, in.q_shape());
+    write_f32(dir / "k.npy", in.k, in.kv_shape());
+    write_f32(dir / "v.npy", in.v, in.kv_shape());
+    write_f32(dir / "sinks.npy", sinks, {r.shape.n_heads});
+    const RunResult res =
+        attend_cli(dir, "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " + (dir / "v.npy") + " --sinks " +
+                            (dir / "sinks.npy") + " --out " + (dir / "o.npy") + r.flags);
+    REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+    CHECK(res.err.empty());
+    const std::vector<double> want = in.reference(r.causal, r.window, r.softcap, 0, sinks);
+    CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= r.tolerance);
+    // The sinks change the result (the last heads' sinks outweigh their keys): the reference
+    // without them is far from it.
+    CHECK(max_error_of(dir / "o.npy", in.reference(r.causal, r.window, r.softcap, 0), in.q_shape()) > 1e-2);
+  }
+}
+
 TEST_CASE("headway attend writes the same bytes for any --threads (split-KV decode too)") {
   TempDir dir("cli_attend");
   const Inputs in({1, 3000, 8, 1, 128}, 7);
@@ -182,6 +224,12 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
   write_f32(dir / "k_h3.npy", std::vector<float>(6 * 3 * 16), {6, 3, 16});
   write_f32(dir / "q_d600.npy", std::vector<float>(600), {1, 1, 600});
   write_f32(dir / "k_d600.npy", std::vector<float>(600), {1, 1, 600});
+  write_f32(dir / "sinks.npy", {0.5f, -1.0f, 2.0f, 0.0f}, {4});
+  write_f32(dir / "sinks3.npy", {0.5f, -1.0f, 2.0f}, {3});
+  write_f32(dir / "sinks2d.npy", {0.5f, -1.0f, 2.0f, 0.0f}, {2, 2});
+  write_f16(dir / "sinks16.npy", {0.5f, -1.0f, 2.0f, 0.0f}, {4});
+  write_f32(dir / "sinks_nan.npy", {0.5f, -1.0f, std::nanf(""), 0.0f}, {4});
+  write_f32(dir / "sinks_inf.npy", {0.5f, -INFINITY, 2.0f, 0.0f}, {4});
 
   // Files the encoder will not write: patch a valid one's header in place (same length).
   const std::string good_text = slurp(dir / "q.npy");
@@ -244,6 +292,17 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
       {" --q " + (dir / "q_d600.npy") + " --k " + (dir / "k_d600.npy") + " --v " + (dir / "k_d600.npy") + out,
        "attention: head_dim 600 is not in 1..512"},
       {q + k + v + " --out " + (dir / "no/such/dir/o.npy"), "cannot write " + (dir / "no/such/dir/o.npy")},
+      {ok + " --sinks " + (dir / "sinks3.npy"),
+       "--sinks " + (dir / "sinks3.npy") + ": shape (3,), expected [4] (one sink logit per query head"},
+      {ok + " --sinks " + (dir / "sinks2d.npy"), "--sinks " + (dir / "sinks2d.npy") + ": shape (2, 2), expected [4]"},
+      {ok + " --sinks " + (dir / "sinks16.npy"), "--sinks " + (dir / "sinks16.npy") + ": dtype f16, expected f32"},
+      {ok + " --sinks " + (dir / "sinks_nan.npy"),
+       "--sinks " + (dir / "sinks_nan.npy") + ": sinks[2] = nan is not finite"},
+      {ok + " --sinks " + (dir / "sinks_inf.npy"),
+       "--sinks " + (dir / "sinks_inf.npy") + ": sinks[1] = -inf is not finite"},
+      {ok + " --sinks " + (dir / "missing.npy"), "--sinks: cannot open " + (dir / "missing.npy")},
+      {ok + " --sinks " + (dir / "corrupt.npy"), "--sinks: " + (dir / "corrupt.npy") + " is not an .npy file"},
+      {ok + " --sinks", "--sinks needs a value"},
   };
   setenv("VK_DRIVER_FILES", "/nonexistent/headway-test-icd.json", 1);
   setenv("VK_ICD_FILENAMES", "/nonexistent/headway-test-icd.json", 1);

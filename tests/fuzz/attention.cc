@@ -4,8 +4,9 @@
 // write outside the buffers (ASan), never hang.
 //
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
-// [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp); the rest seeds the data. Work is capped so
-// the reference stays fast: the fuzzer explores shapes, not throughput.
+// [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
+// from byte 12 + h); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
+// explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -34,6 +35,16 @@ float param(uint8_t b) {
     case 2: return -1.0f;
     case 3: return 0.0f;
     default: return static_cast<float>(b) / 32.0f;  // 0.125 .. 8
+  }
+}
+
+float sink_value(uint8_t b) {
+  // Mostly ordinary logits, large ones of both signs; some that attend() must reject.
+  switch (b % 32) {
+    case 0: return std::numeric_limits<float>::quiet_NaN();
+    case 1: return std::numeric_limits<float>::infinity();
+    case 2: return -std::numeric_limits<float>::infinity();
+    default: return (static_cast<float>(b) - 128.0f) / 4.0f;  // -31.25 .. 31.75
   }
 }
 
@@ -67,6 +78,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool threaded = flags & 64;
   const bool short_workspace = flags & 128;
   const uint8_t special = byte(data, size, 11);
+  std::vector<float> sinks;
+  if (special & 8) {
+    sinks.resize(s.n_heads);
+    for (uint32_t h = 0; h < s.n_heads; ++h) sinks[h] = sink_value(byte(data, size, 12 + h));
+    p.sinks = sinks.data();
+  }
 
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
   if (work > (uint64_t{1} << 21)) return 0;

@@ -134,6 +134,11 @@ shapes = [
     bytes([7, 30, 0, 1, 3, 80, 0, 0x4F, 9, 200, 40, 1]),  # window, softcap, scale, threads, NaN in Q
     bytes([3, 5, 0, 3, 1, 0x01, 2, 0x10, 0, 0, 0, 2]),    # head_dim 257, f16, NaN in V
     bytes([2, 9, 0, 1, 1, 0x14, 2, 0x20, 0, 0, 0, 0]),    # head_dim 532 % 530 = 2, bf16
+    # Sink logits (special bit 3), head h's from byte 12 + h (also seed bytes):
+    bytes([4, 13, 0, 2, 2, 64, 0, 0x17, 6, 0x94, 0, 8]) + bytes([0x90, 0x70, 0xC4, 0x44]),  # GQA, window, softcap
+    bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0x40, 0, 0, 0, 8]) +
+    bytes([0x88, 0x64, 0xFC, 0x10, 0x84, 0x7C, 0xA4, 0x90]),                                # split-KV, threads
+    bytes([5, 3, 0, 1, 2, 16, 0, 1, 0, 0, 0, 12]) + bytes([0x90, 0x20]),                      # a NaN sink, AttentionOp
 ]
 for i, b in enumerate(shapes):
     put("attention", "shape%d" % i, b + b"seed%d" % i)

@@ -317,6 +317,7 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
   GpuContext* ctx = context(false);
   if (ctx == nullptr) return;
   for (const ht::AttentionCase& t : ht::kAttentionCases) {
+    if (!ht::runs_on_gpu(t)) continue;
     INFO(t.name);
     DenseBackend b;
     make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv);
@@ -503,6 +504,12 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   bad.softcap = -1.0f;
   CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, bad).code() ==
         Code::kInvalidArgument);
+  const float sinks[2] = {0.5f, -1.0f};
+  AttentionParams with_sinks;
+  with_sinks.sinks = sinks;
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, with_sinks);
+  CHECK(st.code() == Code::kUnsupported);
+  CHECK(std::string(st.message()).find("sink logits") != std::string::npos);
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 1).code() == Code::kInvalidArgument);  // empty cache
   REQUIRE(gpu.append(kv.data(), 8, kv.data(), 8, 8).ok());
   CHECK(gpu.append(kv.data(), 8, kv.data(), 8, 1).code() == Code::kOutOfRange);  // past max_seq 8

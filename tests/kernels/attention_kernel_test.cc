@@ -90,6 +90,7 @@ struct Case {
   // Q, K and V from the case table's generator (tests/reference/attention_cases.hpp, exact values) with
   // this seed, instead of unit-normal draws.
   bool table_inputs = false;
+  std::vector<float> sinks;  // [n_heads] sink logits, or empty: none
 };
 
 std::string describe(const Case& c) {
@@ -102,6 +103,7 @@ std::string describe(const Case& c) {
                   "@" + std::to_string(c.first_row) + " pad=" + std::to_string(c.pad) +
                   " seed=" + std::to_string(c.seed) + " tiling=" + std::to_string(static_cast<int>(c.tiling)) +
                   (c.generic_only ? " generic" : "") + (c.table_inputs ? " table inputs" : "");
+  if (!c.sinks.empty()) s += " sinks";
   return s;
 }
 
@@ -129,6 +131,7 @@ ht::RefAttention ref_args(const Case& c) {
   r.softcap = c.softcap;
   r.causal = c.causal;
   r.window = c.window;
+  r.sinks.assign(c.sinks.begin(), c.sinks.end());
   return r;
 }
 
@@ -259,6 +262,7 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.softcap = c.softcap;
   a.causal = c.causal;
   a.window = c.window;
+  a.sinks = c.sinks.empty() ? nullptr : c.sinks.data();
   a.tiling = c.tiling;
   a.generic_only = c.generic_only;
   return a;
@@ -1054,6 +1058,14 @@ TEST_CASE("attention invalid arguments: reported, and nothing is written") {
   a.kv_type = static_cast<hs::KvType>(7);
   CHECK(hs::attention_args_error(a) != nullptr);
   expect_nothing(a, 0, 2, 0, 4);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float bad : {kNaN, inf, -inf}) {
+    const float sinks[4] = {0.5f, -1.0f, bad, 2.0f};
+    a = good;
+    a.sinks = sinks;
+    CHECK(std::string(hs::attention_args_error(a)) == "sinks holds a value that is not finite");
+    expect_nothing(a, 0, 2, 0, 4);
+  }
   expect_nothing(good, 0, 3, 0, 4);  // kv head past the end
   expect_nothing(good, 1, 1, 0, 4);  // empty
   expect_nothing(good, 0, 2, 2, 5);  // query row past the end
@@ -1285,6 +1297,9 @@ Case table_case(const ht::AttentionCase& t) {
   c.scale = t.scale;
   c.seed = t.seed;
   c.table_inputs = true;
+  if (ht::case_has_sinks(t)) {
+    for (uint32_t h = 0; h < t.n_heads; ++h) c.sinks.push_back(ht::case_sink(t, h));
+  }
   return c;
 }
 

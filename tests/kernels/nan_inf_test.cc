@@ -145,10 +145,16 @@ struct Shape {
 
 // Prefill with query tiles (d64, GQA), a generic head_dim with a window and softcap, and a
 // decode that takes the split-KV path (1100 keys: three chunks).
+// Learned sink logits for up to 8 query heads.
+constexpr float kSinks[8] = {-3.0f, 0.5f, 1.0f, 2.5f, -0.25f, 6.0f, 0.0f, 12.0f};
+
 const Shape kShapes[] = {
     {"prefill d64 GQA causal", {40, 100, 4, 2, 64}, {0.0f, 0.0f, true, 0}},
     {"prefill d80 window softcap", {24, 60, 6, 3, 80}, {0.0f, 30.0f, true, 16}},
     {"split-KV decode d128", {1, 1100, 8, 2, 128}, {0.0f, 0.0f, true, 0}},
+    {"prefill d64 GQA causal, sinks", {40, 100, 4, 2, 64}, {0.0f, 0.0f, true, 0, kSinks}},
+    // The last 300 keys: chunk 0, which holds the sink, sees none of them.
+    {"split-KV decode d128 window 300, sinks", {1, 1100, 8, 2, 128}, {0.0f, 0.0f, true, 300, kSinks}},
 };
 
 void each_target_and_pool(const std::function<void(ThreadPool*)>& body) {

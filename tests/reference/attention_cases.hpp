@@ -2,7 +2,7 @@
 // kernel suite (every Highway target), the API suite (attend(), every KV dtype), the GPU suite
 // (the Vulkan backend) and the Cortex-M harness (tests/baremetal/). One constexpr table, no heap,
 // so the bare-metal harness sizes its static buffers from it; what a backend leaves out is
-// decided by the filter below (runs_on_baremetal), in this file and nowhere else.
+// decided by the filters below (runs_on_baremetal, runs_on_gpu), in this file and nowhere else.
 //
 // Inputs come from generate_inputs(): integer arithmetic only, so every platform (and the host
 // program that computes the Cortex-M goldens) sees bit for bit the same Q, K and V (Rng::normal()
@@ -20,6 +20,11 @@
 namespace headway {
 namespace test {
 
+// Learned sink logits (gpt-oss) of a case, per query head h (case_sink below): none; mixed values
+// in [-2, 3], about the size of the logits; large positive (12, 28, 44: the sink outweighs the keys,
+// then all of them); large negative (-40, -48, -56: no visible effect).
+enum class CaseSinks : uint8_t { kNone, kMixed, kLargePositive, kLargeNegative };
+
 struct AttentionCase {
   const char* name;
   uint32_t t_q, t_kv, n_heads, n_kv_heads, head_dim;
@@ -29,13 +34,16 @@ struct AttentionCase {
   float scale;      // 0 = 1/sqrt(head_dim), as AttentionParams
   DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs all three)
   uint64_t seed;
+  CaseSinks sinks = CaseSinks::kNone;
 };
 
 // Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
 // 512; MHA, GQA groups 2, 3, 4, 7, 8 and MQA; lengths 1 and just off the vector widths; causal,
 // window (beyond t_kv, far from key 0, without causal, 1), softcap, scale; rows that see no key;
-// prefill chunks after earlier tokens; decodes long enough for split-KV, up to 4096 keys.
-//   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed}
+// prefill chunks after earlier tokens; decodes long enough for split-KV, up to 4096 keys; sink
+// logits (MHA and GQA, d64, d128 and generic, window, softcap, rows that see no key, split-KV with
+// chunk 0 masked, large positive and negative sinks).
+//   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks)}
 inline constexpr AttentionCase kAttentionCases[] = {
     {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
     {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
@@ -72,6 +80,21 @@ inline constexpr AttentionCase kAttentionCases[] = {
     {"softcap 5 at scale 1 (the cap bites)", 20, 70, 4, 1, 64, true, 0, 5.0f, 1.0f, DType::kF16, 18},
     {"prefill chunk at position 504 d64 GQA2", 16, 520, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kBF16, 19},
     {"longest context: decode t_kv 4096 d128 GQA4", 1, 4096, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 20},
+    {"sinks d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 21, CaseSinks::kMixed},
+    {"sinks d128 GQA4 causal window 8, rows past the window", 24, 40, 8, 2, 128, true, 8, 0.0f, 0.0f, DType::kF16, 22,
+     CaseSinks::kMixed},
+    {"sinks generic d80 GQA2 bidirectional softcap 5", 9, 17, 4, 2, 80, false, 0, 5.0f, 0.0f, DType::kBF16, 23,
+     CaseSinks::kMixed},
+    {"sinks d64 GQA2 fully masked rows (t_q > t_kv, causal)", 6, 3, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 24,
+     CaseSinks::kMixed},
+    {"sinks split-KV decode d64 GQA4 t_kv 1100", 1, 1100, 4, 1, 64, true, 0, 0.0f, 0.0f, DType::kF16, 25,
+     CaseSinks::kMixed},
+    {"sinks split-KV d128 MQA window 700 (chunk 0 masked)", 2, 3000, 4, 1, 128, true, 700, 0.0f, 0.0f, DType::kBF16, 26,
+     CaseSinks::kMixed},
+    {"sinks large positive decode d64 GQA2", 1, 70, 6, 3, 64, true, 0, 0.0f, 0.0f, DType::kF32, 27,
+     CaseSinks::kLargePositive},
+    {"sinks large negative generic d96 GQA3 window 5", 12, 20, 6, 2, 96, true, 5, 0.0f, 0.0f, DType::kF16, 28,
+     CaseSinks::kLargeNegative},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 
@@ -79,12 +102,23 @@ constexpr uint64_t case_q_elems(const AttentionCase& c) { return uint64_t{c.t_q}
 constexpr uint64_t case_kv_elems(const AttentionCase& c) { return uint64_t{c.t_kv} * c.n_kv_heads * c.head_dim; }
 constexpr uint64_t case_work(const AttentionCase& c) { return case_q_elems(c) * c.t_kv; }  // multiply-adds of QKᵀ
 
+// Sink logit of query head h (CaseSinks); exact in f32.
+constexpr float case_sink(const AttentionCase& c, uint32_t h) {
+  switch (c.sinks) {
+    case CaseSinks::kMixed: return -2.0f + 0.625f * static_cast<float>((h * 5 + 2) % 9);
+    case CaseSinks::kLargePositive: return 12.0f + 16.0f * static_cast<float>(h % 3);
+    case CaseSinks::kLargeNegative: return -40.0f - 8.0f * static_cast<float>(h % 3);
+    default: return 0.0f;
+  }
+}
+constexpr bool case_has_sinks(const AttentionCase& c) { return c.sinks != CaseSinks::kNone; }
+
 // ---- Which backend runs which case ---------------------------------------------------------
-// The hosted suites (kernel, API, GPU) run every case. The Cortex-M harness keeps its static
-// buffers (Q, K, V, O, split-KV partials) and its goldens (in flash) within the boards' memory
-// (mps3-an547: 2 MiB SRAM) and each case within seconds under qemu-system-arm: K/V up to 1100
-// keys of one d64 head, Q up to 24 tokens of 4 d128 heads, QKᵀ up to 400 Ki multiply-adds; head_dim
-// up to 256, whose scratch fits the harness's 256 KiB workspace (d512's does not).
+// The kernel and API suites run every case; the GPU suite those runs_on_gpu keeps. The Cortex-M harness keeps its
+// static buffers (Q, K, V, O, split-KV partials) and its goldens (in flash) within the boards' memory (mps3-an547: 2
+// MiB SRAM) and each case within seconds under qemu-system-arm: K/V up to 1100 keys of one d64 head, Q up to 24 tokens
+// of 4 d128 heads, QKᵀ up to 400 Ki multiply-adds; head_dim up to 256, whose scratch fits the harness's 256 KiB
+// workspace (d512's does not).
 inline constexpr uint32_t kBareMetalMaxHeadDim = 256;
 inline constexpr uint64_t kBareMetalMaxKvElems = 1100 * 64;
 inline constexpr uint64_t kBareMetalMaxQElems = 24 * 4 * 128;
@@ -94,6 +128,9 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
   return c.head_dim <= kBareMetalMaxHeadDim && case_kv_elems(c) <= kBareMetalMaxKvElems &&
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
+
+// The Vulkan shader has no sink logits yet (the GPU backend refuses them).
+constexpr bool runs_on_gpu(const AttentionCase& c) { return !case_has_sinks(c); }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 

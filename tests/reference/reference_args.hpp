@@ -20,6 +20,7 @@ inline RefAttention ref_args(const AttentionShape& s, const AttentionParams& p) 
   r.softcap = p.softcap;
   r.causal = p.causal;
   r.window = p.window;
+  if (p.sinks != nullptr) r.sinks.assign(p.sinks, p.sinks + s.n_heads);
   return r;
 }
 

@@ -45,7 +45,8 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
       if (lo > hi) continue;  // no visible key: zeros
       const float* qr = q + (size_t{i} * a.n_heads + h) * d;
       const uint32_t g = h / group;
-      double m = -std::numeric_limits<double>::infinity();
+      const bool sink = !a.sinks.empty();
+      double m = sink ? a.sinks[h] : -std::numeric_limits<double>::infinity();
       for (int64_t j = lo; j <= hi; ++j) {
         const float* kr = k + (size_t(j) * a.n_kv_heads + g) * d;
         double s = 0.0;
@@ -59,7 +60,7 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
           m = s;
         }
       }
-      double l = 0.0;
+      double l = sink ? std::exp(a.sinks[h] - m) : 0.0;
       for (size_t x = 0; x < d; ++x) acc[x] = 0.0;
       for (int64_t j = lo; j <= hi; ++j) {
         const double p = std::exp(logits[size_t(j)] - m);

@@ -6,7 +6,9 @@
 //   keeps keys j <= p; window W > 0 keeps j > p − W (without causal only that lower bound);
 //   softcap c > 0 replaces a logit s by c · tanh(s / c) before the mask; query head h reads kv
 //   head h / (n_heads / n_kv_heads); a row that sees no key is 0. NaN anywhere in a row's visible
-//   inputs makes the affected outputs NaN, as IEEE arithmetic does.
+//   inputs makes the affected outputs NaN, as IEEE arithmetic does. A sink logit s_h (gpt-oss)
+//   joins the softmax of query head h as one more logit with no value, after softcap and mask:
+//   o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h).
 //
 // K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
 // reference sees exactly the values the kernel reads.
@@ -27,7 +29,8 @@ struct RefAttention {
   double scale = 0.0;
   double softcap = 0.0;  // 0 = off
   bool causal = false;
-  uint32_t window = 0;  // 0 = none
+  uint32_t window = 0;        // 0 = none
+  std::vector<double> sinks;  // [n_heads] sink logits, or empty: none
 };
 
 // q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <random>
 #include <string>
@@ -44,6 +45,7 @@ struct Problem {
   std::vector<float> q, k, v;      // f32 as drawn
   std::vector<uint16_t> k16, v16;  // f16 / bf16 bit patterns for those dtypes
   std::vector<float> kq, vq;       // K, V as the kernel sees them (after rounding)
+  std::vector<float> sinks;        // [n_heads] sink logits of a table case that has them
 
   Problem(AttentionShape s, AttentionParams p, DType dtype, uint32_t seed) : shape(s), params(p), kv_dtype(dtype) {
     std::mt19937 rng(seed);
@@ -66,7 +68,17 @@ struct Problem {
     k.resize(test::case_kv_elems(c));
     v.resize(k.size());
     test::generate_inputs(c, [&](int which, uint64_t i, float x) { (which == 0 ? q : which == 1 ? k : v)[i] = x; });
+    if (test::case_has_sinks(c)) {
+      for (uint32_t h = 0; h < c.n_heads; ++h) sinks.push_back(test::case_sink(c, h));
+    }
     round_kv();
+  }
+
+  // params, pointing at this problem's sinks where it has them.
+  AttentionParams call_params() const {
+    AttentionParams p = params;
+    if (!sinks.empty()) p.sinks = sinks.data();
+    return p;
   }
 
   void round_kv() {
@@ -97,11 +109,11 @@ struct Problem {
     const Result<size_t> bytes = attention_workspace_bytes(shape, pool ? pool->threads() : 1);
     if (!bytes.ok()) return bytes.status();
     Aligned ws(bytes.value());
-    return attend(q.data(), kp(), vp(), kv_dtype, o->data(), shape, params, pool, ws.p, ws.size);
+    return attend(q.data(), kp(), vp(), kv_dtype, o->data(), shape, call_params(), pool, ws.p, ws.size);
   }
 
   std::vector<double> reference() const {
-    const test::RefAttention p = test::ref_args(shape, params);
+    const test::RefAttention p = test::ref_args(shape, call_params());
     return test::reference_attention(p, q.data(), kq.data(), vq.data());
   }
 };
@@ -137,7 +149,7 @@ TEST_CASE("attend matches the double reference for every case of the table, in e
       const Status s = p.run(nullptr, &o);
       INFO(c.name << ": t_q " << c.t_q << " t_kv " << c.t_kv << " heads " << c.n_heads << "/" << c.n_kv_heads << " d "
                   << c.head_dim << " causal " << c.causal << " window " << c.window << " softcap " << c.softcap
-                  << " scale " << c.scale << " kv " << name_of(dtype));
+                  << " scale " << c.scale << " sinks " << test::case_has_sinks(c) << " kv " << name_of(dtype));
       REQUIRE_MESSAGE(s.ok(), s.message());
       CHECK(max_abs_error(o, p.reference()) <= 1e-4);
     }
@@ -200,6 +212,12 @@ TEST_CASE("attend allocates nothing") {
   std::vector<float> o1(tiles.out_size()), o2(split.out_size());
   REQUIRE(attention_workspace_bytes(tiles.shape, 4).value() <= ws.size);
   REQUIRE(attention_workspace_bytes(split.shape, 4).value() <= ws.size);
+  const float sinks[8] = {-2.0f, -1.0f, 0.0f, 0.5f, 1.0f, 2.0f, 4.0f, 8.0f};
+  const float bad_sinks[8] = {0.0f, 0.0f, 0.0f, std::numeric_limits<float>::quiet_NaN()};
+  AttentionParams tiles_sinks = tiles.params, split_sinks = split.params, split_bad = split.params;
+  tiles_sinks.sinks = sinks;
+  split_sinks.sinks = sinks;
+  split_bad.sinks = bad_sinks;
 
   // The counter sees allocations at all (volatile: the compiler may not drop the pair).
   HeapCount probe_count;
@@ -219,11 +237,20 @@ TEST_CASE("attend allocates nothing") {
               ws.p, ws.size);
   s4 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split.params, nullptr,
               ws.p, 64);  // an error is built without the heap too
+  const Status s5 = attend(tiles.q.data(), tiles.kp(), tiles.vp(), tiles.kv_dtype, o1.data(), tiles.shape, tiles_sinks,
+                           &pool, ws.p, ws.size);
+  const Status s6 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split_sinks,
+                           &pool, ws.p, ws.size);
+  const Status s7 = attend(split.q.data(), split.kp(), split.vp(), split.kv_dtype, o2.data(), split.shape, split_bad,
+                           &pool, ws.p, ws.size);
   const long allocations = count.stop();
   CHECK(s1.ok());
   CHECK(s2.ok());
   CHECK(s3.ok());
   CHECK(!s4.ok());
+  CHECK(s5.ok());
+  CHECK(s6.ok());
+  CHECK(!s7.ok());
   CHECK(allocations == 0);
 }
 

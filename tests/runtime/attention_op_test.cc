@@ -64,6 +64,9 @@ struct Case {
   DType kv_dtype;
 };
 
+// Learned sink logits for up to 8 query heads.
+constexpr float kSinks[8] = {-3.0f, 0.5f, 1.0f, 2.5f, -0.25f, 6.0f, 0.0f, 12.0f};
+
 const Case kCases[] = {
     {"prefill d64 MHA causal", {40, 40, 4, 4, 64}, {0.0f, 0.0f, true, 0}, DType::kF32},
     {"prefill d128 GQA4 window f16", {33, 70, 8, 2, 128}, {0.0f, 0.0f, true, 17}, DType::kF16},
@@ -72,6 +75,8 @@ const Case kCases[] = {
     {"generic d80 bidirectional scale", {17, 17, 3, 1, 80}, {0.2f, 0.0f, false, 0}, DType::kF32},
     {"length 1", {1, 1, 2, 2, 50}, {0.0f, 0.0f, true, 0}, DType::kF32},
     {"fully masked rows (t_q > t_kv, causal)", {6, 3, 2, 1, 64}, {0.0f, 0.0f, true, 0}, DType::kF32},
+    {"prefill d64 MHA window sinks", {40, 40, 4, 4, 64}, {0.0f, 0.0f, true, 9, kSinks}, DType::kF32},
+    {"decode d128 GQA4 split-KV f16 sinks", {1, 3000, 8, 2, 128}, {0.0f, 0.0f, true, 0, kSinks}, DType::kF16},
 };
 
 TEST_CASE("AttentionOp::run gives bitwise attend()'s O, reshaped once and run twice, 1 and 2 threads") {

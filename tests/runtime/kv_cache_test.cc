@@ -210,7 +210,8 @@ TEST_CASE("reset(start): K rotated once at its absolute position, rows counted f
 // Appends a sequence in the given chunk sizes and, after each chunk, attends that chunk's
 // queries over the cache; every output is held against the double reference over all keys so
 // far (roped, rounded to the cache dtype), with the config's causal/window masking.
-void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vector<uint32_t>& chunks, double tol) {
+void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vector<uint32_t>& chunks, double tol,
+                           const std::vector<float>& sinks = {}) {
   Fixture f(c, max_tokens);
   const Plan& p = f.plan;
   uint32_t total = 0;
@@ -242,8 +243,9 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
             .ok());
     workspace.resize(f.cache.workspace_bytes(n, pool.threads()) + 64);
     void* ws = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
-    const Status s = f.cache.attend(q_roped.data() + size_t{pos} * p.q_width, p.q_width, o.data(), p.q_width, n, &pool,
-                                    ws, f.cache.workspace_bytes(n, pool.threads()));
+    const Status s =
+        f.cache.attend(q_roped.data() + size_t{pos} * p.q_width, p.q_width, o.data(), p.q_width, n, &pool, ws,
+                       f.cache.workspace_bytes(n, pool.threads()), sinks.empty() ? nullptr : sinks.data());
     REQUIRE_MESSAGE(s.ok(), s.message());
     test::RefAttention r;
     r.t_q = n;
@@ -255,6 +257,7 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
     r.softcap = c.softcap;
     r.causal = c.causal;
     r.window = c.window;
+    r.sinks.assign(sinks.begin(), sinks.end());
     const std::vector<double> want =
         test::reference_attention(r, q_roped.data() + size_t{pos} * p.q_width, k_dense.data(), v_dense.data());
     double worst = 0;
@@ -281,6 +284,17 @@ TEST_CASE("attention over a sliding-window ring that wraps several times") {
   c.softcap = 2.0f;
   c.n_kv_heads = 1;
   check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1}, 1e-4);
+}
+
+TEST_CASE("attention over the cache with learned sink logits: full context and a wrapping ring") {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    INFO(dtype_name(dt));
+    const Config full = small_config(0, dt);
+    std::vector<float> sinks(full.n_heads);
+    for (uint32_t h = 0; h < full.n_heads; ++h) sinks[h] = -1.5f + 1.25f * static_cast<float>(h);
+    check_cache_attention(full, 8, {8, 5, 1, 1, 7, 1, 1}, 1e-4, sinks);
+    check_cache_attention(small_config(8, dt), 4, {4, 4, 3, 1, 1, 4, 2, 4, 4, 1, 1}, 1e-4, sinks);
+  }
 }
 
 }  // namespace
