@@ -110,15 +110,12 @@ void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, 
                              uint32_t q_end, void* scratch) {
   const RangeRunner run = RunnerFor(args);
   for (uint32_t g = kv_head_begin; g < kv_head_end; ++g) {
-    detail::AttentionRange r;
-    r.args = &args;
-    r.kv_head = g;
-    r.q_begin = q_begin;
-    r.q_end = q_end;
-    r.key_begin = 0;
-    r.key_end = int64_t{args.t_kv};
-    r.scratch = scratch;
-    run(r);
+    run({.args = &args,
+         .kv_head = g,
+         .q_begin = q_begin,
+         .q_end = q_end,
+         .key_end = int64_t{args.t_kv},
+         .scratch = scratch});
   }
 }
 
@@ -128,17 +125,14 @@ void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head
   if (key_begin > args.t_kv) key_begin = args.t_kv;
   uint64_t key_end = key_begin + chunk;
   if (key_end > args.t_kv) key_end = args.t_kv;
-  detail::AttentionRange r;
-  r.args = &args;
-  r.kv_head = kv_head;
-  r.q_begin = 0;
-  r.q_end = args.t_q;
-  r.key_begin = static_cast<int64_t>(key_begin);
-  r.key_end = static_cast<int64_t>(key_end);
-  r.scratch = scratch;
-  r.partials = &partials;
-  r.chunk_index = chunk_index;
-  RunnerFor(args)(r);
+  RunnerFor(args)({.args = &args,
+                   .kv_head = kv_head,
+                   .q_end = args.t_q,
+                   .key_begin = static_cast<int64_t>(key_begin),
+                   .key_end = static_cast<int64_t>(key_end),
+                   .scratch = scratch,
+                   .partials = &partials,
+                   .chunk_index = chunk_index});
 }
 
 void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t n_chunks,
