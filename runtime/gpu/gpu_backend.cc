@@ -151,7 +151,8 @@ Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v,
   return Status();
 }
 
-Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
   Impl& x = *impl_;
   const Config& c = x.plan.config;
@@ -171,6 +172,14 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
                          "gpu backend: token strides %zu (q), %zu (o) are below n_heads · head_dim = %u",
                          q_token_stride, o_token_stride, x.q_width);
   }
+  if (sinks != nullptr) {  // KvCache::attend's check and message
+    for (uint32_t h = 0; h < c.n_heads; ++h) {
+      if (!std::isfinite(sinks[h])) {
+        return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
+                             static_cast<double>(sinks[h]));
+      }
+    }
+  }
   gpu::PushConstants pc{};
   pc.t_q = t_q;
   pc.t_kv = x.size < x.plan.cache_rows ? x.size : x.plan.cache_rows;
@@ -183,17 +192,12 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
   pc.softcap = c.softcap;
   pc.causal = c.causal ? 1u : 0u;
   pc.window = c.window;
-  return x.run(q, q_token_stride, o, o_token_stride, pc);
+  return x.run(q, q_token_stride, o, o_token_stride, sinks, pc);
 }
 
 Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                 const AttentionShape& shape, const AttentionParams& params) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
-  if (params.sinks != nullptr) {
-    return Status::error(
-        Code::kUnsupported,
-        "gpu backend: sink logits (AttentionParams::sinks) are not supported; the CPU backend runs them");
-  }
   Impl& x = *impl_;
   const Config& c = x.plan.config;
   if (shape.n_heads != c.n_heads || shape.n_kv_heads != x.n_kv || shape.head_dim != x.head_dim) {
@@ -233,7 +237,7 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   pc.softcap = params.softcap;
   pc.causal = params.causal ? 1u : 0u;
   pc.window = params.window;
-  s = x.run(q, x.q_width, o, x.q_width, pc);
+  s = x.run(q, x.q_width, o, x.q_width, params.sinks, pc);
   x.pending_n = 0;
   return s;
 }

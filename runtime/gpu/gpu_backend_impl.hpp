@@ -10,6 +10,8 @@
 //   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype (row = position mod cache_rows)
 //   Q, O     [max_tokens, n_heads, head_dim] f32
 //   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
+//   sinks    [n_heads] f32, a call's sink logits (mapped: written by the host; else updated in
+//            the command buffer)
 //   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O],
 //            stage_tokens = min(cache_rows, max(max_tokens, 1024))
 #pragma once
@@ -42,8 +44,9 @@ struct PushConstants {
   uint32_t kv_chunk;
   uint32_t n_splits;
   uint32_t kv_split_lo;
+  uint32_t has_sinks;
 };
-static_assert(sizeof(PushConstants) == 60, "push constants must match the shader's block");
+static_assert(sizeof(PushConstants) == 64, "push constants must match the shader's block");
 
 // Mirrors shaders/attention_merge.comp's block.
 struct MergeConstants {
@@ -67,7 +70,7 @@ struct GpuBackend::Impl {
   uint32_t q_width = 0;
   VkDeviceSize row_bytes = 0;  // one K or V row in storage
 
-  gpu::Buffer k, v, q, o, staging, partials;
+  gpu::Buffer k, v, q, o, staging, partials, sinks;
   uint32_t max_splits = 0;  // what `partials` holds; < 2: calls never split
   VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0;
   uint32_t stage_tokens = 0;
@@ -131,7 +134,9 @@ struct GpuBackend::Impl {
   void destroy_commands();
   Status begin();
   Status submit_and_wait();
-  Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const gpu::PushConstants& pc);
+  // sinks_in: n_heads sink logits, or null.
+  Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
+             gpu::PushConstants pc);
   void record_attention(const gpu::PushConstants& pc);
 };
 

@@ -1,6 +1,6 @@
-// One attention call on the device: Q written to mapped or staged memory; the staged K/V and Q
-// copies, the attention dispatches (and the split-KV merge), and O's read-back recorded into one
-// reused command buffer; submitted, waited on with one fence; O copied to the caller.
+// One attention call on the device: Q (and the sink logits) written to mapped or staged memory;
+// the staged K/V and Q copies (and the sinks' update), the attention dispatches (and the split-KV merge), and O's
+// read-back recorded into one reused command buffer; submitted, waited on with one fence; O copied to the caller.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -105,15 +105,19 @@ void GpuBackend::Impl::record_attention(const gpu::PushConstants& pc_in) {
   }
 }
 
-Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride,
-                             const gpu::PushConstants& pc) {
+Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
+                             gpu::PushConstants pc) {
   const size_t row = size_t{q_width} * sizeof(float);
   uint8_t* q_dst = mapped ? q.mapped : staging.mapped + stage_q;
   for (uint32_t t = 0; t < pc.t_q; ++t) std::memcpy(q_dst + t * row, q_in + t * q_stride, row);
+  const size_t sink_bytes = size_t{pc.n_heads} * sizeof(float);
+  pc.has_sinks = sinks_in != nullptr ? 1u : 0u;
+  if (sinks_in != nullptr && mapped) std::memcpy(sinks.mapped, sinks_in, sink_bytes);
 
   HEADWAY_RETURN_IF_ERROR(begin());
   if (!mapped) {
     record_pending_copies();
+    if (sinks_in != nullptr) vkCmdUpdateBuffer(cmd, sinks.buffer, 0, sink_bytes, sinks_in);
     VkBufferCopy qc{stage_q, 0, VkDeviceSize{pc.t_q} * row};
     vkCmdCopyBuffer(cmd, staging.buffer, q.buffer, 1, &qc);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,

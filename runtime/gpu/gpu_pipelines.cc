@@ -6,11 +6,11 @@
 
 namespace headway {
 
-// Attention binds Q, K, V, O, partials (0..4); the merge binds partials, O (0, 1). Both push
-// their constant block.
+// Attention binds Q, K, V, O, partials, sinks (0..5); the merge binds partials, O (0, 1). Both
+// push their constant block.
 Status GpuBackend::Impl::create_layouts() {
-  VkDescriptorSetLayoutBinding bindings[5]{};
-  for (uint32_t i = 0; i < 5; ++i) {
+  VkDescriptorSetLayoutBinding bindings[6]{};
+  for (uint32_t i = 0; i < 6; ++i) {
     bindings[i].binding = i;
     bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     bindings[i].descriptorCount = 1;
@@ -18,7 +18,7 @@ Status GpuBackend::Impl::create_layouts() {
   }
   VkDescriptorSetLayoutCreateInfo sl{};
   sl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  sl.bindingCount = 5;
+  sl.bindingCount = 6;
   sl.pBindings = bindings;
   HEADWAY_VK(vkCreateDescriptorSetLayout(device(), &sl, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
   sl.bindingCount = 2;  // the merge: partials, O
@@ -45,7 +45,7 @@ Status GpuBackend::Impl::create_layouts() {
 Status GpuBackend::Impl::create_descriptor_sets() {
   VkDescriptorPoolSize ps{};
   ps.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps.descriptorCount = 7;
+  ps.descriptorCount = 8;
   VkDescriptorPoolCreateInfo dp{};
   dp.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
   dp.maxSets = 2;
@@ -60,21 +60,21 @@ Status GpuBackend::Impl::create_descriptor_sets() {
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &set), "vkAllocateDescriptorSets");
   da.pSetLayouts = &merge_set_layout;
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &merge_set), "vkAllocateDescriptorSets");
-  // Attention: Q, K, V, O, partials at bindings 0..4; the merge: partials, O at 0, 1.
-  const gpu::Buffer* bufs[7] = {&q, &k, &v, &o, &partials, &partials, &o};
-  VkDescriptorBufferInfo bi[7]{};
-  VkWriteDescriptorSet writes[7]{};
-  for (uint32_t i = 0; i < 7; ++i) {
+  // Attention: Q, K, V, O, partials, sinks at bindings 0..5; the merge: partials, O at 0, 1.
+  const gpu::Buffer* bufs[8] = {&q, &k, &v, &o, &partials, &sinks, &partials, &o};
+  VkDescriptorBufferInfo bi[8]{};
+  VkWriteDescriptorSet writes[8]{};
+  for (uint32_t i = 0; i < 8; ++i) {
     bi[i].buffer = bufs[i]->buffer;
     bi[i].range = VK_WHOLE_SIZE;
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = i < 5 ? set : merge_set;
-    writes[i].dstBinding = i < 5 ? i : i - 5;
+    writes[i].dstSet = i < 6 ? set : merge_set;
+    writes[i].dstBinding = i < 6 ? i : i - 6;
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &bi[i];
   }
-  vkUpdateDescriptorSets(device(), 7, writes, 0, nullptr);
+  vkUpdateDescriptorSets(device(), 8, writes, 0, nullptr);
   return Status();
 }
 

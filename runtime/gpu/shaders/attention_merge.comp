@@ -1,7 +1,9 @@
 // Merges split-KV partials (attention.comp with n_splits > 1) into O, one workgroup per (query
 // row, kv head), threads over head_dim. For splits s with running max m_s, sum l_s and
 // unnormalized o_s: M = max m_s, O = Σ o_s·exp(m_s − M) / Σ l_s·exp(m_s − M); splits whose keys
-// the row does not see (m_s = −inf) add nothing, and a row that sees no key gets zeros.
+// the row does not see (m_s = −inf) add nothing, and a row that sees no key gets zeros. With
+// sink logits split 0 started from the sink (m_0 >= s_h, l_0 includes e^{s_h − m_0}), so it is
+// counted once, and a row that sees no key gets 0 / e^0 = 0.
 #version 450
 
 layout(local_size_x_id = 0) in;
