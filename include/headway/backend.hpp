@@ -167,11 +167,14 @@ class GpuContext {
 };
 
 // Per-layer GPU state: K/V [n_kv_heads, cache_rows, head_dim], Q and O [max_tokens, n_heads,
-// head_dim], split-KV partials (at most 16 MiB), n_heads sink logits, a staging buffer unless memory is host-mapped,
-// the pipelines specialized for the plan's head_dim and the device's limits, one command buffer
-// and one fence, and on the host the RoPE table K is rotated with. K/V live on the
-// device as f32, or as f16 / bf16 where the device has 16-bit storage (bf16 stays bf16: the
-// shader widens it by a shift); without 16-bit storage they are widened to f32 on upload.
+// head_dim], split-KV partials (at most 16 MiB), n_heads sink logits, a call's parameters, a
+// staging buffer unless memory is host-mapped, the pipelines specialized for the plan's head_dim
+// and the device's limits, a command buffer recorded per call (staged memory) and, where memory
+// is host-mapped, one recorded once at create that every call resubmits (the call's values and
+// dispatch sizes are read from mapped buffers), one fence, and on the host the RoPE table K is
+// rotated with. K/V live on the device as f32, or as f16 / bf16 where the device has 16-bit
+// storage (bf16 stays bf16: the shader widens it by a shift); without 16-bit storage they are
+// widened to f32 on upload.
 class GpuBackend {
  public:
   GpuBackend() = default;

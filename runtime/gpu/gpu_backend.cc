@@ -1,9 +1,9 @@
 // GpuBackend: one layer's K/V, Q and O on a Vulkan device and the attention pipeline for its
-// plan. create() allocates and builds everything (buffers, pipelines, the command buffer: the
+// plan. create() allocates and builds everything (buffers, pipelines, the command buffers: the
 // steps in gpu_backend_impl.hpp); append() writes rows to the device cache (gpu_kv_upload.cc);
-// attend() records copies, the dispatches and the read-back into one reused command buffer,
-// submits it and waits on one fence (gpu_dispatch.cc). This file checks the arguments and ties
-// the steps together.
+// attend() writes the call's values and resubmits the command buffer recorded at create (mapped
+// memory), or records copies, the dispatches and the read-back (staged), and waits on one fence
+// (gpu_dispatch.cc). This file checks the arguments and ties the steps together.
 #include <cmath>
 #include <new>
 
@@ -180,7 +180,7 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
       }
     }
   }
-  gpu::PushConstants pc{};
+  gpu::CallParams pc{};
   pc.t_q = t_q;
   pc.t_kv = x.size < x.plan.cache_rows ? x.size : x.plan.cache_rows;
   pc.n_heads = c.n_heads;
@@ -227,7 +227,7 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   x.pending_n = 0;
   Status s = x.write_rows(k, v, a.kv_row_stride, kv_dtype, shape.t_kv, 0, false);
   if (!s.ok()) return s;
-  gpu::PushConstants pc{};
+  gpu::CallParams pc{};
   pc.t_q = shape.t_q;
   pc.t_kv = shape.t_kv;
   pc.n_heads = shape.n_heads;

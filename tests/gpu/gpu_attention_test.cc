@@ -26,6 +26,7 @@
 
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
+#include "runtime/gpu/gpu_recording.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/gpu/new_counter.hpp"
@@ -643,6 +644,7 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
     bool ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 1).ok();
+    const uint64_t recorded = headway::gpu::recorded_command_buffers();
     ht::NewCount count;
     for (int step = 0; step < 5 && ok; ++step) {  // 8 + 5 · 8 = 48 positions: the 23-row ring wraps
       ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
@@ -651,5 +653,42 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
     const long news = count.stop();
     CHECK(ok);
     CHECK(news == 0);
+    // Mapped memory: every call resubmits the command buffer recorded at create; staged: each
+    // attend records its copies.
+    CHECK(headway::gpu::recorded_command_buffers() - recorded == (fallback ? 5u : 0u));
   }
+}
+
+// Decode on mapped memory (lavapipe, unified-memory devices) records nothing: the call's values
+// reach the shaders through the parameter buffer, the dispatch sizes (split or not, the merge's 0
+// groups when not) through the indirect buffer.
+TEST_CASE("gpu decode steps on mapped memory record no command buffer: split-KV or not, with sinks") {
+  GpuContext* ctx = context(false);
+  if (ctx == nullptr) return;
+  if (!ctx->info().host_mapped) {
+    MESSAGE("skipped: the device has no host-mapped memory (every call is recorded there)");
+    return;
+  }
+  headway::PlanOptions po;
+  po.max_tokens = 64;
+  po.weights_in_arena = false;
+  const headway::Result<Plan> plan = headway::make_plan(cache_config(DType::kF16, 0, 1200), po);
+  REQUIRE(plan.ok());
+  const Plan& p = plan.value();
+  GpuBackend gpu;
+  REQUIRE(gpu.create(ctx, p).ok());
+  std::vector<float> q(size_t{64} * p.q_width, 0.5f), o(q.size()), kv(size_t{64} * p.kv_width, 0.25f);
+  const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
+  const uint64_t recorded = headway::gpu::recorded_command_buffers();
+  bool ok = true;
+  uint32_t steps = 0;
+  for (uint32_t n = 0; n < 1100 && ok; ++steps) {  // prefill in chunks of 64, then decode past 1100
+    const uint32_t chunk = n < 1024 ? 64 : 1;
+    ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, chunk).ok();
+    ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, chunk, steps % 2 ? sinks : nullptr).ok();
+    n += chunk;
+  }
+  CHECK(ok);
+  CHECK(steps == 16 + 76);
+  CHECK(headway::gpu::recorded_command_buffers() == recorded);
 }

@@ -61,7 +61,10 @@ layout(std430, set = 0, binding = 4) writeonly buffer PartBuf { float part[]; };
 // Sink logits [n_heads], read where has_sinks is set.
 layout(std430, set = 0, binding = 5) readonly buffer SinkBuf { float sinks[]; };
 
-layout(push_constant) uniform Params {
+// The call's values, written before each submit (a decode step resubmits one command buffer
+// recorded at create, so nothing that changes per call is recorded in it). The same block as
+// attention_merge.comp's.
+layout(std140, set = 0, binding = 6) uniform CallParams {
   uint t_q;
   uint t_kv;
   uint n_heads;
@@ -69,7 +72,6 @@ layout(push_constant) uniform Params {
   uint kv_head_stride;  // elements
   uint kv_first_row;
   uint kv_ring_rows;    // 0: no ring
-  uint row_tile_base;   // added to gl_WorkGroupID.x (dispatches past maxComputeWorkGroupCount)
   float scale;
   float softcap;        // 0 = off
   uint causal;
@@ -79,6 +81,11 @@ layout(push_constant) uniform Params {
   uint kv_split_lo;     // split z covers keys [kv_split_lo + z · kv_chunk, + kv_chunk)
   uint has_sinks;       // 1: sinks[] holds the call's sink logits
 } pc;
+
+// Fixed per recorded dispatch.
+layout(push_constant) uniform Dispatch {
+  uint row_tile_base;  // added to gl_WorkGroupID.x (dispatches past maxComputeWorkGroupCount)
+} dispatch;
 
 shared float q_tile[ROWS * HEAD_DIM];
 shared float k_tile[KV_TILE * K_STRIDE];
@@ -122,7 +129,7 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint g = gl_WorkGroupID.y;
   const uint rows_total = pc.t_q * pc.group;
-  const uint row0 = (pc.row_tile_base + gl_WorkGroupID.x) * ROWS;
+  const uint row0 = (dispatch.row_tile_base + gl_WorkGroupID.x) * ROWS;
   if (row0 >= rows_total) return;  // whole workgroup: uniform, before any barrier
   const uint rows_here = min(ROWS, rows_total - row0);
 

@@ -14,11 +14,23 @@ layout(std430, set = 0, binding = 0) readonly buffer PartBuf { float part[]; };
 // O [t_q, n_heads, HEAD_DIM] f32.
 layout(std430, set = 0, binding = 1) writeonly buffer OBuf { float o[]; };
 
-layout(push_constant) uniform Params {
+// attention.comp's block of the call's values; the merge reads t_q, n_heads, group, n_splits.
+layout(std140, set = 0, binding = 2) uniform CallParams {
   uint t_q;
+  uint t_kv;
   uint n_heads;
   uint group;
+  uint kv_head_stride;
+  uint kv_first_row;
+  uint kv_ring_rows;
+  float scale;
+  float softcap;
+  uint causal;
+  uint window;
+  uint kv_chunk;
   uint n_splits;
+  uint kv_split_lo;
+  uint has_sinks;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
