@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "                      [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
-    "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value (cpu only).\n"
+    "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy.\n";
 
 struct Tensor {

@@ -52,8 +52,10 @@ enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 //   // error nothing is stored.
 //   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
 //   // q: [t_q, n_heads, head_dim] f32 with RoPE applied, the queries of the last t_q tokens
-//   // (1 <= t_q <= min(size(), max_tokens)); o: the same layout.
-//   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+//   // (1 <= t_q <= min(size(), max_tokens)); o: the same layout. sinks: n_heads learned sink
+//   // logits (AttentionParams::sinks), or null; checked on each call, as KvCache::attend does.
+//   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+//                 const float* sinks = nullptr);
 //
 //   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
 //   // plan's heads and head_dim, with t_q <= max_tokens and t_kv <= cache_rows; k and v are in
@@ -92,7 +94,8 @@ class CpuBackend {
   uint32_t position() const { return cache_.position(); }
   void reset(uint32_t start_position = 0) { cache_.reset(start_position); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
 
@@ -164,11 +167,14 @@ class GpuContext {
 };
 
 // Per-layer GPU state: K/V [n_kv_heads, cache_rows, head_dim], Q and O [max_tokens, n_heads,
-// head_dim], split-KV partials (at most 16 MiB), a staging buffer unless memory is host-mapped,
-// the pipelines specialized for the plan's head_dim and the device's limits, one command buffer
-// and one fence, and on the host the RoPE table K is rotated with. K/V live on the
-// device as f32, or as f16 / bf16 where the device has 16-bit storage (bf16 stays bf16: the
-// shader widens it by a shift); without 16-bit storage they are widened to f32 on upload.
+// head_dim], split-KV partials (at most 16 MiB), n_heads sink logits, a call's parameters, a
+// staging buffer unless memory is host-mapped, the pipelines specialized for the plan's head_dim
+// and the device's limits, a command buffer recorded per call (staged memory) and, where memory
+// is host-mapped, one recorded once at create that every call resubmits (the call's values and
+// dispatch sizes are read from mapped buffers), one fence, and on the host the RoPE table K is
+// rotated with. K/V live on the device as f32, or as f16 / bf16 where the device has 16-bit
+// storage (bf16 stays bf16: the shader widens it by a shift); without 16-bit storage they are
+// widened to f32 on upload.
 class GpuBackend {
  public:
   GpuBackend() = default;
@@ -190,7 +196,8 @@ class GpuBackend {
   uint32_t position() const;
   void reset(uint32_t start_position = 0);
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
 
@@ -219,9 +226,10 @@ class Backend {
     return gpu_ ? gpu_->append(k, k_token_stride, v, v_token_stride, n)
                 : cpu_->append(k, k_token_stride, v, v_token_stride, n);
   }
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
-    return gpu_ ? gpu_->attend(q, q_token_stride, o, o_token_stride, t_q)
-                : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                const float* sinks = nullptr) {
+    return gpu_ ? gpu_->attend(q, q_token_stride, o, o_token_stride, t_q, sinks)
+                : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q, sinks);
   }
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params) {

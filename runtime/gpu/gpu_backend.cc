@@ -1,9 +1,9 @@
 // GpuBackend: one layer's K/V, Q and O on a Vulkan device and the attention pipeline for its
-// plan. create() allocates and builds everything (buffers, pipelines, the command buffer: the
+// plan. create() allocates and builds everything (buffers, pipelines, the command buffers: the
 // steps in gpu_backend_impl.hpp); append() writes rows to the device cache (gpu_kv_upload.cc);
-// attend() records copies, the dispatches and the read-back into one reused command buffer,
-// submits it and waits on one fence (gpu_dispatch.cc). This file checks the arguments and ties
-// the steps together.
+// attend() writes the call's values and resubmits the command buffer recorded at create (mapped
+// memory), or records copies, the dispatches and the read-back (staged), and waits on one fence
+// (gpu_dispatch.cc). This file checks the arguments and ties the steps together.
 #include <cmath>
 #include <new>
 
@@ -151,7 +151,8 @@ Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v,
   return Status();
 }
 
-Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
   Impl& x = *impl_;
   const Config& c = x.plan.config;
@@ -171,7 +172,15 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
                          "gpu backend: token strides %zu (q), %zu (o) are below n_heads · head_dim = %u",
                          q_token_stride, o_token_stride, x.q_width);
   }
-  gpu::PushConstants pc{};
+  if (sinks != nullptr) {  // KvCache::attend's check and message
+    for (uint32_t h = 0; h < c.n_heads; ++h) {
+      if (!std::isfinite(sinks[h])) {
+        return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
+                             static_cast<double>(sinks[h]));
+      }
+    }
+  }
+  gpu::CallParams pc{};
   pc.t_q = t_q;
   pc.t_kv = x.size < x.plan.cache_rows ? x.size : x.plan.cache_rows;
   pc.n_heads = c.n_heads;
@@ -183,17 +192,12 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
   pc.softcap = c.softcap;
   pc.causal = c.causal ? 1u : 0u;
   pc.window = c.window;
-  return x.run(q, q_token_stride, o, o_token_stride, pc);
+  return x.run(q, q_token_stride, o, o_token_stride, sinks, pc);
 }
 
 Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                 const AttentionShape& shape, const AttentionParams& params) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
-  if (params.sinks != nullptr) {
-    return Status::error(
-        Code::kUnsupported,
-        "gpu backend: sink logits (AttentionParams::sinks) are not supported; the CPU backend runs them");
-  }
   Impl& x = *impl_;
   const Config& c = x.plan.config;
   if (shape.n_heads != c.n_heads || shape.n_kv_heads != x.n_kv || shape.head_dim != x.head_dim) {
@@ -223,7 +227,7 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   x.pending_n = 0;
   Status s = x.write_rows(k, v, a.kv_row_stride, kv_dtype, shape.t_kv, 0, false);
   if (!s.ok()) return s;
-  gpu::PushConstants pc{};
+  gpu::CallParams pc{};
   pc.t_q = shape.t_q;
   pc.t_kv = shape.t_kv;
   pc.n_heads = shape.n_heads;
@@ -233,7 +237,7 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   pc.softcap = params.softcap;
   pc.causal = params.causal ? 1u : 0u;
   pc.window = params.window;
-  s = x.run(q, x.q_width, o, x.q_width, pc);
+  s = x.run(q, x.q_width, o, x.q_width, params.sinks, pc);
   x.pending_n = 0;
   return s;
 }

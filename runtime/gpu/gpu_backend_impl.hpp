@@ -3,13 +3,17 @@
 //   gpu_buffers.cc    the device buffers and the staging layout, split-KV partials
 //   gpu_pipelines.cc  descriptor set layouts, descriptor sets, the two compute pipelines
 //   gpu_kv_upload.cc  rows converted on the host into mapped or staged memory, staged copies
-//   gpu_dispatch.cc   the command buffer: recording an attention call, submitting, waiting
+//   gpu_dispatch.cc   the command buffers: the one recorded at create (mapped memory), recording a
+//                     call (staged memory), submitting, waiting
 // Internal to runtime/gpu.
 //
 // Device buffers:
 //   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype (row = position mod cache_rows)
 //   Q, O     [max_tokens, n_heads, head_dim] f32
 //   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
+//   sinks    [n_heads] f32, a call's sink logits  } mapped: written by the host before the
+//   params   CallParams, the call's values        } submit; staged: updated in the command buffer
+//   indirect (mapped only) two VkDispatchIndirectCommand: attention, merge (0 groups: no split)
 //   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O],
 //            stage_tokens = min(cache_rows, max(max_tokens, 1024))
 #pragma once
@@ -25,8 +29,8 @@
 namespace headway {
 namespace gpu {
 
-// Mirrors the shader's push-constant block (shaders/attention.comp).
-struct PushConstants {
+// Mirrors the shaders' uniform block of a call's values (std140: 4-byte scalars, no padding).
+struct CallParams {
   uint32_t t_q;
   uint32_t t_kv;
   uint32_t n_heads;
@@ -34,7 +38,6 @@ struct PushConstants {
   uint32_t kv_head_stride;
   uint32_t kv_first_row;
   uint32_t kv_ring_rows;
-  uint32_t row_tile_base;
   float scale;
   float softcap;
   uint32_t causal;
@@ -42,15 +45,13 @@ struct PushConstants {
   uint32_t kv_chunk;
   uint32_t n_splits;
   uint32_t kv_split_lo;
+  uint32_t has_sinks;
 };
-static_assert(sizeof(PushConstants) == 60, "push constants must match the shader's block");
+static_assert(sizeof(CallParams) == 60, "CallParams must match the shaders' block");
 
-// Mirrors shaders/attention_merge.comp's block.
-struct MergeConstants {
-  uint32_t t_q;
-  uint32_t n_heads;
-  uint32_t group;
-  uint32_t n_splits;
+// attention.comp's push constants: fixed per recorded dispatch.
+struct DispatchConstants {
+  uint32_t row_tile_base;
 };
 
 }  // namespace gpu
@@ -67,7 +68,7 @@ struct GpuBackend::Impl {
   uint32_t q_width = 0;
   VkDeviceSize row_bytes = 0;  // one K or V row in storage
 
-  gpu::Buffer k, v, q, o, staging, partials;
+  gpu::Buffer k, v, q, o, staging, partials, sinks, params, indirect;
   uint32_t max_splits = 0;  // what `partials` holds; < 2: calls never split
   VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0;
   uint32_t stage_tokens = 0;
@@ -82,7 +83,8 @@ struct GpuBackend::Impl {
   VkPipelineLayout merge_layout = VK_NULL_HANDLE;
   VkPipeline merge_pipeline = VK_NULL_HANDLE;
   VkCommandPool command_pool = VK_NULL_HANDLE;
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;       // recorded per call (staged memory, very long calls)
+  VkCommandBuffer recorded = VK_NULL_HANDLE;  // mapped memory: recorded once at create, resubmitted
   VkFence fence = VK_NULL_HANDLE;
   VkBufferCopy* k_regions = nullptr;  // 2 · n_kv_heads each: a ring run may wrap once
   VkBufferCopy* v_regions = nullptr;
@@ -129,10 +131,13 @@ struct GpuBackend::Impl {
   // gpu_dispatch.cc
   Status create_commands();
   void destroy_commands();
-  Status begin();
-  Status submit_and_wait();
-  Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const gpu::PushConstants& pc);
-  void record_attention(const gpu::PushConstants& pc);
+  Status begin(VkCommandBuffer c, VkCommandBufferUsageFlags flags);
+  Status record_resubmitted();
+  Status submit_and_wait(VkCommandBuffer c);
+  // sinks_in: n_heads sink logits, or null.
+  Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
+             gpu::CallParams cp);
+  Status record_call(const gpu::CallParams& cp, const float* sinks_in, uint32_t tiles, uint32_t n_splits);
 };
 
 }  // namespace headway

@@ -1,6 +1,6 @@
 // GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V, Q and
-// O, the staging buffer and its copy regions where memory is not host-mapped, and the split-KV
-// partials.
+// O, the sink logits and the call's values (and the indirect dispatch sizes where mapped), the
+// staging buffer and its copy regions where memory is not host-mapped, and the split-KV partials.
 #include <new>
 
 #include "runtime/gpu/gpu_backend_impl.hpp"
@@ -26,7 +26,14 @@ Status GpuBackend::Impl::create_buffers() {
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(qo_bytes, in, use, "Q", &q));
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(
       qo_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, use, "O", &o));
-  if (mapped) return Status();
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(VkDeviceSize{p.config.n_heads} * sizeof(float), in, use, "sinks", &sinks));
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(align64(sizeof(gpu::CallParams)),
+                                             VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, use,
+                                             "call parameters", &params));
+  if (mapped) {
+    return ctx->create_buffer(2 * sizeof(VkDispatchIndirectCommand), VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                              gpu::MemoryUse::kDeviceMapped, "indirect dispatch sizes", &indirect);
+  }
   // Rows staged before a copy: at least kStageTokens (a dense call's keys, a long append would
   // otherwise flush every max_tokens rows), at most the ring (a staged run must not overlap itself).
   stage_tokens = p.max_tokens > kStageTokens ? p.max_tokens : kStageTokens;
@@ -72,6 +79,9 @@ void GpuBackend::Impl::destroy_buffers() {
   ctx->destroy_buffer(&o);
   ctx->destroy_buffer(&staging);
   ctx->destroy_buffer(&partials);
+  ctx->destroy_buffer(&sinks);
+  ctx->destroy_buffer(&params);
+  ctx->destroy_buffer(&indirect);
   delete[] k_regions;
   delete[] v_regions;
   k_regions = v_regions = nullptr;

@@ -1,15 +1,26 @@
-// One attention call on the device: Q written to mapped or staged memory; the staged K/V and Q
-// copies, the attention dispatches (and the split-KV merge), and O's read-back recorded into one
-// reused command buffer; submitted, waited on with one fence; O copied to the caller.
+// One attention call on the device. Q (and the sink logits, and the call's values) are written to
+// mapped or staged memory; then
+//   mapped  the dispatch sizes go to the indirect buffer and the command buffer recorded once at
+//           create is resubmitted: a decode step records nothing (what is left on the host is the
+//           driver's submission). Only a call with more row tiles than one dispatch takes
+//           (maxComputeWorkGroupCount[0]) is recorded, as the staged path does.
+//   staged  the K/V and Q copies, the updates of the sinks and the call's values, the dispatches
+//           (and the split-KV merge) and O's read-back are recorded per call into one reused
+//           command buffer: the copies differ per call, and a discrete GPU's recording is cheap.
+// Either is submitted and waited on with one fence; O is copied to the caller.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
 #include "runtime/gpu/gpu_backend_impl.hpp"
+#include "runtime/gpu/gpu_recording.hpp"
 #include "runtime/gpu/vk_status.hpp"
 
 namespace headway {
 namespace {
+
+std::atomic<uint64_t> g_recorded{0};
 
 void barrier(VkCommandBuffer cmd, VkPipelineStageFlags from, VkAccessFlags from_access, VkPipelineStageFlags to,
              VkAccessFlags to_access) {
@@ -20,7 +31,15 @@ void barrier(VkCommandBuffer cmd, VkPipelineStageFlags from, VkAccessFlags from_
   vkCmdPipelineBarrier(cmd, from, to, 0, 1, &m, 0, nullptr, 0, nullptr);
 }
 
+// Attention's writes (O or the partials) before the merge reads them.
+void compute_barrier(VkCommandBuffer cmd) {
+  barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT);
+}
+
 }  // namespace
+
+uint64_t gpu::recorded_command_buffers() { return g_recorded.load(std::memory_order_relaxed); }
 
 Status GpuBackend::Impl::create_commands() {
   VkCommandPoolCreateInfo cp{};
@@ -37,7 +56,9 @@ Status GpuBackend::Impl::create_commands() {
   VkFenceCreateInfo fi{};
   fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   HEADWAY_VK(vkCreateFence(device(), &fi, nullptr, &fence), "vkCreateFence");
-  return Status();
+  if (!mapped) return Status();
+  HEADWAY_VK(vkAllocateCommandBuffers(device(), &ca, &recorded), "vkAllocateCommandBuffers");
+  return record_resubmitted();
 }
 
 void GpuBackend::Impl::destroy_commands() {
@@ -46,22 +67,43 @@ void GpuBackend::Impl::destroy_commands() {
   if (command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(d, command_pool, nullptr);
   fence = VK_NULL_HANDLE;
   command_pool = VK_NULL_HANDLE;
+  cmd = recorded = VK_NULL_HANDLE;
 }
 
-Status GpuBackend::Impl::begin() {
+Status GpuBackend::Impl::begin(VkCommandBuffer c, VkCommandBufferUsageFlags flags) {
+  g_recorded.fetch_add(1, std::memory_order_relaxed);
   VkCommandBufferBeginInfo b{};
   b.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  b.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  HEADWAY_VK(vkBeginCommandBuffer(cmd, &b), "vkBeginCommandBuffer");
+  b.flags = flags;
+  HEADWAY_VK(vkBeginCommandBuffer(c, &b), "vkBeginCommandBuffer");
   return Status();
 }
 
-Status GpuBackend::Impl::submit_and_wait() {
-  HEADWAY_VK(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+// The mapped path's one recording: attention over the indirect buffer's first (tiles, kv heads,
+// splits), the merge over its second ((rows, kv heads, 1), or 0 groups where the call does not
+// split), O made visible to the host. Everything else a call changes is in `params`.
+Status GpuBackend::Impl::record_resubmitted() {
+  HEADWAY_RETURN_IF_ERROR(begin(recorded, 0));
+  vkCmdBindPipeline(recorded, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  vkCmdBindDescriptorSets(recorded, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+  const gpu::DispatchConstants dc{0};
+  vkCmdPushConstants(recorded, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dc), &dc);
+  vkCmdDispatchIndirect(recorded, indirect.buffer, 0);
+  compute_barrier(recorded);
+  vkCmdBindPipeline(recorded, VK_PIPELINE_BIND_POINT_COMPUTE, merge_pipeline);
+  vkCmdBindDescriptorSets(recorded, VK_PIPELINE_BIND_POINT_COMPUTE, merge_layout, 0, 1, &merge_set, 0, nullptr);
+  vkCmdDispatchIndirect(recorded, indirect.buffer, sizeof(VkDispatchIndirectCommand));
+  barrier(recorded, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_HOST_READ_BIT);
+  HEADWAY_VK(vkEndCommandBuffer(recorded), "vkEndCommandBuffer");
+  return Status();
+}
+
+Status GpuBackend::Impl::submit_and_wait(VkCommandBuffer c) {
   VkSubmitInfo si{};
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &cmd;
+  si.pCommandBuffers = &c;
   {
     std::lock_guard<std::mutex> lock(ctx->queue_mutex);
     HEADWAY_VK(vkQueueSubmit(ctx->queue, 1, &si, fence), "vkQueueSubmit");
@@ -71,59 +113,40 @@ Status GpuBackend::Impl::submit_and_wait() {
   return Status();
 }
 
-// The attention dispatches over (row tiles, kv heads, splits), in runs of at most
-// maxComputeWorkGroupCount[0] tiles, then the merge of the splits' partials where it split.
-void GpuBackend::Impl::record_attention(const gpu::PushConstants& pc_in) {
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
-  const uint32_t rows_total = pc_in.t_q * pc_in.group;
-  const uint32_t tiles = (rows_total + tiling.rows - 1) / tiling.rows;
-  const uint32_t max_x = ctx->max_workgroup_count_x ? ctx->max_workgroup_count_x : 65535;
-  // The keys the call's rows see altogether: the first query's lowest, the last one's highest.
-  const int64_t shift = int64_t{pc_in.t_kv} - pc_in.t_q;
-  const int64_t key_lo = pc_in.window ? std::max<int64_t>(0, shift - pc_in.window + 1) : 0;
-  const int64_t key_hi = pc_in.causal ? std::min<int64_t>(pc_in.t_kv - 1, pc_in.t_q - 1 + shift) : pc_in.t_kv - 1;
-  const gpu::Split split =
-      gpu::choose_split(key_lo, key_hi, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);
-  for (uint32_t base = 0; base < tiles; base += max_x) {
-    gpu::PushConstants pc = pc_in;
-    pc.row_tile_base = base;
-    pc.n_splits = split.n_splits;
-    pc.kv_chunk = split.chunk;
-    pc.kv_split_lo = split.key_lo;
-    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
-    vkCmdDispatch(cmd, tiles - base < max_x ? tiles - base : max_x, n_kv, split.n_splits);
-  }
-  if (split.n_splits > 1) {  // tiles ≤ kSplitMaxRows here: one dispatch above
-    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, merge_pipeline);
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, merge_layout, 0, 1, &merge_set, 0, nullptr);
-    const gpu::MergeConstants mc{pc_in.t_q, pc_in.n_heads, pc_in.group, split.n_splits};
-    vkCmdPushConstants(cmd, merge_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(mc), &mc);
-    vkCmdDispatch(cmd, rows_total, n_kv, 1);
-  }
-}
-
-Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride,
-                             const gpu::PushConstants& pc) {
-  const size_t row = size_t{q_width} * sizeof(float);
-  uint8_t* q_dst = mapped ? q.mapped : staging.mapped + stage_q;
-  for (uint32_t t = 0; t < pc.t_q; ++t) std::memcpy(q_dst + t * row, q_in + t * q_stride, row);
-
-  HEADWAY_RETURN_IF_ERROR(begin());
+// One call recorded into `cmd`: the staged copies and updates, the attention dispatches over
+// (row tiles, kv heads, splits) in runs of at most maxComputeWorkGroupCount[0] tiles, the merge
+// where it splits (tiles ≤ kSplitMaxRows then: one run), O's read-back.
+Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sinks_in, uint32_t tiles,
+                                     uint32_t n_splits) {
+  HEADWAY_RETURN_IF_ERROR(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+  const VkDeviceSize row = VkDeviceSize{q_width} * sizeof(float);
   if (!mapped) {
     record_pending_copies();
-    VkBufferCopy qc{stage_q, 0, VkDeviceSize{pc.t_q} * row};
+    if (sinks_in != nullptr) vkCmdUpdateBuffer(cmd, sinks.buffer, 0, VkDeviceSize{cp.n_heads} * 4, sinks_in);
+    vkCmdUpdateBuffer(cmd, params.buffer, 0, sizeof(cp), &cp);
+    VkBufferCopy qc{stage_q, 0, cp.t_q * row};
     vkCmdCopyBuffer(cmd, staging.buffer, q.buffer, 1, &qc);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT);
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_UNIFORM_READ_BIT);
   }
-  record_attention(pc);
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+  const uint32_t max_x = ctx->max_workgroup_count_x ? ctx->max_workgroup_count_x : 65535;
+  for (uint32_t base = 0; base < tiles; base += max_x) {
+    const gpu::DispatchConstants dc{base};
+    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dc), &dc);
+    vkCmdDispatch(cmd, tiles - base < max_x ? tiles - base : max_x, n_kv, n_splits);
+  }
+  if (n_splits > 1) {
+    compute_barrier(cmd);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, merge_pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, merge_layout, 0, 1, &merge_set, 0, nullptr);
+    vkCmdDispatch(cmd, cp.t_q * cp.group, n_kv, 1);
+  }
   if (!mapped) {
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
-    VkBufferCopy oc{0, stage_o, VkDeviceSize{pc.t_q} * row};
+    VkBufferCopy oc{0, stage_o, cp.t_q * row};
     vkCmdCopyBuffer(cmd, o.buffer, staging.buffer, 1, &oc);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
@@ -131,10 +154,47 @@ Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, s
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
   }
-  HEADWAY_RETURN_IF_ERROR(submit_and_wait());
+  HEADWAY_VK(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  return Status();
+}
+
+Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
+                             gpu::CallParams cp) {
+  const size_t row = size_t{q_width} * sizeof(float);
+  uint8_t* q_dst = mapped ? q.mapped : staging.mapped + stage_q;
+  for (uint32_t t = 0; t < cp.t_q; ++t) std::memcpy(q_dst + t * row, q_in + t * q_stride, row);
+
+  // The keys the call's rows see altogether: the first query's lowest, the last one's highest.
+  const uint32_t rows_total = cp.t_q * cp.group;
+  const uint32_t tiles = (rows_total + tiling.rows - 1) / tiling.rows;
+  const int64_t shift = int64_t{cp.t_kv} - cp.t_q;
+  const int64_t key_lo = cp.window ? std::max<int64_t>(0, shift - cp.window + 1) : 0;
+  const int64_t key_hi = cp.causal ? std::min<int64_t>(cp.t_kv - 1, cp.t_q - 1 + shift) : cp.t_kv - 1;
+  const gpu::Split split =
+      gpu::choose_split(key_lo, key_hi, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);
+  cp.n_splits = split.n_splits;
+  cp.kv_chunk = split.chunk;
+  cp.kv_split_lo = split.key_lo;
+  cp.has_sinks = sinks_in != nullptr ? 1u : 0u;
+
+  const uint32_t max_x = ctx->max_workgroup_count_x ? ctx->max_workgroup_count_x : 65535;
+  VkCommandBuffer submitted = recorded;
+  if (mapped) {
+    if (sinks_in != nullptr) std::memcpy(sinks.mapped, sinks_in, size_t{cp.n_heads} * sizeof(float));
+    std::memcpy(params.mapped, &cp, sizeof(cp));
+    const VkDispatchIndirectCommand sizes[2] = {
+        {tiles, n_kv, split.n_splits},
+        split.n_splits > 1 ? VkDispatchIndirectCommand{rows_total, n_kv, 1} : VkDispatchIndirectCommand{0, 0, 0}};
+    std::memcpy(indirect.mapped, sizes, sizeof(sizes));
+  }
+  if (!mapped || tiles > max_x) {
+    HEADWAY_RETURN_IF_ERROR(record_call(cp, sinks_in, tiles, split.n_splits));
+    submitted = cmd;
+  }
+  HEADWAY_RETURN_IF_ERROR(submit_and_wait(submitted));
 
   const uint8_t* o_src = mapped ? o.mapped : staging.mapped + stage_o;
-  for (uint32_t t = 0; t < pc.t_q; ++t) std::memcpy(o_out + t * o_stride, o_src + t * row, row);
+  for (uint32_t t = 0; t < cp.t_q; ++t) std::memcpy(o_out + t * o_stride, o_src + t * row, row);
   return Status();
 }
 

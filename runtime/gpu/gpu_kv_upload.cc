@@ -7,6 +7,7 @@
 
 #include "headway/dtype_convert.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
+#include "runtime/gpu/vk_status.hpp"
 #include "runtime/rope.hpp"
 
 namespace headway {
@@ -104,9 +105,10 @@ void GpuBackend::Impl::record_pending_copies() {
 // The staged rows copied now, in their own submission (the staging buffer is full).
 Status GpuBackend::Impl::flush() {
   if (mapped || pending_n == 0) return Status();
-  HEADWAY_RETURN_IF_ERROR(begin());
+  HEADWAY_RETURN_IF_ERROR(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
   record_pending_copies();
-  return submit_and_wait();
+  HEADWAY_VK(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  return submit_and_wait(cmd);
 }
 
 }  // namespace headway

@@ -6,26 +6,30 @@
 
 namespace headway {
 
-// Attention binds Q, K, V, O, partials (0..4); the merge binds partials, O (0, 1). Both push
-// their constant block.
+// Attention binds Q, K, V, O, partials, sinks (storage, 0..5) and the call's values (uniform, 6)
+// and pushes its row_tile_base; the merge binds partials, O (storage, 0, 1) and the call's values
+// (uniform, 2).
 Status GpuBackend::Impl::create_layouts() {
-  VkDescriptorSetLayoutBinding bindings[5]{};
-  for (uint32_t i = 0; i < 5; ++i) {
+  VkDescriptorSetLayoutBinding bindings[7]{};
+  for (uint32_t i = 0; i < 7; ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorType = i < 6 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
   VkDescriptorSetLayoutCreateInfo sl{};
   sl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  sl.bindingCount = 5;
+  sl.bindingCount = 7;
   sl.pBindings = bindings;
   HEADWAY_VK(vkCreateDescriptorSetLayout(device(), &sl, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
-  sl.bindingCount = 2;  // the merge: partials, O
+  VkDescriptorSetLayoutBinding merge_bindings[3] = {bindings[0], bindings[1], bindings[6]};
+  merge_bindings[2].binding = 2;
+  sl.bindingCount = 3;
+  sl.pBindings = merge_bindings;
   HEADWAY_VK(vkCreateDescriptorSetLayout(device(), &sl, nullptr, &merge_set_layout), "vkCreateDescriptorSetLayout");
   VkPushConstantRange range{};
   range.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  range.size = sizeof(gpu::PushConstants);
+  range.size = sizeof(gpu::DispatchConstants);
   VkPipelineLayoutCreateInfo pl{};
   pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
   pl.setLayoutCount = 1;
@@ -33,24 +37,25 @@ Status GpuBackend::Impl::create_layouts() {
   pl.pushConstantRangeCount = 1;
   pl.pPushConstantRanges = &range;
   HEADWAY_VK(vkCreatePipelineLayout(device(), &pl, nullptr, &layout), "vkCreatePipelineLayout");
-  VkPushConstantRange merge_range = range;
-  merge_range.size = sizeof(gpu::MergeConstants);
   pl.pSetLayouts = &merge_set_layout;
-  pl.pPushConstantRanges = &merge_range;
+  pl.pushConstantRangeCount = 0;
+  pl.pPushConstantRanges = nullptr;
   HEADWAY_VK(vkCreatePipelineLayout(device(), &pl, nullptr, &merge_layout), "vkCreatePipelineLayout");
   return Status();
 }
 
 // The buffers are made once, so the sets are written once and never change.
 Status GpuBackend::Impl::create_descriptor_sets() {
-  VkDescriptorPoolSize ps{};
-  ps.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps.descriptorCount = 7;
+  VkDescriptorPoolSize ps[2]{};
+  ps[0].type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  ps[0].descriptorCount = 8;
+  ps[1].type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+  ps[1].descriptorCount = 2;
   VkDescriptorPoolCreateInfo dp{};
   dp.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
   dp.maxSets = 2;
-  dp.poolSizeCount = 1;
-  dp.pPoolSizes = &ps;
+  dp.poolSizeCount = 2;
+  dp.pPoolSizes = ps;
   HEADWAY_VK(vkCreateDescriptorPool(device(), &dp, nullptr, &descriptor_pool), "vkCreateDescriptorPool");
   VkDescriptorSetAllocateInfo da{};
   da.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
@@ -60,21 +65,23 @@ Status GpuBackend::Impl::create_descriptor_sets() {
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &set), "vkAllocateDescriptorSets");
   da.pSetLayouts = &merge_set_layout;
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &merge_set), "vkAllocateDescriptorSets");
-  // Attention: Q, K, V, O, partials at bindings 0..4; the merge: partials, O at 0, 1.
-  const gpu::Buffer* bufs[7] = {&q, &k, &v, &o, &partials, &partials, &o};
-  VkDescriptorBufferInfo bi[7]{};
-  VkWriteDescriptorSet writes[7]{};
-  for (uint32_t i = 0; i < 7; ++i) {
+  // Attention: Q, K, V, O, partials, sinks, params at bindings 0..6; the merge: partials, O,
+  // params at 0..2.
+  const gpu::Buffer* bufs[10] = {&q, &k, &v, &o, &partials, &sinks, &params, &partials, &o, &params};
+  VkDescriptorBufferInfo bi[10]{};
+  VkWriteDescriptorSet writes[10]{};
+  for (uint32_t i = 0; i < 10; ++i) {
+    const bool uniform = i == 6 || i == 9;
     bi[i].buffer = bufs[i]->buffer;
     bi[i].range = VK_WHOLE_SIZE;
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = i < 5 ? set : merge_set;
-    writes[i].dstBinding = i < 5 ? i : i - 5;
+    writes[i].dstSet = i < 7 ? set : merge_set;
+    writes[i].dstBinding = i < 7 ? i : i - 7;
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].descriptorType = uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &bi[i];
   }
-  vkUpdateDescriptorSets(device(), 7, writes, 0, nullptr);
+  vkUpdateDescriptorSets(device(), 10, writes, 0, nullptr);
   return Status();
 }
 

@@ -6,7 +6,7 @@
 // Inputs are unit-normal with fixed seeds; K/V reach the reference rounded to their storage
 // dtype, so the tolerances cover f32 accumulation order and exp:
 //   max |gpu − reference| <= 1e-4 (f32 K/V), 2e-3 (f16), 3e-2 (bf16).
-// Rows that see no key must be exact zeros.
+// Rows that see no key must be exact zeros (with sink logits too: the sink takes all the weight).
 //
 // The test contexts split K/V from 32 keys on (GpuOptions::split_kv_min_keys, default 256), so
 // the split-KV path and its merge run in the cases with few query rows and many keys.
@@ -26,6 +26,7 @@
 
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
+#include "runtime/gpu/gpu_recording.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/gpu/new_counter.hpp"
@@ -101,6 +102,7 @@ struct Case {
   float softcap = 0.0f;
   float scale = 0.0f;
   uint64_t seed = 1;
+  const float* sinks = nullptr;  // n_heads sink logits, or none
 };
 
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
@@ -171,6 +173,7 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   p.window = c.window;
   p.softcap = c.softcap;
   p.scale = c.scale;
+  p.sinks = c.sinks;
   std::vector<float> o(nq, 12345.0f);
   const Status st = gpu.attend_dense(q.data(), k, v, dt, o.data(), s, p);
   REQUIRE_MESSAGE(st.ok(), st.message());
@@ -185,6 +188,7 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   r.softcap = c.softcap;
   r.causal = c.causal;
   r.window = c.window;
+  if (c.sinks != nullptr) r.sinks.assign(c.sinks, c.sinks + n_heads);
   const std::vector<double> ref = ht::reference_attention(r, q.data(), kref.data(), vref.data());
   double worst = 0.0;
   size_t worst_at = 0;
@@ -321,7 +325,10 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     INFO(t.name);
     DenseBackend b;
     make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv);
-    const Case c{t.t_q, t.t_kv, t.causal, t.window, t.softcap, t.scale, t.seed};
+    std::vector<float> sinks(t.n_heads);
+    for (uint32_t h = 0; h < t.n_heads; ++h) sinks[h] = ht::case_sink(t, h);
+    const Case c{t.t_q,     t.t_kv,  t.causal, t.window,
+                 t.softcap, t.scale, t.seed,   ht::case_has_sinks(t) ? sinks.data() : nullptr};
     check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }
   MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
@@ -373,12 +380,55 @@ TEST_CASE("gpu dense attention without 16-bit storage and through a staging buff
   MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
 }
 
+// Learned sink logits against the reference, mapped and through the staging buffer (where the
+// sinks reach the device by an update in the command buffer). With split_kv_min_keys 32 the
+// decode cases split, only split 0 starting from the sink; the d256 case's key tile (8 keys on
+// lavapipe) gives chunks of 48 keys, so its rows past 48 see no key of chunk 0.
+TEST_CASE("gpu sink logits match the reference: split-KV decode, fully masked rows, GQA, f16") {
+  struct SinkCase {
+    uint32_t n_heads, n_kv_heads, head_dim;
+    DType dt;
+    Case c;
+    float sink_base;  // sink of head h: sink_base + 0.75 · ((5h + 2) mod 9)
+  };
+  const SinkCase cases[] = {
+      {8, 2, 64, DType::kF16, {1, 1100, true, 0, 0.0f}, -2.0f},         // split-KV decode, GQA 4
+      {4, 1, 128, DType::kBF16, {1, 900, true, 300, 0.0f}, -1.0f},      // split over a window, MQA
+      {4, 1, 64, DType::kF32, {1, 500, true, 0, 0.0f}, 12.0f},          // the sink takes most weight
+      {1, 1, 256, DType::kF32, {64, 300, false, 129, 0.0f}, -2.0f},     // chunk 0 unseen by rows >= 48
+      {4, 2, 64, DType::kF32, {20, 7, true, 0, 0.0f}, -2.0f},           // rows 0..12 see no key
+      {6, 2, 80, DType::kF16, {9, 4, true, 2, 0.0f}, -3.0f},            // masked rows, window, generic d
+      {14, 2, 64, DType::kF16, {17, 65, true, 0, 20.0f}, -2.0f},        // GQA 7, softcap
+      {4, 4, 128, DType::kF16, {40, 40, true, 0, 0.0f, 0.3f}, -40.0f},  // sinks far below every logit
+  };
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (f32 storage, staging): " << fallback);
+    uint64_t seed = 300;
+    for (const SinkCase& sc : cases) {
+      std::vector<float> sinks(sc.n_heads);
+      for (uint32_t h = 0; h < sc.n_heads; ++h) sinks[h] = sc.sink_base + 0.75f * static_cast<float>((5 * h + 2) % 9);
+      DenseBackend b;
+      make_dense(&b, ctx, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, sc.c.t_q, sc.c.t_kv);
+      Case c = sc.c;
+      c.seed = seed++;
+      c.sinks = sinks.data();
+      check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
+      c.sinks = nullptr;  // the same backend without sinks afterwards: nothing of them stays
+      check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
+    }
+  }
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+}
+
 namespace {
 
 // The KvCache use: the same config on the CPU and the GPU, prefill in chunks, then decode; the
 // outputs must agree within the dtype's tolerance at every step.
 void check_cache_against_cpu(GpuContext* ctx, const headway::Config& config, uint32_t max_tokens,
-                             uint32_t prefill_chunk, uint32_t prefill, uint32_t decode, uint32_t attend_every = 1) {
+                             uint32_t prefill_chunk, uint32_t prefill, uint32_t decode, uint32_t attend_every = 1,
+                             const float* sinks = nullptr) {
   headway::PlanOptions po;
   po.max_tokens = max_tokens;
   po.weights_in_arena = false;
@@ -421,9 +471,9 @@ void check_cache_against_cpu(GpuContext* ctx, const headway::Config& config, uin
     REQUIRE(gpu.size() == cpu.size());
     pos += n;
     if ((step + 1) % attend_every != 0 && pos < prefill) continue;  // staged rows pile up
-    st = cpu.attend(q.data(), q_width, o_cpu.data(), q_width, n);
+    st = cpu.attend(q.data(), q_width, o_cpu.data(), q_width, n, sinks);
     REQUIRE_MESSAGE(st.ok(), st.message());
-    st = gpu.attend(q.data(), q_width, o_gpu.data(), q_width, n);
+    st = gpu.attend(q.data(), q_width, o_gpu.data(), q_width, n, sinks);
     REQUIRE_MESSAGE(st.ok(), st.message());
     for (size_t i = 0; i < size_t{n} * q_width; ++i) {
       const double err = std::fabs(static_cast<double>(o_gpu[i]) - o_cpu[i]);
@@ -469,6 +519,19 @@ TEST_CASE("gpu cache use (append, attend) matches the CPU backend: RoPE, GQA, wi
   }
 }
 
+TEST_CASE("gpu cache use with sink logits matches the CPU backend: prefill, split-KV decode, window ring") {
+  const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (f32 storage, staging): " << fallback);
+    // 1100 positions, then decode: 2 kv heads of 4 query rows each split their keys.
+    check_cache_against_cpu(ctx, cache_config(DType::kF16, 0, 1200), 100, 100, 1100, 4, 1, sinks);
+    // Window 24 over 120 positions: the ring wraps; chunked prefill rows see part of the window.
+    check_cache_against_cpu(ctx, cache_config(DType::kBF16, 24, 200), 8, 8, 60, 60, 1, sinks);
+  }
+}
+
 TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   GpuContext* ctx = context(false);
   if (ctx == nullptr) return;
@@ -504,17 +567,24 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   bad.softcap = -1.0f;
   CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, bad).code() ==
         Code::kInvalidArgument);
-  const float sinks[2] = {0.5f, -1.0f};
+  float sinks[2] = {0.5f, -1.0f};
   AttentionParams with_sinks;
   with_sinks.sinks = sinks;
+  CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, with_sinks).ok());
+  sinks[1] = NAN;  // attend()'s check and message
   st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, with_sinks);
-  CHECK(st.code() == Code::kUnsupported);
-  CHECK(std::string(st.message()).find("sink logits") != std::string::npos);
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()) == "attention: sinks[1] = nan is not finite");
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 1).code() == Code::kInvalidArgument);  // empty cache
   REQUIRE(gpu.append(kv.data(), 8, kv.data(), 8, 8).ok());
   CHECK(gpu.append(kv.data(), 8, kv.data(), 8, 1).code() == Code::kOutOfRange);  // past max_seq 8
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 5).code() == Code::kOutOfRange);  // past max_tokens 4
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 4).ok());
+  st = gpu.attend(q.data(), 16, o.data(), 16, 4, sinks);  // KvCache::attend's check and message
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()) == "attention: sinks[1] = nan is not finite");
+  sinks[1] = -1.0f;
+  CHECK(gpu.attend(q.data(), 16, o.data(), 16, 4, sinks).ok());
 
   // A K/V buffer past maxStorageBufferRange (at most 4 GiB on any device): 32 kv heads × 2^20
   // rows × 128 × 4 bytes = 16 GiB.
@@ -574,6 +644,7 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
     bool ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 8).ok();
     ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, 1).ok();
+    const uint64_t recorded = headway::gpu::recorded_command_buffers();
     ht::NewCount count;
     for (int step = 0; step < 5 && ok; ++step) {  // 8 + 5 · 8 = 48 positions: the 23-row ring wraps
       ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 8).ok();
@@ -582,5 +653,42 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
     const long news = count.stop();
     CHECK(ok);
     CHECK(news == 0);
+    // Mapped memory: every call resubmits the command buffer recorded at create; staged: each
+    // attend records its copies.
+    CHECK(headway::gpu::recorded_command_buffers() - recorded == (fallback ? 5u : 0u));
   }
+}
+
+// Decode on mapped memory (lavapipe, unified-memory devices) records nothing: the call's values
+// reach the shaders through the parameter buffer, the dispatch sizes (split or not, the merge's 0
+// groups when not) through the indirect buffer.
+TEST_CASE("gpu decode steps on mapped memory record no command buffer: split-KV or not, with sinks") {
+  GpuContext* ctx = context(false);
+  if (ctx == nullptr) return;
+  if (!ctx->info().host_mapped) {
+    MESSAGE("skipped: the device has no host-mapped memory (every call is recorded there)");
+    return;
+  }
+  headway::PlanOptions po;
+  po.max_tokens = 64;
+  po.weights_in_arena = false;
+  const headway::Result<Plan> plan = headway::make_plan(cache_config(DType::kF16, 0, 1200), po);
+  REQUIRE(plan.ok());
+  const Plan& p = plan.value();
+  GpuBackend gpu;
+  REQUIRE(gpu.create(ctx, p).ok());
+  std::vector<float> q(size_t{64} * p.q_width, 0.5f), o(q.size()), kv(size_t{64} * p.kv_width, 0.25f);
+  const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
+  const uint64_t recorded = headway::gpu::recorded_command_buffers();
+  bool ok = true;
+  uint32_t steps = 0;
+  for (uint32_t n = 0; n < 1100 && ok; ++steps) {  // prefill in chunks of 64, then decode past 1100
+    const uint32_t chunk = n < 1024 ? 64 : 1;
+    ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, chunk).ok();
+    ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, chunk, steps % 2 ? sinks : nullptr).ok();
+    n += chunk;
+  }
+  CHECK(ok);
+  CHECK(steps == 16 + 76);
+  CHECK(headway::gpu::recorded_command_buffers() == recorded);
 }

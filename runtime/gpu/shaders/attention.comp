@@ -5,10 +5,14 @@
 // Semantics: runtime/gpu's caller contract (include/headway/backend.hpp) = simd/attention.h:
 //   O = softmax(scale · Q Kᵀ + mask) V, bottom-right causal, sliding window, softcap c·tanh(s/c)
 //   before the mask, online softmax over K/V tiles, a row that sees no key gives zeros.
+//   Learned sink logits (has_sinks): query head h's s_h joins every row's softmax with no value,
+//   O = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}): a row starts from (m = s_h, l = 1,
+//   O = 0) in place of (−inf, 0, 0), as the CPU kernels do; a row that sees no key still gives 0.
 //
 // Split-KV (decode with few workgroups): workgroup z takes keys kv_split_lo + [z, z + 1) · kv_chunk
 // and writes its unnormalized O with the running max and sum to `part`; attention_merge.comp
-// then combines the splits in order. n_splits 1 writes O directly.
+// then combines the splits in order. n_splits 1 writes O directly. Only split 0 starts from the
+// sink, so the merge counts it once.
 //
 // Per K/V tile, three phases separated by barriers:
 //   1. scores  S[r][j] = scale · q_r · k_j (softcapped), −inf where masked; threads take (row, key)
@@ -54,8 +58,13 @@ layout(std430, set = 0, binding = 2) readonly buffer VBuf { KV_T v[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer OBuf { float o[]; };
 // Split partials: [n_kv_heads, n_splits, t_q · group, HEAD_DIM + 2]: O unnormalized, max, sum.
 layout(std430, set = 0, binding = 4) writeonly buffer PartBuf { float part[]; };
+// Sink logits [n_heads], read where has_sinks is set.
+layout(std430, set = 0, binding = 5) readonly buffer SinkBuf { float sinks[]; };
 
-layout(push_constant) uniform Params {
+// The call's values, written before each submit (a decode step resubmits one command buffer
+// recorded at create, so nothing that changes per call is recorded in it). The same block as
+// attention_merge.comp's.
+layout(std140, set = 0, binding = 6) uniform CallParams {
   uint t_q;
   uint t_kv;
   uint n_heads;
@@ -63,7 +72,6 @@ layout(push_constant) uniform Params {
   uint kv_head_stride;  // elements
   uint kv_first_row;
   uint kv_ring_rows;    // 0: no ring
-  uint row_tile_base;   // added to gl_WorkGroupID.x (dispatches past maxComputeWorkGroupCount)
   float scale;
   float softcap;        // 0 = off
   uint causal;
@@ -71,7 +79,13 @@ layout(push_constant) uniform Params {
   uint kv_chunk;        // keys per split (n_splits > 1)
   uint n_splits;        // 1: no split
   uint kv_split_lo;     // split z covers keys [kv_split_lo + z · kv_chunk, + kv_chunk)
+  uint has_sinks;       // 1: sinks[] holds the call's sink logits
 } pc;
+
+// Fixed per recorded dispatch.
+layout(push_constant) uniform Dispatch {
+  uint row_tile_base;  // added to gl_WorkGroupID.x (dispatches past maxComputeWorkGroupCount)
+} dispatch;
 
 shared float q_tile[ROWS * HEAD_DIM];
 shared float k_tile[KV_TILE * K_STRIDE];
@@ -115,7 +129,7 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint g = gl_WorkGroupID.y;
   const uint rows_total = pc.t_q * pc.group;
-  const uint row0 = (pc.row_tile_base + gl_WorkGroupID.x) * ROWS;
+  const uint row0 = (dispatch.row_tile_base + gl_WorkGroupID.x) * ROWS;
   if (row0 >= rows_total) return;  // whole workgroup: uniform, before any barrier
   const uint rows_here = min(ROWS, rows_total - row0);
 
@@ -136,7 +150,14 @@ void main() {
     row_max[tid] = NEG_INF;
     row_sum[tid] = 0.0;
     ivec2 vis = ivec2(1, 0);
-    if (tid < rows_here) vis = visible_keys((row0 + tid) / pc.group);
+    if (tid < rows_here) {
+      const uint t = (row0 + tid) / pc.group;
+      vis = visible_keys(t);
+      if (pc.has_sinks != 0u && (pc.n_splits <= 1u || gl_WorkGroupID.z == 0u)) {
+        row_max[tid] = sinks[g * pc.group + (row0 + tid - t * pc.group)];
+        row_sum[tid] = 1.0;  // e^(s_h − s_h)
+      }
+    }
     row_lo[tid] = vis.x;
     row_hi[tid] = vis.y;
   }
@@ -194,8 +215,8 @@ void main() {
     }
     barrier();
 
-    // Phase 2: online softmax, one thread per row. A row with no visible key so far keeps max
-    // −inf, P = 0 and alpha = 1 (never exp(−inf − −inf)).
+    // Phase 2: online softmax, one thread per row. A row with no visible key so far and no sink
+    // keeps max −inf, P = 0 and alpha = 1 (never exp(−inf − −inf)).
     if (tid < ROWS) {
       const uint r = tid;
       const float m_old = row_max[r];

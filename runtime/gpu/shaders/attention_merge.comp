@@ -1,7 +1,9 @@
 // Merges split-KV partials (attention.comp with n_splits > 1) into O, one workgroup per (query
 // row, kv head), threads over head_dim. For splits s with running max m_s, sum l_s and
 // unnormalized o_s: M = max m_s, O = Σ o_s·exp(m_s − M) / Σ l_s·exp(m_s − M); splits whose keys
-// the row does not see (m_s = −inf) add nothing, and a row that sees no key gets zeros.
+// the row does not see (m_s = −inf) add nothing, and a row that sees no key gets zeros. With
+// sink logits split 0 started from the sink (m_0 >= s_h, l_0 includes e^{s_h − m_0}), so it is
+// counted once, and a row that sees no key gets 0 / e^0 = 0.
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -12,11 +14,23 @@ layout(std430, set = 0, binding = 0) readonly buffer PartBuf { float part[]; };
 // O [t_q, n_heads, HEAD_DIM] f32.
 layout(std430, set = 0, binding = 1) writeonly buffer OBuf { float o[]; };
 
-layout(push_constant) uniform Params {
+// attention.comp's block of the call's values; the merge reads t_q, n_heads, group, n_splits.
+layout(std140, set = 0, binding = 2) uniform CallParams {
   uint t_q;
+  uint t_kv;
   uint n_heads;
   uint group;
+  uint kv_head_stride;
+  uint kv_first_row;
+  uint kv_ring_rows;
+  float scale;
+  float softcap;
+  uint causal;
+  uint window;
+  uint kv_chunk;
   uint n_splits;
+  uint kv_split_lo;
+  uint has_sinks;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
