@@ -31,8 +31,8 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
   }
   if (plan.config.rope.style != RopeStyle::kNone && plan.config.rope.scaling == RopeScaling::kOther) {
     return Status::error(Code::kUnsupported,
-                         "kv cache: this config's rope_scaling type is not one headway applies (linear, llama3); "
-                         "its plan is exact, but attention with it would be wrong");
+                         "kv cache: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
+                         "from their parameters); its plan is exact, but attention with it would be wrong");
   }
   if (plan.config.rope.style != RopeStyle::kNone && rope_table == nullptr) {
     return Status::error(Code::kInvalidArgument,

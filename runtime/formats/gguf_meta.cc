@@ -29,6 +29,7 @@ struct ArchInfo {
   bool rope_sliding_only = false;  // only sliding layers rotate (Cohere2)
   bool sinks = false;              // learned sink logits on every layer (gpt-oss)
   uint32_t wide_scale_layers = 0;  // the layer count at which queries scale by d_model / heads
+  bool yarn_truncate = true;       // YaRN's ramp rounded outwards (gpt-oss's config says false)
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
@@ -48,10 +49,12 @@ constexpr ArchInfo kArchs[] = {
     {"cohere2", RopeStyle::kGptj, false, false, false, true, formats::kCohere2SlidingPattern, 0, true, 0.0f, true,
      false, 0},
     {"gpt-oss", RopeStyle::kNeox, true, true, false, true, formats::kGptOssSlidingPattern, 0, true, 0.0f, false, true,
-     0},
+     0, false},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
     {"phi2", RopeStyle::kNeox, true, true, false, true},
+    // Phi-3's sliding_window applies to every layer, as in Hugging Face's Phi3Attention (llama.cpp
+    // turns it off for phi3 and warns that results may suffer).
     {"phi3", RopeStyle::kNeox, false, false, false, true},
     {"falcon", RopeStyle::kNeox, false, false, false, true},
     {"gptneox", RopeStyle::kNeox, true, true, false, true},
@@ -64,6 +67,11 @@ constexpr ArchInfo kArchs[] = {
 struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
       freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa;
+  // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
+  gguf::Kv scaling_type, scaling_factor, scaling_original_context, yarn_beta_fast, yarn_beta_slow, scale_linear;
+  // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
+  // model but marks its scaling RopeScaling::kOther, which the KV cache refuses to run.
+  gguf::Kv scaling_attn_factor, yarn_ext_factor, yarn_attn_factor, yarn_log_multiplier;
 };
 
 struct SlotName {
@@ -87,6 +95,16 @@ constexpr SlotName kSlotNames[] = {
     {"attention.kv_lora_rank", &Slots::kv_lora_rank},
     {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
     {"rope.freq_base_swa", &Slots::freq_base_swa},
+    {"rope.scaling.type", &Slots::scaling_type},
+    {"rope.scaling.factor", &Slots::scaling_factor},
+    {"rope.scaling.original_context_length", &Slots::scaling_original_context},
+    {"rope.scaling.yarn_beta_fast", &Slots::yarn_beta_fast},
+    {"rope.scaling.yarn_beta_slow", &Slots::yarn_beta_slow},
+    {"rope.scale_linear", &Slots::scale_linear},
+    {"rope.scaling.attn_factor", &Slots::scaling_attn_factor},
+    {"rope.scaling.yarn_ext_factor", &Slots::yarn_ext_factor},
+    {"rope.scaling.yarn_attn_factor", &Slots::yarn_attn_factor},
+    {"rope.scaling.yarn_log_multiplier", &Slots::yarn_log_multiplier},
 };
 
 Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
@@ -129,6 +147,59 @@ Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots
                            p.source, arch, cfg->n_layers, arch, kMaxConfigLayers);
     }
     formats::rotate_sliding_layers_only(cfg);
+  }
+  return Status();
+}
+
+// Context-extension rescaling, as llama.cpp reads it: rope.scaling.type "linear" or "yarn" with
+// rope.scaling.factor (or the older rope.scale_linear for linear), YaRN's original context and
+// betas (llama.cpp's defaults: the file's context length, 32 and 1). ggml scales YaRN's cos and
+// sin by 1 + 0.1 ln(factor), Hugging Face's default attention factor, which RopeConfig computes
+// when attention_factor is 0. Llama 3's scaling travels as a rope_freqs tensor, not here
+// (WeightFile::gguf_config sees it).
+Status read_rope_scaling(const gguf::Reader& p, const ArchInfo& info, const Slots& slots, const char* arch,
+                         uint32_t context_length, RopeConfig* rope) {
+  if (!slots.scaling_type.present()) {
+    if (!slots.scale_linear.present()) return Status();
+    float factor = 1.0f;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.scale_linear, false, &factor));
+    if (factor != 1.0f) {
+      rope->scaling = RopeScaling::kLinear;
+      rope->factor = factor;
+    }
+    return Status();
+  }
+  const uint8_t* text = nullptr;
+  uint64_t len = 0;
+  HEADWAY_RETURN_IF_ERROR(gguf::read_string(p, slots.scaling_type, &text, &len));
+  const gguf::KeyText type(text, len);
+  const bool linear = std::strcmp(type.text, "linear") == 0, yarn = std::strcmp(type.text, "yarn") == 0;
+  if (std::strcmp(type.text, "none") == 0) return Status();
+  if (!linear && !yarn) {  // longrope (Phi-3 128k) and types llama.cpp may add: planned, not run
+    rope->scaling = RopeScaling::kOther;
+    return Status();
+  }
+  if (!slots.scaling_factor.present()) {
+    return Status::error(Code::kNotFound, "%s: %s.rope.scaling.type is %s but there is no %s.rope.scaling.factor",
+                         p.source, arch, type.text, arch);
+  }
+  HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.scaling_factor, false, &rope->factor));
+  rope->scaling = linear ? RopeScaling::kLinear : RopeScaling::kYarn;
+  if (linear) return Status();
+  rope->original_max_seq = context_length;  // llama.cpp's default, as Hugging Face's
+  if (slots.scaling_original_context.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.scaling_original_context, 1, &rope->original_max_seq));
+  }
+  if (slots.yarn_beta_fast.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.yarn_beta_fast, false, &rope->beta_fast));
+  }
+  if (slots.yarn_beta_slow.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.yarn_beta_slow, false, &rope->beta_slow));
+  }
+  rope->yarn_truncate = info.yarn_truncate;
+  if (slots.scaling_attn_factor.present() || slots.yarn_ext_factor.present() || slots.yarn_attn_factor.present() ||
+      slots.yarn_log_multiplier.present()) {
+    rope->scaling = RopeScaling::kOther;
   }
   return Status();
 }
@@ -252,6 +323,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
       HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.rope_dims, 1, &dims));
       cfg.rope.rotary_dim = dims == cfg.head_size() ? 0 : dims;
     }
+    HEADWAY_RETURN_IF_ERROR(read_rope_scaling(p, *info, slots, arch.text, cfg.max_seq, &cfg.rope));
   }
   if (slots.sliding_window.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.sliding_window, 0, &cfg.window));

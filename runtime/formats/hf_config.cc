@@ -265,7 +265,7 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})) {
     cfg->qkv_bias = cfg->o_bias = true;
   }
-  if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe", "qwen2_vl"})) cfg->qkv_bias = true;
+  if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe"}) || formats::is_qwen_vl(model_type)) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
   if (formats::is_gemma3(model_type)) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
     cfg->qk_norm = true;

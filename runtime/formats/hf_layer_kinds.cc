@@ -61,18 +61,18 @@ Status read_layer_types(const Where& w, const json& v, Config* cfg) {
 }
 
 // Qwen2's use_sliding_window: which layers take the window, by max_window_layers (m). Qwen2Config
-// (and Qwen3Config): layers at or past m slide; Qwen2MoeConfig: the even layers below m;
-// Qwen3MoeConfig has no m: every layer slides. Without m, Qwen2/Qwen3/Qwen2-MoE use their
-// configs' default, other model types slide everywhere.
+// (and Qwen3Config, the VL text configs): layers at or past m slide; Qwen2MoeConfig: the even
+// layers below m; Qwen3MoeConfig has no m: every layer slides. Without m, the Qwen configs use
+// their default (default_max_window_layers), other model types slide everywhere.
 Status read_max_window_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   bool use_window = false;
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "use_sliding_window", &use_window));
   if (!use_window || cfg->window == 0 || model_type == "qwen3_moe") return Status();
   const bool moe = model_type == "qwen2_moe";
-  uint32_t m = kQwen2MaxWindowLayers;
+  uint32_t m = default_max_window_layers(model_type);
   if (const json* first = lookup(obj, "max_window_layers")) {
     HEADWAY_RETURN_IF_ERROR(read_count(w, "max_window_layers", *first, 0, &m));
-  } else if (model_type != "qwen2" && model_type != "qwen3" && !moe) {
+  } else if (m == 0) {
     return Status();
   }
   if (moe && m >= cfg->n_layers) {

@@ -26,17 +26,31 @@ inline constexpr float kGemma3RopeTheta = 1000000.0f;
 inline constexpr uint32_t kCohere2SlidingPattern = 4;
 // GptOssConfig's default layer_types, llama.cpp's gpt-oss: even layers slide.
 inline constexpr uint32_t kGptOssSlidingPattern = 2;
-// Qwen2Config's (and Qwen3Config's, Qwen2MoeConfig's) max_window_layers default.
-inline constexpr uint32_t kQwen2MaxWindowLayers = 28;
+// The Qwen2-VL and Qwen2.5-VL language models (their wrappers and text configs).
+inline bool is_qwen_vl(std::string_view model_type) {
+  for (std::string_view t : {"qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}) {
+    if (model_type == t) return true;
+  }
+  return false;
+}
+
+// max_window_layers where config.json does not give it: Qwen2Config's, Qwen3Config's and
+// Qwen2MoeConfig's 28, Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's 80; 0 for model types
+// without the key (every layer then slides).
+inline uint32_t default_max_window_layers(std::string_view model_type) {
+  if (is_qwen_vl(model_type)) return 80;
+  if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen2_moe") return 28;
+  return 0;
+}
 
 // Model types whose config defaults use_sliding_window to false, so that their sliding_window
-// applies only where config.json sets the flag (Qwen2Config, Qwen3Config, their MoE configs,
-// SmolLM3Config); every other model's sliding_window applies as written.
+// applies only where config.json sets the flag (Qwen2Config, Qwen3Config, their MoE and VL
+// configs, SmolLM3Config); every other model's sliding_window applies as written.
 inline bool sliding_window_off_by_default(std::string_view model_type) {
   for (std::string_view t : {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3"}) {
     if (model_type == t) return true;
   }
-  return false;
+  return is_qwen_vl(model_type);
 }
 
 inline bool is_gemma3(std::string_view model_type) { return model_type == "gemma3" || model_type == "gemma3_text"; }

@@ -113,6 +113,9 @@ Result<Config> WeightFile::gguf_config() const {
   if (has("blk.0.attn_q.bias")) c.qkv_bias = true;
   if (has("blk.0.attn_output.bias")) c.o_bias = true;
   if (has("blk.0.attn_q_norm.weight")) c.qk_norm = true;
+  // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
+  // rope_scaling parameters headway computes them from: planned, and refused at run time.
+  if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) c.rope.scaling = RopeScaling::kOther;
   return c;
 }
 

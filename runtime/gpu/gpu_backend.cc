@@ -107,7 +107,8 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
   }
   if (plan.config.rope.style != RopeStyle::kNone && plan.config.rope.scaling == RopeScaling::kOther) {
     return Status::error(Code::kUnsupported,
-                         "gpu backend: this config's rope_scaling type is not one headway applies (linear, llama3)");
+                         "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
+                         "from their parameters)");
   }
   destroy();
   Impl* x = new (std::nothrow) Impl;

@@ -46,9 +46,9 @@ Config hf_config(const char* name) {
 }
 
 // What both readers decide: the shape, scale, biases and sinks, and layer by layer which layers
-// slide, at what window, which rotate and at what base. (The RoPE pairing and scaling are each
-// file's own: a GGUF stores rows as llama.cpp rotates them, and its YaRN keys are not read here;
-// so is the q/k norm offset, which a GGUF has added to its weights.)
+// slide, at what window, which rotate and at what base. (The RoPE pairing and the q/k norm offset
+// are each file's own: a GGUF stores rows as llama.cpp rotates them and has added the offset to
+// its weights. RoPE scaling has its own test, gguf_rope_scaling_test.cc.)
 void check_same_layers(const Config& gguf, const Config& hf) {
   REQUIRE(gguf.n_layers == hf.n_layers);
   CHECK(gguf.d_model == hf.d_model);

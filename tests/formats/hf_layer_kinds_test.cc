@@ -164,6 +164,32 @@ TEST_CASE("hf layers: Qwen2 and Qwen3 without max_window_layers take Qwen2Config
   for (uint32_t i = 0; i < 36; ++i) CHECK(other.layer_slides(i));
 }
 
+TEST_CASE("hf layers: Qwen2-VL and Qwen2.5-VL default max_window_layers to 80 and the window off") {
+  for (const char* type : {"qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}) {
+    INFO(type);
+    const Config c = qwen(type, 84, "");
+    CHECK(c.window == 4096);
+    for (uint32_t i = 0; i < 84; ++i) CHECK(c.layer_slides(i) == (i >= 80));
+    CHECK(qwen(type, 36, "").window == 0);  // 80 is past the last layer: all full
+    CHECK(c.qkv_bias);
+    // Qwen2-VL-2B's config.json: a sliding_window written, use_sliding_window false.
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "hidden_size": 1536, "num_attention_heads": 12, "num_hidden_layers": 28,
+        "num_key_value_heads": 2, "max_position_embeddings": 32768, "sliding_window": 32768})";
+    const Result<Config> off = parse_hf_config(text.data(), text.size());
+    REQUIRE_MESSAGE(off.ok(), std::string(off.status().message()));
+    CHECK(off->window == 0);
+  }
+  // In a wrapper's text_config, the text model's type decides.
+  const std::string wrapped = R"({"model_type": "qwen2_5_vl", "text_config": {"model_type": "qwen2_5_vl_text",
+      "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 2,
+      "max_position_embeddings": 128000, "sliding_window": 32768, "use_sliding_window": true}})";
+  const Result<Config> w = parse_hf_config(wrapped.data(), wrapped.size());
+  REQUIRE_MESSAGE(w.ok(), std::string(w.status().message()));
+  CHECK(w->window == 0);  // 80 >= 36 layers: none slides
+  CHECK(w->qkv_bias);
+}
+
 TEST_CASE("hf layers: Qwen2-MoE slides on its even layers below max_window_layers, Qwen3-MoE on all") {
   const Config c = qwen("qwen2_moe", 8, R"(, "max_window_layers": 5)");
   for (uint32_t i = 0; i < 8; ++i) CHECK(c.layer_slides(i) == (i % 2 == 0 && i < 5));

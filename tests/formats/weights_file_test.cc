@@ -739,6 +739,17 @@ TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") 
   const Result<LayerWeights> bw = load_layer_weights(bf, bc.value(), 0);
   REQUIRE_MESSAGE(bw.ok(), bw.status().message());
   CHECK(bw->bq.cols == 128);
+
+  // Llama 3's scaled frequencies as llama.cpp's converter stores them: a rope_freqs tensor.
+  GgufBuilder llama3 = qwen3_gguf(want);
+  llama3.tensor(gg("rope_freqs.weight", {16}, 0));
+  write_file(dir / "r.gguf", llama3.bytes());
+  WeightFile rf;
+  REQUIRE(rf.open((dir / "r.gguf").c_str()).ok());
+  const Result<Config> rc = rf.gguf_config();
+  REQUIRE(rc.ok());
+  CHECK(rc->rope.scaling == RopeScaling::kOther);
+  CHECK(c->rope.scaling == RopeScaling::kNone);
 }
 
 TEST_CASE("weights: headway::WeightsFile gives what WeightFile gives, and the same errors") {

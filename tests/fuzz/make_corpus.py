@@ -88,7 +88,17 @@ put("gguf", "gpt-oss", gguf([
     ("gpt-oss.embedding_length", 4, 2880), ("gpt-oss.block_count", 4, 24), ("gpt-oss.attention.head_count", 4, 64),
     ("gpt-oss.attention.head_count_kv", 4, 8), ("gpt-oss.attention.key_length", 4, 64),
     ("gpt-oss.attention.value_length", 4, 64), ("gpt-oss.rope.freq_base", 6, 150000.0),
-    ("gpt-oss.attention.sliding_window", 4, 128)]))
+    ("gpt-oss.attention.sliding_window", 4, 128), ("gpt-oss.rope.scaling.type", 8, "yarn"),
+    ("gpt-oss.rope.scaling.factor", 6, 32.0), ("gpt-oss.rope.scaling.original_context_length", 4, 4096)]))
+put("gguf", "qwen3-yarn", gguf([
+    ("general.architecture", 8, "qwen3"), ("qwen3.context_length", 4, 131072), ("qwen3.embedding_length", 4, 1024),
+    ("qwen3.block_count", 4, 28), ("qwen3.attention.head_count", 4, 16), ("qwen3.attention.head_count_kv", 4, 8),
+    ("qwen3.rope.freq_base", 6, 1000000.0), ("qwen3.rope.scaling.type", 8, "yarn"),
+    ("qwen3.rope.scaling.factor", 6, 4.0), ("qwen3.rope.scaling.original_context_length", 4, 32768),
+    ("qwen3.rope.scaling.yarn_beta_fast", 6, 32.0), ("qwen3.rope.scaling.yarn_beta_slow", 6, 1.0)]))
+put("gguf", "llama-linear", gguf([
+    ("general.architecture", 8, "llama"), ("llama.context_length", 4, 8192), ("llama.embedding_length", 4, 64),
+    ("llama.attention.head_count", 4, 4), ("llama.rope.scale_linear", 6, 2.0)]))
 put("gguf", "cohere2", gguf([
     ("general.architecture", 8, "cohere2"), ("cohere2.context_length", 4, 8192),
     ("cohere2.embedding_length", 4, 4096), ("cohere2.block_count", 4, 8), ("cohere2.attention.head_count", 4, 32),
