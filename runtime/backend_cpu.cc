@@ -101,13 +101,14 @@ Status CpuBackend::append(const float* k, size_t k_token_stride, const float* v,
   return cache_.append(k, k_token_stride, v, v_token_stride, n);
 }
 
-Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+Status CpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks) {
   if (workspace_ == nullptr) return Status::error(Code::kFailedPrecondition, "cpu backend: attend before create");
   if (t_q > plan().max_tokens) {
     return Status::error(Code::kOutOfRange, "cpu backend: %u queries are more than the plan's max_tokens %u", t_q,
                          plan().max_tokens);
   }
-  return cache_.attend(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_);
+  return cache_.attend(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_, sinks);
 }
 
 Status CpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,

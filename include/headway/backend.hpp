@@ -52,7 +52,9 @@ enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 //   // error nothing is stored.
 //   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
 //   // q: [t_q, n_heads, head_dim] f32 with RoPE applied, the queries of the last t_q tokens
-//   // (1 <= t_q <= min(size(), max_tokens)); o: the same layout.
+//   // (1 <= t_q <= min(size(), max_tokens)); o: the same layout. sinks: null, or [n_heads]
+//   // finite f32 learned sink logits (AttentionParams::sinks), CpuBackend only: the Backend view
+//   // refuses them on the GPU (kUnsupported), whose shader has none yet.
 //   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
 //
 //   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
@@ -92,7 +94,8 @@ class CpuBackend {
   uint32_t position() const { return cache_.position(); }
   void reset(uint32_t start_position = 0) { cache_.reset(start_position); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q);
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
 
@@ -219,9 +222,14 @@ class Backend {
     return gpu_ ? gpu_->append(k, k_token_stride, v, v_token_stride, n)
                 : cpu_->append(k, k_token_stride, v, v_token_stride, n);
   }
-  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q) {
+  Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                const float* sinks = nullptr) {
+    if (gpu_ != nullptr && sinks != nullptr) {
+      return Status::error(Code::kUnsupported,
+                           "gpu backend: sink logits (Config::sinks) are not supported; the CPU backend runs them");
+    }
     return gpu_ ? gpu_->attend(q, q_token_stride, o, o_token_stride, t_q)
-                : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q);
+                : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q, sinks);
   }
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params) {
