@@ -28,6 +28,26 @@ Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool r
   return Status();
 }
 
+// Learned sink logits join every row's softmax: an infinite or NaN one would turn whole rows of
+// the output into NaN or zeros. Read once, at init.
+Status check_sinks_finite(const TensorRef& sinks, uint32_t layer) {
+  for (uint32_t h = 0; h < sinks.cols; ++h) {
+    const float s = tensor_at(sinks, h);
+    if (!std::isfinite(s)) {
+      return Status::error(Code::kInvalidArgument, "layer %u: tensor sinks: sinks[%u] = %g is not finite", layer, h,
+                           static_cast<double>(s));
+    }
+  }
+  return Status();
+}
+
+// The sink logits as f32 in the layer's slice of the sinks region (the caller's tensor may go
+// away after init, and may be f16 or bf16).
+const float* copy_sinks(const TensorRef& sinks, uint8_t* slice) {
+  convert_tensor(sinks, slice, DType::kF32);
+  return reinterpret_cast<const float*>(slice);
+}
+
 // RMS norm of each head of `n_heads` heads of one token's row, in place:
 // x · rsqrt(mean(x²) + eps) · (w + offset).
 void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef& w, float eps, float offset) {
@@ -54,6 +74,8 @@ Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t lay
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, plan.head_dim));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, plan.head_dim));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
+  if (c.sinks) HEADWAY_RETURN_IF_ERROR(check_sinks_finite(w.sinks, layer));
   return Status();
 }
 
@@ -81,6 +103,7 @@ Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options)
   }
   rope_ = rope;
   rope_config_ = p.config.rope;
+
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
@@ -104,17 +127,13 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          "layer %u: the pool has %u threads, the plan's scratch is for %u (PlanOptions::threads)",
                          layer, pool->threads(), p.options.threads);
   }
-  if (c.sinks) {
-    return Status::error(Code::kUnsupported,
-                         "layer %u: the config has learned sink logits (sinks, as gpt-oss): they are planned, "
-                         "but the attention kernels do not add them yet, and without them the output would be wrong",
-                         layer);
-  }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
   arena_ = &arena;
   HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   uint8_t* base = arena.weights() - p.weights_offset;
   w_ = weights;
+  sinks_ =
+      c.sinks ? copy_sinks(weights.sinks, base + p.sinks_offset + uint64_t{layer} * p.sinks_bytes_per_layer) : nullptr;
   fused_qkv_ = false;
   op_blocks_ = 0;
 
@@ -242,7 +261,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   Backend b = backend();
   apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), rope_config_, rope_);
   HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
-  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t));
+  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
   return project(1, attn, y, t);
 }
 

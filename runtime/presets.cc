@@ -23,7 +23,7 @@ constexpr Entry kAll[] = {
     {"qwen3-0.6b", qwen3_06b, "GQA 16/8 × 128 over d_model 1024, q/k norm"},
     {"qwen3-1.7b", qwen3_17b, "GQA 16/8 × 128, q/k norm"},
     {"smollm3-3b", smollm3_3b, "GQA 16/4 × 128, no RoPE on every 4th layer"},
-    {"gpt-oss-20b", gpt_oss_20b, "GQA 64/8 × 64, even layers sliding 128, YaRN, sink logits: plan only"},
+    {"gpt-oss-20b", gpt_oss_20b, "GQA 64/8 × 64, even layers sliding 128, YaRN, sink logits"},
     {"smollm2-135m", smollm2_135m, "GQA 9/3 × 64"},
     {"tinyllama-1.1b", tinyllama_1b, "GQA 32/4 × 64"},
     {"phi-2", phi2, "MHA 32 × 80, partial rotary 32"},

@@ -2,7 +2,7 @@
 // with a given code and a message that names the field and the value at fault ("needles"), and,
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
-// ThreadPool, CpuBackend/dense_plan, config.json, GGUF and .npy.
+// ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits, config.json, GGUF and .npy.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
 #include "headway/kv_cache.hpp"
+#include "headway/layer.hpp"
 #include "headway/model_files.hpp"
 #include "headway/npy.hpp"
 #include "headway/plan.hpp"
@@ -625,6 +626,90 @@ TEST_CASE("bad input: CpuBackend and dense_plan") {
        {"q is null"}},
   });
   CHECK(b.size() == 3);  // a rejected dense call keeps the cache too
+}
+
+// Sink logits (gpt-oss) where a layer or a backend takes them: every refusal names the layer, the
+// tensor and the shape or the head and the value, and writes nothing (the arena compared
+// byte for byte, the layer left uninitialized, the cache's size kept).
+TEST_CASE("bad input: sink logits of AttentionLayer and CpuBackend") {
+  Config c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.max_seq = 40;
+  c.rope.style = RopeStyle::kNeox;
+  c.sinks = true;
+  PlanOptions o;
+  o.max_tokens = 8;
+  const Plan p = make_plan(c, o).value();
+  Aligned mem(p.arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
+  const std::vector<float> wq(size_t{64} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
+  const std::vector<float> good = {0.5f, -1.0f, 2.0f, 0.0f}, nan = {0.5f, kNaN, 2.0f, 0.0f};
+  const std::vector<float> inf = {0.5f, -1.0f, 2.0f, kInf};
+  const std::vector<uint16_t> f16_nan = {0x3800, 0x3800, 0x7E00, 0x3800};  // 0.5, 0.5, NaN, 0.5
+  const std::vector<int32_t> ints = {1, 2, 3, 4};
+  auto with_sinks = [&](TensorRef sinks) {
+    LayerWeights w;
+    w.wq = {wq.data(), DType::kF32, 64, 64};
+    w.wk = {wkv.data(), DType::kF32, 32, 64};
+    w.wv = {wkv.data(), DType::kF32, 32, 64};
+    w.wo = {wq.data(), DType::kF32, 64, 64};
+    w.sinks = sinks;
+    return w;
+  };
+  AttentionLayer layer;
+  auto init = [&](TensorRef sinks) {
+    return [&layer, &arena, w = with_sinks(sinks)] { return layer.init(arena, 0, w); };
+  };
+  REQUIRE(layer.init(arena, 0, with_sinks({good.data(), DType::kF32, 1, 4})).ok());
+  const std::vector<uint8_t> before(static_cast<uint8_t*>(mem.p), static_cast<uint8_t*>(mem.p) + mem.size);
+  check_rows({
+      {"no sinks tensor",
+       init({}),
+       Code::kInvalidArgument,
+       {"layer 0: tensor sinks is missing; the config needs it [1, 4]"}},
+      {"3 sinks for 4 heads",
+       init({good.data(), DType::kF32, 1, 3}),
+       Code::kInvalidArgument,
+       {"layer 0: tensor sinks has shape [1, 3], expected [1, 4]"}},
+      {"a column of sinks",
+       init({good.data(), DType::kF32, 4, 1}),
+       Code::kInvalidArgument,
+       {"layer 0: tensor sinks has shape [4, 1], expected [1, 4]"}},
+      {"int32 sinks",
+       init({ints.data(), static_cast<DType>(7), 1, 4}),
+       Code::kUnsupported,
+       {"layer 0: tensor sinks has dtype code 7, expected f32, f16 or bf16"}},
+      {"a NaN sink",
+       init({nan.data(), DType::kF32, 1, 4}),
+       Code::kInvalidArgument,
+       {"layer 0: tensor sinks: sinks[1] = nan is not finite"}},
+      {"an infinite sink",
+       init({inf.data(), DType::kF32, 1, 4}),
+       Code::kInvalidArgument,
+       {"layer 0: tensor sinks: sinks[3] = inf is not finite"}},
+      {"a NaN f16 sink",
+       init({f16_nan.data(), DType::kF16, 1, 4}),
+       Code::kInvalidArgument,
+       {"sinks[2] = nan is not finite"}},
+  });
+  CHECK_FALSE(layer.initialized());
+  CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
+
+  CpuBackend b;
+  Aligned bm(CpuBackend::memory_bytes(p, 1));
+  REQUIRE(b.create(p, nullptr, bm.p, bm.size).ok());
+  std::vector<float> k(size_t{2} * p.kv_width, 0.5f), q(p.q_width, 1.0f), out(q.size());
+  REQUIRE(b.append(k.data(), p.kv_width, k.data(), p.kv_width, 2).ok());
+  check_rows({
+      {"cpu attend with a NaN sink",
+       [&] { return b.attend(q.data(), p.q_width, out.data(), p.q_width, 1, nan.data()); },
+       Code::kInvalidArgument,
+       {"attention: sinks[1] = nan is not finite"}},
+  });
+  CHECK(b.size() == 2);
 }
 
 TEST_CASE("bad input: config.json text") {

@@ -50,6 +50,7 @@ Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
     w.q_norm = r.make(8, 1, p.head_dim, 0.1f, 1.0f, st + 8);
     w.k_norm = r.make(9, 1, p.head_dim, 0.1f, 1.0f, st + 9);
   }
+  if (c.sinks) w.sinks = r.make(10, 1, c.n_heads, 1.0f, 0.0f, st + 10);
   return w;
 }
 

@@ -14,13 +14,14 @@
 namespace headway::cli {
 
 // Random weights of one layer, regenerated for each layer into the same buffers, in `dtype`:
-// uniform, with variance 1/fan_in for the matrices, standard deviation 0.1 for the biases and
-// around 1 for the q/k norms. The same seed gives the same values on every machine.
+// uniform, with variance 1/fan_in for the matrices, standard deviation 0.1 for the biases, around
+// 1 for the q/k norms and standard deviation 1 for the sink logits. The same seed gives the same
+// values on every machine.
 struct RandomWeights {
   const Plan* plan = nullptr;
   DType dtype = DType::kF16;
   uint64_t seed = 1;
-  std::vector<uint8_t> buf[10];  // wq wk wv wo bq bk bv bo q_norm k_norm
+  std::vector<uint8_t> buf[11];  // wq wk wv wo bq bk bv bo q_norm k_norm sinks
 
   static Result<LayerWeights> layer(void* ctx, uint32_t l);
   void release();  // frees the buffers once the session has copied the last layer

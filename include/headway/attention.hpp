@@ -45,7 +45,7 @@ struct AttentionParams {
   // softmax of every row of query head h as one more logit with no value, after scale, softcap and
   // mask: o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h); a
   // row that sees no key is 0. AttentionOp checks the values at reshape() and reads the array at
-  // each run(): it must outlive the op. The CPU backend only (the GPU backend refuses them).
+  // each run(): it must outlive the op. The GPU backend takes them too (attend_dense).
   const float* sinks = nullptr;
 };
 

@@ -109,8 +109,8 @@ struct Config {
   float qk_norm_offset = 0.0f;         // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
   DType kv_dtype = DType::kF16;
   LayerKinds layers;  // how layers differ; all zero: every layer alike
-  // Learned per-head sink logits on every layer (gpt-oss): planned, not yet run (AttentionLayer
-  // refuses them).
+  // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
+  // [n_heads] joins every row's softmax (the CPU and the GPU backend).
   bool sinks = false;
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.

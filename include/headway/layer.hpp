@@ -5,14 +5,17 @@
 //                       ─▶ RoPE on q (here) at the positions the backend holds next, and on
 //                          k where it enters the cache (the backend's append), both once, at
 //                          the tokens' absolute positions, from tables made at init
-//                       ─▶ K, V appended to the layer's backend ─▶ attention (its attend)
+//                       ─▶ K, V appended to the layer's backend ─▶ attention (its attend),
+//                          with the layer's learned sink logits when Config::sinks
 //                       ─▶ y = O·Woᵀ (+ bo)                         y [t, d_model] f32
 //
 // Weights: with plan.options.weights_in_arena they are copied at init into the layer's slice of
 // the arena's weights region, converted to plan.options.weight_dtype, Wq, Wk, Wv stacked into one
 // [qkv_width, d_model] matrix (one projection call per token block). Otherwise they are borrowed:
 // the TensorRefs must stay valid (a memory-mapped file) for the layer's lifetime, in any of f32,
-// f16, bf16; Q, K and V are then three projection calls into the same fused row.
+// f16, bf16; Q, K and V are then three projection calls into the same fused row. The sink logits
+// (Config::sinks) are converted at init to f32 in the layer's slice of the arena's sinks region,
+// in every mode.
 //
 // Projections run on the plan's projection engine (PlanOptions::projection): the Highway GEMM /
 // GEMV (simd/matmul.h, always built) or XNNPACK fully-connected operators (HEADWAY_XNNPACK builds),
@@ -42,7 +45,8 @@
 namespace headway {
 
 // Checks that `w` has every tensor `plan.config` asks for, with the right shape and a supported
-// dtype. The message names the tensor, its shape and the one expected.
+// dtype, and that its sink logits (Config::sinks) are finite. The message names the layer, the
+// tensor, its shape and the one expected (or the head and the value).
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer);
 
 // How a layer (or each layer of a Session) runs.
@@ -66,10 +70,10 @@ class AttentionLayer {
   // window, its RoPE or none and base, its KV rows): its KV region (CPU backend) and RoPE table, its weights slice (or
   // the borrowed weights), the shared activation and scratch regions; makes the backend options.backend names.
   // options.pool may be null (one thread); otherwise it must have at most plan.options.threads threads and outlive the
-  // layer. The Arena object and its buffer must outlive the layer. A failed init leaves the layer uninitialized. A plan
-  // with learned sink logits (Config::sinks) is refused (kUnsupported). Init-time only: may allocate (XNNPACK operator
-  // creation with f16/bf16 sources widens one matrix at a time through a temporary f32 buffer; the GPU backend's device
-  // state).
+  // layer. The Arena object and its buffer must outlive the layer. A failed init leaves the layer uninitialized; a
+  // failed weight check (check_layer_weights: shapes, dtypes, finite sink logits) writes nothing to the arena.
+  // Init-time only: may allocate (XNNPACK operator creation with f16/bf16 sources widens one matrix at a time through a
+  // temporary f32 buffer; the GPU backend's device state).
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, const LayerOptions& options);
   // The same on the CPU backend.
   Status init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool = nullptr);
@@ -105,6 +109,7 @@ class AttentionLayer {
   ThreadPool* pool_ = nullptr;
   const double* rope_ = nullptr;  // the layer's RoPE table in the arena (null without RoPE)
   RopeConfig rope_config_{};      // the layer's RoPE (style kNone on a NoPE layer; its own base)
+  const float* sinks_ = nullptr;  // [n_heads] f32 in the arena's sinks region (null without sinks)
   CpuBackend cpu_;
   GpuBackend gpu_;
   bool on_gpu_ = false;

@@ -14,6 +14,8 @@
 //             its own: max_seq for a full layer, the ring for a sliding one (Plan::layer(i))]
 //   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies at its own base, made
 //          once at init (unused by a NoPE layer); absent without RoPE]
+//   [sinks: n_layers × [n_heads] f32, each layer's learned sink logits converted at init;
+//           absent without sinks (Config::sinks)]
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
@@ -133,6 +135,8 @@ struct Plan {
   uint64_t kv_cache_bytes = 0;          // all layers: the sum of theirs
   uint64_t rope_bytes_per_layer = 0;    // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
   uint64_t rope_bytes = 0;              // all layers
+  uint64_t sinks_bytes_per_layer = 0;   // one layer's sink logits [n_heads] f32, aligned; 0 without sinks
+  uint64_t sinks_bytes = 0;             // all layers
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
   uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
@@ -142,6 +146,7 @@ struct Plan {
   uint64_t packed_offset = 0;
   uint64_t kv_offset = 0;
   uint64_t rope_offset = 0;
+  uint64_t sinks_offset = 0;
   uint64_t activations_offset = 0;
   uint64_t block_out_offset = 0;  // activations: one block's output [max_tokens, d_model] f32
   uint64_t stream_offset = 0;     // activations: the residual stream [max_tokens, d_model] f32
@@ -267,6 +272,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
                             ck.mul(p.kv_bytes_full_layer, c.n_layers - p.sliding_layers));
   p.rope_bytes_per_layer = ck.align(ck.mul(rope_frequency_count(c.rope, p.head_dim), sizeof(double)));
   p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
+  p.sinks_bytes_per_layer = c.sinks ? ck.align(ck.mul(c.n_heads, 4)) : 0;
+  p.sinks_bytes = ck.mul(p.sinks_bytes_per_layer, c.n_layers);
 
   const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4));
   const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
@@ -281,7 +288,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.packed_offset = p.weights_region_bytes;
   p.kv_offset = ck.add(p.packed_offset, p.packed_bytes);
   p.rope_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
-  p.activations_offset = ck.add(p.rope_offset, p.rope_bytes);
+  p.sinks_offset = ck.add(p.rope_offset, p.rope_bytes);
+  p.activations_offset = ck.add(p.sinks_offset, p.sinks_bytes);
   p.block_out_offset = ck.add(p.activations_offset, ck.add(qkv_act, attn_act));
   p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);

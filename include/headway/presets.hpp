@@ -119,9 +119,9 @@ constexpr Config smollm3_3b() {
   return c;
 }
 
-// gpt-oss-20b: even layers slide over 128 keys, odd ones are full; YaRN RoPE (factor 32 over
-// 4096, beta 32 / 1, no truncation) and learned sink logits, which headway plans but does not
-// run yet: a plan-only preset.
+// gpt-oss-20b (its attention layers): even layers slide over 128 keys, odd ones are full; YaRN
+// RoPE (factor 32 over 4096, beta 32 / 1, no truncation), q/k/v and output biases, learned sink
+// logits.
 constexpr Config gpt_oss_20b() {
   Config c = with_rope(make("gpt-oss-20b", 2880, 64, 8, 64, 131072, 24), 150000.0f);
   c.window = 128;

@@ -23,11 +23,13 @@ struct TensorRef {
 
 // One layer's attention weights. wq [n_heads*head_dim, d_model], wk/wv [n_kv_heads*head_dim, d_model],
 // wo [d_model, n_heads*head_dim]; biases bq/bk/bv/bo (1-D) when config.qkv_bias / o_bias;
-// q_norm/k_norm [head_dim] (per-head RMSNorm weights, Qwen3) when config.qk_norm.
+// q_norm/k_norm [head_dim] (per-head RMSNorm weights, Qwen3) when config.qk_norm; sinks
+// [n_heads] (learned sink logits, one per query head, gpt-oss) when config.sinks.
 struct LayerWeights {
   TensorRef wq, wk, wv, wo;
   TensorRef bq, bk, bv, bo;
   TensorRef q_norm, k_norm;
+  TensorRef sinks;
 };
 
 }  // namespace headway

@@ -1,8 +1,10 @@
 // A model file's attention weights: safetensors (Hugging Face names) or GGUF (llama.cpp names),
 // memory-mapped, borrowed, never copied. Part of the hosted tools layer (headway::tools).
 //
-//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight
-//   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight
+//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight,
+//         ...self_attn.sinks
+//   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight,
+//         blk.{i}.attn_sinks.weight
 //
 // The parsed file lives behind a pointer that open() allocates (init time; the returned
 // TensorRefs point into the mapping and stay valid while the WeightsFile lives).
@@ -29,14 +31,15 @@ class WeightsFile {
   // True once open() has read a GGUF file.
   bool is_gguf() const;
 
-  // GGUF only: the config from the kv section, with qkv_bias, o_bias and qk_norm turned on when
-  // layer 0 has those tensors.
+  // GGUF only: the config from the kv section, with qkv_bias, o_bias, qk_norm and sinks turned
+  // on when layer 0 has those tensors.
   Result<Config> gguf_config() const;
 
   // Finds and checks layer `layer`'s attention tensors against `config` (validated first). The
   // projections are required; the biases when config.qkv_bias / o_bias, the q/k norms when
-  // config.qk_norm. A bias or norm tensor in the file that the config does not ask for is an
-  // error too. Every error names the tensor, the expected and the found shape.
+  // config.qk_norm, the sink logits [n_heads] when config.sinks. A bias, norm or sinks tensor in
+  // the file that the config does not ask for is an error too. Every error names the tensor, the
+  // expected and the found shape.
   Result<LayerWeights> layer_weights(const Config& config, uint32_t layer) const;
 
  private:

@@ -11,9 +11,9 @@ struct Slot {
   TensorRef LayerWeights::*member;
   const char* hf;
   const char* gguf;
-  enum Rows : uint8_t { kQ, kKv, kModel, kHead } rows;  // the out dim (1-D: the length)
-  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;   // the in dim; kNone: 1-D
-  enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm } need;
+  enum Rows : uint8_t { kQ, kKv, kModel, kHead, kHeads } rows;  // the out dim (1-D: the length)
+  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;           // the in dim; kNone: 1-D
+  enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks } need;
   const char* layout;  // for messages
 };
 
@@ -38,6 +38,9 @@ constexpr Slot kSlots[] = {
      Slot::kNone, Slot::kQkNorm, "[head_dim]"},
     {&LayerWeights::k_norm, "model.layers.%u.self_attn.k_norm.weight", "blk.%u.attn_k_norm.weight", Slot::kHead,
      Slot::kNone, Slot::kQkNorm, "[head_dim]"},
+    // llama.cpp's converter names gpt-oss's sinks attn_sinks.weight (a .weight suffix HF's lacks).
+    {&LayerWeights::sinks, "model.layers.%u.self_attn.sinks", "blk.%u.attn_sinks.weight", Slot::kHeads, Slot::kNone,
+     Slot::kSinks, "[n_heads]"},
 };
 
 const char* need_text(Slot::Need need, WeightFormat format) {
@@ -46,6 +49,7 @@ const char* need_text(Slot::Need need, WeightFormat format) {
     case Slot::kQkvBias: return gguf ? "no q/k/v bias (qkv_bias false)" : "no q/k/v bias (attention_bias false)";
     case Slot::kOBias: return gguf ? "no output bias (o_bias false)" : "no o_proj bias (attention_bias false)";
     case Slot::kQkNorm: return "no q/k norm (qk_norm false)";
+    case Slot::kSinks: return "no learned sink logits (sinks false)";
     default: return "";
   }
 }
@@ -56,6 +60,7 @@ bool wanted(Slot::Need need, const Config& c) {
     case Slot::kQkvBias: return c.qkv_bias;
     case Slot::kOBias: return c.o_bias;
     case Slot::kQkNorm: return c.qk_norm;
+    case Slot::kSinks: return c.sinks;
   }
   return false;
 }
@@ -113,6 +118,7 @@ Result<Config> WeightFile::gguf_config() const {
   if (has("blk.0.attn_q.bias")) c.qkv_bias = true;
   if (has("blk.0.attn_output.bias")) c.o_bias = true;
   if (has("blk.0.attn_q_norm.weight")) c.qk_norm = true;
+  if (has("blk.0.attn_sinks.weight")) c.sinks = true;
   // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
   // rope_scaling parameters headway computes them from: planned, and refused at run time.
   if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) c.rope.scaling = RopeScaling::kOther;
@@ -152,6 +158,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
         return Status::error(Code::kNotFound, "%s: no tensor '%s', which the config's %s needs", file.path(), name,
                              s.need == Slot::kQkNorm  ? "qk_norm"
                              : s.need == Slot::kOBias ? "o_bias"
+                             : s.need == Slot::kSinks ? "sinks"
                                                       : "qkv_bias");
       }
       return t.status();
@@ -159,6 +166,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
     const uint64_t out = s.rows == Slot::kQ       ? q_width
                          : s.rows == Slot::kKv    ? kv_width
                          : s.rows == Slot::kModel ? config.d_model
+                         : s.rows == Slot::kHeads ? config.n_heads
                                                   : hd;
     const uint64_t in = s.cols == Slot::kInModel ? config.d_model : s.cols == Slot::kInQ ? q_width : 0;
     const uint32_t want_rank = s.cols == Slot::kNone ? 1 : 2;

@@ -1,8 +1,10 @@
 // One layer's attention weights from a model file: safetensors (Hugging Face names) or GGUF
 // (llama.cpp names), memory-mapped, borrowed, never copied. Part of the hosted tools layer.
 //
-//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight
-//   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight
+//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight,
+//         ...self_attn.sinks
+//   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight,
+//         blk.{i}.attn_sinks.weight
 //
 // GGUF needs no reordering: ggml's ne = [in, out] is HF's row-major [out, in], and the Q/K rows
 // that convert_hf_to_gguf.py permutes for "llama" models are what the GPT-J RoPE pairing
@@ -33,7 +35,7 @@ class WeightFile {
   bool has(const char* name) const;
 
   // GGUF only: the config from the kv section (rms_norm_eps from {arch}.attention.
-  // layer_norm_rms_epsilon), with qkv_bias, o_bias and qk_norm turned on when
+  // layer_norm_rms_epsilon), with qkv_bias, o_bias, qk_norm and sinks turned on when
   // layer 0 has those tensors (llama.cpp loads them as optional for several architectures).
   Result<Config> gguf_config() const;
 
@@ -49,9 +51,10 @@ class WeightFile {
 
 // Finds and checks layer `layer`'s attention tensors against `config` (validated first). The
 // projections are required; the biases when config.qkv_bias / o_bias, the q/k norms when
-// config.qk_norm. A bias or norm tensor in the file that the config does not ask for is an
-// error too: ignoring it would compute a different model than the file holds. Every error names
-// the tensor, the expected and the found shape.
+// config.qk_norm, the sink logits [n_heads] when config.sinks. A bias, norm or sinks tensor in
+// the file that the config does not ask for is an error too: ignoring it would compute a
+// different model than the file holds. Every error names the tensor, the expected and the found
+// shape.
 Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer);
 
 }  // namespace headway::formats

@@ -25,10 +25,13 @@ elseif(HEADWAY_LAVAPIPE_ICD)
   set_tests_properties("cli: run-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT
     "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache;${sanitizer_env}")
 endif()
-# Layers that differ (sliding and full, a NoPE layer, a local RoPE base): run with no heap; sink
-# logits are planned but refused at run.
+# Layers that differ (sliding and full, a NoPE layer, a local RoPE base): run with no heap.
 headway_cli_test(run-layer-kinds 0 "heap +0 allocations during prefill and decode"
   run --spec "d_model=64 heads=4 kv_heads=2 ctx=256 layers=4 rope_theta=1e6 window=16 sliding_pattern=2 nope_interval=4 rope_local_theta=100"
   --prompt 100 --tokens 8 --max-tokens 8)
-headway_cli_test(run-sinks-refused 2 "layer 0: the config has learned sink logits"
+# Learned sink logits run too: a spec with sinks, and gpt-oss-20b's own config.json (its first
+# two attention layers, one sliding over 128 keys and one full, YaRN, biases) past its window.
+headway_cli_test(run-sinks 0 "heap +0 allocations during prefill and decode"
   run --spec "d_model=64 heads=4 ctx=64 layers=2 rope_theta=10000 sinks=1" --prompt 8 --tokens 2)
+headway_cli_test(run-gpt-oss-json 0 "\"sinks\":\\{\"planned\":512,.*\"heap_allocations\":0"
+  run --config ${data}/hf/gpt-oss-20b.json --layers 2 --prompt 200 --tokens 4 --max-tokens 64 --threads 2 --json)

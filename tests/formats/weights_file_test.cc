@@ -547,6 +547,7 @@ std::vector<StTensor> hf_layer(const Config& c, uint32_t layer, const std::strin
     ts.push_back(st(hf(layer, "q_norm.weight"), dtype, {c.head_size()}, 9));
     ts.push_back(st(hf(layer, "k_norm.weight"), dtype, {c.head_size()}, 10));
   }
+  if (c.sinks) ts.push_back(st(hf(layer, "sinks"), dtype, {c.n_heads}, 11));
   return ts;
 }
 
@@ -752,6 +753,65 @@ TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") 
   CHECK(c->rope.scaling == RopeScaling::kNone);
 }
 
+TEST_CASE("weights: gpt-oss sink logits, HF self_attn.sinks and GGUF blk.N.attn_sinks.weight [n_heads]") {
+  TempDir dir("weights");
+  Config c = small_config();
+  c.sinks = true;
+  WeightFile file;
+  SUBCASE("from safetensors, in the file's dtype") {
+    for (const char* dtype : {"F32", "BF16"}) {
+      const std::vector<StTensor> ts = hf_layer(c, 0, dtype);
+      const Result<LayerWeights> w = load(dir, st_file(ts), c, 0, &file);
+      REQUIRE_MESSAGE(w.ok(), w.status().message());
+      CHECK(w->sinks.rows == 1);
+      CHECK(w->sinks.cols == 4);
+      CHECK(w->sinks.dtype == (dtype[0] == 'F' ? DType::kF32 : DType::kBF16));
+      CHECK(std::memcmp(w->sinks.data, ts.back().bytes.data(), ts.back().bytes.size()) == 0);
+    }
+  }
+  SUBCASE("missing, misshapen, and in a file whose config has none") {
+    std::vector<StTensor> ts = hf_layer(c, 0, "F32");
+    ts.pop_back();
+    Result<LayerWeights> w = load(dir, st_file(ts), c, 0, &file);
+    CHECK_HAS(w.status(), "no tensor 'model.layers.0.self_attn.sinks', which the config's sinks needs");
+    ts.push_back(st(hf(0, "sinks"), "F32", {2}));
+    w = load(dir, st_file(ts), c, 0, &file);
+    CHECK_HAS(w.status(),
+              "tensor 'model.layers.0.self_attn.sinks' has shape [2], expected shape [4] (row-major [n_heads]");
+    ts.back() = st(hf(0, "sinks"), "F32", {1, 4});
+    w = load(dir, st_file(ts), c, 0, &file);
+    CHECK_HAS(w.status(), "tensor 'model.layers.0.self_attn.sinks' has shape [1, 4], expected shape [4]");
+    Config plain = c;
+    plain.sinks = false;
+    w = load(dir, st_file(hf_layer(c, 0, "F32")), plain, 0, &file);
+    CHECK_HAS(w.status(),
+              "tensor 'model.layers.0.self_attn.sinks' is in the file, but the config has no learned sink logits "
+              "(sinks false)");
+  }
+  SUBCASE("from GGUF, llama.cpp's name; the tensor turns the config's sinks on") {
+    Config want = small_config();
+    want.head_dim = 32;
+    GgufBuilder b = qwen3_gguf(want);
+    b.tensor(gg("blk.0.attn_sinks.weight", {4}, 0, 12));
+    write_file(dir / "s.gguf", b.bytes());
+    REQUIRE(file.open((dir / "s.gguf").c_str()).ok());
+    const Result<Config> gc = file.gguf_config();
+    REQUIRE(gc.ok());
+    CHECK(gc->sinks);
+    const Result<LayerWeights> w = load_layer_weights(file, gc.value(), 0);
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(w->sinks.cols == 4);
+    CHECK(w->sinks.dtype == DType::kF32);
+    GgufBuilder wrong = qwen3_gguf(want);
+    wrong.tensor(gg("blk.0.attn_sinks.weight", {8}, 0, 12));
+    write_file(dir / "w.gguf", wrong.bytes());
+    WeightFile wf;
+    REQUIRE(wf.open((dir / "w.gguf").c_str()).ok());
+    CHECK_HAS(load_layer_weights(wf, wf.gguf_config().value(), 0).status(),
+              "tensor 'blk.0.attn_sinks.weight' has ne [8], expected ne [4]");
+  }
+}
+
 TEST_CASE("weights: headway::WeightsFile gives what WeightFile gives, and the same errors") {
   TempDir dir("weights");
   Config want = small_config();
@@ -863,6 +923,22 @@ TEST_CASE("cli layer: bad input exits 2 naming the file, tensor or value") {
   CHECK_CLI(run_cli(dir, "--weights " + m + " --config " + cfg + " --layer 0 --x " + xs + " --out " + out +
                              " --start-pos 126"),
             2, "--start-pos 126 with 3 tokens reaches position 128, past the config's context of 128");
+  // gpt-oss: a sink logit that is not finite names the layer, the head and the value.
+  Config oss = small_config();
+  oss.n_layers = 1;
+  oss.qkv_bias = oss.o_bias = oss.sinks = true;
+  std::vector<StTensor> oss_ts = hf_layer(oss, 0, "F32");
+  const float nan = std::nanf("");
+  std::memcpy(oss_ts.back().bytes.data() + 4, &nan, 4);
+  write_file(dir / "oss.safetensors", st_file(oss_ts));
+  const std::string oss_json =
+      "{\"model_type\":\"gpt_oss\",\"hidden_size\":64,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+      "\"head_dim\":16,\"max_position_embeddings\":128,\"num_hidden_layers\":1,\"attention_bias\":true,"
+      "\"layer_types\":[\"full_attention\"],\"sliding_window\":3}";
+  write_file(dir / "oss.json", std::vector<uint8_t>(oss_json.begin(), oss_json.end()));
+  CHECK_CLI(run_cli(dir, "--weights " + dir / "oss.safetensors" + " --config " + dir / "oss.json" + " --layer 0 --x " +
+                             xs + " --out " + out),
+            2, "layer 0: tensor sinks: sinks[1] = nan is not finite");
   CHECK_CLI(run_cli(dir, "--weights " + m + " --config " + cfg + " --layer 0 --x " + xs + " --out " + out +
                              " --start-pos 125 --kv-dtype f16 --threads 2"),
             0, "");

@@ -123,10 +123,12 @@ TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked pre
   GpuContext* gpu = context();
   if (gpu == nullptr) return;
   for (DType kv : {DType::kF32, DType::kF16}) {
-    for (uint32_t variant = 0; variant < 3; ++variant) {
+    for (uint32_t variant = 0; variant < 4; ++variant) {
       const uint32_t window = variant == 0 ? 0 : 6;
-      INFO("kv " << dtype_name(kv) << ", window " << window << (variant == 2 ? ", layers that differ" : ""));
-      const Config c = variant == 2 ? mixed_layers(stack_config(kv, window)) : stack_config(kv, window);
+      INFO("kv " << dtype_name(kv) << ", window " << window << (variant >= 2 ? ", layers that differ" : "")
+                 << (variant == 3 ? ", sink logits" : ""));
+      Config c = variant >= 2 ? mixed_layers(stack_config(kv, window)) : stack_config(kv, window);
+      c.sinks = variant == 3;  // gpt-oss's: make_test_weights gives each layer its [n_heads] logits
       PlanOptions po;
       po.max_tokens = 8;
       const Plan p = make_plan(c, po).value();

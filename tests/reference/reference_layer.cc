@@ -91,6 +91,7 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
   a.softcap = c_.softcap;
   a.causal = c_.causal;
   a.window = c_.window;
+  if (c_.sinks) a.sinks = w_.sinks;
   const std::vector<double> o = reference_attention(a, qf.data(), k_.data(), v_.data());
   return linear(o, t, qw, w_.wo, w_.bo, d);
 }
@@ -109,7 +110,7 @@ TestLayerWeights make_test_weights(const Config& c, DType dtype, uint64_t seed) 
   Rng rng(seed);
   const uint32_t d = c.d_model, hd = c.head_size();
   const uint32_t qw = c.n_heads * hd, kvw = c.kv_heads() * hd;
-  out.storage.reserve(10);
+  out.storage.reserve(11);
   auto make = [&](uint32_t rows, uint32_t cols, double scale, double offset, std::vector<double>* ref) {
     const size_t n = size_t{rows} * cols;
     out.storage.emplace_back(n * (dtype == DType::kF32 ? 2 : 1));
@@ -147,6 +148,7 @@ TestLayerWeights make_test_weights(const Config& c, DType dtype, uint64_t seed) 
     v.q_norm = make(1, hd, 0.1, 1.0, &r.q_norm);
     v.k_norm = make(1, hd, 0.1, 1.0, &r.k_norm);
   }
+  if (c.sinks) v.sinks = make(1, c.n_heads, 1.0, 0.5, &r.sinks);
   return out;
 }
 

@@ -1,8 +1,9 @@
 // The double-precision reference of one attention block and of the Session's residual stack:
 // plain loops over the definitions (projections, biases, per-head RMS q/k norm, RoPE, attention
-// through reference_attention, output projection). Weights come as the values the runtime sees
-// (already rounded to their storage dtype); K and V are rounded to the cache's kv_dtype before
-// attention, exactly as the cache stores them.
+// through reference_attention with the layer's sink logits when config.sinks, output
+// projection). Weights come as the values the runtime sees (already rounded to their storage
+// dtype); K and V are rounded to the cache's kv_dtype before attention, exactly as the cache
+// stores them.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,9 @@
 namespace headway {
 namespace test {
 
-// W [out, in] row-major, biases and norms 1-D; empty = absent.
+// W [out, in] row-major, biases, norms and sink logits 1-D; empty = absent.
 struct RefWeights {
-  std::vector<double> wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
+  std::vector<double> wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, sinks;
 };
 
 class RefLayer {
@@ -45,8 +46,8 @@ class RefLayer {
 std::vector<double> reference_stack(std::vector<RefLayer>& layers, const std::vector<double>& x, uint32_t t);
 
 // Seeded random weights of one layer of `config` (W ~ N(0, 1/in), biases ~ 0.1·N, norms ~ 1 +
-// 0.1·N), stored in `dtype`: the runtime's view (pointing into `storage`) and the same values,
-// rounded to dtype, in double for the reference. Move it, never copy it (view points into storage).
+// 0.1·N, sink logits ~ 0.5 + N when config.sinks), stored in `dtype`: the runtime's view (pointing into `storage`) and
+// the same values, rounded to dtype, in double for the reference. Move it, never copy it (view points into storage).
 struct TestLayerWeights {
   std::vector<std::vector<uint16_t>> storage;  // one buffer per tensor (f32 as pairs of halves)
   LayerWeights view;

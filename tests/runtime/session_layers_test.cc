@@ -1,7 +1,8 @@
 // A Session whose layers differ: sliding and full layers, a NoPE layer, two RoPE bases. Each layer
 // against the double reference built from that layer's own kind (written out here, not taken
 // from the plan); a prompt far past the window run in chunks equals one prefill and then
-// token-by-token decode; no heap during either; sink logits are refused at init.
+// token-by-token decode; no heap during either. The same with sink logits on every layer
+// (gpt-oss-like: even layers sliding, odd ones full, biases, YaRN for the prefill/decode check).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -146,26 +147,95 @@ TEST_CASE("Session with mixed layers: prefill far past the window equals prefill
   delete b;
 }
 
-TEST_CASE("Session with mixed layers: learned sink logits are refused at init, naming the layer") {
-  Config c = mixed_config();
+// gpt-oss in small: even layers slide (window 24), odd ones are full; q/k/v and output biases,
+// sink logits on every layer.
+Config gpt_oss_like() {
+  Config c;
+  c.set_name("gpt-oss-like");
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_seq = 256;
+  c.n_layers = 4;
+  c.rope.style = RopeStyle::kNeox;
+  c.rope.theta = 10000.0f;
+  c.window = kWindow;
+  c.layers.sliding_pattern = 2;
+  c.qkv_bias = c.o_bias = true;
   c.sinks = true;
-  Result<Plan> plan = make_plan(c, {});
-  REQUIRE(plan.ok());  // planned
-  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, plan->arena_bytes));
-  Arena arena;
-  REQUIRE(arena.bind(*plan, buf, plan->arena_bytes).ok());
-  std::vector<test::TestLayerWeights> w;
-  std::vector<LayerWeights> views;
+  c.kv_dtype = DType::kF32;
+  return c;
+}
+
+TEST_CASE("Session with sink logits on sliding and full layers (gpt-oss-like): against the reference") {
+  const Config c = gpt_oss_like();
+  PlanOptions o;
+  o.max_tokens = 8;
+  Stack* s = make_stack(c, o);
+  CHECK(s->plan.layer(0).sliding);
+  CHECK_FALSE(s->plan.layer(1).sliding);
+  CHECK(s->plan.layer(1).sinks);
+  std::vector<test::RefLayer> ref;
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    w.push_back(test::make_test_weights(c, DType::kF32, 3 + l));
-    views.push_back(w.back().view);
+    Config lc = c;
+    lc.layers = LayerKinds{};
+    lc.window = l % 2 == 0 ? kWindow : 0;
+    ref.emplace_back(lc, s->weights[l].ref);
   }
-  Session* s = new Session;
-  const Status st = s->init(arena, views.data(), c.n_layers, nullptr);
-  CHECK(st.code() == Code::kUnsupported);
-  CHECK(std::string(st.message()).find("layer 0: the config has learned sink logits") != std::string::npos);
+  for (auto& r : ref) r.reset();
+  const uint32_t n = 100;  // four windows, in 13 chunks of at most 8
+  const std::vector<float> x = random_x(n, c.d_model, 17);
+  std::vector<float> y(x.size());
+  HeapCount count;
+  REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
+  CHECK(count.stop() == 0);
+  const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
+  CHECK(max_rel_error(y.data(), want) < 5e-5);
+  // Without the sinks the same weights give another result: the reference that drops them is far off.
+  std::vector<test::RefLayer> plain;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    Config lc = c;
+    lc.layers = LayerKinds{};
+    lc.window = l % 2 == 0 ? kWindow : 0;
+    lc.sinks = false;
+    plain.emplace_back(lc, s->weights[l].ref);
+  }
+  for (auto& r : plain) r.reset();
+  CHECK(max_rel_error(y.data(), test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-2);
   delete s;
-  std::free(buf);
+}
+
+TEST_CASE("Session with sink logits (gpt-oss-like, YaRN): prefill in chunks equals token-by-token decode") {
+  Config c = gpt_oss_like();
+  c.rope.theta = 150000.0f;
+  c.rope.scaling = RopeScaling::kYarn;
+  c.rope.factor = 32.0f;
+  c.rope.original_max_seq = 64;
+  c.rope.yarn_truncate = false;
+  PlanOptions o;
+  o.max_tokens = 8;
+  Stack* a = make_stack(c, o);
+  Stack* b = make_stack(c, o);
+  const uint32_t n = 200, head = 5;
+  const std::vector<float> x = random_x(n, c.d_model, 23);
+  std::vector<float> y_prefill(x.size()), y_steps(x.size());
+  REQUIRE(a->session.prefill(x.data(), n, y_prefill.data()).ok());
+  REQUIRE(b->session.prefill(x.data(), head, y_steps.data()).ok());
+  HeapCount count;
+  for (uint32_t i = head; i < n; ++i) {
+    REQUIRE(b->session.decode(x.data() + i * c.d_model, y_steps.data() + i * c.d_model).ok());
+  }
+  CHECK(count.stop() == 0);
+  double scale = 1.0, err = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    scale = std::max(scale, double(std::fabs(y_prefill[i])));
+    err = std::max(err, double(std::fabs(y_prefill[i] - y_steps[i])));
+  }
+  CHECK(err / scale < 1e-5);
+  CHECK(b->session.position() == n);
+  delete a;
+  delete b;
 }
 
 }  // namespace

@@ -59,6 +59,19 @@ LLAMA3_SCALING = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
 GEMMA2 = dict(head_dim=64, query_pre_attn_scalar=144, attn_logit_softcapping=2.0, final_logit_softcapping=30.0,
               max_position_embeddings=8192, hidden_activation="gelu_pytorch_tanh")
 
+# gpt-oss: even layers slide, odd ones are full; q/k/v/o biases, learned sink logits on every
+# layer (GptOssAttention's sinks, saved as self_attn.sinks), YaRN as gpt-oss-20b's config.json
+# writes it (factor 32, beta 32 / 1, no truncation). Its original context is 4096 in the model;
+# 64 in the cases whose positions (up to 1008, 1600 with 600 tokens) should run far past it. The
+# sinks take a large share of each row's softmax: a layer that dropped them fails every case.
+def gpt_oss_yarn(original):
+    return {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+            "original_max_position_embeddings": original, "truncate": False}
+
+
+GPT_OSS = dict(head_dim=64, attention_bias=True, rope_theta=150000.0,
+               layer_types=["sliding_attention", "full_attention"], num_local_experts=4, num_experts_per_tok=2)
+
 CASES = [
     case("llama GQA 8/2 d64", "llama", 512, 8, 2, rope_theta=500000.0),
     case("llama 3.2 rope_scaling llama3", "llama", 256, 4, 2, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING,
@@ -135,6 +148,14 @@ CASES = [
     case("stablelm partial rotary 0.25", "stablelm", 256, 4, 4, partial_rotary_factor=0.25, use_qkv_bias=False,
          qk_layernorm=False, layer_norm_eps=1e-5),
     case("olmo 4/4", "olmo", 256, 4, 4, clip_qkv=None),
+    case("gpt-oss sliding layer 0 window 5, YaRN as 20b", "gpt_oss", 256, 4, 2, layer=0,
+         sliding_window=5, rope_scaling=gpt_oss_yarn(4096), max_position_embeddings=131072, **GPT_OSS),
+    case("gpt-oss full layer 1, YaRN past an original 64", "gpt_oss", 256, 4, 2, layer=1, sliding_window=T,
+         rope_scaling=gpt_oss_yarn(64), **GPT_OSS),
+    case("gpt-oss sliding layer 0 window 128, 600 tokens", "gpt_oss", 256, 4, 2, layer=0, tokens=600,
+         sliding_window=128, rope_scaling=gpt_oss_yarn(64), **GPT_OSS),
+    case("gpt-oss full layer 1, bf16 weights", "gpt_oss", 256, 4, 2, layer=1, dtype="BF16", sliding_window=T,
+         rope_scaling=gpt_oss_yarn(4096), max_position_embeddings=131072, **GPT_OSS),
     case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
     case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
     case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),

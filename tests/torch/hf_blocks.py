@@ -27,6 +27,7 @@ FAMILIES = {
     "smollm3": "SmolLM3",
     "stablelm": "StableLm",
     "olmo": "Olmo",
+    "gpt_oss": "GptOss",
 }
 
 
@@ -51,12 +52,16 @@ def load_config(model_dir):
 
 def randomize(module, gen, dtype):
     """Random weights in place, rounded to the stored dtype: projections ~ N(0, 1/fan_in), biases
-    ~ N(0, 1/4), norm weights ~ 1 + N(0, 0.04). Returns {parameter name: stored tensor}."""
+    ~ N(0, 1/4), norm weights ~ 1 + N(0, 0.04), sink logits (gpt-oss) ~ N(0, 4), about the size of
+    the scores, so that each takes a visible share of its rows' softmax. Returns {parameter name:
+    stored tensor}."""
     stored = {}
     with torch.no_grad():
         for name, p in module.named_parameters():
             if "norm" in name:
                 v = 1.0 + 0.2 * torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            elif name == "sinks":
+                v = 2.0 * torch.randn(p.shape, generator=gen, dtype=torch.float64)
             elif name.endswith("weight"):
                 v = torch.randn(p.shape, generator=gen, dtype=torch.float64) / math.sqrt(p.shape[1])
             else:
