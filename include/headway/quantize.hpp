@@ -25,10 +25,12 @@
 //
 // Non-finite input: a block that holds a NaN or an infinity is stored with d = NaN (f16 0x7e00)
 // and every code set to zero (q8_0 q = 0, q4_0 code 8), so all 32 of its values dequantize to NaN;
-// other blocks of the row are unaffected. Finite input whose scale overflows f16 (q8_0:
-// max|x| > 65504 · 127) stores d = ±inf, as ggml does. No float that is NaN or out of range is
-// ever converted to an integer (where ggml's C would be undefined, e.g. a scale so small that
-// 1/d overflows, the codes are clamped into their range).
+// other blocks of the row are unaffected. Finite input whose scale overflows f16 (max|x| past
+// about 65504 · 127 for q8_0, 65504 · 8 for q4_0) stores d = ±inf, as ggml does, and its values
+// dequantize to ±inf (NaN where the code is zero). No float that is NaN or out of range is ever
+// converted to an integer: where ggml's C would be undefined (a scale so small that 1/d
+// overflows, making x · id infinite or NaN) the codes are clamped into their range, NaN taken as
+// the zero code; such a block's d rounds to f16 zero, so its values are zero all the same.
 #pragma once
 
 #include <cstddef>
