@@ -1,13 +1,13 @@
 // Decode register blocks, per Highway target (lanes along head_dim; attention_decode-inl.h runs
 // them over the tiles): Q·Kᵀ and P·V of a block of rows, with K and V widened in registers
 // straight from the cache, and the online softmax of a row over a tile. Scores are dot products:
-// 4 rows × 4 keys of accumulators share their K and Q loads, and a transposing add tree reduces 4
-// at a time; P·V runs 4 rows × 4 vectors of head_dim per V load; the rows left over (a group of 3)
-// form one block of 2 or 3. A single row (MHA) takes 8 keys or 8 vectors per block instead, so it
-// still has 8 independent FMA chains. These are arrays of vectors; SVE and SVE2
-// (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form arrays: there the blocks are
-// named accumulators, 1 row × 4 keys or 4 vectors (scores reduce with SumOfLanes, the same for
-// every block).
+// kDotRows rows × 4 keys of accumulators share their K and Q loads, and a transposing add tree
+// reduces 4 at a time (SumOfLanes on SVE and the scalar targets, the same for every block); P·V
+// runs kDotRows rows × 4 vectors of head_dim per V load. kDotRows is 4 where there are 32 vector
+// registers (16 accumulators), 2 where there are 16, 1 on SVE and SVE2; the rows left over (a
+// group of 3) form one block of 2 or 3. A single row (MHA) takes 8 keys or 8 vectors per block
+// where there are 32 registers, so it still has 8 independent FMA chains. The blocks are named
+// accumulators on every target (as in matmul-inl.h: SVE's sizeless vectors cannot form arrays).
 
 #if defined(HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_DECODE_BLOCKS_INL_H_
@@ -73,162 +73,163 @@ HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT ds
   dst[3] = SumLanes(df, e);
 }
 #endif
-#if !HWY_HAVE_SCALABLE
-// One step of DotQk over elements [x, x + N) (kTail: [x, d)).
+
+// Blocks are 4 sets of 4 named accumulators (aR0..aR3 for set R): set r takes row r0 + r, or,
+// in a block of 1 row × 8 keys or vectors, set 1 takes keys or vectors 4..7. Sets and members a
+// block does not use are dead code.
+
+// a_i = s · v_i + a_i for the kN (1 or 4) members of one set.
+template <size_t kN>
+HWY_INLINE void FmaSet(VF s, VF v0, VF v1, VF v2, VF v3, VF& a0, VF& a1, VF& a2, VF& a3) {
+  a0 = hn::MulAdd(s, v0, a0);
+  if constexpr (kN == 4) {
+    a1 = hn::MulAdd(s, v1, a1);
+    a2 = hn::MulAdd(s, v2, a2);
+    a3 = hn::MulAdd(s, v3, a3);
+  }
+}
+
+// One step of DotQk over elements [x, x + N) (kTail: [x, d)): each K vector is loaded once for
+// the kRB rows.
 template <KvType kType, size_t kRB, size_t kKB, bool kTail, class Rows>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows krow, size_t x, size_t d,
-                          VF (&acc)[kRB][kKB]) {
-  VF kv[kKB];
-  for (size_t i = 0; i < kKB; ++i) kv[i] = kTail ? KvTail<kType>(df, krow[i], x, d) : KvVec<kType>(df, krow[i], x);
-  for (size_t r = 0; r < kRB; ++r) {
-    const VF qv = hn::LoadU(df, q + r * d_pad + x);
-    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::MulAdd(qv, kv[i], acc[r][i]);
-  }
-}
-
-// S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB). Each score is the
-// same sequence of operations whatever the block, so a row's scores do not depend on its
-// neighbours.
-template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
-HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
-  const DF df;
-  const size_t n = hn::Lanes(df);
-  const size_t d = HeadDim<kDim>(t);
-  const size_t d_pad = PaddedHeadDim<kDim>(t);
-  constexpr size_t eb = KvElementBytes(kType);
-  const float* HWY_RESTRICT q = t.q + r0 * d_pad;
-  VF acc[kRB][kKB];
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t i = 0; i < kKB; ++i) acc[r][i] = hn::Zero(df);
-  }
-  size_t x = 0;
-  for (; x + n <= d; x += n) {
-    pf.Qk(k0, kKB, x, n, eb);
-    DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, krow + k0, x, d, acc);
-  }
-  if (x < d) {
-    pf.Qk(k0, kKB, x, d - x, eb);
-    DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, krow + k0, x, d, acc);
-  }
-  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
-  if constexpr (kKB % 4 == 0) {
-    for (size_t r = 0; r < kRB; ++r) {
-      for (size_t i = 0; i < kKB; i += 4)
-        StoreSums4(df, acc[r][i], acc[r][i + 1], acc[r][i + 2], acc[r][i + 3], s + r * kTile + i);
-    }
+HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, size_t d_pad, Rows kr, size_t x, size_t d, VF& a00,
+                          VF& a01, VF& a02, VF& a03, VF& a10, VF& a11, VF& a12, VF& a13, VF& a20, VF& a21, VF& a22,
+                          VF& a23, VF& a30, VF& a31, VF& a32, VF& a33) {
+  constexpr size_t kN = kKB == 1 ? 1 : 4;
+  const VF k0 = KvLoad<kType, kTail>(df, kr[0], x, d);
+  const VF k1 = kKB > 1 ? KvLoad<kType, kTail>(df, kr[1], x, d) : k0;
+  const VF k2 = kKB > 1 ? KvLoad<kType, kTail>(df, kr[2], x, d) : k0;
+  const VF k3 = kKB > 1 ? KvLoad<kType, kTail>(df, kr[3], x, d) : k0;
+  if constexpr (kKB == 8) {
+    const VF k4 = KvLoad<kType, kTail>(df, kr[4], x, d);
+    const VF k5 = KvLoad<kType, kTail>(df, kr[5], x, d);
+    const VF k6 = KvLoad<kType, kTail>(df, kr[6], x, d);
+    const VF k7 = KvLoad<kType, kTail>(df, kr[7], x, d);
+    const VF qv = hn::LoadU(df, q + x);
+    FmaSet<4>(qv, k0, k1, k2, k3, a00, a01, a02, a03);
+    FmaSet<4>(qv, k4, k5, k6, k7, a10, a11, a12, a13);
   } else {
-    for (size_t r = 0; r < kRB; ++r) {
-      for (size_t i = 0; i < kKB; ++i) s[r * kTile + i] = SumLanes(df, acc[r][i]);
-    }
+    FmaSet<kN>(hn::LoadU(df, q + x), k0, k1, k2, k3, a00, a01, a02, a03);
+    if constexpr (kRB > 1) FmaSet<kN>(hn::LoadU(df, q + 1 * d_pad + x), k0, k1, k2, k3, a10, a11, a12, a13);
+    if constexpr (kRB > 2) FmaSet<kN>(hn::LoadU(df, q + 2 * d_pad + x), k0, k1, k2, k3, a20, a21, a22, a23);
+    if constexpr (kRB > 3) FmaSet<kN>(hn::LoadU(df, q + 3 * d_pad + x), k0, k1, k2, k3, a30, a31, a32, a33);
   }
 }
 
-// O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
-// ascending order (kTail: the last, partial vector of the row).
-template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
-HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b, const Pf& pf) {
-  const DF df;
-  const size_t n = hn::Lanes(df);
-  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
-  const float* HWY_RESTRICT p = t.s + r0 * kTile;
-  VF acc[kRB][kC];
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::LoadU(df, o + r * t.d_pad + c * n);
-  }
-  for (size_t k = a; k < b; ++k) {
-    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
-    VF v[kC];
-    for (size_t c = 0; c < kC; ++c)
-      v[c] = kTail ? KvTail<kType>(df, vrow[k], x, d) : KvVec<kType>(df, vrow[k], x + c * n);
-    for (size_t r = 0; r < kRB; ++r) {
-      const VF pk = hn::Set(df, p[r * kTile + k]);
-      for (size_t c = 0; c < kC; ++c) acc[r][c] = hn::MulAdd(pk, v[c], acc[r][c]);
-    }
-  }
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t c = 0; c < kC; ++c) hn::StoreU(acc[r][c], df, o + r * t.d_pad + c * n);
+// The kN (1 or 4) scores of one set into s.
+template <size_t kN>
+HWY_INLINE void StoreScores(DF df, VF a0, VF a1, VF a2, VF a3, float* HWY_RESTRICT s) {
+  if constexpr (kN == 4) {
+    StoreSums4(df, a0, a1, a2, a3, s);
+  } else {
+    s[0] = SumLanes(df, a0);
   }
 }
 
-#else   // HWY_HAVE_SCALABLE
-// Sizeless vectors (SVE): one row per block and named accumulators (kDotRows is 1).
-// One step of DotQk over elements [x, x + N) (kTail: [x, d)) for kKB (1 or 4) keys.
-template <KvType kType, size_t kKB, bool kTail, class Rows>
-HWY_INLINE void DotQkStep(DF df, const float* HWY_RESTRICT q, Rows krow, size_t x, size_t d, VF& a0, VF& a1, VF& a2,
-                          VF& a3) {
-  const VF qv = hn::LoadU(df, q + x);
-  a0 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[0], x, d), a0);
-  if constexpr (kKB == 4) {
-    a1 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[1], x, d), a1);
-    a2 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[2], x, d), a2);
-    a3 = hn::MulAdd(qv, KvLoad<kType, kTail>(df, krow[3], x, d), a3);
-  }
-}
-
-// S[r0][k] = Q[r0] · K[k] for tile keys [k0, k0 + kKB), kKB 1 or 4. Each score is the same
-// sequence of operations whatever the block.
+// S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB): kRB <= 4 rows × 1
+// or 4 keys, or 1 row × 8 keys. Each score is the same sequence of operations whatever the
+// block, so a row's scores do not depend on its neighbours.
 template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
 HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
-  static_assert(kRB == 1 && (kKB == 1 || kKB == 4), "scalable blocks: 1 row x 1 or 4 keys");
+  static_assert((kRB <= 4 && (kKB == 1 || kKB == 4)) || (kRB == 1 && kKB == 8), "blocks: 4 sets of 4 accumulators");
   constexpr size_t eb = KvElementBytes(kType);
+  constexpr size_t kN = kKB == 1 ? 1 : 4;
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = HeadDim<kDim>(t);
   const size_t d_pad = PaddedHeadDim<kDim>(t);
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
   const Rows kr = krow + k0;
-  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  VF a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
   size_t x = 0;
   for (; x + n <= d; x += n) {
     pf.Qk(k0, kKB, x, n, eb);
-    DotQkStep<kType, kKB, false>(df, q, kr, x, d, a0, a1, a2, a3);
+    DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
+                                      a23, a30, a31, a32, a33);
   }
   if (x < d) {
     pf.Qk(k0, kKB, x, d - x, eb);
-    DotQkStep<kType, kKB, true>(df, q, kr, x, d, a0, a1, a2, a3);
+    DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23,
+                                     a30, a31, a32, a33);
   }
   float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
-  s[0] = SumLanes(df, a0);
-  if constexpr (kKB == 4) {
-    s[1] = SumLanes(df, a1);
-    s[2] = SumLanes(df, a2);
-    s[3] = SumLanes(df, a3);
-  }
+  StoreScores<kN>(df, a00, a01, a02, a03, s);
+  if constexpr (kKB == 8) StoreScores<4>(df, a10, a11, a12, a13, s + 4);
+  if constexpr (kKB != 8 && kRB > 1) StoreScores<kN>(df, a10, a11, a12, a13, s + 1 * kTile);
+  if constexpr (kRB > 2) StoreScores<kN>(df, a20, a21, a22, a23, s + 2 * kTile);
+  if constexpr (kRB > 3) StoreScores<kN>(df, a30, a31, a32, a33, s + 3 * kTile);
 }
 
-// O[r0][x, x + kC · N) += Σ_{k in [a, b)} P[r0][k] · V[k], keys in ascending order; kC 1 or 4
-// (kTail: the last, partial vector of the row).
-template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
-HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b, const Pf& pf) {
-  static_assert(kRB == 1 && (kC == 1 || kC == 4), "scalable blocks: 1 row x 1 or 4 vectors");
-  const DF df;
+// The kN (1 or 4) vectors of one set from o, or into it.
+template <size_t kN>
+HWY_INLINE void LoadSet(DF df, const float* HWY_RESTRICT o, VF& a0, VF& a1, VF& a2, VF& a3) {
   const size_t n = hn::Lanes(df);
-  float* HWY_RESTRICT o = t.o + r0 * t.d_pad + x;
-  const float* HWY_RESTRICT p = t.s + r0 * kTile;
-  VF a0 = hn::LoadU(df, o), a1 = a0, a2 = a0, a3 = a0;
-  if constexpr (kC == 4) {
+  a0 = hn::LoadU(df, o);
+  a1 = a2 = a3 = a0;
+  if constexpr (kN == 4) {
     a1 = hn::LoadU(df, o + 1 * n);
     a2 = hn::LoadU(df, o + 2 * n);
     a3 = hn::LoadU(df, o + 3 * n);
   }
-  for (size_t k = a; k < b; ++k) {
-    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
-    const VF pk = hn::Set(df, p[k]);
-    a0 = hn::MulAdd(pk, KvLoad<kType, kTail>(df, vrow[k], x, d), a0);
-    if constexpr (kC == 4) {
-      a1 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 1 * n), a1);
-      a2 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 2 * n), a2);
-      a3 = hn::MulAdd(pk, KvVec<kType>(df, vrow[k], x + 3 * n), a3);
-    }
-  }
+}
+template <size_t kN>
+HWY_INLINE void StoreSet(DF df, VF a0, VF a1, VF a2, VF a3, float* HWY_RESTRICT o) {
+  const size_t n = hn::Lanes(df);
   hn::StoreU(a0, df, o);
-  if constexpr (kC == 4) {
+  if constexpr (kN == 4) {
     hn::StoreU(a1, df, o + 1 * n);
     hn::StoreU(a2, df, o + 2 * n);
     hn::StoreU(a3, df, o + 3 * n);
   }
 }
-#endif  // HWY_HAVE_SCALABLE
+
+// O[r][x, x + kC · N) += Σ_{k in [a, b)} P[r][k] · V[k] for rows [r0, r0 + kRB), keys in
+// ascending order: kRB <= 4 rows × 1 or 4 vectors, or 1 row × 8 vectors (kTail: the last,
+// partial vector of the row, kC = 1). Each V vector is loaded once for the kRB rows.
+template <KvType kType, size_t kRB, size_t kC, bool kTail, class Rows, class Pf>
+HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t d, size_t a, size_t b, const Pf& pf) {
+  static_assert((kRB <= 4 && (kC == 1 || kC == 4)) || (kRB == 1 && kC == 8), "blocks: 4 sets of 4 accumulators");
+  static_assert(!kTail || kC == 1, "the tail is one vector");
+  constexpr size_t kN = kC == 1 ? 1 : 4;
+  // Members loaded per set (the loads of an unused set are dead code).
+  constexpr size_t kN1 = kC == 8 || kRB > 1 ? kN : 1, kN2 = kRB > 2 ? kN : 1, kN3 = kRB > 3 ? kN : 1;
+  const DF df;
+  const size_t n = hn::Lanes(df);
+  const size_t dp = t.d_pad;
+  float* HWY_RESTRICT o = t.o + r0 * dp + x;
+  const float* HWY_RESTRICT p = t.s + r0 * kTile;
+  // Set 1 is row r0 + 1, or vectors 4..7 of row r0.
+  float* HWY_RESTRICT o1 = kC == 8 ? o + 4 * n : o + (kRB > 1 ? dp : 0);
+  VF a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+  LoadSet<kN>(df, o, a00, a01, a02, a03);
+  LoadSet<kN1>(df, o1, a10, a11, a12, a13);
+  LoadSet<kN2>(df, o + (kRB > 2 ? 2 * dp : 0), a20, a21, a22, a23);
+  LoadSet<kN3>(df, o + (kRB > 3 ? 3 * dp : 0), a30, a31, a32, a33);
+  for (size_t k = a; k < b; ++k) {
+    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
+    const char* vk = vrow[k];
+    const VF v0 = KvLoad<kType, kTail>(df, vk, x, d);
+    const VF v1 = kC > 1 ? KvVec<kType>(df, vk, x + 1 * n) : v0;
+    const VF v2 = kC > 1 ? KvVec<kType>(df, vk, x + 2 * n) : v0;
+    const VF v3 = kC > 1 ? KvVec<kType>(df, vk, x + 3 * n) : v0;
+    if constexpr (kC == 8) {
+      const VF pk = hn::Set(df, p[k]);
+      FmaSet<4>(pk, v0, v1, v2, v3, a00, a01, a02, a03);
+      FmaSet<4>(pk, KvVec<kType>(df, vk, x + 4 * n), KvVec<kType>(df, vk, x + 5 * n), KvVec<kType>(df, vk, x + 6 * n),
+                KvVec<kType>(df, vk, x + 7 * n), a10, a11, a12, a13);
+    } else {
+      FmaSet<kN>(hn::Set(df, p[k]), v0, v1, v2, v3, a00, a01, a02, a03);
+      if constexpr (kRB > 1) FmaSet<kN>(hn::Set(df, p[1 * kTile + k]), v0, v1, v2, v3, a10, a11, a12, a13);
+      if constexpr (kRB > 2) FmaSet<kN>(hn::Set(df, p[2 * kTile + k]), v0, v1, v2, v3, a20, a21, a22, a23);
+      if constexpr (kRB > 3) FmaSet<kN>(hn::Set(df, p[3 * kTile + k]), v0, v1, v2, v3, a30, a31, a32, a33);
+    }
+  }
+  StoreSet<kN>(df, a00, a01, a02, a03, o);
+  if constexpr (kC == 8 || kRB > 1) StoreSet<kN>(df, a10, a11, a12, a13, o1);
+  if constexpr (kRB > 2) StoreSet<kN>(df, a20, a21, a22, a23, o + 2 * dp);
+  if constexpr (kRB > 3) StoreSet<kN>(df, a30, a31, a32, a33, o + 3 * dp);
+}
 
 // Scores of rows [r0, r0 + kRB) for tile keys [a, b).
 template <size_t kDim, KvType kType, size_t kRB, class Rows>

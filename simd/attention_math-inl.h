@@ -8,11 +8,10 @@
 // as IEEE arithmetic would. While a row has seen only masked keys its running max is −inf and
 // exp is taken relative to 0, never −inf − −inf.
 //
-// SVE and SVE2 (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form the arrays the
-// register blocks of the other targets are written with: there the blocks are named accumulators
-// (attention_prefill_blocks-inl.h, attention_decode_blocks-inl.h), of the sizes below. Everything
-// else (scratch, softmax, masking, drivers) is shared. Lanes(DF) stays a power of two up to 16
-// there (Highway counts SVE lanes SV_POW2).
+// The register blocks (attention_prefill_blocks-inl.h, attention_decode_blocks-inl.h) are named
+// accumulators on every target, SVE and SVE2 (HWY_HAVE_SCALABLE, sizeless vectors) included, of
+// the sizes below; everything else (scratch, softmax, masking, drivers) is shared too. Lanes(DF)
+// stays a power of two up to 16 on SVE (Highway counts SVE lanes SV_POW2).
 
 #if defined(HEADWAY_SIMD_ATTENTION_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_MATH_INL_H_
@@ -44,7 +43,7 @@ using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
 #if HWY_HAVE_SCALABLE
-constexpr size_t kRowVecs = 1;  // SVE: sizeless vectors, blocks of named accumulators
+constexpr size_t kRowVecs = 1;  // SVE: one block shape for every vector length
 constexpr size_t kDotRows = 1;
 constexpr size_t kDotKeys1 = 4;
 constexpr size_t kPvVecs1 = 4;

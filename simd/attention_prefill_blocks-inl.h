@@ -4,12 +4,13 @@
 // Pᵀ[k]: no horizontal reductions, and the softmax (max, exp, sum, rescale) is elementwise over
 // rows.
 //
-// Register blocks: 2 row vectors × 8 keys (Q·Kᵀ) or 2 row vectors × 8 dims (P·V) = 16
-// independent accumulators where there are 32 vector registers (AVX-512: 2 FMA pipes × 4 cycles
-// latency need >= 8 chains), 1 × 8 where there are 16, written as arrays of vectors. SVE and SVE2
-// (HWY_HAVE_SCALABLE) have sizeless vector types, which cannot form those arrays: there the
-// blocks are named accumulators, 1 row vector × 8 keys or 8 dims (512-bit A64FX: 2 FMA pipes × 9
-// cycles would like more chains, but 8 keep the code one block shape).
+// Register blocks, named accumulators on every target (as in matmul-inl.h: SVE's sizeless
+// vectors cannot form arrays): kRowVecs row vectors × 8 keys (Q·Kᵀ) or × 8 dims (P·V). 2 × 8 =
+// 16 independent accumulators where there are 32 vector registers (AVX-512, AArch64 NEON: 2 FMA
+// pipes × 4 cycles latency need >= 8 chains), 1 × 8 where there are 16, and 1 × 8 on SVE and
+// SVE2 (512-bit A64FX: 2 FMA pipes × 9 cycles would like more chains, but 8 keep one block
+// shape). The accumulators of the second row vector are dead code where kRowVecs is 1, as are
+// those past 4 or 1 dims in the blocks of the last head dims.
 
 #if defined(HEADWAY_SIMD_ATTENTION_PREFILL_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_PREFILL_BLOCKS_INL_H_
@@ -66,122 +67,6 @@ HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
   return alpha;
 }
 
-#if !HWY_HAVE_SCALABLE
-// Scores of tile keys [b0, b1) (whole key blocks) for row vectors [col, col + kRV · N): Sᵀ[k][rows].
-template <size_t kDim, size_t kRV>
-HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
-  const DF df;
-  const DI di;
-  const size_t n = hn::Lanes(df);
-  const size_t d = HeadDim<kDim>(t);
-  const size_t d_pad = PaddedHeadDim<kDim>(t);
-  const size_t rpad = t.rpad;
-  const float* HWY_RESTRICT qt = t.q + col;
-  const VF cap = hn::Set(df, t.a->softcap);
-  const bool softcap = t.a->softcap > 0.0f;
-  for (size_t kb = b0; kb < b1; kb += kKeyBlock) {
-    const float* HWY_RESTRICT kt = t.kt + kb * d_pad;
-    VF acc[kRV][kKeyBlock];
-    for (size_t j = 0; j < kRV; ++j) {
-      for (size_t i = 0; i < kKeyBlock; ++i) acc[j][i] = hn::Zero(df);
-    }
-    for (size_t x = 0; x < d; ++x) {
-      VF qv[kRV];
-      for (size_t j = 0; j < kRV; ++j) qv[j] = hn::LoadU(df, qt + x * rpad + j * n);
-      for (size_t i = 0; i < kKeyBlock; ++i) {
-        const VF kv = hn::Set(df, kt[i * d_pad + x]);
-        for (size_t j = 0; j < kRV; ++j) acc[j][i] = hn::MulAdd(kv, qv[j], acc[j][i]);
-      }
-    }
-    for (size_t j = 0; j < kRV; ++j) {
-      const size_t c = col + j * n;
-      const VI lo = hn::LoadU(di, t.lo + c);
-      const VI hi = hn::LoadU(di, t.hi + c);
-      for (size_t i = 0; i < kKeyBlock; ++i) {
-        VF sv = acc[j][i];
-        if (softcap) sv = Softcap(df, sv, cap);
-        if (masked) sv = hn::IfThenElse(Visible(df, di, kb + i, lo, hi), sv, hn::Set(df, kNegInf));
-        hn::StoreU(sv, df, t.s + (kb + i) * rpad + c);
-      }
-    }
-  }
-}
-
-// Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for row vectors
-// [col, col + kRV · N), keys in ascending order.
-template <size_t kDim, size_t kRV, size_t kDB>
-HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, const VF* alpha, bool masked) {
-  const DF df;
-  const DI di;
-  const size_t n = hn::Lanes(df);
-  const size_t d_pad = PaddedHeadDim<kDim>(t);
-  const size_t rpad = t.rpad;
-  float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
-  const float* HWY_RESTRICT vt = t.vt + x0;
-  const float* HWY_RESTRICT pt = t.s + col;
-  VF acc[kRV][kDB];
-  for (size_t j = 0; j < kRV; ++j) {
-    for (size_t i = 0; i < kDB; ++i) acc[j][i] = hn::Mul(hn::LoadU(df, ot + i * rpad + j * n), alpha[j]);
-  }
-  if (!masked) {
-    for (size_t k = i0; k < i1; ++k) {
-      VF p[kRV];
-      for (size_t j = 0; j < kRV; ++j) p[j] = hn::LoadU(df, pt + k * rpad + j * n);
-      for (size_t i = 0; i < kDB; ++i) {
-        const VF vv = hn::Set(df, vt[k * d_pad + i]);
-        for (size_t j = 0; j < kRV; ++j) acc[j][i] = hn::MulAdd(vv, p[j], acc[j][i]);
-      }
-    }
-  } else {
-    // Same FMA for visible lanes (bitwise equal to the unmasked path); masked lanes keep their
-    // accumulator, so 0 · Inf or 0 · NaN from a V they do not see never reaches them.
-    VI lo[kRV], hi[kRV];
-    for (size_t j = 0; j < kRV; ++j) {
-      lo[j] = hn::LoadU(di, t.lo + col + j * n);
-      hi[j] = hn::LoadU(di, t.hi + col + j * n);
-    }
-    for (size_t k = i0; k < i1; ++k) {
-      VF p[kRV];
-      hn::Mask<DF> vis[kRV];
-      for (size_t j = 0; j < kRV; ++j) {
-        p[j] = hn::LoadU(df, pt + k * rpad + j * n);
-        vis[j] = Visible(df, di, k, lo[j], hi[j]);
-      }
-      for (size_t i = 0; i < kDB; ++i) {
-        const VF vv = hn::Set(df, vt[k * d_pad + i]);
-        for (size_t j = 0; j < kRV; ++j) {
-          acc[j][i] = hn::IfThenElse(vis[j], hn::MulAdd(vv, p[j], acc[j][i]), acc[j][i]);
-        }
-      }
-    }
-  }
-  for (size_t j = 0; j < kRV; ++j) {
-    for (size_t i = 0; i < kDB; ++i) hn::StoreU(acc[j][i], df, ot + i * rpad + j * n);
-  }
-}
-
-// One tile for row vectors [col, col + kRV · N): keys [i0, i1) of the tile are loaded, [b0, b1)
-// is that range widened to whole key blocks (the extra keys are zero and never visible).
-template <size_t kDim, size_t kRV>
-inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
-  const DF df;
-  const size_t n = hn::Lanes(df);
-  const size_t d = HeadDim<kDim>(t);
-  RowsQk<kDim, kRV>(t, col, b0, b1, masked);
-  VF alpha[kRV];
-  for (size_t j = 0; j < kRV; ++j) alpha[j] = RowsSoftmax(t, col + j * n, b0, b1);
-  size_t x = 0;
-  for (; x + kDimBlock <= d; x += kDimBlock) {
-    RowsPvBlock<kDim, kRV, kDimBlock>(t, col, x, i0, i1, alpha, masked);
-  }
-  for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, kRV, 4>(t, col, x, i0, i1, alpha, masked);
-  for (; x < d; ++x) RowsPvBlock<kDim, kRV, 1>(t, col, x, i0, i1, alpha, masked);
-}
-
-#else   // HWY_HAVE_SCALABLE
-// Sizeless vectors (SVE): one row vector per block and named accumulators. Every lane goes
-// through the same operations as in the array blocks above, so the per-row guarantees hold.
-
 // Score of tile key k for the row vector at c: softcap, mask, store into Sᵀ.
 HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, VI hi, bool masked) {
   const DF df;
@@ -191,66 +76,69 @@ HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, 
   hn::StoreU(sv, df, t.s + k * t.rpad + c);
 }
 
-// Scores of tile keys [b0, b1) (whole blocks of kKeyBlock = 8 keys) for the row vector at col.
+// a_i += K[i][x] · Qᵀ[x] for the 8 keys of a block (kx = &K[0][x], rows d_pad apart).
+HWY_INLINE void RowsQkFma8(DF df, const float* HWY_RESTRICT kx, size_t d_pad, VF qv, VF& a0, VF& a1, VF& a2, VF& a3,
+                           VF& a4, VF& a5, VF& a6, VF& a7) {
+  a0 = hn::MulAdd(hn::Set(df, kx[0 * d_pad]), qv, a0);
+  a1 = hn::MulAdd(hn::Set(df, kx[1 * d_pad]), qv, a1);
+  a2 = hn::MulAdd(hn::Set(df, kx[2 * d_pad]), qv, a2);
+  a3 = hn::MulAdd(hn::Set(df, kx[3 * d_pad]), qv, a3);
+  a4 = hn::MulAdd(hn::Set(df, kx[4 * d_pad]), qv, a4);
+  a5 = hn::MulAdd(hn::Set(df, kx[5 * d_pad]), qv, a5);
+  a6 = hn::MulAdd(hn::Set(df, kx[6 * d_pad]), qv, a6);
+  a7 = hn::MulAdd(hn::Set(df, kx[7 * d_pad]), qv, a7);
+}
+
+// Scores of the 8 keys from kb for the row vector at c.
+HWY_INLINE void RowsStoreScores8(const Task& t, size_t kb, size_t c, VI lo, VI hi, bool masked, VF a0, VF a1, VF a2,
+                                 VF a3, VF a4, VF a5, VF a6, VF a7) {
+  RowsStoreScore(t, kb + 0, c, a0, lo, hi, masked);
+  RowsStoreScore(t, kb + 1, c, a1, lo, hi, masked);
+  RowsStoreScore(t, kb + 2, c, a2, lo, hi, masked);
+  RowsStoreScore(t, kb + 3, c, a3, lo, hi, masked);
+  RowsStoreScore(t, kb + 4, c, a4, lo, hi, masked);
+  RowsStoreScore(t, kb + 5, c, a5, lo, hi, masked);
+  RowsStoreScore(t, kb + 6, c, a6, lo, hi, masked);
+  RowsStoreScore(t, kb + 7, c, a7, lo, hi, masked);
+}
+
+// Scores of tile keys [b0, b1) (whole blocks of kKeyBlock = 8 keys) for row vectors
+// [col, col + kRV · N): Sᵀ[k][rows]. a0..a7 take the row vector at col, e0..e7 the one after it.
 template <size_t kDim, size_t kRV>
 HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
-  static_assert(kRV == 1 && kKeyBlock == 8, "scalable blocks: 1 row vector x 8 keys");
+  static_assert((kRV == 1 || kRV == 2) && kKeyBlock == 8, "blocks: 1 or 2 row vectors x 8 keys");
   const DF df;
   const DI di;
+  const size_t n = hn::Lanes(df);
   const size_t d = HeadDim<kDim>(t);
   const size_t d_pad = PaddedHeadDim<kDim>(t);
   const size_t rpad = t.rpad;
   const float* HWY_RESTRICT qt = t.q + col;
-  const VI lo = hn::LoadU(di, t.lo + col);
-  const VI hi = hn::LoadU(di, t.hi + col);
+  const size_t c1 = kRV == 2 ? col + n : col;
+  const VI lo0 = hn::LoadU(di, t.lo + col), hi0 = hn::LoadU(di, t.hi + col);
+  const VI lo1 = hn::LoadU(di, t.lo + c1), hi1 = hn::LoadU(di, t.hi + c1);
   for (size_t kb = b0; kb < b1; kb += kKeyBlock) {
     const float* HWY_RESTRICT kt = t.kt + kb * d_pad;
     VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    VF e0 = a0, e1 = a0, e2 = a0, e3 = a0, e4 = a0, e5 = a0, e6 = a0, e7 = a0;
     for (size_t x = 0; x < d; ++x) {
-      const VF qv = hn::LoadU(df, qt + x * rpad);
-      const float* HWY_RESTRICT kx = kt + x;
-      a0 = hn::MulAdd(hn::Set(df, kx[0 * d_pad]), qv, a0);
-      a1 = hn::MulAdd(hn::Set(df, kx[1 * d_pad]), qv, a1);
-      a2 = hn::MulAdd(hn::Set(df, kx[2 * d_pad]), qv, a2);
-      a3 = hn::MulAdd(hn::Set(df, kx[3 * d_pad]), qv, a3);
-      a4 = hn::MulAdd(hn::Set(df, kx[4 * d_pad]), qv, a4);
-      a5 = hn::MulAdd(hn::Set(df, kx[5 * d_pad]), qv, a5);
-      a6 = hn::MulAdd(hn::Set(df, kx[6 * d_pad]), qv, a6);
-      a7 = hn::MulAdd(hn::Set(df, kx[7 * d_pad]), qv, a7);
+      RowsQkFma8(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad), a0, a1, a2, a3, a4, a5, a6, a7);
+      if constexpr (kRV == 2) {
+        RowsQkFma8(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad + n), e0, e1, e2, e3, e4, e5, e6, e7);
+      }
     }
-    RowsStoreScore(t, kb + 0, col, a0, lo, hi, masked);
-    RowsStoreScore(t, kb + 1, col, a1, lo, hi, masked);
-    RowsStoreScore(t, kb + 2, col, a2, lo, hi, masked);
-    RowsStoreScore(t, kb + 3, col, a3, lo, hi, masked);
-    RowsStoreScore(t, kb + 4, col, a4, lo, hi, masked);
-    RowsStoreScore(t, kb + 5, col, a5, lo, hi, masked);
-    RowsStoreScore(t, kb + 6, col, a6, lo, hi, masked);
-    RowsStoreScore(t, kb + 7, col, a7, lo, hi, masked);
+    RowsStoreScores8(t, kb, col, lo0, hi0, masked, a0, a1, a2, a3, a4, a5, a6, a7);
+    if constexpr (kRV == 2) RowsStoreScores8(t, kb, c1, lo1, hi1, masked, e0, e1, e2, e3, e4, e5, e6, e7);
   }
 }
 
-// acc + v · p, or (kMasked) only in the lanes of vis: a masked lane keeps its accumulator.
-template <bool kMasked>
-HWY_INLINE VF PvFma(DF df, hn::Mask<DF> vis, float v, VF p, VF acc) {
-  const VF r = hn::MulAdd(hn::Set(df, v), p, acc);
-  return kMasked ? hn::IfThenElse(vis, r, acc) : r;
-}
-
-// Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for the row vector at col,
-// keys in ascending order; kDB is 8, 4 or 1 (accumulators past kDB are dead code).
-template <size_t kDim, size_t kDB, bool kMasked>
-HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, VF alpha) {
-  static_assert(kDB == 8 || kDB == 4 || kDB == 1, "kDB is 8, 4 or 1");
-  const DF df;
-  const DI di;
-  const size_t d_pad = PaddedHeadDim<kDim>(t);
-  const size_t rpad = t.rpad;
-  float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
-  const float* HWY_RESTRICT vt = t.vt + x0;
-  const float* HWY_RESTRICT pt = t.s + col;
-  const VI lo = hn::LoadU(di, t.lo + col);
-  const VI hi = hn::LoadU(di, t.hi + col);
-  VF a0 = hn::Mul(hn::LoadU(df, ot), alpha), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+// a_i ← alpha · Oᵀ[i] for i < kDB (ot = &Oᵀ[x0][c], rows rpad apart); kDB is 8, 4 or 1 and the
+// accumulators past kDB are dead code.
+template <size_t kDB>
+HWY_INLINE void RowsPvLoad(DF df, const float* HWY_RESTRICT ot, size_t rpad, VF alpha, VF& a0, VF& a1, VF& a2, VF& a3,
+                           VF& a4, VF& a5, VF& a6, VF& a7) {
+  a0 = hn::Mul(hn::LoadU(df, ot), alpha);
+  a1 = a2 = a3 = a4 = a5 = a6 = a7 = a0;
   if constexpr (kDB >= 4) {
     a1 = hn::Mul(hn::LoadU(df, ot + 1 * rpad), alpha);
     a2 = hn::Mul(hn::LoadU(df, ot + 2 * rpad), alpha);
@@ -262,24 +150,11 @@ HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, siz
     a6 = hn::Mul(hn::LoadU(df, ot + 6 * rpad), alpha);
     a7 = hn::Mul(hn::LoadU(df, ot + 7 * rpad), alpha);
   }
-  const hn::Mask<DF> all = hn::FirstN(df, hn::Lanes(df));  // unused when !kMasked
-  for (size_t k = i0; k < i1; ++k) {
-    const VF p = hn::LoadU(df, pt + k * rpad);
-    const hn::Mask<DF> vis = kMasked ? Visible(df, di, k, lo, hi) : all;
-    const float* HWY_RESTRICT vk = vt + k * d_pad;
-    a0 = PvFma<kMasked>(df, vis, vk[0], p, a0);
-    if constexpr (kDB >= 4) {
-      a1 = PvFma<kMasked>(df, vis, vk[1], p, a1);
-      a2 = PvFma<kMasked>(df, vis, vk[2], p, a2);
-      a3 = PvFma<kMasked>(df, vis, vk[3], p, a3);
-    }
-    if constexpr (kDB == 8) {
-      a4 = PvFma<kMasked>(df, vis, vk[4], p, a4);
-      a5 = PvFma<kMasked>(df, vis, vk[5], p, a5);
-      a6 = PvFma<kMasked>(df, vis, vk[6], p, a6);
-      a7 = PvFma<kMasked>(df, vis, vk[7], p, a7);
-    }
-  }
+}
+
+template <size_t kDB>
+HWY_INLINE void RowsPvStore(DF df, float* HWY_RESTRICT ot, size_t rpad, VF a0, VF a1, VF a2, VF a3, VF a4, VF a5, VF a6,
+                            VF a7) {
   hn::StoreU(a0, df, ot);
   if constexpr (kDB >= 4) {
     hn::StoreU(a1, df, ot + 1 * rpad);
@@ -294,28 +169,92 @@ HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, siz
   }
 }
 
-template <size_t kDim, bool kMasked>
-inline void RowsPv(const Task& t, size_t col, size_t i0, size_t i1, VF alpha) {
-  const size_t d = HeadDim<kDim>(t);
-  size_t x = 0;
-  for (; x + kDimBlock <= d; x += kDimBlock) RowsPvBlock<kDim, kDimBlock, kMasked>(t, col, x, i0, i1, alpha);
-  for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, 4, kMasked>(t, col, x, i0, i1, alpha);
-  for (; x < d; ++x) RowsPvBlock<kDim, 1, kMasked>(t, col, x, i0, i1, alpha);
+// acc + v · p, or (kMasked) only in the lanes of vis: a masked lane keeps its accumulator, so
+// 0 · Inf or 0 · NaN from a V it does not see never reaches it. Visible lanes get the same FMA
+// either way: the unmasked path is bitwise equal to the masked one there.
+template <bool kMasked>
+HWY_INLINE VF PvFma(DF df, hn::Mask<DF> vis, float v, VF p, VF acc) {
+  const VF r = hn::MulAdd(hn::Set(df, v), p, acc);
+  return kMasked ? hn::IfThenElse(vis, r, acc) : r;
 }
 
-// One tile for the row vector at col (see the array form above).
-template <size_t kDim, size_t kRV>
-inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
-  static_assert(kRV == 1, "scalable blocks: 1 row vector");
-  RowsQk<kDim, 1>(t, col, b0, b1, masked);
-  const VF alpha = RowsSoftmax(t, col, b0, b1);
-  if (masked) {
-    RowsPv<kDim, true>(t, col, i0, i1, alpha);
-  } else {
-    RowsPv<kDim, false>(t, col, i0, i1, alpha);
+// a_i += V[k][x0 + i] · Pᵀ[k] for i < kDB (vk = &V[k][x0]).
+template <size_t kDB, bool kMasked>
+HWY_INLINE void RowsPvFma(DF df, hn::Mask<DF> vis, const float* HWY_RESTRICT vk, VF p, VF& a0, VF& a1, VF& a2, VF& a3,
+                          VF& a4, VF& a5, VF& a6, VF& a7) {
+  a0 = PvFma<kMasked>(df, vis, vk[0], p, a0);
+  if constexpr (kDB >= 4) {
+    a1 = PvFma<kMasked>(df, vis, vk[1], p, a1);
+    a2 = PvFma<kMasked>(df, vis, vk[2], p, a2);
+    a3 = PvFma<kMasked>(df, vis, vk[3], p, a3);
+  }
+  if constexpr (kDB == 8) {
+    a4 = PvFma<kMasked>(df, vis, vk[4], p, a4);
+    a5 = PvFma<kMasked>(df, vis, vk[5], p, a5);
+    a6 = PvFma<kMasked>(df, vis, vk[6], p, a6);
+    a7 = PvFma<kMasked>(df, vis, vk[7], p, a7);
   }
 }
-#endif  // HWY_HAVE_SCALABLE
+
+// Oᵀ[x0, x0 + kDB) ← alpha · Oᵀ + Σ_{k in [i0, i1)} V[k][x] · Pᵀ[k] for row vectors
+// [col, col + kRV · N), keys in ascending order: a0..a7 for the row vector at col (alpha0),
+// e0..e7 for the one after it (alpha1).
+template <size_t kDim, size_t kRV, size_t kDB, bool kMasked>
+HWY_INLINE void RowsPvBlock(const Task& t, size_t col, size_t x0, size_t i0, size_t i1, VF alpha0, VF alpha1) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const size_t d_pad = PaddedHeadDim<kDim>(t);
+  const size_t rpad = t.rpad;
+  const size_t c1 = kRV == 2 ? n : 0;  // the second row vector, from col
+  float* HWY_RESTRICT ot = t.o + x0 * rpad + col;
+  const float* HWY_RESTRICT vt = t.vt + x0;
+  const float* HWY_RESTRICT pt = t.s + col;
+  const VI lo0 = hn::LoadU(di, t.lo + col), hi0 = hn::LoadU(di, t.hi + col);
+  const VI lo1 = hn::LoadU(di, t.lo + col + c1), hi1 = hn::LoadU(di, t.hi + col + c1);
+  VF a0, a1, a2, a3, a4, a5, a6, a7, e0, e1, e2, e3, e4, e5, e6, e7;
+  RowsPvLoad<kDB>(df, ot, rpad, alpha0, a0, a1, a2, a3, a4, a5, a6, a7);
+  RowsPvLoad<kRV == 2 ? kDB : 1>(df, ot + c1, rpad, alpha1, e0, e1, e2, e3, e4, e5, e6, e7);
+  const hn::Mask<DF> all = hn::FirstN(df, n);  // unused when !kMasked
+  for (size_t k = i0; k < i1; ++k) {
+    const float* HWY_RESTRICT vk = vt + k * d_pad;
+    const VF p0 = hn::LoadU(df, pt + k * rpad);
+    RowsPvFma<kDB, kMasked>(df, kMasked ? Visible(df, di, k, lo0, hi0) : all, vk, p0, a0, a1, a2, a3, a4, a5, a6, a7);
+    if constexpr (kRV == 2) {
+      const VF p1 = hn::LoadU(df, pt + k * rpad + c1);
+      const hn::Mask<DF> vis1 = kMasked ? Visible(df, di, k, lo1, hi1) : all;
+      RowsPvFma<kDB, kMasked>(df, vis1, vk, p1, e0, e1, e2, e3, e4, e5, e6, e7);
+    }
+  }
+  RowsPvStore<kDB>(df, ot, rpad, a0, a1, a2, a3, a4, a5, a6, a7);
+  if constexpr (kRV == 2) RowsPvStore<kDB>(df, ot + c1, rpad, e0, e1, e2, e3, e4, e5, e6, e7);
+}
+
+template <size_t kDim, size_t kRV, bool kMasked>
+inline void RowsPv(const Task& t, size_t col, size_t i0, size_t i1, VF alpha0, VF alpha1) {
+  const size_t d = HeadDim<kDim>(t);
+  size_t x = 0;
+  for (; x + kDimBlock <= d; x += kDimBlock) {
+    RowsPvBlock<kDim, kRV, kDimBlock, kMasked>(t, col, x, i0, i1, alpha0, alpha1);
+  }
+  for (; x + 4 <= d; x += 4) RowsPvBlock<kDim, kRV, 4, kMasked>(t, col, x, i0, i1, alpha0, alpha1);
+  for (; x < d; ++x) RowsPvBlock<kDim, kRV, 1, kMasked>(t, col, x, i0, i1, alpha0, alpha1);
+}
+
+// One tile for row vectors [col, col + kRV · N): keys [i0, i1) of the tile are loaded, [b0, b1)
+// is that range widened to whole key blocks (the extra keys are zero and never visible).
+template <size_t kDim, size_t kRV>
+inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
+  static_assert(kDimBlock == 8, "P·V blocks: 8, 4 or 1 dims");
+  RowsQk<kDim, kRV>(t, col, b0, b1, masked);
+  const VF alpha0 = RowsSoftmax(t, col, b0, b1);
+  const VF alpha1 = kRV == 2 ? RowsSoftmax(t, col + hn::Lanes(DF()), b0, b1) : alpha0;
+  if (masked) {
+    RowsPv<kDim, kRV, true>(t, col, i0, i1, alpha0, alpha1);
+  } else {
+    RowsPv<kDim, kRV, false>(t, col, i0, i1, alpha0, alpha1);
+  }
+}
 
 }  // namespace attn
 
