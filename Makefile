@@ -28,28 +28,18 @@ test: deps
 
 # Each cross workflow (every test but those labelled slow), then its slow tests: the kernel suite
 # once per SIMD flavour on an emulated CPU that has it. Each prints, from its ctest log, which
-# SIMD target each emulated CPU ran.
-test-cross:
+# SIMD target each emulated CPU ran. CI (.ci/run) runs test-cross-ci: the same workflows, then the
+# slow suites of NEON, SVE and SVE2 (armv7: NEON) only: SVE2_128's and SVE_256's (their dispatch
+# checks run in the workflow) and the bench smoke test (`cli: bench-json`: its roofs and a
+# 512-token prefill; the release build runs it) take minutes each under qemu.
+test-cross: CROSS_SLOW_FILTER =
+test-cross-ci: CROSS_SLOW_FILTER = -R '^simd (NEON|SVE|SVE2) '
+test-cross test-cross-ci:
 	bash toolchains/install-deps.sh aarch64
 	bash toolchains/install-deps.sh armv7
 	for p in aarch64 armv7; do \
 	  cmake --workflow --preset $$p && \
-	  ctest --test-dir build/$$p --output-on-failure -j2 -L slow && \
-	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
-	done
-
-# CI's share of the cross suites (.ci/run calls it after make test): only the binaries
-# it needs, then the kernel suite on NEON, SVE and SVE2 (armv7: NEON), `headway attend` end to
-# end and the CLI contract, under qemu, less the bench smoke test (its roofs and a 512-token
-# prefill take minutes there; the release build runs it).
-test-cross-ci:
-	bash toolchains/install-deps.sh aarch64
-	bash toolchains/install-deps.sh armv7
-	for p in aarch64 armv7; do \
-	  cmake --preset $$p && \
-	  cmake --build --preset $$p --target attention_kernel_test simd_targets headway_cli cli_attend_test && \
-	  ctest --test-dir build/$$p --output-on-failure -j2 -R '^(simd (NEON|SVE|SVE2) |cli_attend_test|cli: )' \
-	    -E '^cli: bench-json$$' && \
+	  ctest --test-dir build/$$p --output-on-failure -j2 -L slow $(CROSS_SLOW_FILTER) && \
 	  grep -h "attention kernels dispatch to" build/$$p/Testing/Temporary/LastTest.log || exit 1; \
 	done
 
