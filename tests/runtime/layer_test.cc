@@ -18,7 +18,7 @@
 #include "headway/thread_pool.hpp"
 #include "runtime/xnnpack_dense.hpp"
 #include "tests/reference/reference_layer.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/runtime/layer_test_support.hpp"
 
 namespace headway {
 namespace {
@@ -82,27 +82,10 @@ std::vector<Variant> variants() {
   return v;
 }
 
-std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
-
-double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
-  double scale = 1.0, err = 0.0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
-  return err / scale;
-}
-
-std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<float> x(size_t{t} * d);
-  for (float& v : x) v = rng.normal();
-  return x;
-}
-
-std::vector<Projection> projections() {
-  std::vector<Projection> p{Projection::kHighway};
-  if (xnnpack_built()) p.push_back(Projection::kXnnpack);
-  return p;
-}
+using test::max_rel_error;
+using test::projections;
+using test::random_x;
+using test::to_double;
 
 TEST_CASE(
     "AttentionLayer matches the double reference: variants x projections x weight dtypes, chunked prefill then "

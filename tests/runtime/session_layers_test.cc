@@ -17,7 +17,7 @@
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "tests/reference/reference_layer.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/runtime/layer_test_support.hpp"
 
 namespace headway {
 namespace {
@@ -82,18 +82,29 @@ Stack* make_stack(const Config& c, const PlanOptions& o) {
   return s;
 }
 
-std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<float> x(size_t{t} * d);
-  for (float& v : x) v = rng.normal();
-  return x;
-}
+using test::max_rel_error;
+using test::random_x;
 
-double max_rel_error(const float* got, const std::vector<double>& want) {
-  double scale = 1.0, err = 0.0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
-  return err / scale;
+// A stack that prefills n tokens at once against one that prefills `head` and decodes the rest
+// token by token, with no heap in the decode steps: the same outputs within 1e-5.
+void check_prefill_equals_decode(const Config& c, uint32_t n, uint32_t head, uint64_t seed) {
+  PlanOptions o;
+  o.max_tokens = 8;
+  Stack* a = make_stack(c, o);
+  Stack* b = make_stack(c, o);
+  const std::vector<float> x = random_x(n, c.d_model, seed);
+  std::vector<float> y_prefill(x.size()), y_steps(x.size());
+  REQUIRE(a->session.prefill(x.data(), n, y_prefill.data()).ok());
+  REQUIRE(b->session.prefill(x.data(), head, y_steps.data()).ok());
+  HeapCount count;
+  for (uint32_t i = head; i < n; ++i) {
+    REQUIRE(b->session.decode(x.data() + i * c.d_model, y_steps.data() + i * c.d_model).ok());
+  }
+  CHECK(count.stop() == 0);
+  CHECK(max_rel_error(y_steps, test::to_double(y_prefill)) < 1e-5);
+  CHECK(b->session.position() == n);
+  delete a;
+  delete b;
 }
 
 TEST_CASE("Session with mixed layers: each layer's kind, RoPE and base, against the reference") {
@@ -116,35 +127,13 @@ TEST_CASE("Session with mixed layers: each layer's kind, RoPE and base, against 
   REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
   CHECK(count.stop() == 0);
   const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
-  CHECK(max_rel_error(y.data(), want) < 5e-5);
+  CHECK(max_rel_error(y, want) < 5e-5);
   delete s;
 }
 
 TEST_CASE("Session with mixed layers: prefill far past the window equals prefill then decode") {
   const Config c = mixed_config();
-  PlanOptions o;
-  o.max_tokens = 8;
-  Stack* a = make_stack(c, o);
-  Stack* b = make_stack(c, o);
-  const uint32_t n = 200, head = 90;
-  const std::vector<float> x = random_x(n, c.d_model, 13);
-  std::vector<float> y_prefill(x.size()), y_steps(x.size());
-  REQUIRE(a->session.prefill(x.data(), n, y_prefill.data()).ok());
-  REQUIRE(b->session.prefill(x.data(), head, y_steps.data()).ok());
-  HeapCount count;
-  for (uint32_t i = head; i < n; ++i) {
-    REQUIRE(b->session.decode(x.data() + i * c.d_model, y_steps.data() + i * c.d_model).ok());
-  }
-  CHECK(count.stop() == 0);
-  double scale = 1.0, err = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    scale = std::max(scale, double(std::fabs(y_prefill[i])));
-    err = std::max(err, double(std::fabs(y_prefill[i] - y_steps[i])));
-  }
-  CHECK(err / scale < 1e-5);
-  CHECK(b->session.position() == n);
-  delete a;
-  delete b;
+  check_prefill_equals_decode(c, 200, 90, 13);
 }
 
 // gpt-oss in small: even layers slide (window 24), odd ones are full; q/k/v and output biases,
@@ -191,7 +180,7 @@ TEST_CASE("Session with sink logits on sliding and full layers (gpt-oss-like): a
   REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
   CHECK(count.stop() == 0);
   const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
-  CHECK(max_rel_error(y.data(), want) < 5e-5);
+  CHECK(max_rel_error(y, want) < 5e-5);
   // Without the sinks the same weights give another result: the reference that drops them is far off.
   std::vector<test::RefLayer> plain;
   for (uint32_t l = 0; l < c.n_layers; ++l) {
@@ -202,7 +191,7 @@ TEST_CASE("Session with sink logits on sliding and full layers (gpt-oss-like): a
     plain.emplace_back(lc, s->weights[l].ref);
   }
   for (auto& r : plain) r.reset();
-  CHECK(max_rel_error(y.data(), test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-2);
+  CHECK(max_rel_error(y, test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-2);
   delete s;
 }
 
@@ -213,29 +202,7 @@ TEST_CASE("Session with sink logits (gpt-oss-like, YaRN): prefill in chunks equa
   c.rope.factor = 32.0f;
   c.rope.original_max_seq = 64;
   c.rope.yarn_truncate = false;
-  PlanOptions o;
-  o.max_tokens = 8;
-  Stack* a = make_stack(c, o);
-  Stack* b = make_stack(c, o);
-  const uint32_t n = 200, head = 5;
-  const std::vector<float> x = random_x(n, c.d_model, 23);
-  std::vector<float> y_prefill(x.size()), y_steps(x.size());
-  REQUIRE(a->session.prefill(x.data(), n, y_prefill.data()).ok());
-  REQUIRE(b->session.prefill(x.data(), head, y_steps.data()).ok());
-  HeapCount count;
-  for (uint32_t i = head; i < n; ++i) {
-    REQUIRE(b->session.decode(x.data() + i * c.d_model, y_steps.data() + i * c.d_model).ok());
-  }
-  CHECK(count.stop() == 0);
-  double scale = 1.0, err = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    scale = std::max(scale, double(std::fabs(y_prefill[i])));
-    err = std::max(err, double(std::fabs(y_prefill[i] - y_steps[i])));
-  }
-  CHECK(err / scale < 1e-5);
-  CHECK(b->session.position() == n);
-  delete a;
-  delete b;
+  check_prefill_equals_decode(c, 200, 5, 23);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// What the layer and session tests share: random inputs, the error measure against the double
+// reference, and the projection engines this build has.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "headway/layer.hpp"
+#include "runtime/xnnpack_dense.hpp"
+#include "tests/support/test_rng.hpp"
+
+namespace headway {
+namespace test {
+
+inline std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// max |got − want| over the larger of 1 and max |want|.
+inline double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double scale = 1.0, err = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+  return err / scale;
+}
+
+// t rows of d unit-normal values.
+inline std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(size_t{t} * d);
+  for (float& v : x) v = rng.normal();
+  return x;
+}
+
+inline std::vector<Projection> projections() {
+  std::vector<Projection> p{Projection::kHighway};
+  if (xnnpack_built()) p.push_back(Projection::kXnnpack);
+  return p;
+}
+
+}  // namespace test
+}  // namespace headway
