@@ -117,7 +117,7 @@ void print_run_table(const RunReport& r) {
   if (r.backend == BackendKind::kGpu) {
     std::printf(
         "             (the Vulkan driver's own calls included: lavapipe, for one, compiles a pipeline at its first\n"
-        "             dispatch and allocates as it records each command)\n");
+        "             dispatch and allocates in every submission)\n");
   }
 }
 
