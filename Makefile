@@ -30,8 +30,9 @@ test: deps
 # once per SIMD flavour on an emulated CPU that has it. Each prints, from its ctest log, which
 # SIMD target each emulated CPU ran. CI (.ci/run) runs test-cross-ci: the same workflows, then the
 # slow suites of NEON, SVE and SVE2 (armv7: NEON) only: SVE2_128's and SVE_256's (their dispatch
-# checks run in the workflow) and the bench smoke test (`cli: bench-json`: its roofs and a
-# 512-token prefill; the release build runs it) take minutes each under qemu.
+# checks run in the workflow), the bench smoke test (`cli: bench-json`: its roofs and a
+# 512-token prefill) and `cli: run-gpt-oss-json` (two of gpt-oss-20b's layers) take minutes each
+# under qemu; the release build runs the last two.
 test-cross: CROSS_SLOW_FILTER =
 test-cross-ci: CROSS_SLOW_FILTER = -R '^simd (NEON|SVE|SVE2) '
 test-cross test-cross-ci:
