@@ -43,9 +43,9 @@ Status check_sinks_finite(const TensorRef& sinks, uint32_t layer) {
 
 // The sink logits as f32 in the layer's slice of the sinks region (the caller's tensor may go
 // away after init, and may be f16 or bf16).
-const float* copy_sinks(const TensorRef& sinks, uint8_t* slice) {
+const float* copy_sinks(const TensorRef& sinks, float* slice) {
   convert_tensor(sinks, slice, DType::kF32);
-  return reinterpret_cast<const float*>(slice);
+  return slice;
 }
 
 // RMS norm of each head of `n_heads` heads of one token's row, in place:
@@ -93,17 +93,14 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
 // layer's own plan (layer_plan: its window, its RoPE or none, its KV rows): the CPU over the
 // arena's KV region of the layer and the scratch, or a GpuBackend on the caller's context.
 Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options) {
-  const Plan& whole = arena_->plan();
-  const Plan p = layer_plan(whole, layer);
-  uint8_t* base = arena_->weights() - whole.weights_offset;
+  const Plan p = layer_plan(arena_->plan(), layer);
   double* rope = nullptr;
   if (p.rope_bytes_per_layer != 0) {
-    rope = reinterpret_cast<double*>(base + whole.rope_offset + uint64_t{layer} * whole.rope_bytes_per_layer);
+    rope = arena_->rope_layer(layer);
     rope_frequencies(p.config.rope, p.head_dim, rope);
   }
   rope_ = rope;
   rope_config_ = p.config.rope;
-
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
@@ -132,8 +129,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   uint8_t* base = arena.weights() - p.weights_offset;
   w_ = weights;
-  sinks_ =
-      c.sinks ? copy_sinks(weights.sinks, base + p.sinks_offset + uint64_t{layer} * p.sinks_bytes_per_layer) : nullptr;
+  sinks_ = c.sinks ? copy_sinks(weights.sinks, arena.sinks_layer(layer)) : nullptr;
   fused_qkv_ = false;
   op_blocks_ = 0;
 

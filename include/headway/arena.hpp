@@ -28,6 +28,12 @@ class Arena {
   uint8_t* kv_layer(uint32_t layer) const {                          // [K | V] of one layer: plan.layer(layer).kv_bytes
     return base_ + plan_.layer(layer).kv_offset;
   }
+  double* rope_layer(uint32_t layer) const {  // one layer's RoPE frequencies: plan.rope_bytes_per_layer
+    return reinterpret_cast<double*>(base_ + plan_.rope_offset + uint64_t{layer} * plan_.rope_bytes_per_layer);
+  }
+  float* sinks_layer(uint32_t layer) const {  // one layer's [n_heads] sink logits: plan.sinks_bytes_per_layer
+    return reinterpret_cast<float*>(base_ + plan_.sinks_offset + uint64_t{layer} * plan_.sinks_bytes_per_layer);
+  }
   float* qkv() const { return reinterpret_cast<float*>(base_ + plan_.activations_offset); }
   float* attention_out() const {
     return reinterpret_cast<float*>(base_ + plan_.activations_offset +
