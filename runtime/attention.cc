@@ -122,6 +122,17 @@ Status check_workspace(const PreparedAttention& call, const void* workspace, siz
 
 }  // namespace
 
+Status check_sink_logits(const float* sinks, uint32_t n_heads) {
+  if (sinks == nullptr) return Status();
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    if (!std::isfinite(sinks[h])) {
+      return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
+                           static_cast<double>(sinks[h]));
+    }
+  }
+  return Status();
+}
+
 Status validate_attention_args(const simd::AttentionArgs& a) {
   if (a.head_dim == 0 || a.head_dim > kMaxHeadDim) {
     return Status::error(Code::kInvalidArgument, "attention: head_dim %u is not in 1..%u", a.head_dim, kMaxHeadDim);
@@ -146,14 +157,7 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument, "attention: softcap %g is not a finite number >= 0 (0 = off)",
                          static_cast<double>(a.softcap));
   }
-  if (a.sinks != nullptr) {
-    for (uint32_t h = 0; h < a.n_heads; ++h) {
-      if (!std::isfinite(a.sinks[h])) {
-        return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
-                             static_cast<double>(a.sinks[h]));
-      }
-    }
-  }
+  HEADWAY_RETURN_IF_ERROR(check_sink_logits(a.sinks, a.n_heads));
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
                          static_cast<unsigned>(a.kv_type));

@@ -173,14 +173,7 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
                          "gpu backend: token strides %zu (q), %zu (o) are below n_heads · head_dim = %u",
                          q_token_stride, o_token_stride, x.q_width);
   }
-  if (sinks != nullptr) {  // KvCache::attend's check and message
-    for (uint32_t h = 0; h < c.n_heads; ++h) {
-      if (!std::isfinite(sinks[h])) {
-        return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
-                             static_cast<double>(sinks[h]));
-      }
-    }
-  }
+  HEADWAY_RETURN_IF_ERROR(check_sink_logits(sinks, c.n_heads));  // KvCache::attend's check and message
   gpu::CallParams pc{};
   pc.t_q = t_q;
   pc.t_kv = x.size < x.plan.cache_rows ? x.size : x.plan.cache_rows;
