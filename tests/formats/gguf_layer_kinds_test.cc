@@ -11,6 +11,7 @@
 #include "headway/config.hpp"
 #include "headway/model_files.hpp"
 #include "headway/plan.hpp"
+#include "tests/formats/gguf_parse.hpp"
 #include "tests/formats/gguf_writer.hpp"
 
 namespace headway {
@@ -19,21 +20,8 @@ namespace {
 using test::GgufWriter;
 using namespace test::gguf_types;
 
-Config parse_ok(const GgufWriter& w) {
-  const std::vector<uint8_t> b = w.bytes();
-  const Result<Config> r = parse_gguf_metadata(b.data(), b.size(), "m.gguf");
-  REQUIRE_MESSAGE(r.ok(), std::string(r.status().message()));
-  const Status v = validate(*r);
-  CHECK_MESSAGE(v.ok(), std::string(v.message()));
-  return *r;
-}
-
-Status parse_error(const GgufWriter& w) {
-  const std::vector<uint8_t> b = w.bytes();
-  const Result<Config> r = parse_gguf_metadata(b.data(), b.size(), "m.gguf");
-  REQUIRE_FALSE(r.ok());
-  return r.status();
-}
+using test::parse_error;
+using test::parse_ok;
 
 bool contains(const Status& s, const char* part) { return std::strstr(s.message(), part) != nullptr; }
 #define CHECK_HAS(status, part) CHECK_MESSAGE(contains(status, part), std::string((status).message()))

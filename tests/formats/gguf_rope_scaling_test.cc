@@ -10,6 +10,7 @@
 
 #include "headway/config.hpp"
 #include "headway/model_files.hpp"
+#include "tests/formats/gguf_parse.hpp"
 #include "tests/formats/gguf_writer.hpp"
 
 namespace headway {
@@ -17,21 +18,8 @@ namespace {
 
 using test::GgufWriter;
 
-Config parse_ok(const GgufWriter& w) {
-  const std::vector<uint8_t> b = w.bytes();
-  const Result<Config> r = parse_gguf_metadata(b.data(), b.size(), "m.gguf");
-  REQUIRE_MESSAGE(r.ok(), std::string(r.status().message()));
-  const Status v = validate(*r);
-  CHECK_MESSAGE(v.ok(), std::string(v.message()));
-  return *r;
-}
-
-Status parse_error(const GgufWriter& w) {
-  const std::vector<uint8_t> b = w.bytes();
-  const Result<Config> r = parse_gguf_metadata(b.data(), b.size(), "m.gguf");
-  REQUIRE_FALSE(r.ok());
-  return r.status();
-}
+using test::parse_error;
+using test::parse_ok;
 
 // gpt-oss-20b as llama.cpp's converter writes it: YaRN factor 32 over an original 4096 positions,
 // no betas (llama.cpp's defaults are gpt-oss's).
