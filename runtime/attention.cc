@@ -133,6 +133,36 @@ Status check_sink_logits(const float* sinks, uint32_t n_heads) {
   return Status();
 }
 
+Status alibi_slopes(uint32_t n_heads, float* slopes, float max_bias) {
+  if (slopes == nullptr) return Status::error(Code::kInvalidArgument, "alibi slopes: the output is null");
+  if (n_heads == 0 || n_heads > kMaxHeads) {
+    return Status::error(Code::kInvalidArgument, "alibi slopes: n_heads %u is not in 1..%u", n_heads, kMaxHeads);
+  }
+  if (!(max_bias > 0.0f) || !std::isfinite(max_bias)) {
+    return Status::error(Code::kInvalidArgument, "alibi slopes: max_bias %g is not a finite number > 0",
+                         static_cast<double>(max_bias));
+  }
+  uint32_t n0 = 1;
+  while (n0 * 2 <= n_heads) n0 *= 2;
+  const double b = max_bias;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    const double e = h < n0 ? -b * (h + 1) / n0 : -b * (2 * (h - n0) + 1) / (2.0 * n0);
+    slopes[h] = static_cast<float>(std::exp2(e));
+  }
+  return Status();
+}
+
+Status check_alibi_slopes(const float* slopes, uint32_t n_heads) {
+  if (slopes == nullptr) return Status();
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    if (!std::isfinite(slopes[h])) {
+      return Status::error(Code::kInvalidArgument, "attention: alibi_slopes[%u] = %g is not finite", h,
+                           static_cast<double>(slopes[h]));
+    }
+  }
+  return Status();
+}
+
 Status validate_attention_args(const simd::AttentionArgs& a) {
   if (a.head_dim == 0 || a.head_dim > kMaxHeadDim) {
     return Status::error(Code::kInvalidArgument, "attention: head_dim %u is not in 1..%u", a.head_dim, kMaxHeadDim);
@@ -158,6 +188,12 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
                          static_cast<double>(a.softcap));
   }
   HEADWAY_RETURN_IF_ERROR(check_sink_logits(a.sinks, a.n_heads));
+  HEADWAY_RETURN_IF_ERROR(check_alibi_slopes(a.alibi_slopes, a.n_heads));
+  if (a.sink_tokens != 0 && a.sink_tokens >= a.window) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: sink_tokens %u needs a sliding window larger than it (window %u)", a.sink_tokens,
+                         a.window);
+  }
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
                          static_cast<unsigned>(a.kv_type));
@@ -184,6 +220,14 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument,
                          "attention: a ring of %u rows cannot hold t_kv %u keys starting at row %u", a.kv_ring_rows,
                          a.t_kv, a.kv_first_row);
+  }
+  if (a.kv_ring_rows > 0 && a.sink_tokens > 0 &&
+      (a.sink_tokens >= a.kv_ring_rows || a.kv_first_row >= a.kv_ring_rows - a.sink_tokens)) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: with %u sink tokens, a ring of %u rows cycles %d of them; kv_first_row %u is not "
+                         "below that",
+                         a.sink_tokens, a.kv_ring_rows, static_cast<int>(a.kv_ring_rows) - static_cast<int>(a.sink_tokens),
+                         a.kv_first_row);
   }
   // The kernels' own check: anything it rejects that the checks above let through.
   simd::AttentionArgs resolved = a;
@@ -271,6 +315,8 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   a.causal = p.causal;
   a.window = p.window;
   a.sinks = p.sinks;
+  a.sink_tokens = p.sink_tokens;
+  a.alibi_slopes = p.alibi_slopes;
   return a;
 }
 

@@ -27,6 +27,8 @@ Status validate_attention_args(const simd::AttentionArgs& args);
 // Null, or n_heads finite sink logits ("attention: sinks[h] = v is not finite"): part of
 // validate_attention_args, and the GPU backend's check of the same argument.
 Status check_sink_logits(const float* sinks, uint32_t n_heads);
+// Each of n_heads ALiBi slopes is finite (null: none), with attention's message.
+Status check_alibi_slopes(const float* slopes, uint32_t n_heads);
 
 // The split for valid args and `threads` threads (>= 1).
 AttentionSplit attention_split(const simd::AttentionArgs& args, uint32_t threads);

@@ -1,7 +1,7 @@
 // The CPU backend: KvCache and attend() over one caller-owned block, plus dense_plan().
 //
 // Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer]
-// [RoPE table: plan.rope_bytes_per_layer] [workspace].
+// [RoPE table: plan.rope_bytes_per_layer] [ALiBi slopes: plan.alibi_bytes] [workspace].
 // The workspace holds the largest any call within the plan asks for
 // (attention_workspace_bytes_bound, headway/attention_policy.hpp).
 #include <cstring>
@@ -49,7 +49,7 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
 
 size_t CpuBackend::memory_bytes(const Plan& plan, uint32_t threads) {
   if (!check_plan("cpu backend", plan).ok()) return 0;
-  return align_up(plan.kv_bytes_per_layer) + plan.rope_bytes_per_layer +
+  return align_up(plan.kv_bytes_per_layer) + plan.rope_bytes_per_layer + plan.alibi_bytes +
          align_up(workspace_bound(plan, threads ? threads : 1));
 }
 
@@ -69,12 +69,15 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size
   const size_t kv_bytes = align_up(plan.kv_bytes_per_layer);
   double* rope = plan.rope_bytes_per_layer ? reinterpret_cast<double*>(base + kv_bytes) : nullptr;
   if (rope != nullptr) KvCache::make_rope_table(plan, rope);
-  const size_t before_workspace = kv_bytes + plan.rope_bytes_per_layer;
-  return create(plan, pool, base, plan.kv_bytes_per_layer, rope, base + before_workspace, need - before_workspace);
+  float* alibi = plan.alibi_bytes ? reinterpret_cast<float*>(base + kv_bytes + plan.rope_bytes_per_layer) : nullptr;
+  if (alibi != nullptr) KvCache::make_alibi_slopes(plan, alibi);
+  const size_t before_workspace = kv_bytes + plan.rope_bytes_per_layer + plan.alibi_bytes;
+  return create(plan, pool, base, plan.kv_bytes_per_layer, rope, base + before_workspace, need - before_workspace,
+                alibi);
 }
 
 Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
-                          void* workspace, size_t workspace_bytes) {
+                          void* workspace, size_t workspace_bytes, const float* alibi_slopes) {
   HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
   const uint32_t threads = pool != nullptr ? pool->threads() : 1;
   const uint64_t need = workspace_bound(plan, threads);
@@ -88,7 +91,7 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t k
     return Status::error(Code::kInvalidArgument, "cpu backend: workspace is not %llu-byte aligned",
                          static_cast<unsigned long long>(kAlignment));
   }
-  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, kv, kv_bytes, rope_table));
+  HEADWAY_RETURN_IF_ERROR(cache_.bind(plan, kv, kv_bytes, rope_table, alibi_slopes));
   pool_ = pool;
   workspace_ = static_cast<uint8_t*>(workspace);
   workspace_bytes_ = workspace_bytes;

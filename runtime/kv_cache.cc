@@ -18,7 +18,13 @@ void KvCache::make_rope_table(const Plan& plan, double* table) {
   rope_frequencies(plan.config.rope, plan.head_dim, table);
 }
 
-Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table) {
+void KvCache::make_alibi_slopes(const Plan& plan, float* slopes) {
+  // The plan's config passed validate(): n_heads and the bias are in range.
+  (void)alibi_slopes(plan.config.n_heads, slopes, plan.config.alibi_max_bias);
+}
+
+Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table,
+                     const float* alibi_slopes) {
   if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
   if (plan.overflow || plan.head_dim == 0 || plan.cache_rows == 0 || plan.kv_bytes_per_layer == 0) {
     return Status::error(Code::kInvalidArgument,
@@ -38,8 +44,13 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
     return Status::error(Code::kInvalidArgument,
                          "kv cache: the config has RoPE and the frequency table is null (KvCache::make_rope_table)");
   }
+  if (plan.config.alibi && alibi_slopes == nullptr) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv cache: the config has ALiBi and the slopes are null (KvCache::make_alibi_slopes)");
+  }
   plan_ = plan;
   rope_ = rope_table;
+  alibi_ = plan.config.alibi ? alibi_slopes : nullptr;
   k_ = static_cast<uint8_t*>(region);
   v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * plan.head_dim * dtype_bytes(plan.config.kv_dtype);
   start_ = 0;
@@ -66,6 +77,11 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
   }
 }
 
+// Whether the plan's cache is a sliding-window ring (not every position fits), and how many of its
+// first rows hold sink tokens that the ring never evicts.
+bool is_ring(const Plan& plan) { return plan.cache_rows < plan.config.max_seq; }
+uint32_t fixed_rows(const Plan& plan) { return is_ring(plan) ? plan.config.sink_tokens : 0; }
+
 }  // namespace
 
 Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
@@ -79,7 +95,9 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   float rotated[kMaxHeadDim];
   for (uint32_t t = 0; t < n; ++t) {
-    const uint32_t row = (size_ + t) % plan_.cache_rows;  // rows count from the reset
+    const uint32_t i = size_ + t;  // rows count from the reset
+    const uint32_t fixed = fixed_rows(plan_);
+    const uint32_t row = i < fixed ? i : fixed + (i - fixed) % (plan_.cache_rows - fixed);
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
       apply_rope(rotated, 1, hd, 1, hd, position() + t, c.rope, rope_);
@@ -105,14 +123,24 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.kv_type = kernel_kv_type(c.kv_dtype);
   a.kv_head_stride = size_t{plan_.cache_rows} * plan_.head_dim;
   a.kv_row_stride = plan_.head_dim;
-  if (plan_.cache_rows < c.max_seq) {  // a ring: logical key 0 is the oldest position held
+  a.window = c.window;
+  a.sink_tokens = c.window != 0 ? c.sink_tokens : 0;
+  if (is_ring(plan_)) {
     a.kv_ring_rows = plan_.cache_rows;
-    a.kv_first_row = (size_ - a.t_kv) % plan_.cache_rows;
+    if (size_ > plan_.cache_rows) {
+      // Wrapped. Logical keys: the S sink tokens, then the newest tokens the ring holds, oldest
+      // first: logical key S is token size − (rows − S) since the reset, sink_gap positions after
+      // the last sink token (until it wraps, token i sits in row i and the gap is 0).
+      const uint32_t fixed = fixed_rows(plan_);
+      const uint32_t oldest = size_ - (plan_.cache_rows - fixed);
+      a.kv_first_row = (oldest - fixed) % (plan_.cache_rows - fixed);
+      a.sink_gap = oldest - fixed;
+    }
   }
+  a.alibi_slopes = alibi_;
   a.scale = c.logit_scale();
   a.softcap = c.softcap;
   a.causal = c.causal;
-  a.window = c.window;
   return w;
 }
 

@@ -101,10 +101,13 @@ Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options)
   }
   rope_ = rope;
   rope_config_ = p.config.rope;
+  // Every layer writes the same slopes to the one ALiBi region.
+  float* alibi = p.alibi_bytes != 0 ? arena_->alibi_slopes() : nullptr;
+  if (alibi != nullptr) KvCache::make_alibi_slopes(p, alibi);
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
-                     p.scratch_bytes);
+                     p.scratch_bytes, alibi);
 }
 
 Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights,

@@ -71,7 +71,7 @@ bool parse_bool(const char* s, bool* out) {
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
     "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, sliding_pattern, nope_interval, "
-    "rope_local_theta, sinks, layer_types, rope_layers";
+    "rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
@@ -103,7 +103,7 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   static constexpr U32Key kU32[] = {
       {"d_model", &Config::d_model},   {"heads", &Config::n_heads}, {"kv_heads", &Config::n_kv_heads},
       {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq},   {"layers", &Config::n_layers},
-      {"window", &Config::window},
+      {"window", &Config::window},     {"sink_tokens", &Config::sink_tokens},
   };
   if (equal(t.key, "sliding_pattern") || equal(t.key, "nope_interval")) {
     uint32_t* field = equal(t.key, "sliding_pattern") ? &c.layers.sliding_pattern : &c.layers.nope_interval;
@@ -124,7 +124,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   };
   static constexpr FloatKey kFloat[] = {{"softcap", &Config::softcap},
                                         {"query_pre_attn_scalar", &Config::query_pre_attn_scalar},
-                                        {"scale", &Config::scale}};
+                                        {"scale", &Config::scale},
+                                        {"alibi_max_bias", &Config::alibi_max_bias}};
   for (const FloatKey& k : kFloat) {
     if (equal(t.key, k.key))
       return parse_float(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a non-negative number");
@@ -137,7 +138,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
                                       {"qkv_bias", &Config::qkv_bias},
                                       {"o_bias", &Config::o_bias},
                                       {"qk_norm", &Config::qk_norm},
-                                      {"sinks", &Config::sinks}};
+                                      {"sinks", &Config::sinks},
+                                      {"alibi", &Config::alibi}};
   for (const BoolKey& k : kBool) {
     if (equal(t.key, k.key)) return parse_bool(t.value, &(c.*k.field)) ? Status() : bad_value(t, "0, 1, true or false");
   }

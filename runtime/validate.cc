@@ -202,6 +202,17 @@ Status validate(const Config& c) {
                          c.window, c.max_seq);
   }
   HEADWAY_RETURN_IF_ERROR(validate_layer_kinds(c));
+  if (c.sink_tokens != 0 && c.sink_tokens >= c.window) {
+    return Status::error(Code::kInvalidArgument,
+                         c.window == 0 ? "sink_tokens %u needs a sliding window (sliding_window is %u): sink tokens "
+                                         "keep the first positions visible through it"
+                                       : "sink_tokens %u must be less than sliding_window %u",
+                         c.sink_tokens, c.window);
+  }
+  if (c.alibi && (!finite(c.alibi_max_bias) || c.alibi_max_bias <= 0.0f)) {
+    return Status::error(Code::kInvalidArgument, "alibi_bias_max %g must be a positive number (the standard is 8)",
+                         static_cast<double>(c.alibi_max_bias));
+  }
   if (!finite(c.softcap) || c.softcap < 0.0f) {
     return Status::error(Code::kInvalidArgument, "attn_logit_softcapping %g must be 0 (off) or positive",
                          static_cast<double>(c.softcap));

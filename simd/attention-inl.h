@@ -44,7 +44,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
   const size_t all_rows = size_t{a.t_q} * group;
   const size_t d = a.head_dim;
   for (uint32_t t = 0; t < a.t_q; ++t) {
-    const bool empty = detail::VisibleKeys(a, t).empty();
+    const bool empty = detail::SeesNoKey(a, t);
     for (uint32_t h = 0; h < group; ++h) {
       const size_t row = size_t{t} * group + h;
       float* out = a.o + size_t{t} * a.o_token_stride + (size_t{kv_head} * group + h) * d;

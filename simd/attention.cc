@@ -46,6 +46,17 @@ const char* attention_args_error(const AttentionArgs& a) {
       if (!std::isfinite(a.sinks[h])) return "sinks holds a value that is not finite";
     }
   }
+  if (a.alibi_slopes != nullptr) {
+    for (uint32_t h = 0; h < a.n_heads; ++h) {
+      if (!std::isfinite(a.alibi_slopes[h])) return "alibi_slopes holds a value that is not finite";
+    }
+  }
+  if (a.sink_tokens != 0 && a.sink_tokens >= a.window) return "sink_tokens must be less than window";
+  if (a.kv_ring_rows != 0) {
+    if (a.sink_tokens >= a.kv_ring_rows) return "sink_tokens must be less than kv_ring_rows";
+    if (a.kv_first_row >= a.kv_ring_rows - a.sink_tokens) return "kv_first_row is outside the ring";
+    if (a.t_kv > a.kv_ring_rows) return "t_kv is more than kv_ring_rows";
+  }
   const uint64_t width = uint64_t{a.n_heads} * a.head_dim;
   if (a.t_q > 0) {
     if (a.q == nullptr) return "q is null";

@@ -9,7 +9,8 @@
 //   Query row i (0 ≤ i < t_q) sits at position i + (t_kv − t_q) relative to the first key
 //   (bottom-right alignment). causal: it sees key j iff j ≤ i + (t_kv − t_q). window W > 0:
 //   additionally j > i + (t_kv − t_q) − W. softcap c > 0: logit = c · tanh(logit / c), applied
-//   to the scaled logit before the mask. A row with no visible key gives zeros, never NaN.
+//   to the scaled logit before the mask; ALiBi adds −m_h·|p − j| after it. Sink tokens S keep
+//   keys j < S visible through the window. A row with no visible key gives zeros, never NaN.
 //   Query head h reads kv head h / (n_heads / n_kv_heads).
 #pragma once
 
@@ -63,6 +64,20 @@ struct AttentionArgs {
   // o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h). A row
   // that sees no key is 0 with or without it.
   const float* sinks = nullptr;
+  // Sink tokens (StreamingLLM): keys j < sink_tokens stay visible through the window; causal
+  // still applies. A row at position p sees key j iff (!causal or j <= p) and (window == 0 or
+  // j > p − window or j < sink_tokens). 0 = none; else 0 < sink_tokens < window. With a ring
+  // (kv_ring_rows > 0) keys j < sink_tokens sit in rows j, never evicted, and the ring is rows
+  // [sink_tokens, kv_ring_rows): key j >= sink_tokens in row sink_tokens + (kv_first_row + j −
+  // sink_tokens) mod (kv_ring_rows − sink_tokens).
+  uint32_t sink_tokens = 0;
+  // Positions a ring evicted between key sink_tokens − 1 and key sink_tokens: a sink key's
+  // distance to a query is that much larger than their index difference (ALiBi reads it).
+  uint32_t sink_gap = 0;
+  // ALiBi (BLOOM, MPT, Falcon-RW): [n_heads] f32 slopes m_h, finite, or null (none). The logit of
+  // query head h at position p for key j gains −m_h · |p − j| (p − j >= 0 on causal rows) after
+  // scale and softcap, before the mask; sink keys count sink_gap more.
+  const float* alibi_slopes = nullptr;
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).

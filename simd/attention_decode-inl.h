@@ -193,6 +193,7 @@ template <size_t kDim, KvType kType, size_t kStride>
 HWY_INLINE void DotTile(Task& t, int64_t tb, size_t row_bytes, const char** krow_a, const char** vrow_a,
                         const char** pf_k_a) {
   const AttentionArgs& a = *t.a;
+  t.tile_base = tb;
   const int64_t k0 = tb > t.union_lo ? tb : t.union_lo;
   const int64_t k1 = tb + int64_t{kTile} - 1 < t.union_hi ? tb + int64_t{kTile} - 1 : t.union_hi;
   // A key keeps its place in the tile (key − tb) whatever part of the tile is loaded, so a row's
@@ -210,7 +211,7 @@ HWY_INLINE void DotTile(Task& t, int64_t tb, size_t row_bytes, const char** krow
   size_t ca = 0, cb = 0;
   DotTileRanges(t, tb, i0, i1, ca, cb);
   if constexpr (kStride != 0) {
-    if (i0 == 0 && i1 == kTile && ca == 0 && cb == kTile && !(a.softcap > 0.0f)) {
+    if (i0 == 0 && i1 == kTile && ca == 0 && cb == kTile && !(a.softcap > 0.0f) && a.alibi_slopes == nullptr) {
       return DotFullTile<kDim, kType>(t, krow, vrow, TilePrefetch<kStride>{vrow[0], kTile * kStride},
                                       TilePrefetch<kStride>{pf_k[0], n_pf * kStride});
     }

@@ -289,13 +289,14 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
   const VF neg_inf = hn::Set(df, kNegInf);
   const VF cap = hn::Set(df, t.a->softcap);
   const bool softcap = t.a->softcap > 0.0f;
+  const float* slopes = t.a->alibi_slopes;
   float* HWY_RESTRICT s = t.s + r * kTile;
   const VI lo = hn::Set(di, static_cast<int32_t>(a));
   const VI hi = hn::Set(di, static_cast<int32_t>(b) - 1);
   // Whole vectors around [a, b), at fixed places in the tile (kTile is a multiple of 16).
   const size_t v0 = a / n * n, v1 = (b + n - 1) / n * n;
   VF mt = neg_inf;
-  if (!softcap && v0 == a && v1 == b) {
+  if (!softcap && slopes == nullptr && v0 == a && v1 == b) {
     // Whole vectors, all visible (every tile of a long decode): the masked pass below would
     // store back the same values; two running maxima halve the dependency chain.
     VF mt1 = neg_inf;
@@ -307,12 +308,19 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
     if (k < v1) mt = hn::Max(mt, hn::LoadU(df, s + k));
     mt = hn::Max(mt, mt1);
   } else {
+    // ALiBi: −slope · |p − key|, the distance exact in f32, one rounding (as RowsAlibi).
+    const VF slope = hn::Set(df, slopes != nullptr ? slopes[size_t{t.g} * t.group + r % t.group] : 0.0f);
+    const VI prel = hn::Set(di, static_cast<int32_t>(RowTilePosition(t, r)));
     for (size_t k = v0; k < v1; k += n) {
       // Keys outside [a, b) were never computed: replace them, never read them into the result.
       const VI kk = hn::Iota(di, static_cast<int32_t>(k));
       const auto vis = hn::RebindMask(df, hn::Not(hn::Or(hn::Gt(lo, kk), hn::Gt(kk, hi))));
       VF sv = hn::IfThenElse(vis, hn::LoadU(df, s + k), neg_inf);
       if (softcap) sv = hn::IfThenElse(vis, Softcap(df, sv, cap), neg_inf);
+      if (slopes != nullptr) {
+        const VF dist = hn::Abs(hn::ConvertTo(df, hn::Sub(prel, kk)));
+        sv = hn::IfThenElse(vis, hn::NegMulAdd(slope, dist, sv), neg_inf);
+      }
       hn::StoreU(sv, df, s + k);
       mt = hn::Max(mt, sv);
     }

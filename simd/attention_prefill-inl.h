@@ -45,8 +45,12 @@ inline void RowsLoadQ(const Task& t) {
 }
 
 // Each row's keys of the loaded keys [k0, k1] of the tile at tb, tile-relative and inclusive;
-// [kTile + 1, -1] when none.
-inline void RowsTileRanges(const Task& t, int64_t tb, int64_t k0, int64_t k1) {
+// [kTile + 1, -1] when none. With ALiBi, each row's position relative to tb.
+inline void RowsTileRanges(Task& t, int64_t tb, int64_t k0, int64_t k1) {
+  t.tile_base = tb;
+  if (t.a->alibi_slopes != nullptr) {
+    for (size_t r = 0; r < t.rpad; ++r) t.prel[r] = static_cast<int32_t>(RowTilePosition(t, r));
+  }
   for (size_t r = 0; r < t.rpad; ++r) {
     const int64_t lo = t.klo[r] > k0 ? t.klo[r] : k0;
     const int64_t hi = t.khi[r] < k1 ? t.khi[r] : k1;

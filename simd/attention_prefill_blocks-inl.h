@@ -67,6 +67,20 @@ HWY_INLINE VF RowsSoftmax(const Task& t, size_t c, size_t b0, size_t b1) {
   return alpha;
 }
 
+// ALiBi over the scores of tile keys [b0, b1) for the row vector at c: S += −slope · |p − k|, the
+// distance exact in f32 (an integer below 2^24), one rounding (the FMA). Masked keys stay −inf.
+HWY_INLINE void RowsAlibi(const Task& t, size_t c, size_t b0, size_t b1) {
+  const DF df;
+  const DI di;
+  const VF slope = hn::LoadU(df, t.slope + c);
+  const VI prel = hn::LoadU(di, t.prel + c);
+  for (size_t k = b0; k < b1; ++k) {
+    const VF dist = hn::Abs(hn::ConvertTo(df, hn::Sub(prel, hn::Set(di, static_cast<int32_t>(k)))));
+    float* sk = t.s + k * t.rpad + c;
+    hn::StoreU(hn::NegMulAdd(slope, dist, hn::LoadU(df, sk)), df, sk);
+  }
+}
+
 // Score of tile key k for the row vector at c: softcap, mask, store into Sᵀ.
 HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, VI hi, bool masked) {
   const DF df;
@@ -247,6 +261,9 @@ template <size_t kDim, size_t kRV>
 inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
   static_assert(kDimBlock == 8, "P·V blocks: 8, 4 or 1 dims");
   RowsQk<kDim, kRV>(t, col, b0, b1, masked);
+  if (t.a->alibi_slopes != nullptr) {
+    for (size_t c = col; c < col + kRV * hn::Lanes(DF()); c += hn::Lanes(DF())) RowsAlibi(t, c, b0, b1);
+  }
   const VF alpha0 = RowsSoftmax(t, col, b0, b1);
   const VF alpha1 = kRV == 2 ? RowsSoftmax(t, col + hn::Lanes(DF()), b0, b1) : alpha0;
   if (masked) {

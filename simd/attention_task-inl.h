@@ -22,6 +22,7 @@
 #include "simd/attention_math-inl.h"
 #include "simd/attention_range.h"
 #include "simd/attention_tiling.h"
+#include "simd/kv_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
@@ -55,9 +56,15 @@ struct Task {
   int32_t* hi = nullptr;
   int64_t* klo = nullptr;  // absolute, inclusive; klo > khi when empty
   int64_t* khi = nullptr;
+  float* slope = nullptr;  // prefill ALiBi: each row's slope, and its position minus the tile's first key
+  int32_t* prel = nullptr;
   float* s = nullptr;
   float* k = nullptr;
   float* v = nullptr;
+  // The key span being run (attention_tiling.h): a row's position is its token + pos_offset
+  // (t_kv − t_q, and sink_gap more in the sink span); the current tile starts at key tile_base.
+  int64_t pos_offset = 0;
+  int64_t tile_base = 0;
   // Prefill: key i of the current tile at kt + i · d_pad, vt likewise: the widened copies k and v,
   // or the cache rows themselves where they are f32 and already in that layout (RowsRun).
   const float* kt = nullptr;
@@ -85,14 +92,13 @@ HWY_INLINE const float* QueryRow(const Task& t, size_t r) {
   return a.q + token * a.q_token_stride + head * a.head_dim;
 }
 
-// Carves the scratch, computes each row's visible keys and resets m, l, O: to the empty softmax
-// (m = −inf, l = 0), or, where the task starts from the sink (from_sink: the whole row or split-KV
-// chunk 0) and args.sinks is set, to the sink alone (m = s_h, l = e^0 = 1, O = 0). The running max
-// is in the units of the final logits (scale folded into Q, softcap applied to the scores before
-// the softmax, natural exp), so s_h enters as it is.
+// Carves the scratch and resets m, l, O: to the empty softmax (m = −inf, l = 0), or, where the
+// task starts from the sink (from_sink: the whole row or split-KV chunk 0) and args.sinks is set,
+// to the sink alone (m = s_h, l = e^0 = 1, O = 0). The running max is in the units of the final
+// logits (scale folded into Q, softcap applied to the scores before the softmax, natural exp), so
+// s_h enters as it is. Each row's ALiBi slope goes to scratch (0 for padding rows).
 inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, void* scratch, uint32_t g, uint32_t t0,
-                                            uint32_t nt, int64_t key_begin, int64_t key_end, bool decode,
-                                            bool from_sink) {
+                                            uint32_t nt, bool decode, bool from_sink) {
   const DF df;
   const size_t n = hn::Lanes(df);
   const uint32_t group = a.n_heads / a.n_kv_heads;
@@ -105,8 +111,6 @@ inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, voi
   t.nt = nt;
   t.rows = size_t{nt} * group;
   t.rpad = decode ? t.rows : (t.rows + n - 1) / n * n;
-  t.key_begin = key_begin;
-  t.key_end = key_end;
   t.d = a.head_dim;
   t.d_pad = layout.d_pad;
   t.q_scale = a.softcap > 0.0f ? a.scale / a.softcap : a.scale;
@@ -118,25 +122,40 @@ inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, voi
   t.hi = reinterpret_cast<int32_t*>(base + layout.hi);
   t.klo = reinterpret_cast<int64_t*>(base + layout.klo);
   t.khi = reinterpret_cast<int64_t*>(base + layout.khi);
+  t.slope = reinterpret_cast<float*>(base + layout.slope);
+  t.prel = reinterpret_cast<int32_t*>(base + layout.prel);
   t.s = reinterpret_cast<float*>(base + layout.s);
   t.k = reinterpret_cast<float*>(base + layout.k);
   t.v = reinterpret_cast<float*>(base + layout.v);
+  const float* sinks = from_sink ? a.sinks : nullptr;
+  for (size_t r = 0; r < t.rpad; ++r) {
+    const size_t head = size_t{g} * group + r % group;
+    t.m[r] = r < t.rows && sinks != nullptr ? sinks[head] : kNegInf;
+    t.l[r] = r < t.rows && sinks != nullptr ? 1.0f : 0.0f;
+    t.slope[r] = r < t.rows && a.alibi_slopes != nullptr ? a.alibi_slopes[head] : 0.0f;
+  }
+  std::memset(t.o, 0, t.rpad * t.d_pad * sizeof(float));
+}
 
+// Points the task at one key span (attention_tiling.h) of keys [key_begin, key_end): span_args
+// (args, or a copy that maps the span's keys onto its rows), each row's visible keys of the span,
+// the keys any row sees and the keys every row sees.
+inline HEADWAY_KERNEL_SHARED void SetSpan(Task& t, const AttentionArgs& span_args, bool sink_span, int64_t key_begin,
+                                          int64_t key_end) {
+  const AttentionArgs& a = span_args;
+  t.a = &a;
+  t.key_begin = key_begin;
+  t.key_end = key_end;
+  t.pos_offset = int64_t{a.t_kv} - int64_t{a.t_q} + (sink_span ? int64_t{a.sink_gap} : 0);
   t.union_lo = std::numeric_limits<int64_t>::max();
   t.union_hi = -1;
   t.common_lo = 0;
   t.common_hi = std::numeric_limits<int64_t>::max();
-  const float* sinks = from_sink ? a.sinks : nullptr;
   for (size_t r = 0; r < t.rpad; ++r) {
     int64_t lo = 1, hi = 0;  // padding rows see nothing
-    t.m[r] = kNegInf;
-    t.l[r] = 0.0f;
     if (r < t.rows) {
-      if (sinks != nullptr) {
-        t.m[r] = sinks[size_t{g} * group + r % group];
-        t.l[r] = 1.0f;
-      }
-      const detail::KeyRange kr = detail::VisibleKeys(a, t0 + static_cast<uint32_t>(r / group));
+      const uint32_t token = t.t0 + static_cast<uint32_t>(r / t.group);
+      const detail::KeyRange kr = sink_span ? detail::VisibleSinkKeys(a, token) : detail::VisibleKeys(a, token);
       lo = kr.lo > key_begin ? kr.lo : key_begin;
       hi = kr.hi < key_end - 1 ? kr.hi : key_end - 1;
       if (lo <= hi) {
@@ -149,7 +168,12 @@ inline HEADWAY_KERNEL_SHARED void SetupTask(Task& t, const AttentionArgs& a, voi
     t.klo[r] = lo;
     t.khi[r] = hi;
   }
-  std::memset(t.o, 0, t.rpad * t.d_pad * sizeof(float));
+}
+
+// Row r's position minus the current tile's first key (ALiBi's distance is this minus the key's
+// place in the tile).
+HWY_INLINE int64_t RowTilePosition(const Task& t, size_t r) {
+  return int64_t{t.t0} + static_cast<int64_t>(r / t.group) + t.pos_offset - t.tile_base;
 }
 
 // Oᵀ[x][r] of row r (prefill).
@@ -166,7 +190,7 @@ inline HEADWAY_KERNEL_SHARED void WriteOutput(const Task& t) {
     const size_t token = t.t0 + r / t.group;
     const size_t head = size_t{t.g} * t.group + r % t.group;
     float* out = a.o + token * a.o_token_stride + head * a.head_dim;
-    if (t.klo[r] > t.khi[r]) {
+    if (detail::SeesNoKey(a, static_cast<uint32_t>(token))) {
       for (size_t x = 0; x < t.d; ++x) out[x] = 0.0f;
       continue;
     }
@@ -193,20 +217,49 @@ inline HEADWAY_KERNEL_SHARED void WritePartials(const Task& t, uint32_t c, const
 // in the linked kernels (HEADWAY_KERNEL_SHARED), where every tiling's translation unit and head_dim
 // specialization would otherwise inline its own: the size that counts on microcontrollers.
 
+// The ring of keys [sink_tokens, t_kv) of a call with sink tokens and a ring: args with the K/V
+// bases moved to row sink_tokens and a ring of kv_ring_rows − sink_tokens rows, so that key j
+// (>= sink_tokens) lands in row sink_tokens + (kv_first_row + j − sink_tokens) mod that.
+inline AttentionArgs WindowSpanArgs(const AttentionArgs& a) {
+  AttentionArgs w = a;
+  if (a.kv_ring_rows == 0 || a.sink_tokens == 0) return w;
+  const size_t shift = size_t{a.sink_tokens} * a.kv_row_stride * KvElementBytes(a.kv_type);
+  w.k = static_cast<const char*>(a.k) + shift;
+  w.v = static_cast<const char*>(a.v) + shift;
+  w.kv_ring_rows = a.kv_ring_rows - a.sink_tokens;
+  w.kv_first_row = (a.kv_first_row + w.kv_ring_rows - a.sink_tokens % w.kv_ring_rows) % w.kv_ring_rows;
+  return w;
+}
+
 // The tasks that cover the range's tokens, aligned to multiples of the task size in absolute token
 // index (a row's task does not depend on the range of the call): run(task) takes each task over
-// its keys, then its output or partials are written.
+// its keys, span by span (the sink span, with the rows as they are, then the window span), then its
+// output or partials are written.
 template <bool kDecode, class Run>
 inline void RunTasks(const detail::AttentionRange& r, const Run& run) {
   const AttentionArgs& a = *r.args;
   const uint32_t per_task = attention_q_tile(a.n_heads / a.n_kv_heads);
   const bool from_sink = r.partials == nullptr || r.chunk_index == 0;
+  const int64_t sink_keys = detail::SinkKeys(a);
+  const int64_t sink_end = r.key_end < sink_keys ? r.key_end : sink_keys;
+  const int64_t window_begin = r.key_begin > sink_keys ? r.key_begin : sink_keys;
+  AttentionArgs sink_args = a;
+  sink_args.kv_ring_rows = 0;  // sink keys sit in rows 0..sink_tokens − 1
+  const AttentionArgs window_args = WindowSpanArgs(a);
   for (uint32_t t0 = r.q_begin; t0 < r.q_end;) {
     const uint64_t aligned_end = (uint64_t{t0} / per_task + 1) * per_task;
     const uint32_t t1 = aligned_end < r.q_end ? static_cast<uint32_t>(aligned_end) : r.q_end;
     Task t;
-    SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, r.key_begin, r.key_end, kDecode, from_sink);
-    run(t);
+    SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, kDecode, from_sink);
+    if (r.key_begin < sink_end) {
+      SetSpan(t, sink_args, true, r.key_begin, sink_end);
+      run(t);
+    }
+    if (window_begin < r.key_end || sink_keys == 0) {
+      SetSpan(t, window_args, false, window_begin, r.key_end);
+      run(t);
+    }
+    t.a = &a;
     if (r.partials != nullptr) {
       WritePartials<kDecode>(t, r.chunk_index, *r.partials);
     } else {

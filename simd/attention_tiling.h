@@ -15,20 +15,39 @@ namespace detail {
 
 // Keys [lo, hi] (inclusive, absolute; empty when lo > hi) that query token t sees. Token t sits
 // at position p = t + t_kv - t_q (bottom-right alignment): causal keeps j <= p, a window W keeps
-// j > p - W; without causal, a window only bounds from below.
+// j > p - W; without causal, a window only bounds from below. With sink tokens S the keys split in
+// two spans, each a range per row: the sink span [0, SinkKeys) (causal only) and the window span
+// from SinkKeys on (VisibleKeys); without them the window span is every key.
 struct KeyRange {
   int64_t lo = 0;
   int64_t hi = -1;
   constexpr bool empty() const { return lo > hi; }
 };
+constexpr int64_t SinkKeys(const AttentionArgs& a) {
+  if (a.window == 0) return 0;
+  return a.sink_tokens < a.t_kv ? int64_t{a.sink_tokens} : int64_t{a.t_kv};
+}
+constexpr int64_t QueryPosition(const AttentionArgs& a, uint32_t t) {
+  return int64_t{t} + int64_t{a.t_kv} - int64_t{a.t_q};
+}
 constexpr KeyRange VisibleKeys(const AttentionArgs& a, uint32_t t) {
-  const int64_t p = int64_t{t} + int64_t{a.t_kv} - int64_t{a.t_q};
+  const int64_t p = QueryPosition(a, t);
   KeyRange r;
-  r.lo = 0;
+  r.lo = SinkKeys(a);
   r.hi = int64_t{a.t_kv} - 1;
   if (a.causal && p < r.hi) r.hi = p;
   if (a.window != 0 && p - int64_t{a.window} + 1 > r.lo) r.lo = p - int64_t{a.window} + 1;
   return r;
+}
+constexpr KeyRange VisibleSinkKeys(const AttentionArgs& a, uint32_t t) {
+  const int64_t p = QueryPosition(a, t);
+  KeyRange r;
+  r.hi = SinkKeys(a) - 1;
+  if (a.causal && p < r.hi) r.hi = p;
+  return r;
+}
+constexpr bool SeesNoKey(const AttentionArgs& a, uint32_t t) {
+  return VisibleKeys(a, t).empty() && VisibleSinkKeys(a, t).empty();
 }
 
 // Decode tiling (lanes along head_dim, dot products) when a task has few rows; prefill tiling

@@ -23,11 +23,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
-    "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--kv-dtype f32|f16|bf16] [--threads N]\n"
-    "                      [--backend cpu|gpu]\n"
+    "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
+    "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
+    "  --sink-tokens S: with --window W > S, keys 0..S-1 stay visible through the window (StreamingLLM).\n"
+    "  --alibi: adds -m_h * |p - j| to each logit, m_h the standard ALiBi slopes of n_heads heads\n"
+    "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy.\n";
 
 struct Tensor {
@@ -94,6 +97,9 @@ struct AttendFlags {
   BackendKind backend = BackendKind::kCpu;
   AttentionParams params;
   bool kv_dtype_set = false, help = false;
+  bool alibi = false;
+  float alibi_max_bias = 8.0f;
+  std::vector<float> alibi_slopes;  // [n_heads] with --alibi
   DType kv_dtype = DType::kF32;
   uint32_t threads = 1;
 };
@@ -118,6 +124,9 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--softcap") s = flags.value_float(&p.softcap);
     else if (f == "--scale") s = flags.value_float(&p.scale);
     else if (f == "--sinks") s = flags.value(&a->sinks.path);
+    else if (f == "--sink-tokens") s = flags.value_u32(&p.sink_tokens, 0, UINT32_MAX);
+    else if (f == "--alibi" && !flags.has_inline_value()) a->alibi = true;
+    else if (f == "--alibi-max-bias") s = flags.value_float(&a->alibi_max_bias), a->alibi = true;
     else if (f == "--kv-dtype") s = flags.value_dtype(&a->kv_dtype), a->kv_dtype_set = true;
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--backend") s = flags.value_backend(&a->backend);
@@ -136,6 +145,10 @@ Status check_flags(const AttendFlags& a) {
   if (a.params.scale < 0.0f) {
     return Status::error(Code::kInvalidArgument, "--scale %g must be >= 0 (0 = 1/sqrt(head_dim))",
                          static_cast<double>(a.params.scale));
+  }
+  if (!(a.alibi_max_bias > 0.0f) || !std::isfinite(a.alibi_max_bias)) {
+    return Status::error(Code::kInvalidArgument, "--alibi-max-bias %g must be a positive number (the standard is 8)",
+                         static_cast<double>(a.alibi_max_bias));
   }
   if (a.out_path == nullptr) {
     return Status::error(Code::kInvalidArgument, "--out is required (where to write O as .npy)");
@@ -214,6 +227,11 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
   shape->head_dim = static_cast<uint32_t>(qs[2]);
   shape->t_kv = static_cast<uint32_t>(ks[0]);
   shape->n_kv_heads = static_cast<uint32_t>(ks[1]);
+  if (a->alibi) {
+    a->alibi_slopes.resize(shape->n_heads);
+    HEADWAY_RETURN_IF_ERROR(alibi_slopes(shape->n_heads, a->alibi_slopes.data(), a->alibi_max_bias));
+    a->params.alibi_slopes = a->alibi_slopes.data();
+  }
   return load_sinks(a, shape->n_heads);
 }
 

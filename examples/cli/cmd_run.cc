@@ -40,14 +40,15 @@ constexpr const char* kUsage =
     "                   [--weights model.safetensors|model.gguf] [--prompt N] [--tokens M] [--layers N]\n"
     "                   [--threads N] [--ctx N] [--max-tokens N] [--weight-dtype f32|f16|bf16]\n"
     "                   [--kv-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
-    "                   [--backend cpu|gpu] [--seed S] [--json]\n"
+    "                   [--sink-tokens S] [--backend cpu|gpu] [--seed S] [--json]\n"
     "  prefills N prompt tokens (default 128) and decodes M tokens (default 32) through the model's\n"
     "  attention stack (residual adds between blocks; no MLPs, norms or embeddings), then prints\n"
     "  tokens/s, the arena the plan promised and the bytes of it the run touched, and the heap\n"
     "  allocations made during prefill and decode. Weights: seeded random (default) or --weights\n"
     "  (borrowed from the mapped file; a GGUF file also gives the config). --max-arena (default\n"
     "  4GiB; K/M/G/KiB/MiB/GiB suffixes) refuses bigger plans with exit 2. --backend gpu runs each\n"
-    "  layer's KV cache and attention on a Vulkan device (projections stay on the CPU).\n";
+    "  layer's KV cache and attention on a Vulkan device (projections stay on the CPU). --sink-tokens\n"
+    "  keeps the first S positions of each sliding layer visible through its window (StreamingLLM).\n";
 
 struct RunFlags {
   ConfigSource source;
@@ -55,7 +56,8 @@ struct RunFlags {
   const char* projection = "auto";
   const char* max_arena_text = "4GiB";
   uint32_t prompt = 128, tokens = 32, layers = 0, ctx = 0, seed = 1;
-  bool json = false, help = false, kv_dtype_set = false, wdtype_set = false;
+  uint32_t sink_tokens = 0;
+  bool json = false, help = false, kv_dtype_set = false, wdtype_set = false, sink_tokens_set = false;
   DType kv_dtype = DType::kF16;
   BackendKind backend = BackendKind::kCpu;
   PlanOptions options;
@@ -83,6 +85,7 @@ Status parse_flags(int argc, char** argv, RunFlags* r) {
     else if (f == "--ctx") s = flags.value_u32(&r->ctx, 1, 1u << 30);
     else if (f == "--max-tokens") s = flags.value_u32(&o.max_tokens, 1, 1u << 30);
     else if (f == "--seed") s = flags.value_u32(&r->seed, 0, 0xffffffffu);
+    else if (f == "--sink-tokens") s = flags.value_u32(&r->sink_tokens, 0, 0xffffffffu), r->sink_tokens_set = true;
     else if (f == "--kv-dtype") s = flags.value_dtype(&r->kv_dtype), r->kv_dtype_set = true;
     else if (f == "--weight-dtype") s = flags.value_dtype(&o.weight_dtype), r->wdtype_set = true;
     else if (f == "--projection") s = flags.value(&r->projection);
@@ -122,9 +125,11 @@ Result<Config> model_config(const RunFlags& r, const WeightsFile& file) {
   return config;
 }
 
-// The config this run plans: --kv-dtype, --layers, and a context of --ctx or prompt + tokens.
+// The config this run plans: --kv-dtype, --sink-tokens, --layers, and a context of --ctx or
+// prompt + tokens.
 Result<Config> config_for_run(const RunFlags& r, Config c) {
   if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
+  if (r.sink_tokens_set) c.sink_tokens = r.sink_tokens;
   if (r.layers != 0 && r.layers < c.n_layers) c.keep_first_layers(r.layers);
   const uint64_t run_len = uint64_t{r.prompt} + r.tokens;
   if (run_len == 0) return Status::error(Code::kInvalidArgument, "--prompt and --tokens are both 0");

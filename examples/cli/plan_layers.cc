@@ -15,7 +15,7 @@ uint32_t listed_layers(const Plan& p) {
 // What makes two layers run alike (their offsets aside).
 bool same_kind(const LayerPlan& a, const LayerPlan& b) {
   return a.sliding == b.sliding && a.window == b.window && a.rope == b.rope && a.rope_theta == b.rope_theta &&
-         a.kv_rows == b.kv_rows && a.sinks == b.sinks;
+         a.kv_rows == b.kv_rows && a.sinks == b.sinks && a.sink_tokens == b.sink_tokens && a.alibi == b.alibi;
 }
 
 std::string layer_list(const LayerBits& bits, char on, char off) {
@@ -39,6 +39,11 @@ std::string describe(const LayerPlan& l) {
     s += text;
   }
   if (l.sinks) s += ", sink logits";
+  if (l.sink_tokens) {
+    std::snprintf(text, sizeof(text), ", %u sink tokens", l.sink_tokens);
+    s += text;
+  }
+  if (l.alibi) s += ", ALiBi";
   std::snprintf(text, sizeof(text), ", %u kv rows, %s each", l.kv_rows, human_bytes(l.kv_bytes).c_str());
   return s + text;
 }
@@ -54,6 +59,9 @@ void add_layers_json(const Plan& p, nlohmann::ordered_json* j) {
                          {"layer_types", layer_list(k.sliding, 's', 'f')},
                          {"rope_layers", layer_list(k.rope, '1', '0')}};
   (*j)["sinks"] = c.sinks;
+  (*j)["sink_tokens"] = c.sink_tokens;
+  (*j)["alibi"] = c.alibi;
+  (*j)["alibi_max_bias"] = c.alibi_max_bias;
   (*j)["sliding_layers"] = p.sliding_layers;
   (*j)["ring_rows"] = p.ring_rows;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
@@ -68,7 +76,9 @@ void add_layers_json(const Plan& p, nlohmann::ordered_json* j) {
                       {"kv_rows", l.kv_rows},
                       {"kv_bytes", l.kv_bytes},
                       {"kv_offset", l.kv_offset},
-                      {"sinks", l.sinks}});
+                      {"sinks", l.sinks},
+                      {"sink_tokens", l.sink_tokens},
+                      {"alibi", l.alibi}});
   }
   if (n < c.n_layers) (*j)["layers_listed"] = n;
   (*j)["layers"] = layers;

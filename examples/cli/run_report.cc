@@ -21,8 +21,9 @@ void regions_of(const Plan& p, Region (&out)[kRunRegions]) {
   out[2] = {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer};
   out[3] = {"rope", p.rope_offset, p.rope_bytes, p.rope_bytes_per_layer};
   out[4] = {"sinks", p.sinks_offset, p.sinks_bytes, p.sinks_bytes_per_layer};
-  out[5] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
-  out[6] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
+  out[5] = {"alibi", p.alibi_offset, p.alibi_bytes, p.alibi_bytes};
+  out[6] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
+  out[7] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
 }
 
 // Bytes of [p, p + n) up to the last one that differs from the canary (a high-water mark).

@@ -15,7 +15,7 @@ namespace headway::cli {
 inline constexpr uint8_t kCanary = 0xA5;
 
 // The arena's regions in print order, and how many bytes of each the run wrote.
-inline constexpr int kRunRegions = 7;  // weights, packed, kv_cache, rope, sinks, activations, scratch
+inline constexpr int kRunRegions = 8;  // weights, packed, kv_cache, rope, sinks, alibi, activations, scratch
 struct ArenaUse {
   uint64_t used = 0;  // all regions
   uint64_t used_by[kRunRegions] = {};

@@ -34,6 +34,9 @@ class Arena {
   float* sinks_layer(uint32_t layer) const {  // one layer's [n_heads] sink logits: plan.sinks_bytes_per_layer
     return reinterpret_cast<float*>(base_ + plan_.sinks_offset + uint64_t{layer} * plan_.sinks_bytes_per_layer);
   }
+  float* alibi_slopes() const {  // the [n_heads] ALiBi slopes: plan.alibi_bytes (absent without ALiBi)
+    return reinterpret_cast<float*>(base_ + plan_.alibi_offset);
+  }
   float* qkv() const { return reinterpret_cast<float*>(base_ + plan_.activations_offset); }
   float* attention_out() const {
     return reinterpret_cast<float*>(base_ + plan_.activations_offset +

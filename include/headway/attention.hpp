@@ -6,7 +6,8 @@
 //   O = softmax(scale · Q Kᵀ + mask) V in f32. causal is bottom-right aligned: query i sees key
 //   j iff j <= i + (t_kv − t_q); window W > 0 additionally requires j > i + (t_kv − t_q) − W;
 //   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv
-//   head h / (n_heads / n_kv_heads). A query row that sees no key gets zeros.
+//   head h / (n_heads / n_kv_heads). Sink tokens keep the first keys visible through the window;
+//   ALiBi adds −m_h · |p − j| (AttentionParams). A query row that sees no key gets zeros.
 //   NaN / Inf in Q, K or V are data, not errors: they reach the output rows whose computation
 //   reads them with the value IEEE arithmetic gives (a NaN query row or a NaN key a row sees
 //   makes that row NaN), and no other row, which is bitwise what it is without them. NaN / Inf
@@ -47,7 +48,23 @@ struct AttentionParams {
   // row that sees no key is 0. AttentionOp checks the values at reshape() and reads the array at
   // each run(): it must outlive the op. The GPU backend takes them too (attend_dense).
   const float* sinks = nullptr;
+  // Sink tokens (StreamingLLM): with a window W, keys j < sink_tokens stay visible to every row
+  // (causal still applies): query i at position p sees key j iff j <= p (causal) and (j > p − W
+  // or j < sink_tokens). 0 = none; needs a window larger than it.
+  uint32_t sink_tokens = 0;
+  // ALiBi (BLOOM, MPT, Falcon-RW): n_heads finite slopes m_h (alibi_slopes() gives the standard
+  // ones), or null. The logit of query head h at position p for key j gains −m_h · |p − j| after
+  // scale and softcap (on causal rows p − j >= 0). Read at each run(), like sinks.
+  const float* alibi_slopes = nullptr;
 };
+
+// The standard ALiBi slopes of n_heads heads (Press et al.; BLOOM's build_alibi_tensor): for a
+// power of two n, m_h = 2^(−8(h+1)/n); otherwise the n0 = 2^floor(log2 n) slopes of n0 heads, then
+// 2^(−4(2i+1)/n0) for i = 0.. (the odd ones of 2·n0 heads) for the n − n0 heads left. With
+// `max_bias` b in place of 8 (MPT's alibi_bias_max): 2^(−b(h+1)/n) and 2^(−b(2i+1)/(2·n0)).
+// Writes n_heads floats; n_heads 1..kMaxHeads, max_bias finite > 0, else an error and nothing
+// written.
+Status alibi_slopes(uint32_t n_heads, float* slopes, float max_bias = 8.0f);
 
 inline constexpr size_t kWorkspaceAlignment = kAlignment;
 

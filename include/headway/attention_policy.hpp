@@ -41,6 +41,8 @@ inline constexpr uint32_t kAttnSplitTasks = 32;
 //   m,l [rows_cap] f32 each      running max and running sum of each row
 //   lo,hi [rows_cap] i32 each    this tile's visible key range of each row, tile-relative
 //   klo,khi [rows_cap] i64 each  each row's visible key range, absolute
+//   slope [rows_cap] f32         ALiBi slope of each row (prefill)
+//   prel  [rows_cap] i32         each row's position relative to the current tile (prefill ALiBi)
 //   s   [rows_cap · kAttnKvTile] f32   scores, then probabilities, of one tile
 //   k,v [kAttnKvTile · d_pad] f32      one K and one V tile widened to f32 (prefill; decode reads
 //                                      the cache directly)
@@ -48,7 +50,7 @@ inline constexpr uint32_t kAttnSplitTasks = 32;
 struct AttentionScratchLayout {
   uint64_t rows_cap = 0;  // most query rows of one task
   uint64_t d_pad = 0;     // head_dim rounded up
-  uint64_t q = 0, o = 0, m = 0, l = 0, lo = 0, hi = 0, klo = 0, khi = 0, s = 0, k = 0, v = 0;
+  uint64_t q = 0, o = 0, m = 0, l = 0, lo = 0, hi = 0, klo = 0, khi = 0, slope = 0, prel = 0, s = 0, k = 0, v = 0;
   uint64_t total = 0;
 };
 
@@ -70,6 +72,8 @@ constexpr AttentionScratchLayout attention_scratch_layout(uint32_t head_dim, uin
   s.hi = region(s.rows_cap * 4);
   s.klo = region(s.rows_cap * 8);
   s.khi = region(s.rows_cap * 8);
+  s.slope = region(s.rows_cap * 4);
+  s.prel = region(s.rows_cap * 4);
   s.s = region(s.rows_cap * kAttnKvTile * 4);
   s.k = region(uint64_t{kAttnKvTile} * s.d_pad * 4);
   s.v = region(uint64_t{kAttnKvTile} * s.d_pad * 4);

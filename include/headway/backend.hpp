@@ -72,21 +72,22 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype);
 class CpuBackend {
  public:
   // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer), its RoPE table
-  // (plan.rope_bytes_per_layer) and the largest workspace an attend() within the plan asks for
+  // (plan.rope_bytes_per_layer), its ALiBi slopes (plan.alibi_bytes) and the largest workspace an attend() within the plan asks for
   // with `threads` threads, each region 64-byte aligned, in that order.
   static size_t memory_bytes(const Plan& plan, uint32_t threads);
 
   // memory: 64-byte aligned, at least memory_bytes(plan, pool ? pool->threads() : 1) bytes, owned
   // by the caller and kept alive as long as the backend. pool may be null (the caller's thread).
-  // create() writes the RoPE table into it.
+  // create() writes the RoPE table and the ALiBi slopes into it.
   Status create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes);
 
   // The same over regions the caller carved elsewhere (AttentionLayer: its layer's KV region and
   // RoPE table in the arena, the arena's scratch): kv as KvCache::bind takes it, rope_table made
   // by KvCache::make_rope_table (null without RoPE), workspace 64-byte aligned and at least
-  // what attend() asks for at most with the pool's threads (a plan's scratch_bytes holds it).
+  // what attend() asks for at most with the pool's threads (a plan's scratch_bytes holds it),
+  // alibi_slopes made by KvCache::make_alibi_slopes (null without ALiBi).
   Status create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
-                void* workspace, size_t workspace_bytes);
+                void* workspace, size_t workspace_bytes, const float* alibi_slopes = nullptr);
 
   BackendKind kind() const { return BackendKind::kCpu; }
   const char* description() const { return description_; }

@@ -112,6 +112,15 @@ struct Config {
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
   // [n_heads] joins every row's softmax (the CPU and the GPU backend).
   bool sinks = false;
+  // Sink tokens (StreamingLLM) on every sliding layer: its first sink_tokens positions stay
+  // visible through the window (a query at p sees key j iff j <= p and (j > p − window or
+  // j < sink_tokens)) and its ring never evicts them. 0 = none; else less than window.
+  uint32_t sink_tokens = 0;
+  // ALiBi (BLOOM, MPT, Falcon-RW, MosaicBERT): every layer adds −m_h·|p − j| to its logits, m_h
+  // the standard slopes (alibi_slopes() in attention.hpp) with alibi_max_bias in place of 8 (MPT's
+  // alibi_bias_max).
+  bool alibi = false;
+  float alibi_max_bias = 8.0f;
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.
   uint32_t mla_kv_lora_rank = 0;  // DeepSeek-V2/V3 multi-head latent attention
@@ -168,6 +177,7 @@ struct Config {
   constexpr Config layer_alone(uint32_t i) const {
     Config c = *this;
     c.window = layer_slides(i) ? window : 0;
+    c.sink_tokens = layer_slides(i) ? sink_tokens : 0;
     c.rope = layer_rope(i);
     c.layers = LayerKinds{};
     c.n_layers = 1;
@@ -203,7 +213,8 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1), and how layers
 // differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
-// per layer: 1 RoPE, 0 none; e.g. 1110). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
+// per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1) and
+// alibi_max_bias. rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
 // keys and bad numbers are errors that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);

@@ -3,7 +3,9 @@
 // The cache owns the tokens' positions: reset(start) empties it and puts the next token at
 // position `start`; position() = start + size(). Rows count from the reset, not from position 0:
 // the i-th token appended since the reset (position start + i) lives in row i (full attention)
-// or row i mod cache_rows (sliding window: a ring).
+// or row i mod cache_rows (sliding window: a ring). With sink tokens S (Config::sink_tokens) a
+// ring keeps the first S tokens since the reset in rows 0..S−1 for good and cycles the others
+// through the rows after them: token i >= S in row S + (i − S) mod (cache_rows − S).
 // append() rotates K once, at its absolute position (the RoPE frequencies of the table given to
 // bind), and converts to the storage dtype; attend() runs the queries of the tokens appended last
 // against everything the cache holds. Nothing allocates.
@@ -23,11 +25,15 @@ class KvCache {
   // Binds a region of plan.kv_bytes_per_layer bytes (Arena::kv_layer(l)). rope_table: the
   // layer's RoPE table, rope_frequency_count() doubles (headway/plan.hpp) made by
   // make_rope_table(), borrowed for the cache's lifetime; may be null when the config has no
-  // RoPE. The cache starts empty at position 0.
-  Status bind(const Plan& plan, void* region, size_t bytes, const double* rope_table = nullptr);
+  // RoPE. alibi_slopes: plan.config.n_heads slopes made by make_alibi_slopes(), borrowed the same
+  // way; may be null when the config has no ALiBi. The cache starts empty at position 0.
+  Status bind(const Plan& plan, void* region, size_t bytes, const double* rope_table = nullptr,
+              const float* alibi_slopes = nullptr);
 
   // Writes the RoPE table of `plan` (plan.rope_bytes_per_layer bytes, 8-byte aligned) to `table`.
   static void make_rope_table(const Plan& plan, double* table);
+  // Writes the ALiBi slopes of `plan` (plan.alibi_bytes bytes, 4-byte aligned) to `slopes`.
+  static void make_alibi_slopes(const Plan& plan, float* slopes);
 
   uint32_t size() const { return size_; }  // tokens appended since the reset
   uint32_t rows() const { return plan_.cache_rows; }
@@ -50,7 +56,7 @@ class KvCache {
   // Attention for the queries of the last t_q appended tokens (positions position()-t_q..
   // position()-1), q [t_q, n_heads, head_dim] f32 with RoPE already applied at those positions,
   // into o.
-  // Causality, window, softcap and scale come from the plan's config; sinks, when not null, are
+  // Causality, window, sink tokens, ALiBi, softcap and scale come from the plan's config; sinks, when not null, are
   // n_heads learned sink logits (AttentionParams::sinks), checked on each call.
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q, ThreadPool* pool,
                 void* workspace, size_t workspace_bytes, const float* sinks = nullptr) const;
@@ -65,6 +71,7 @@ class KvCache {
   uint8_t* k_ = nullptr;
   uint8_t* v_ = nullptr;
   const double* rope_ = nullptr;
+  const float* alibi_ = nullptr;
   uint32_t start_ = 0;
   uint32_t size_ = 0;
 };

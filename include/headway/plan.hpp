@@ -16,6 +16,8 @@
 //          once at init (unused by a NoPE layer); absent without RoPE]
 //   [sinks: n_layers × [n_heads] f32, each layer's learned sink logits converted at init;
 //           absent without sinks (Config::sinks)]
+//   [ALiBi: [n_heads] f32, the slopes every layer adds with, made once at init; absent without
+//           ALiBi (Config::alibi)]
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
@@ -101,6 +103,8 @@ struct LayerPlan {
   uint64_t kv_bytes = 0;              // K and V, aligned
   uint64_t kv_offset = 0;             // arena offset of its KV region
   bool sinks = false;                 // learned sink logits
+  uint32_t sink_tokens = 0;           // StreamingLLM sink tokens the ring keeps (sliding layers)
+  bool alibi = false;                 // ALiBi biases
 };
 
 struct Plan {
@@ -115,7 +119,8 @@ struct Plan {
   uint32_t max_tokens = 0;
   // KV rows per layer. Full attention: max_seq. Sliding window W: a ring of W + max_tokens − 1
   // rows, so that a chunk of max_tokens queries appended at once still finds the W keys its
-  // oldest query sees (decode, max_tokens 1: exactly W). cache_rows is the largest layer's (every
+  // oldest query sees (decode, max_tokens 1: exactly W), after the sink_tokens rows it never
+  // evicts (KvCache). cache_rows is the largest layer's (every
   // layer's when all are alike); ring_rows a sliding layer's.
   uint32_t cache_rows = 0;
   uint32_t ring_rows = 0;
@@ -137,6 +142,7 @@ struct Plan {
   uint64_t rope_bytes = 0;              // all layers
   uint64_t sinks_bytes_per_layer = 0;   // one layer's sink logits [n_heads] f32, aligned; 0 without sinks
   uint64_t sinks_bytes = 0;             // all layers
+  uint64_t alibi_bytes = 0;             // the ALiBi slopes [n_heads] f32, aligned; 0 without ALiBi
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
   uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
@@ -147,6 +153,7 @@ struct Plan {
   uint64_t kv_offset = 0;
   uint64_t rope_offset = 0;
   uint64_t sinks_offset = 0;
+  uint64_t alibi_offset = 0;
   uint64_t activations_offset = 0;
   uint64_t block_out_offset = 0;  // activations: one block's output [max_tokens, d_model] f32
   uint64_t stream_offset = 0;     // activations: the residual stream [max_tokens, d_model] f32
@@ -170,6 +177,8 @@ struct Plan {
     l.kv_offset = kv_offset + uint64_t{sliding_before} * kv_bytes_sliding_layer +
                   uint64_t{i - sliding_before} * kv_bytes_full_layer;
     l.sinks = config.sinks;
+    l.sink_tokens = l.sliding ? config.sink_tokens : 0;
+    l.alibi = config.alibi;
     return l;
   }
 
@@ -233,7 +242,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.sliding_layers = c.sliding_layers_before(c.n_layers);
   p.ring_rows = c.max_seq;
   if (c.window) {
-    const uint64_t ring = uint64_t{c.window} + p.max_tokens - 1;
+    const uint64_t ring = uint64_t{c.sink_tokens} + c.window + p.max_tokens - 1;
     if (ring < c.max_seq) p.ring_rows = static_cast<uint32_t>(ring);
   }
   p.cache_rows = p.sliding_layers == c.n_layers ? p.ring_rows : c.max_seq;
@@ -274,6 +283,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
   p.sinks_bytes_per_layer = c.sinks ? ck.align(ck.mul(c.n_heads, 4)) : 0;
   p.sinks_bytes = ck.mul(p.sinks_bytes_per_layer, c.n_layers);
+  p.alibi_bytes = c.alibi ? ck.align(ck.mul(c.n_heads, 4)) : 0;
 
   const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4));
   const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
@@ -289,7 +299,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.kv_offset = ck.add(p.packed_offset, p.packed_bytes);
   p.rope_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
   p.sinks_offset = ck.add(p.rope_offset, p.rope_bytes);
-  p.activations_offset = ck.add(p.sinks_offset, p.sinks_bytes);
+  p.alibi_offset = ck.add(p.sinks_offset, p.sinks_bytes);
+  p.activations_offset = ck.add(p.alibi_offset, p.alibi_bytes);
   p.block_out_offset = ck.add(p.activations_offset, ck.add(qkv_act, attn_act));
   p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);
@@ -305,6 +316,7 @@ constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   const LayerPlan l = p.layer(i);
   Plan q = p;
   q.config.window = l.window;
+  q.config.sink_tokens = l.sink_tokens;
   q.config.rope = p.config.layer_rope(i);
   q.config.layers = LayerKinds{};
   q.cache_rows = l.kv_rows;

@@ -110,6 +110,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
                          "from their parameters)");
   }
+  if (plan.config.alibi || (plan.config.window != 0 && plan.config.sink_tokens != 0)) {
+    return Status::error(Code::kUnsupported,
+                         "gpu backend: %s not in the Vulkan shader yet; run this config on the cpu backend",
+                         plan.config.alibi ? "ALiBi is" : "sink tokens are");
+  }
   destroy();
   Impl* x = new (std::nothrow) Impl;
   if (x == nullptr) return Status::error(Code::kInternal, "gpu backend: cannot allocate its state");
@@ -215,6 +220,11 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   if (!args.ok()) return args.status();
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
+  if (a.alibi_slopes != nullptr || a.sink_tokens != 0) {
+    return Status::error(Code::kUnsupported,
+                         "gpu backend: %s not in the Vulkan shader yet; run this call on the cpu backend",
+                         a.alibi_slopes != nullptr ? "ALiBi is" : "sink tokens are");
+  }
 
   x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
   x.size = 0;

@@ -59,6 +59,7 @@ alignas(64) float g_pm[max_of(split_rows)];
 alignas(64) float g_pl[max_of(split_rows)];
 alignas(64) float g_po[max_of(split_o)];
 float g_sinks[max_of(n_heads)];
+float g_slopes[max_of(n_heads)];
 
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
@@ -69,6 +70,7 @@ double tolerance(headway::DType kv) {
 
 void load_inputs(const ht::AttentionCase& c) {
   for (uint32_t h = 0; h < c.n_heads; ++h) g_sinks[h] = ht::case_sink(c, h);
+  for (uint32_t h = 0; h < c.n_heads; ++h) g_slopes[h] = ht::case_alibi_slope(c, h);
   ht::generate_inputs(c, [&](int which, uint64_t i, float x) {
     if (which == 0) {
       g_q[i] = x;
@@ -147,6 +149,8 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.causal = c.causal;
   a.window = c.window;
   a.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
+  a.sink_tokens = c.sink_tokens;
+  a.alibi_slopes = c.alibi ? g_slopes : nullptr;
   return a;
 }
 
@@ -159,6 +163,8 @@ void run_attend(uint32_t n) {
   params.causal = c.causal;
   params.window = c.window;
   params.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
+  params.sink_tokens = c.sink_tokens;
+  params.alibi_slopes = c.alibi ? g_slopes : nullptr;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);

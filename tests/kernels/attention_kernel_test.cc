@@ -91,6 +91,10 @@ struct Case {
   // this seed, instead of unit-normal draws.
   bool table_inputs = false;
   std::vector<float> sinks;  // [n_heads] sink logits, or empty: none
+  // Sink tokens (with a window); in a ring, keys j < sink_tokens sit in rows j and the ring is the
+  // rows after them (AttentionArgs::sink_tokens).
+  uint32_t sink_tokens = 0;
+  std::vector<float> alibi_slopes;  // [n_heads], or empty: none
 };
 
 std::string describe(const Case& c) {
@@ -104,6 +108,8 @@ std::string describe(const Case& c) {
                   " seed=" + std::to_string(c.seed) + " tiling=" + std::to_string(static_cast<int>(c.tiling)) +
                   (c.generic_only ? " generic" : "") + (c.table_inputs ? " table inputs" : "");
   if (!c.sinks.empty()) s += " sinks";
+  if (c.sink_tokens != 0) s += " sink_tokens=" + std::to_string(c.sink_tokens);
+  if (!c.alibi_slopes.empty()) s += " alibi";
   return s;
 }
 
@@ -132,6 +138,8 @@ ht::RefAttention ref_args(const Case& c) {
   r.causal = c.causal;
   r.window = c.window;
   r.sinks.assign(c.sinks.begin(), c.sinks.end());
+  r.sink_tokens = c.sink_tokens;
+  r.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
   return r;
 }
 
@@ -196,7 +204,10 @@ Data make_data(const Case& c) {
   d.kref.assign(size_t{c.t_kv} * c.n_kv_heads * D, 0.0f);
   d.vref.assign(d.kref.size(), 0.0f);
   for (size_t j = 0; j < c.t_kv; ++j) {
-    const size_t row = c.layout == Layout::kRing ? (c.first_row + j) % c.ring_rows : j;
+    const size_t s_rows = c.sink_tokens;  // rows outside the ring
+    const size_t row = c.layout != Layout::kRing ? j
+                       : j < s_rows              ? j
+                                                 : s_rows + (c.first_row + j - s_rows) % (c.ring_rows - s_rows);
     for (size_t g = 0; g < c.n_kv_heads; ++g) {
       for (size_t x = 0; x < D; ++x) {
         for (int which = 0; which < 2; ++which) {
@@ -231,9 +242,7 @@ Data make_data(const Case& c) {
   d.ref = ht::reference_attention(ra, q_dense.data(), d.kref.data(), d.vref.data());
   d.row_visible.resize(c.t_q);
   for (uint32_t t = 0; t < c.t_q; ++t) {
-    int64_t lo, hi;
-    ht::reference_visible_keys(ra, t, &lo, &hi);
-    d.row_visible[t] = lo <= hi;
+    d.row_visible[t] = ht::reference_row_sees_a_key(ra, t);
   }
   return d;
 }
@@ -263,6 +272,8 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.causal = c.causal;
   a.window = c.window;
   a.sinks = c.sinks.empty() ? nullptr : c.sinks.data();
+  a.sink_tokens = c.sink_tokens;
+  a.alibi_slopes = c.alibi_slopes.empty() ? nullptr : c.alibi_slopes.data();
   a.tiling = c.tiling;
   a.generic_only = c.generic_only;
   return a;
@@ -663,6 +674,48 @@ TEST_CASE("attention KV layouts: cache, ring (wrapping), padded rows, all KV dty
       c.pad = 5;
       c.seed = ++seed;
       check_case(c);
+    }
+  }
+}
+
+// A ring whose first rows hold sink tokens (StreamingLLM): keys j < S in rows j, the rest in a ring
+// of the rows after them, wrapping among the keys, read by both tilings, split-KV included; the
+// window span and the sink span meet in one tile, or tiles apart.
+TEST_CASE("attention KV layouts: a ring with sink tokens, every KV dtype and tiling") {
+  uint64_t seed = 900;
+  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
+    for (uint32_t tq : {1u, 3u, 24u}) {
+      for (uint32_t t_kv : {50u, 160u, 1300u}) {
+        Case c;
+        c.kv = kv;
+        c.layout = Layout::kRing;
+        c.sink_tokens = 4;
+        c.window = t_kv > 1000 ? 1200 : t_kv > 100 ? 96 : 20;
+        c.ring_rows = c.sink_tokens + c.window + tq + 6;
+        if (c.ring_rows < t_kv) c.t_kv = c.ring_rows;  // the ring holds what it can
+        else c.t_kv = t_kv;
+        c.first_row = (c.ring_rows - c.sink_tokens) - 7;  // wraps 7 keys after the sinks
+        c.t_q = tq;
+        c.causal = true;
+        c.n_heads = 4;
+        c.n_kv_heads = 2;
+        c.head_dim = tq == 3 ? 80 : 64;
+        c.seed = ++seed;
+        for (int run = 0; run < 3; ++run) {
+          c.tiling = run == 1 ? hs::AttentionTiling::kPrefill
+                     : run == 2 ? hs::AttentionTiling::kDecode
+                                : hs::AttentionTiling::kAuto;
+          check_case(c);
+        }
+        c.tiling = hs::AttentionTiling::kAuto;
+        const Data d = make_data(c);
+        INFO(describe(c));
+        for (const int64_t target : test_targets()) {
+          TargetScope scope(target);
+          INFO(target_label(target));
+          check_report(compare(d, run_split(d, 64, false)), tolerance(c.kv));
+        }
+      }
     }
   }
 }
@@ -1299,6 +1352,10 @@ Case table_case(const ht::AttentionCase& t) {
   c.table_inputs = true;
   if (ht::case_has_sinks(t)) {
     for (uint32_t h = 0; h < t.n_heads; ++h) c.sinks.push_back(ht::case_sink(t, h));
+  }
+  c.sink_tokens = t.sink_tokens;
+  if (t.alibi) {
+    for (uint32_t h = 0; h < t.n_heads; ++h) c.alibi_slopes.push_back(ht::case_alibi_slope(t, h));
   }
   return c;
 }

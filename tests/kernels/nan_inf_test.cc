@@ -93,9 +93,7 @@ struct Problem {
     r.t_kv = s.t_kv;
     r.causal = p.causal;
     r.window = p.window;
-    int64_t lo = 0, hi = 0;
-    test::reference_visible_keys(r, t, &lo, &hi);
-    return int64_t{j} >= lo && int64_t{j} <= hi;
+    return test::reference_key_visible(r, t, j);
   }
 };
 

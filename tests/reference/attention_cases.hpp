@@ -35,6 +35,8 @@ struct AttentionCase {
   DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs all three)
   uint64_t seed;
   CaseSinks sinks = CaseSinks::kNone;
+  uint32_t sink_tokens = 0;  // StreamingLLM sink tokens (with a window); 0 = none
+  bool alibi = false;        // ALiBi with case_alibi_slope's slopes
 };
 
 // Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
@@ -42,8 +44,11 @@ struct AttentionCase {
 // window (beyond t_kv, far from key 0, without causal, 1), softcap, scale; rows that see no key;
 // prefill chunks after earlier tokens; decodes long enough for split-KV, up to 4096 keys; sink
 // logits (MHA and GQA, d64, d128 and generic, window, softcap, rows that see no key, split-KV with
-// chunk 0 masked, large positive and negative sinks).
-//   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks)}
+// chunk 0 masked, large positive and negative sinks); sink tokens (prefill past the window, decode,
+// split-KV with the sink keys in chunk 0 and the window in the last, bidirectional, generic sizes);
+// ALiBi (causal and bidirectional, decode, split-KV, with a window, sink tokens and sink logits).
+//   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
+//    alibi)}
 inline constexpr AttentionCase kAttentionCases[] = {
     {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
     {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
@@ -95,6 +100,27 @@ inline constexpr AttentionCase kAttentionCases[] = {
      CaseSinks::kLargePositive},
     {"sinks large negative generic d96 GQA3 window 5", 12, 20, 6, 2, 96, true, 5, 0.0f, 0.0f, DType::kF16, 28,
      CaseSinks::kLargeNegative},
+    {"sink tokens 4 d64 GQA2 window 16, prefill past the window", 40, 40, 4, 2, 64, true, 16, 0.0f, 0.0f, DType::kF16,
+     29, CaseSinks::kNone, 4},
+    {"sink tokens 4 decode d128 MQA window 32 t_kv 300", 1, 300, 4, 1, 128, true, 32, 0.0f, 0.0f, DType::kBF16, 30,
+     CaseSinks::kNone, 4},
+    {"sink tokens 5 split-KV decode d64 window 200 t_kv 1500", 1, 1500, 2, 1, 64, true, 200, 0.0f, 0.0f, DType::kF16,
+     31, CaseSinks::kNone, 5},
+    {"sink tokens 3 generic d80 bidirectional window 9", 17, 40, 3, 1, 80, false, 9, 0.0f, 0.0f, DType::kF32, 32,
+     CaseSinks::kNone, 3},
+    {"sink tokens 1 generic d50 window 2 softcap 5, chunk after 70 tokens", 9, 79, 2, 2, 50, true, 2, 5.0f, 0.0f,
+     DType::kBF16, 33, CaseSinks::kNone, 1},
+    {"sink tokens 7 and sink logits d64 GQA4 window 12", 20, 90, 8, 2, 64, true, 12, 0.0f, 0.0f, DType::kF32, 34,
+     CaseSinks::kMixed, 7},
+    {"alibi d64 MHA causal", 40, 40, 8, 8, 64, true, 0, 0.0f, 0.0f, DType::kF32, 35, CaseSinks::kNone, 0, true},
+    {"alibi decode d128 GQA4 t_kv 300", 1, 300, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kF16, 36, CaseSinks::kNone, 0,
+     true},
+    {"alibi generic d96 GQA3 bidirectional", 12, 30, 6, 2, 96, false, 0, 0.0f, 0.0f, DType::kBF16, 37,
+     CaseSinks::kNone, 0, true},
+    {"alibi split-KV decode d64 t_kv 1100 window 700, sink tokens 4, sink logits", 1, 1100, 4, 1, 64, true, 700, 0.0f,
+     0.0f, DType::kF16, 38, CaseSinks::kMixed, 4, true},
+    {"alibi generic d33 GQA2 window 16 sink tokens 2 softcap 5, prefill chunk", 20, 70, 4, 2, 33, true, 16, 5.0f,
+     0.0f, DType::kF32, 39, CaseSinks::kNone, 2, true},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 
@@ -113,6 +139,12 @@ constexpr float case_sink(const AttentionCase& c, uint32_t h) {
 }
 constexpr bool case_has_sinks(const AttentionCase& c) { return c.sinks != CaseSinks::kNone; }
 
+// ALiBi slope of query head h: 1/16 to 1/2 in steps of 1/16, exact in f32 (the kernels take any
+// finite slopes; the standard rule is checked on its own).
+constexpr float case_alibi_slope(const AttentionCase&, uint32_t h) {
+  return 0.0625f * static_cast<float>(1 + (h * 3 + 1) % 8);
+}
+
 // ---- Which backend runs which case ---------------------------------------------------------
 // The kernel and API suites run every case; the GPU suite those runs_on_gpu keeps. The Cortex-M harness keeps its
 // static buffers (Q, K, V, O, split-KV partials) and its goldens (in flash) within the boards' memory (mps3-an547: 2
@@ -129,8 +161,9 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case (sink logits included).
-constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
+// The Vulkan backend runs every case (sink logits included) but sink tokens and ALiBi, which its
+// shader does not have yet (the backend refuses them).
+constexpr bool runs_on_gpu(const AttentionCase& c) { return c.sink_tokens == 0 && !c.alibi; }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 

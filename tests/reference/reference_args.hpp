@@ -21,6 +21,8 @@ inline RefAttention ref_args(const AttentionShape& s, const AttentionParams& p) 
   r.causal = p.causal;
   r.window = p.window;
   if (p.sinks != nullptr) r.sinks.assign(p.sinks, p.sinks + s.n_heads);
+  r.sink_tokens = p.sink_tokens;
+  if (p.alibi_slopes != nullptr) r.alibi_slopes.assign(p.alibi_slopes, p.alibi_slopes + s.n_heads);
   return r;
 }
 

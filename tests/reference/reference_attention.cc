@@ -23,12 +23,29 @@ float float_of(uint32_t b) {
 
 }  // namespace
 
-void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int64_t* hi) {
+bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j) {
   const int64_t p = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
-  *lo = 0;
-  *hi = int64_t{a.t_kv} - 1;
-  if (a.causal && p < *hi) *hi = p;
-  if (a.window > 0 && p - int64_t{a.window} + 1 > *lo) *lo = p - int64_t{a.window} + 1;
+  if (j >= a.t_kv) return false;
+  if (a.causal && int64_t{j} > p) return false;
+  if (a.window > 0 && int64_t{j} <= p - int64_t{a.window} && j >= a.sink_tokens) return false;
+  return true;
+}
+
+bool reference_row_sees_a_key(const RefAttention& a, uint32_t i) {
+  for (uint32_t j = 0; j < a.t_kv; ++j) {
+    if (reference_key_visible(a, i, j)) return true;
+  }
+  return false;
+}
+
+std::vector<double> reference_alibi_slopes(uint32_t n_heads) {
+  std::vector<double> m(n_heads);
+  uint32_t n0 = 1;
+  while (n0 * 2 <= n_heads) n0 *= 2;
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    m[h] = h < n0 ? std::pow(2.0, -8.0 * (h + 1) / n0) : std::pow(2.0, -8.0 * (2 * (h - n0) + 1) / (2.0 * n0));
+  }
+  return m;
 }
 
 std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v) {
@@ -38,22 +55,23 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
   std::vector<double> logits(a.t_kv);
   std::vector<double> acc(d);
   for (uint32_t i = 0; i < a.t_q; ++i) {
-    int64_t lo, hi;
-    reference_visible_keys(a, i, &lo, &hi);
+    const int64_t pos = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
+    if (!reference_row_sees_a_key(a, i)) continue;  // no visible key: zeros
     for (uint32_t h = 0; h < a.n_heads; ++h) {
       double* o = &out[(size_t{i} * a.n_heads + h) * d];
-      if (lo > hi) continue;  // no visible key: zeros
       const float* qr = q + (size_t{i} * a.n_heads + h) * d;
       const uint32_t g = h / group;
       const bool sink = !a.sinks.empty();
       double m = sink ? a.sinks[h] : -std::numeric_limits<double>::infinity();
-      for (int64_t j = lo; j <= hi; ++j) {
+      for (uint32_t j = 0; j < a.t_kv; ++j) {
+        if (!reference_key_visible(a, i, j)) continue;
         const float* kr = k + (size_t(j) * a.n_kv_heads + g) * d;
         double s = 0.0;
         for (size_t x = 0; x < d; ++x) s += double{qr[x]} * double{kr[x]};
         s *= a.scale;
         if (a.softcap > 0.0) s = a.softcap * std::tanh(s / a.softcap);
-        logits[size_t(j)] = s;
+        if (!a.alibi_slopes.empty()) s -= a.alibi_slopes[h] * std::fabs(static_cast<double>(pos - int64_t{j}));
+        logits[j] = s;
         if (std::isnan(s) || std::isnan(m)) {
           m = std::numeric_limits<double>::quiet_NaN();
         } else if (s > m) {
@@ -62,8 +80,9 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
       }
       double l = sink ? std::exp(a.sinks[h] - m) : 0.0;
       for (size_t x = 0; x < d; ++x) acc[x] = 0.0;
-      for (int64_t j = lo; j <= hi; ++j) {
-        const double p = std::exp(logits[size_t(j)] - m);
+      for (uint32_t j = 0; j < a.t_kv; ++j) {
+        if (!reference_key_visible(a, i, j)) continue;
+        const double p = std::exp(logits[j] - m);
         l += p;
         const float* vr = v + (size_t(j) * a.n_kv_heads + g) * d;
         for (size_t x = 0; x < d; ++x) acc[x] += p * double{vr[x]};

@@ -9,6 +9,8 @@
 //   inputs makes the affected outputs NaN, as IEEE arithmetic does. A sink logit s_h (gpt-oss)
 //   joins the softmax of query head h as one more logit with no value, after softcap and mask:
 //   o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h).
+//   Sink tokens S (StreamingLLM, with a window): keys j < S stay visible through the window,
+//   causal still applies. ALiBi slope m_h adds −m_h · |p − j| to the logit after softcap.
 //
 // K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
 // reference sees exactly the values the kernel reads.
@@ -31,14 +33,23 @@ struct RefAttention {
   bool causal = false;
   uint32_t window = 0;        // 0 = none
   std::vector<double> sinks;  // [n_heads] sink logits, or empty: none
+  uint32_t sink_tokens = 0;   // 0 = none
+  std::vector<double> alibi_slopes;  // [n_heads] ALiBi slopes, or empty: none
 };
 
 // q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns
 // O [t_q, n_heads, head_dim].
 std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v);
 
-// Keys [lo, hi] that query row i sees (lo > hi: none).
-void reference_visible_keys(const RefAttention& a, uint32_t i, int64_t* lo, int64_t* hi);
+// Whether query row i sees key j, and whether it sees any key.
+bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j);
+bool reference_row_sees_a_key(const RefAttention& a, uint32_t i);
+
+// ALiBi slopes of n_heads heads by the standard rule (Press et al., BLOOM): for a power of two n,
+// m_h = 2^(−8(h+1)/n); otherwise the n0 = 2^floor(log2 n) slopes of n0 heads, then the odd ones
+// of 2·n0 heads, 2^(−8(2i+1)/(2·n0)), for the n − n0 heads left. Computed in double, here apart
+// from the library's.
+std::vector<double> reference_alibi_slopes(uint32_t n_heads);
 
 // Storage dtypes, round-to-nearest-even; NaN stays NaN (quiet), overflow gives infinity.
 uint16_t f32_to_f16_bits(float f);

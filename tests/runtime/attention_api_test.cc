@@ -46,6 +46,7 @@ struct Problem {
   std::vector<uint16_t> k16, v16;  // f16 / bf16 bit patterns for those dtypes
   std::vector<float> kq, vq;       // K, V as the kernel sees them (after rounding)
   std::vector<float> sinks;        // [n_heads] sink logits of a table case that has them
+  std::vector<float> slopes;       // [n_heads] ALiBi slopes of a table case that has them
 
   Problem(AttentionShape s, AttentionParams p, DType dtype, uint32_t seed) : shape(s), params(p), kv_dtype(dtype) {
     std::mt19937 rng(seed);
@@ -71,6 +72,10 @@ struct Problem {
     if (test::case_has_sinks(c)) {
       for (uint32_t h = 0; h < c.n_heads; ++h) sinks.push_back(test::case_sink(c, h));
     }
+    params.sink_tokens = c.sink_tokens;
+    if (c.alibi) {
+      for (uint32_t h = 0; h < c.n_heads; ++h) slopes.push_back(test::case_alibi_slope(c, h));
+    }
     round_kv();
   }
 
@@ -78,6 +83,7 @@ struct Problem {
   AttentionParams call_params() const {
     AttentionParams p = params;
     if (!sinks.empty()) p.sinks = sinks.data();
+    if (!slopes.empty()) p.alibi_slopes = slopes.data();
     return p;
   }
 
