@@ -19,8 +19,12 @@ void KvCache::make_rope_table(const Plan& plan, double* table) {
 }
 
 void KvCache::make_alibi_slopes(const Plan& plan, float* slopes) {
+  const Config& c = plan.config;
   // The plan's config passed validate(): n_heads and the bias are in range.
-  (void)alibi_slopes(plan.config.n_heads, slopes, plan.config.alibi_max_bias);
+  (void)alibi_slopes(c.n_heads, slopes, c.alibi_max_bias);
+  if (!c.alibi_times_scale) return;
+  const float scale = c.logit_scale();
+  for (uint32_t h = 0; h < c.n_heads; ++h) slopes[h] *= scale;
 }
 
 Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table,

@@ -62,6 +62,7 @@ void add_layers_json(const Plan& p, nlohmann::ordered_json* j) {
   (*j)["sink_tokens"] = c.sink_tokens;
   (*j)["alibi"] = c.alibi;
   (*j)["alibi_max_bias"] = c.alibi_max_bias;
+  (*j)["alibi_times_scale"] = c.alibi_times_scale;
   (*j)["sliding_layers"] = p.sliding_layers;
   (*j)["ring_rows"] = p.ring_rows;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();

@@ -121,6 +121,7 @@ struct Config {
   // alibi_bias_max).
   bool alibi = false;
   float alibi_max_bias = 8.0f;
+  bool alibi_times_scale = false;  // the slopes times the logit scale (Falcon scales the biased logits)
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.
   uint32_t mla_kv_lora_rank = 0;  // DeepSeek-V2/V3 multi-head latent attention
@@ -213,8 +214,8 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1), and how layers
 // differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
-// per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1) and
-// alibi_max_bias. rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
+// per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1),
+// alibi_max_bias and alibi_times_scale (0|1). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
 // keys and bad numbers are errors that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);

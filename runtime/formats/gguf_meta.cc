@@ -30,6 +30,7 @@ struct ArchInfo {
   bool sinks = false;              // learned sink logits on every layer (gpt-oss)
   uint32_t wide_scale_layers = 0;  // the layer count at which queries scale by d_model / heads
   bool yarn_truncate = true;       // YaRN's ramp rounded outwards (gpt-oss's config says false)
+  bool alibi = false;              // ALiBi in place of RoPE, max bias {arch}.attention.max_alibi_bias or 8
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
@@ -61,6 +62,10 @@ constexpr ArchInfo kArchs[] = {
     {"gptj", RopeStyle::kGptj, false, false, false, true},
     {"gpt2", RopeStyle::kNone, true, true, false, true},
     {"bert", RopeStyle::kNone, true, true, false, false},
+    // llama.cpp stores both with a fused attn_qkv tensor: planned here, and a weights file without
+    // separate attn_q/attn_k/attn_v is refused by the loader, naming the tensor.
+    {"bloom", RopeStyle::kNone, true, true, false, true, 0, 0, false, 0.0f, false, false, 0, true, true},
+    {"mpt", RopeStyle::kNone, false, false, false, true, 0, 0, false, 0.0f, false, false, 0, true, true},
 };
 
 // The values a Config is made of, located by key in the second pass.
@@ -72,6 +77,7 @@ struct Slots {
   // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
   // model but marks its scaling RopeScaling::kOther, which the KV cache refuses to run.
   gguf::Kv scaling_attn_factor, yarn_ext_factor, yarn_attn_factor, yarn_log_multiplier;
+  gguf::Kv max_alibi_bias, clamp_kqv;
 };
 
 struct SlotName {
@@ -94,6 +100,8 @@ constexpr SlotName kSlotNames[] = {
     {"attention.causal", &Slots::causal},
     {"attention.kv_lora_rank", &Slots::kv_lora_rank},
     {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
+    {"attention.max_alibi_bias", &Slots::max_alibi_bias},
+    {"attention.clamp_kqv", &Slots::clamp_kqv},
     {"rope.freq_base_swa", &Slots::freq_base_swa},
     {"rope.scaling.type", &Slots::scaling_type},
     {"rope.scaling.factor", &Slots::scaling_factor},
@@ -230,11 +238,6 @@ Result<Config> parse_impl(gguf::Reader& p) {
                          "deepseek2); headway runs MHA, GQA and MQA",
                          p.source);
   }
-  if ((arch_len == 5 && std::memcmp(arch_text, "bloom", 5) == 0) ||
-      (arch_len == 3 && std::memcmp(arch_text, "mpt", 3) == 0)) {
-    return Status::error(Code::kUnsupported, "%s: ALiBi position biases (architecture %s) are not supported", p.source,
-                         arch.text);
-  }
   const ArchInfo* info = nullptr;
   for (const ArchInfo& a : kArchs) {
     if (std::strlen(a.name) == arch_len && std::memcmp(a.name, arch_text, arch_len) == 0) info = &a;
@@ -332,6 +335,15 @@ Result<Config> parse_impl(gguf::Reader& p) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.softcap, true, &cfg.softcap));
   }
   if (slots.causal.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(p, slots.causal, &cfg.causal));
+  cfg.alibi = info->alibi;
+  if (slots.max_alibi_bias.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.max_alibi_bias, false, &cfg.alibi_max_bias));
+  }
+  if (slots.clamp_kqv.present()) {
+    return Status::error(Code::kUnsupported,
+                         "%s: %s.attention.clamp_kqv is set: headway's projections do not clamp q, k and v", p.source,
+                         arch.text);
+  }
   HEADWAY_RETURN_IF_ERROR(read_layer_kinds(p, *info, slots, arch.text, &cfg));
   // Gemma 2 27B scales queries by 1/sqrt(d_model / n_heads) = 1/sqrt(144), not 1/sqrt(head_dim
   // 128), and Gemma 3 27B by 1/sqrt(168); GGUF has no key for it and llama.cpp recognises the

@@ -89,16 +89,48 @@ Status reject_mla(const Where& w, const json& obj, const std::string& model_type
                        model_type.empty() ? "unset" : model_type.c_str());
 }
 
-// ALiBi adds a per-head linear bias to the logits instead of rotating q and k; the kernels have
-// no such term.
-Status reject_alibi(const Where& w, const json& obj, const std::string& model_type) {
-  bool alibi = is_one_of(model_type, {"bloom", "mpt"});
-  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "alibi", &alibi));
-  if (!alibi) return Status();
-  return Status::error(Code::kUnsupported,
-                       "%s: ALiBi position biases (model_type %s) are not supported; headway "
-                       "applies RoPE or no position encoding",
-                       w.source, model_type.empty() ? "unset" : model_type.c_str());
+// ALiBi in place of RoPE: BLOOM always; MPT by attn_config.alibi (MptAttentionConfig's default
+// true) with attn_config.alibi_bias_max; Falcon by alibi (Falcon-RW), whose attention multiplies
+// the biased logits by 1/sqrt(head_dim), slopes included. MPT's attn_config also says what
+// headway does not run (clip_qkv, qk_ln) and an explicit softmax_scale.
+Status read_alibi(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  cfg->alibi = model_type == "bloom";
+  if (is_falcon(model_type)) {
+    HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "alibi", &cfg->alibi));
+    cfg->alibi_times_scale = cfg->alibi;
+  }
+  if (model_type != "mpt") return Status();
+  const json* attn = lookup(obj, "attn_config");
+  if (attn == nullptr) {
+    cfg->alibi = true;
+    return Status();
+  }
+  if (!attn->is_object()) {
+    return Status::error(Code::kInvalidArgument, "%s: %sattn_config is %s, expected an object", w.source, w.prefix,
+                         kind_of(*attn));
+  }
+  const Where aw{w.source, "attn_config."};
+  cfg->alibi = true;
+  HEADWAY_RETURN_IF_ERROR(read_flag(aw, *attn, "alibi", &cfg->alibi));
+  if (const json* v = lookup(*attn, "alibi_bias_max")) {
+    double b = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(aw, "alibi_bias_max", *v, false, &b));
+    cfg->alibi_max_bias = static_cast<float>(b);
+  }
+  if (const json* v = lookup(*attn, "softmax_scale")) {
+    double s = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(aw, "softmax_scale", *v, false, &s));
+    cfg->scale = static_cast<float>(s);
+  }
+  bool qk_ln = false;
+  HEADWAY_RETURN_IF_ERROR(read_flag(aw, *attn, "qk_ln", &qk_ln));
+  if (qk_ln || lookup(*attn, "clip_qkv") != nullptr) {
+    return Status::error(Code::kUnsupported,
+                         "%s: attn_config.%s is not supported: headway's projections neither clamp q/k/v nor "
+                         "LayerNorm q and k",
+                         w.source, qk_ln ? "qk_ln true" : "clip_qkv");
+  }
+  return Status();
 }
 
 // Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2) and yarn
@@ -220,7 +252,7 @@ Status read_kv_heads(const Where& w, const json& obj, const std::string& model_t
 }
 
 Status read_rope(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
-  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "opt"})) {
+  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "opt", "mpt", "bloom"}) || cfg->alibi) {
     cfg->rope.style = RopeStyle::kNone;
     return Status();
   }
@@ -262,7 +294,7 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
 
 // Bias and norm flags that follow from the family, then the explicit keys that override them.
 Status read_projection_flags(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
-  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})) {
+  if (is_encoder(model_type) || is_one_of(model_type, {"gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt", "bloom"})) {
     cfg->qkv_bias = cfg->o_bias = true;
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe"}) || formats::is_qwen_vl(model_type)) cfg->qkv_bias = true;
@@ -280,6 +312,11 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   bool bias = cfg->qkv_bias;
   HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "attention_bias", &bias));
   if (is_falcon(model_type)) HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "bias", &bias));
+  if (model_type == "mpt") {  // MptConfig's no_bias (default true)
+    bool no_bias = true;
+    HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "no_bias", &no_bias));
+    bias = !no_bias;
+  }
   if (bias != cfg->qkv_bias) cfg->qkv_bias = cfg->o_bias = bias;
 
   bool qk_layernorm = false;  // Phi / StableLM / Persimmon: a LayerNorm, not the RMS norm qk_norm is
@@ -317,7 +354,6 @@ Status read_attention_extras(const Where& w, const json& obj, const std::string&
 
 Result<Config> parse_object(const Where& w, const json& obj, const std::string& model_type) {
   HEADWAY_RETURN_IF_ERROR(reject_mla(w, obj, model_type));
-  HEADWAY_RETURN_IF_ERROR(reject_alibi(w, obj, model_type));
   if (model_type == "bert") {
     const json* pos = lookup(obj, "position_embedding_type");
     if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {
@@ -335,8 +371,10 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
     HEADWAY_RETURN_IF_ERROR(read_count(w, "head_dim", *v, 1, &cfg.head_dim));
   }
   const char* seq_key = nullptr;
-  if (is_falcon(model_type) && !lookup_any(obj, kMaxSeqKeys, &seq_key)) {
-    cfg.max_seq = 2048;  // FalconConfig's default; falcon-7b's config.json does not say it
+  if ((is_falcon(model_type) || model_type == "bloom") && !lookup_any(obj, kMaxSeqKeys, &seq_key)) {
+    // falcon-7b's and BLOOM's config.json do not say it: FalconConfig's default, BLOOM's training
+    // length (its ALiBi has no table that sets a limit)
+    cfg.max_seq = 2048;
   } else {
     HEADWAY_RETURN_IF_ERROR(read_required(w, obj, kMaxSeqKeys, "context length", &cfg.max_seq));
   }
@@ -345,6 +383,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
     HEADWAY_RETURN_IF_ERROR(read_count(w, layer_key, *v, 1, &cfg.n_layers));
   }
 
+  HEADWAY_RETURN_IF_ERROR(read_alibi(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));

@@ -379,6 +379,43 @@ TEST_CASE("gguf: values of the wrong type or range name the key") {
   }
 }
 
+TEST_CASE("gguf: BLOOM and MPT run ALiBi (max_alibi_bias, or 8), MPT's clamp_kqv is refused") {
+  GgufWriter bloom;
+  bloom.str("general.architecture", "bloom")
+      .u32kv("bloom.context_length", 2048)
+      .u32kv("bloom.embedding_length", 1024)
+      .u32kv("bloom.attention.head_count", 16)
+      .u32kv("bloom.block_count", 24);
+  const Result<Config> rb = parse(bloom.bytes());
+  REQUIRE_MESSAGE(rb.ok(), std::string(rb.status().message()));
+  const Config& b = *rb;
+  CHECK(validate(b).ok());
+  CHECK(b.alibi);
+  CHECK(b.alibi_max_bias == 8.0f);
+  CHECK(b.rope.style == RopeStyle::kNone);
+  CHECK(b.qkv_bias);
+  CHECK(b.o_bias);
+  CHECK(b.head_size() == 64);
+
+  GgufWriter mpt;
+  mpt.str("general.architecture", "mpt")
+      .u32kv("mpt.context_length", 2048)
+      .u32kv("mpt.embedding_length", 4096)
+      .u32kv("mpt.attention.head_count", 32)
+      .f32kv("mpt.attention.max_alibi_bias", 16.0f);
+  const Result<Config> rm = parse(mpt.bytes());
+  REQUIRE_MESSAGE(rm.ok(), std::string(rm.status().message()));
+  const Config& m = *rm;
+  CHECK(m.alibi);
+  CHECK(m.alibi_max_bias == 16.0f);
+  CHECK_FALSE(m.qkv_bias);
+
+  mpt.f32kv("mpt.attention.clamp_kqv", 8.0f);
+  const Status s = parse_error(mpt.bytes());
+  CHECK(s.code() == Code::kUnsupported);
+  CHECK_HAS(s, "mpt.attention.clamp_kqv");
+}
+
 TEST_CASE("gguf: unsupported architectures say why") {
   SUBCASE("deepseek2 is MLA") {
     GgufWriter w;

@@ -183,6 +183,73 @@ TEST_CASE("hf: Falcon 7B is multi-query: 71 heads of 64 share one kv head") {
   CHECK_FALSE(c.qkv_bias);
 }
 
+TEST_CASE("hf: BLOOM, MPT and Falcon-RW run ALiBi in place of RoPE") {
+  const Config bloom = load_valid("bloom-560m.json");
+  CHECK(bloom.alibi);
+  CHECK(bloom.alibi_max_bias == 8.0f);
+  CHECK_FALSE(bloom.alibi_times_scale);
+  CHECK(bloom.rope.style == RopeStyle::kNone);
+  CHECK(bloom.n_heads == 16);
+  CHECK(bloom.head_size() == 64);
+  CHECK(bloom.n_layers == 24);
+  CHECK(bloom.max_seq == 2048);  // BLOOM's training length: the file has no context length
+  CHECK(bloom.qkv_bias);
+  CHECK(bloom.o_bias);
+
+  const Config mpt = load_valid("mpt-7b.json");
+  CHECK(mpt.alibi);
+  CHECK(mpt.alibi_max_bias == 8.0f);
+  CHECK(mpt.rope.style == RopeStyle::kNone);
+  CHECK(mpt.n_heads == 32);
+  CHECK(mpt.head_size() == 128);
+  CHECK(mpt.max_seq == 2048);
+  CHECK_FALSE(mpt.qkv_bias);  // no_bias
+  CHECK_FALSE(mpt.o_bias);
+  CHECK(mpt.scale == 0.0f);  // softmax_scale null: 1/sqrt(head_dim)
+
+  const Config rw = load_valid("falcon-rw-1b.json");
+  CHECK(rw.alibi);
+  CHECK(rw.alibi_times_scale);  // FalconAttention scales the biased logits by 1/sqrt(head_dim)
+  CHECK(rw.rope.style == RopeStyle::kNone);
+  CHECK(rw.kv_heads() == 32);  // multi_query false
+  CHECK(rw.head_size() == 64);
+  CHECK(rw.qkv_bias);
+
+  const Config f7 = load_valid("falcon-7b.json");  // "alibi": false
+  CHECK_FALSE(f7.alibi);
+  CHECK(f7.rope.style == RopeStyle::kNeox);
+}
+
+TEST_CASE("hf: MPT's attn_config") {
+  const std::string head = R"({"model_type": "mpt", "d_model": 256, "n_heads": 4, "n_layers": 2, "max_seq_len": 512)";
+  SUBCASE("no attn_config: ALiBi with bias 8 (MptAttentionConfig's defaults)") {
+    const Config c = parse_ok(head + "}");
+    CHECK(c.alibi);
+    CHECK(c.alibi_max_bias == 8.0f);
+  }
+  SUBCASE("alibi_bias_max and softmax_scale") {
+    const Config c = parse_ok(head + R"(, "attn_config": {"alibi": true, "alibi_bias_max": 16, "softmax_scale": 0.25}})");
+    CHECK(c.alibi_max_bias == 16.0f);
+    CHECK(c.scale == 0.25f);
+  }
+  SUBCASE("alibi false: no position encoding at all (MPT's learned positions live in the embedding)") {
+    const Config c = parse_ok(head + R"(, "attn_config": {"alibi": false}})");
+    CHECK_FALSE(c.alibi);
+    CHECK(c.rope.style == RopeStyle::kNone);
+  }
+  SUBCASE("no_bias false: biased projections") {
+    const Config c = parse_ok(head + R"(, "no_bias": false})");
+    CHECK(c.qkv_bias);
+    CHECK(c.o_bias);
+  }
+  SUBCASE("what headway does not run is refused, naming the key") {
+    CHECK_HAS(parse_error(head + R"(, "attn_config": {"clip_qkv": 6}})"), "attn_config.clip_qkv");
+    CHECK_HAS(parse_error(head + R"(, "attn_config": {"qk_ln": true}})"), "attn_config.qk_ln");
+    CHECK_HAS(parse_error(head + R"(, "attn_config": {"alibi_bias_max": -1}})"), "attn_config.alibi_bias_max");
+    CHECK_HAS(parse_error(head + R"(, "attn_config": 3})"), "attn_config");
+  }
+}
+
 TEST_CASE("hf: GPT-2 has learned positions and biased projections") {
   const Config c = load_valid("gpt2.json");
   CHECK(c.d_model == 768);
@@ -445,11 +512,10 @@ TEST_CASE("hf: family rules") {
                                     "multi_query": false})");
     CHECK(mha.kv_heads() == 4);
   }
-  SUBCASE("ALiBi is unsupported") {
-    const Status s =
-        parse_error(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
-    CHECK(s.code() == Code::kUnsupported);
-    CHECK_HAS(s, "ALiBi");
+  SUBCASE("Falcon's alibi flag turns RoPE off and ALiBi on") {
+    const Config c = parse_ok(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
+    CHECK(c.alibi);
+    CHECK(c.rope.style == RopeStyle::kNone);
   }
   SUBCASE("a window counts only when use_sliding_window allows it") {
     CHECK(parse_ok(with(R"(, "sliding_window": 512, "use_sliding_window": true)")).window == 512);

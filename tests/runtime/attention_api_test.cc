@@ -332,11 +332,55 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
   CHECK(attempt(good, none, q, k, v, nullptr) == "attention: o is null");
   CHECK(attempt(good, none, q, k, v, out, static_cast<DType>(9)) == "attention: kv dtype 9 is not f32, f16 or bf16");
   CHECK(attempt(good, {0.0f, 0.0f, true, 1000}, q, k, v, out) == "(ok)");  // window > t_kv is fine
+  AttentionParams sink_tokens;
+  sink_tokens.sink_tokens = 2;
+  CHECK(attempt(good, sink_tokens, q, k, v, out) ==
+        "attention: sink_tokens 2 needs a sliding window larger than it (window 0)");
+  sink_tokens.window = 2;
+  CHECK(attempt(good, sink_tokens, q, k, v, out) ==
+        "attention: sink_tokens 2 needs a sliding window larger than it (window 2)");
+  sink_tokens.window = 3;
+  CHECK(attempt(good, sink_tokens, q, k, v, out) == "(ok)");
+  const float slopes[4] = {0.5f, 0.25f, NAN, 0.125f};
+  AttentionParams alibi;
+  alibi.alibi_slopes = slopes;
+  CHECK(attempt(good, alibi, q, k, v, out) == "attention: alibi_slopes[2] = nan is not finite");
 
   CHECK(!attention_workspace_bytes(good, 0).ok());
   CHECK(std::string(attention_workspace_bytes(good, 0).status().message()) == "attention: threads 0 is not in 1..256");
   CHECK(std::string(attention_workspace_bytes(shape_with([](auto& s) { s.head_dim = 0; }), 1).status().message()) ==
         "attention: head_dim 0 is not in 1..512");
+}
+
+TEST_CASE("alibi_slopes: the standard rule for every head count, MPT's max bias, bad arguments write nothing") {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    INFO("n_heads " << n);
+    std::vector<float> got(n);
+    REQUIRE(alibi_slopes(n, got.data()).ok());
+    const std::vector<double> want = test::reference_alibi_slopes(n);
+    for (uint32_t h = 0; h < n; ++h) CHECK(got[h] == static_cast<float>(want[h]));
+  }
+  // Published values: 8 heads 1/2, 1/4, ..; 12 heads (BLOOM's rule) 2^-1..2^-8, then 2^-0.5, 2^-1.5, ..
+  float s8[8], s12[12], s4[4];
+  REQUIRE(alibi_slopes(8, s8).ok());
+  CHECK(s8[0] == 0.5f);
+  CHECK(s8[7] == 1.0f / 256);
+  REQUIRE(alibi_slopes(12, s12).ok());
+  CHECK(s12[7] == 1.0f / 256);
+  CHECK(s12[8] == static_cast<float>(std::sqrt(0.5)));
+  CHECK(s12[11] == static_cast<float>(std::pow(2.0, -3.5)));
+  REQUIRE(alibi_slopes(4, s4, 16.0f).ok());  // MPT's alibi_bias_max 16: 2^(-16(h+1)/4)
+  CHECK(s4[0] == 1.0f / 16);
+  CHECK(s4[3] == 1.0f / 65536);
+  float untouched[2] = {7.0f, 7.0f};
+  CHECK(std::string(alibi_slopes(0, untouched).message()) == "alibi slopes: n_heads 0 is not in 1..1024");
+  CHECK(std::string(alibi_slopes(2, untouched, 0.0f).message()) ==
+        "alibi slopes: max_bias 0 is not a finite number > 0");
+  CHECK(std::string(alibi_slopes(2, untouched, NAN).message()) ==
+        "alibi slopes: max_bias nan is not a finite number > 0");
+  CHECK(std::string(alibi_slopes(2, nullptr).message()) == "alibi slopes: the output is null");
+  CHECK(untouched[0] == 7.0f);
+  CHECK(untouched[1] == 7.0f);
 }
 
 TEST_CASE("attend_strided reads a ring-buffer cache layout") {

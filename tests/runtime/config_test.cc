@@ -133,6 +133,25 @@ TEST_CASE("window above max_seq, negative or non-finite softcap and scales are e
   CHECK(message_of(c).find("scale nan") != std::string::npos);
 }
 
+TEST_CASE("sink tokens need a larger window; ALiBi needs a positive max bias") {
+  Config c = base();
+  c.sink_tokens = 4;
+  CHECK(message_of(c).find("sink_tokens 4 needs a sliding window (sliding_window is 0)") != std::string::npos);
+  c.window = 4;
+  CHECK(message_of(c).find("sink_tokens 4 must be less than sliding_window 4") != std::string::npos);
+  c.window = 5;
+  CHECK(validate(c).ok());
+  c = base();
+  c.alibi = true;
+  CHECK(validate(c).ok());
+  for (float bad : {0.0f, -8.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    c.alibi_max_bias = bad;
+    CHECK(message_of(c).find("alibi_bias_max") != std::string::npos);
+  }
+  c.alibi = false;  // the bias is not read without ALiBi
+  CHECK(validate(c).ok());
+}
+
 TEST_CASE("head_dim above the kernels' limit and too many heads are rejected") {
   Config c = base();
   c.head_dim = 1024;

@@ -100,6 +100,7 @@ struct Fixture {
   Plan plan;
   std::vector<uint8_t> region;
   std::vector<double> rope;
+  std::vector<float> slopes;  // ALiBi's, made as the layer and the backends make them
   KvCache cache;
   Fixture(const Config& c, uint32_t max_tokens) {
     PlanOptions o;
@@ -107,7 +108,12 @@ struct Fixture {
     plan = make_plan(c, o).value();
     region.assign(plan.kv_bytes_per_layer, 0);
     rope = rope_table(plan);
-    REQUIRE(cache.bind(plan, region.data(), region.size(), rope.data()).ok());
+    if (c.alibi) {
+      slopes.resize(c.n_heads);
+      KvCache::make_alibi_slopes(plan, slopes.data());
+    }
+    REQUIRE(cache.bind(plan, region.data(), region.size(), rope.data(), slopes.empty() ? nullptr : slopes.data())
+                .ok());
   }
 };
 
@@ -258,6 +264,8 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
     r.causal = c.causal;
     r.window = c.window;
     r.sinks.assign(sinks.begin(), sinks.end());
+    r.sink_tokens = c.sink_tokens;
+    r.alibi_slopes.assign(f.slopes.begin(), f.slopes.end());
     const std::vector<double> want =
         test::reference_attention(r, q_roped.data() + size_t{pos} * p.q_width, k_dense.data(), v_dense.data());
     double worst = 0;
@@ -295,6 +303,58 @@ TEST_CASE("attention over the cache with learned sink logits: full context and a
     check_cache_attention(full, 8, {8, 5, 1, 1, 7, 1, 1}, 1e-4, sinks);
     check_cache_attention(small_config(8, dt), 4, {4, 4, 3, 1, 1, 4, 2, 4, 4, 1, 1}, 1e-4, sinks);
   }
+}
+
+// StreamingLLM: the ring keeps the first S tokens for good while the rest wraps around it many
+// times; every chunk's output equals the reference over the whole history with the sink-token
+// rule. max_seq 40 with a window of 6 and max_tokens 3: a ring of S + 8 rows.
+TEST_CASE("attention over a ring with sink tokens that wraps several times") {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (uint32_t s : {1u, 4u}) {
+      INFO(dtype_name(dt) << ", " << s << " sink tokens");
+      Config c = small_config(6, dt);
+      c.sink_tokens = s;
+      check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1},
+                            dt == DType::kF32 ? 1e-4 : 1e-2);
+    }
+  }
+  Config c = small_config(6, DType::kF32);  // sink tokens with learned sink logits
+  c.sink_tokens = 2;
+  const std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 0.0f};
+  check_cache_attention(c, 4, {4, 4, 1, 1, 4, 4, 4, 1, 1, 1, 4, 4, 1, 1, 1, 1, 1, 1}, 1e-4, sinks);
+}
+
+// ALiBi over the cache: full context, a wrapping ring, and a ring with sink tokens (whose sink
+// keys lie further from the queries than their index says: the positions the ring evicted).
+TEST_CASE("attention over the cache with ALiBi: full context, a ring, a ring with sink tokens") {
+  for (uint32_t heads : {4u, 6u}) {  // standard slopes for a power of two and otherwise
+    INFO(heads << " heads");
+    Config c = small_config(0, DType::kF32);
+    c.rope.style = RopeStyle::kNone;
+    c.alibi = true;
+    c.n_heads = heads;
+    c.n_kv_heads = 2;
+    c.d_model = heads * 16;
+    check_cache_attention(c, 8, {8, 5, 1, 1, 7, 1, 8, 1, 1, 1, 1, 1}, 1e-4);
+    c.window = 6;
+    check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1, 1, 1}, 1e-4);
+    c.sink_tokens = 3;
+    check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1, 1, 1}, 1e-4);
+    c.alibi_times_scale = true;  // Falcon's slopes, times 1/sqrt(head_dim)
+    check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1}, 1e-4);
+  }
+}
+
+TEST_CASE("a cache with ALiBi needs its slopes") {
+  Config c = small_config(0, DType::kF32);
+  c.rope.style = RopeStyle::kNone;
+  c.alibi = true;
+  const Plan p = make_plan(c, {}).value();
+  std::vector<uint8_t> region(p.kv_bytes_per_layer);
+  KvCache cache;
+  const Status s = cache.bind(p, region.data(), region.size());
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(std::string(s.message()).find("ALiBi") != std::string::npos);
 }
 
 }  // namespace

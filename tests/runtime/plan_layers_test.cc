@@ -36,6 +36,24 @@ static_assert(kGemma3.layer(5).rope_theta == 1000000.0f && kGemma3.layer(4).rope
 static_assert(kGemma3.layer(5).kv_rows == 32768 && kGemma3.layer(4).kv_rows == 512 + 511);
 static_assert(kGemma3.kv_cache_bytes == 2ull * 32768 * 1024 + 10ull * 1023 * 1024);
 
+// The same with 4 sink tokens on its sliding layers and ALiBi: each ring holds 4 rows more, the
+// full layers none; the slopes take one region of n_heads floats after the sinks.
+constexpr Config streaming_like() {
+  Config c = gemma3_like();
+  c.sink_tokens = 4;
+  c.alibi = true;
+  return c;
+}
+constexpr Plan kStreaming = plan_for(streaming_like(), {});
+static_assert(kStreaming.layer(4).kv_rows == 4 + 512 + 511 && kStreaming.layer(4).sink_tokens == 4);
+static_assert(kStreaming.layer(5).kv_rows == 32768 && kStreaming.layer(5).sink_tokens == 0);
+static_assert(kStreaming.kv_cache_bytes == 2ull * 32768 * 1024 + 10ull * 1027 * 1024);
+static_assert(kStreaming.layer(0).alibi && kStreaming.alibi_bytes == 64);
+static_assert(kStreaming.alibi_offset == kStreaming.sinks_offset + kStreaming.sinks_bytes);
+static_assert(kStreaming.activations_offset == kStreaming.alibi_offset + 64);
+static_assert(layer_plan(kStreaming, 4).config.sink_tokens == 4 && layer_plan(kStreaming, 5).config.sink_tokens == 0);
+static_assert(kGemma3.alibi_bytes == 0 && kGemma3.activations_offset == kGemma3.alibi_offset);
+
 uint64_t sum_of_layers(const Plan& p) {
   uint64_t s = 0;
   for (uint32_t i = 0; i < p.config.n_layers; ++i) s += p.layer(i).kv_bytes;

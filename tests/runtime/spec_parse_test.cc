@@ -45,6 +45,14 @@ TEST_CASE("every key, separators and float forms") {
   CHECK(parse_spec("d_model=8 heads=1 ctx=4 softcap=2.5e-1").value().softcap == 0.25f);
   CHECK(parse_spec("d_model=8 heads=1 ctx=4").value().rope.style == RopeStyle::kNone);
   CHECK(parse_spec("rope=none rope_theta=5 d_model=8").value().rope.style == RopeStyle::kNone);
+  const Config s = parse_spec("d_model=64 heads=4 ctx=128 window=32 sink_tokens=4 alibi=1 alibi_max_bias=16 "
+                              "alibi_times_scale=true")
+                       .value();
+  CHECK(s.sink_tokens == 4);
+  CHECK(s.alibi);
+  CHECK(s.alibi_max_bias == 16.0f);
+  CHECK(s.alibi_times_scale);
+  CHECK(validate(s).ok());
 }
 
 TEST_CASE("bad specs name the key and the value") {
@@ -64,6 +72,9 @@ TEST_CASE("bad specs name the key and the value") {
       {"rope=alibi", "rope=alibi is not one of none, neox, gptj"},
       {"kv_dtype=f8", "kv_dtype=f8 is not one of f32, f16, bf16"},
       {"causal=maybe", "causal=maybe is not 0, 1, true or false"},
+      {"sink_tokens=-1", "sink_tokens=-1 is not a whole number"},
+      {"alibi=2", "alibi=2 is not 0, 1, true or false"},
+      {"alibi_max_bias=x", "alibi_max_bias=x is not a non-negative number"},
       {"d_model", "'d_model' has no value"},
       {"d_model=", "d_model= has an empty value"},
       {"", "spec: empty"},
