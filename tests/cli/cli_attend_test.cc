@@ -81,7 +81,8 @@ struct Inputs {
 
   // The reference on the f32 values as drawn (before any f16/bf16 rounding).
   std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
-                                const std::vector<float>& sinks = {}) const {
+                                const std::vector<float>& sinks = {}, uint32_t sink_tokens = 0,
+                                const std::vector<double>& alibi_slopes = {}) const {
     test::RefAttention p;
     p.t_q = s.t_q;
     p.t_kv = s.t_kv;
@@ -93,6 +94,8 @@ struct Inputs {
     p.causal = causal;
     p.window = window;
     p.sinks.assign(sinks.begin(), sinks.end());
+    p.sink_tokens = sink_tokens;
+    p.alibi_slopes = alibi_slopes;
     return test::reference_attention(p, q.data(), k.data(), v.data());
   }
 };
@@ -188,6 +191,48 @@ TEST_CASE("headway attend --sinks matches the reference (prefill and split-KV de
     // The sinks change the result (the last heads' sinks outweigh their keys): the reference
     // without them is far from it.
     CHECK(max_error_of(dir / "o.npy", in.reference(r.causal, r.window, r.softcap, 0), in.q_shape()) > 1e-2);
+  }
+}
+
+TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill, chunks, split-KV decode)") {
+  TempDir dir("cli_attend");
+  struct Run {
+    Shape shape;
+    std::string flags;
+    double tolerance;
+    bool causal;
+    uint32_t window, sink_tokens;
+    double alibi_max_bias;  // 0: no ALiBi
+  };
+  const Run runs[] = {
+      {{40, 40, 4, 2, 64}, " --causal --window 8 --sink-tokens 4", 1e-4, true, 8, 4, 0},
+      {{9, 300, 8, 2, 128}, " --causal --window 40 --sink-tokens 1 --threads 2", 1e-4, true, 40, 1, 0},
+      {{1, 1500, 4, 1, 64}, " --causal --window 300 --sink-tokens 6 --threads 3", 1e-4, true, 300, 6, 0},
+      {{12, 12, 6, 3, 80}, " --window 5 --sink-tokens 2", 1e-4, false, 5, 2, 0},  // bidirectional
+      {{33, 33, 12, 4, 64}, " --causal --alibi", 1e-4, true, 0, 0, 8},
+      {{9, 300, 8, 8, 64}, " --alibi --kv-dtype f16", 2e-3, false, 0, 0, 8},
+      {{1, 1500, 16, 2, 128}, " --causal --alibi-max-bias 16 --threads 2", 1e-4, true, 0, 0, 16},
+      {{20, 90, 6, 2, 64}, " --causal --window 12 --sink-tokens 3 --alibi", 1e-4, true, 12, 3, 8},
+  };
+  uint32_t seed = 500;
+  for (const Run& r : runs) {
+    INFO("shape " << r.shape.t_q << "x" << r.shape.t_kv << " flags:" << r.flags);
+    const Inputs in(r.shape, seed);
+    seed += 10;
+    write_f32(dir / "q.npy", in.q, in.q_shape());
+    write_f32(dir / "k.npy", in.k, in.kv_shape());
+    write_f32(dir / "v.npy", in.v, in.kv_shape());
+    const RunResult res = attend_cli(dir, "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " +
+                                              (dir / "v.npy") + " --out " + (dir / "o.npy") + r.flags);
+    REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+    CHECK(res.err.empty());
+    const std::vector<double> slopes =
+        r.alibi_max_bias > 0 ? test::reference_alibi_slopes(r.shape.n_heads, r.alibi_max_bias) : std::vector<double>{};
+    const std::vector<double> want = in.reference(r.causal, r.window, 0, 0, {}, r.sink_tokens, slopes);
+    CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= r.tolerance);
+    // Without the feature the reference is far off: each run tests what it names.
+    const std::vector<double> plain = in.reference(r.causal, r.window, 0, 0, {}, 0, {});
+    CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);
   }
 }
 
@@ -303,6 +348,12 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
       {ok + " --sinks " + (dir / "missing.npy"), "--sinks: cannot open " + (dir / "missing.npy")},
       {ok + " --sinks " + (dir / "corrupt.npy"), "--sinks: " + (dir / "corrupt.npy") + " is not an .npy file"},
       {ok + " --sinks", "--sinks needs a value"},
+      {ok + " --sink-tokens 2", "attention: sink_tokens 2 needs a sliding window larger than it (window 0)"},
+      {ok + " --window 2 --sink-tokens 2", "attention: sink_tokens 2 needs a sliding window larger than it (window 2)"},
+      {ok + " --sink-tokens -1", "--sink-tokens"},
+      {ok + " --alibi-max-bias 0", "--alibi-max-bias 0 must be a positive number (the standard is 8)"},
+      {ok + " --alibi-max-bias nan", "--alibi-max-bias"},
+      {ok + " --alibi=1", "--alibi"},
   };
   setenv("VK_DRIVER_FILES", "/nonexistent/headway-test-icd.json", 1);
   setenv("VK_ICD_FILENAMES", "/nonexistent/headway-test-icd.json", 1);

@@ -33,5 +33,17 @@ headway_cli_test(run-layer-kinds 0 "heap +0 allocations during prefill and decod
 # two attention layers, one sliding over 128 keys and one full, YaRN, biases) past its window.
 headway_cli_test(run-sinks 0 "heap +0 allocations during prefill and decode"
   run --spec "d_model=64 heads=4 ctx=64 layers=2 rope_theta=10000 sinks=1" --prompt 8 --tokens 2)
+# StreamingLLM: sink tokens on the sliding layers of a mixed stack, 300 tokens through a window of
+# 16 (the rings wrap many times), with ALiBi on every layer; and Gemma 3 1B's own config.json with
+# --sink-tokens: no heap either way. BLOOM's config.json runs ALiBi without RoPE.
+headway_cli_test(run-sink-tokens-alibi 0 "heap +0 allocations during prefill and decode"
+  run --spec "d_model=64 heads=4 kv_heads=2 ctx=512 layers=4 window=16 sliding_pattern=2 sink_tokens=4 alibi=1"
+  --prompt 300 --tokens 8 --max-tokens 8)
+headway_cli_test(run-gemma3-sink-tokens 0 "heap +0 allocations during prefill and decode"
+  run --config ${data}/hf/gemma-3-1b.json --layers 6 --sink-tokens 4 --prompt 600 --tokens 4 --max-tokens 64 --threads 2)
+headway_cli_test(run-bloom-alibi 0 "heap +0 allocations during prefill and decode"
+  run --config ${data}/hf/bloom-560m.json --layers 2 --prompt 64 --tokens 4)
+headway_cli_test(run-sink-tokens-at-window 2 "sink_tokens 512 must be less than sliding_window 512"
+  run --config ${data}/hf/gemma-3-1b.json --layers 6 --sink-tokens 512 --prompt 600 --tokens 2)
 headway_cli_test(run-gpt-oss-json 0 "\"sinks\":\\{\"planned\":512,.*\"heap_allocations\":0"
   run --config ${data}/hf/gpt-oss-20b.json --layers 2 --prompt 200 --tokens 4 --max-tokens 64 --threads 2 --json)

@@ -46,10 +46,10 @@ bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j);
 bool reference_row_sees_a_key(const RefAttention& a, uint32_t i);
 
 // ALiBi slopes of n_heads heads by the standard rule (Press et al., BLOOM): for a power of two n,
-// m_h = 2^(−8(h+1)/n); otherwise the n0 = 2^floor(log2 n) slopes of n0 heads, then the odd ones
-// of 2·n0 heads, 2^(−8(2i+1)/(2·n0)), for the n − n0 heads left. Computed in double, here apart
-// from the library's.
-std::vector<double> reference_alibi_slopes(uint32_t n_heads);
+// m_h = 2^(−b(h+1)/n); otherwise the n0 = 2^floor(log2 n) slopes of n0 heads, then the odd ones
+// of 2·n0 heads, 2^(−b(2i+1)/(2·n0)), for the n − n0 heads left; b = 8 but for MPT's
+// alibi_bias_max. Computed in double, here apart from the library's.
+std::vector<double> reference_alibi_slopes(uint32_t n_heads, double max_bias = 8.0);
 
 // Storage dtypes, round-to-nearest-even; NaN stays NaN (quiet), overflow gives infinity.
 uint16_t f32_to_f16_bits(float f);

@@ -92,6 +92,13 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
   a.causal = c_.causal;
   a.window = c_.window;
   if (c_.sinks) a.sinks = w_.sinks;
+  a.sink_tokens = c_.window != 0 ? c_.sink_tokens : 0;
+  if (c_.alibi) {
+    a.alibi_slopes = reference_alibi_slopes(nh, c_.alibi_max_bias);
+    if (c_.alibi_times_scale) {
+      for (double& m : a.alibi_slopes) m *= a.scale;
+    }
+  }
   const std::vector<double> o = reference_attention(a, qf.data(), k_.data(), v_.data());
   return linear(o, t, qw, w_.wo, w_.bo, d);
 }

@@ -133,7 +133,7 @@ TEST_CASE("window above max_seq, negative or non-finite softcap and scales are e
   CHECK(message_of(c).find("scale nan") != std::string::npos);
 }
 
-TEST_CASE("sink tokens need a larger window; ALiBi needs a positive max bias") {
+TEST_CASE("sink tokens need a larger window, ALiBi a positive max bias") {
   Config c = base();
   c.sink_tokens = 4;
   CHECK(message_of(c).find("sink_tokens 4 needs a sliding window (sliding_window is 0)") != std::string::npos);

@@ -195,6 +195,58 @@ TEST_CASE("Session with sink logits on sliding and full layers (gpt-oss-like): a
   delete s;
 }
 
+// StreamingLLM in small: the mixed stack's sliding layers keep 3 sink tokens through a window of
+// 24, and every layer adds ALiBi (two of them also rotate): 1500 tokens, the sliding layers' rings
+// wrapping ~50 times, each layer against the reference that keeps the whole history.
+Config streaming_config() {
+  Config c = mixed_config();
+  c.max_seq = 2048;
+  c.sink_tokens = 3;
+  c.alibi = true;
+  return c;
+}
+
+TEST_CASE("Session with sink tokens and ALiBi: 1500 tokens past the window, against the reference") {
+  const Config c = streaming_config();
+  PlanOptions o;
+  o.max_tokens = 8;
+  Stack* s = make_stack(c, o);
+  CHECK(s->plan.layer(0).kv_rows == 3 + kWindow + 7);  // the sink tokens' rows, then the ring
+  CHECK(s->plan.layer(1).kv_rows == 2048);
+  std::vector<test::RefLayer> ref;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    Config lc = reference_config(l);
+    lc.max_seq = c.max_seq;
+    lc.sink_tokens = l % 2 == 0 ? 3 : 0;
+    lc.alibi = true;
+    ref.emplace_back(lc, s->weights[l].ref);
+  }
+  for (auto& r : ref) r.reset();
+  const uint32_t n = 1500;
+  const std::vector<float> x = random_x(n, c.d_model, 29);
+  std::vector<float> y(x.size());
+  HeapCount count;
+  REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
+  CHECK(count.stop() == 0);
+  const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
+  CHECK(max_rel_error(y, want) < 5e-5);
+  // The same stack without sink tokens is another model: the sink keys carry weight.
+  std::vector<test::RefLayer> plain;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    Config lc = reference_config(l);
+    lc.max_seq = c.max_seq;
+    lc.alibi = true;
+    plain.emplace_back(lc, s->weights[l].ref);
+  }
+  for (auto& r : plain) r.reset();
+  CHECK(max_rel_error(y, test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-3);
+  delete s;
+}
+
+TEST_CASE("Session with sink tokens and ALiBi: prefill in chunks equals token-by-token decode past the wrap") {
+  check_prefill_equals_decode(streaming_config(), 400, 37, 31);
+}
+
 TEST_CASE("Session with sink logits (gpt-oss-like, YaRN): prefill in chunks equals token-by-token decode") {
   Config c = gpt_oss_like();
   c.rope.theta = 150000.0f;
