@@ -5,7 +5,8 @@
 //
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
 // [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
-// from byte 12 + h); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
+// from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
+// 12 + h as well); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
 // explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
@@ -48,6 +49,16 @@ float sink_value(uint8_t b) {
   }
 }
 
+float slope_value(uint8_t b) {
+  // Slopes of 0 .. 1, steep ones up to 8, and some that attend() must reject.
+  switch (b % 64) {
+    case 0: return std::numeric_limits<float>::quiet_NaN();
+    case 1: return -std::numeric_limits<float>::infinity();
+    case 2: return 8.0f;
+    default: return static_cast<float>(b) / 256.0f;
+  }
+}
+
 ThreadPool* pool() {
   static ThreadPool* p = [] {
     static ThreadPool tp;
@@ -83,6 +94,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sinks.resize(s.n_heads);
     for (uint32_t h = 0; h < s.n_heads; ++h) sinks[h] = sink_value(byte(data, size, 12 + h));
     p.sinks = sinks.data();
+  }
+  if (special & 16) p.sink_tokens = byte(data, size, 8) / 16;  // 0..15: some not below the window
+  std::vector<float> slopes;
+  if (special & 32) {
+    slopes.resize(s.n_heads);
+    for (uint32_t h = 0; h < s.n_heads; ++h) slopes[h] = slope_value(byte(data, size, 12 + h));
+    p.alibi_slopes = slopes.data();
   }
 
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;

@@ -35,13 +35,19 @@ specs = [
     "d_model=256 heads=4 ctx=2048 layers=4 window=64 rope=gptj layer_types=sffs rope_layers=1101 sinks=1",
     "d_model=256 heads=4 ctx=2048 layers=4 layer_types=sfsf",
     "d_model=256 heads=4 ctx=2048 layers=4 window=64 sliding_pattern=0",
+    "d_model=256 heads=4 ctx=2048 layers=4 window=64 sliding_pattern=2 sink_tokens=4 alibi=1",
+    "d_model=256 heads=12 ctx=2048 alibi=1 alibi_max_bias=16 alibi_times_scale=1",
+    "d_model=256 heads=4 ctx=2048 window=4 sink_tokens=4",
+    "d_model=256 heads=4 ctx=2048 sink_tokens=1",
+    "d_model=256 heads=4 ctx=2048 alibi=1 alibi_max_bias=0",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)
 
 # config.json: a few real ones, small.
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
-             "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding"]:
+             "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding",
+             "bloom-560m", "mpt-7b", "falcon-rw-1b"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 
@@ -99,6 +105,12 @@ put("gguf", "qwen3-yarn", gguf([
 put("gguf", "llama-linear", gguf([
     ("general.architecture", 8, "llama"), ("llama.context_length", 4, 8192), ("llama.embedding_length", 4, 64),
     ("llama.attention.head_count", 4, 4), ("llama.rope.scale_linear", 6, 2.0)]))
+put("gguf", "mpt", gguf([
+    ("general.architecture", 8, "mpt"), ("mpt.context_length", 4, 2048), ("mpt.embedding_length", 4, 4096),
+    ("mpt.block_count", 4, 32), ("mpt.attention.head_count", 4, 32), ("mpt.attention.max_alibi_bias", 6, 8.0)]))
+put("gguf", "bloom", gguf([
+    ("general.architecture", 8, "bloom"), ("bloom.context_length", 4, 2048), ("bloom.embedding_length", 4, 1024),
+    ("bloom.block_count", 4, 24), ("bloom.attention.head_count", 4, 16)]))
 put("gguf", "cohere2", gguf([
     ("general.architecture", 8, "cohere2"), ("cohere2.context_length", 4, 8192),
     ("cohere2.embedding_length", 4, 4096), ("cohere2.block_count", 4, 8), ("cohere2.attention.head_count", 4, 32),
@@ -149,6 +161,11 @@ shapes = [
     bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0x40, 0, 0, 0, 8]) +
     bytes([0x88, 0x64, 0xFC, 0x10, 0x84, 0x7C, 0xA4, 0x90]),                                # split-KV, threads
     bytes([5, 3, 0, 1, 2, 16, 0, 1, 0, 0, 0, 12]) + bytes([0x90, 0x20]),                      # a NaN sink, AttentionOp
+    # Sink tokens (bit 4: byte 8 / 16 of them) and ALiBi (bit 5: head h's slope from byte 12 + h):
+    bytes([16, 40, 0, 2, 2, 64, 0, 0x03, 0x48, 0, 0, 0x10]),                                # 4 sink tokens, window 72
+    bytes([1, 0xDC, 0x05, 1, 4, 64, 0, 0x43, 0x90, 0, 0, 0x30]) + bytes([0x10, 0x20, 0x30, 0x40]),  # split-KV, both
+    bytes([9, 33, 0, 2, 3, 0x50, 0, 0x00, 0, 0, 0, 0x20]) + bytes([0x04, 0x08, 0x0C, 0x40, 0x80, 0xC0]),  # ALiBi
+    bytes([6, 20, 0, 1, 2, 32, 0, 0x03, 0x20, 0, 0, 0x30]) + bytes([0x00, 0x11]),             # NaN slope, 2 tokens
 ]
 for i, b in enumerate(shapes):
     put("attention", "shape%d" % i, b + b"seed%d" % i)
