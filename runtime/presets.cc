@@ -28,6 +28,8 @@ constexpr Entry kAll[] = {
     {"tinyllama-1.1b", tinyllama_1b, "GQA 32/4 × 64"},
     {"phi-2", phi2, "MHA 32 × 80, partial rotary 32"},
     {"phi-3-mini", phi3_mini, "MHA 32 × 96, window 2047"},
+    {"bloom-560m", bloom_560m, "MHA 16 × 64, ALiBi, biases"},
+    {"mpt-7b", mpt_7b, "MHA 32 × 128, ALiBi"},
 };
 
 bool same(const char* a, const char* b) {

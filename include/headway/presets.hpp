@@ -135,6 +135,19 @@ constexpr Config gpt_oss_20b() {
   return c;
 }
 
+// ALiBi in place of RoPE: BLOOM (q/k/v and output biases), MPT (no biases).
+constexpr Config bloom_560m() {
+  Config c = make("bloom-560m", 1024, 16, 16, 0, 2048, 24);
+  c.alibi = true;
+  c.qkv_bias = c.o_bias = true;
+  return c;
+}
+constexpr Config mpt_7b() {
+  Config c = make("mpt-7b", 4096, 32, 32, 0, 2048, 32);
+  c.alibi = true;
+  return c;
+}
+
 // Phi: Phi-2 rotates 32 of its 80 dims (partial_rotary_factor 0.4).
 constexpr Config phi2() {
   Config c = with_rope(make("phi-2", 2560, 32, 32, 0, 2048, 32), 10000.0f, 32);

@@ -26,7 +26,8 @@ constexpr Published kPublished[] = {
     {"phi-2", 2560, 32, 32, 80, 2048, 32},         {"phi-3-mini", 3072, 32, 32, 96, 4096, 32},
     {"gemma-3-270m", 640, 4, 1, 256, 32768, 18},   {"gemma-3-1b", 1152, 4, 1, 256, 32768, 26},
     {"qwen3-1.7b", 2048, 16, 8, 128, 40960, 28},   {"smollm3-3b", 2048, 16, 4, 128, 65536, 36},
-    {"gpt-oss-20b", 2880, 64, 8, 64, 131072, 24},
+    {"gpt-oss-20b", 2880, 64, 8, 64, 131072, 24},  {"bloom-560m", 1024, 16, 16, 64, 2048, 24},
+    {"mpt-7b", 4096, 32, 32, 128, 2048, 32},
 };
 
 TEST_CASE("every preset is valid, plannable and has its published numbers") {
@@ -95,6 +96,14 @@ TEST_CASE("layer kinds: Gemma 2 and 3, SmolLM3 and gpt-oss plan each layer as pu
   CHECK(g.layer(0).window == 128);
   CHECK(g.layer(1).window == 0);
   CHECK(g.layer(1).sinks);
+  // ALiBi: no RoPE; the presets equal their config.json (tests/data/hf, read in formats_test).
+  for (const Config& c : {presets::bloom_560m(), presets::mpt_7b()}) {
+    INFO(c.name);
+    const Plan p = plan_for(c, {});
+    CHECK(p.layer(0).alibi);
+    CHECK(p.layer(0).rope == RopeStyle::kNone);
+    CHECK(p.alibi_bytes == align_up(uint64_t{c.n_heads} * 4));
+  }
 }
 
 }  // namespace
