@@ -172,6 +172,24 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
     };
   };
   check_rows({
+      {"sink tokens without a window",
+       plan_of([](Config& c) { c.sink_tokens = 4; }),
+       Code::kInvalidArgument,
+       {"sink_tokens 4", "sliding_window is 0"}},
+      {"sink tokens past the window",
+       plan_of([](Config& c) {
+         c.window = 8;
+         c.sink_tokens = 9;
+       }),
+       Code::kInvalidArgument,
+       {"sink_tokens 9", "sliding_window 8"}},
+      {"ALiBi max bias NaN",
+       plan_of([](Config& c) {
+         c.alibi = true;
+         c.alibi_max_bias = kNaN;
+       }),
+       Code::kInvalidArgument,
+       {"alibi_bias_max nan"}},
       {"d_model 0", plan_of([](Config& c) { c.d_model = 0; }), Code::kInvalidArgument, {"hidden_size", "got 0"}},
       {"heads 0", plan_of([](Config& c) { c.n_heads = 0; }), Code::kInvalidArgument, {"num_heads", "got 0"}},
       {"heads past the limit",
@@ -448,6 +466,15 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   const AttentionShape good{2, 2, 2, 1, 16};
   const float nan_sinks[2] = {0.5f, kNaN};
   const float inf_sinks[2] = {-kInf, 1.0f};
+  const float nan_slopes[2] = {0.5f, kNaN};
+  AttentionParams sink_tokens_no_window;
+  sink_tokens_no_window.sink_tokens = 1;
+  AttentionParams sink_tokens_at_window;
+  sink_tokens_at_window.sink_tokens = 7;
+  sink_tokens_at_window.window = 7;
+  AttentionParams bad_slopes;
+  bad_slopes.alibi_slopes = nan_slopes;
+  float slopes_out[2] = {0.0f, 0.0f};
   check_rows({
       {"head_dim past 512", call({2, 2, 2, 1, 4096}, {}), Code::kInvalidArgument, {"head_dim 4096"}},
       {"heads near 2^32", call({1, 1, 0xffffffffu, 1, 16}, {}), Code::kInvalidArgument, {"n_heads 4294967295"}},
@@ -460,6 +487,28 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
       {"Inf softcap", call(good, {0.0f, kInf, false, 0}), Code::kInvalidArgument, {"softcap inf"}},
       {"NaN sink", call(good, {0.0f, 0.0f, false, 0, nan_sinks}), Code::kInvalidArgument, {"sinks[1] = nan"}},
       {"-Inf sink", call(good, {0.0f, 0.0f, false, 0, inf_sinks}), Code::kInvalidArgument, {"sinks[0] = -inf"}},
+      {"sink tokens without a window",
+       call(good, sink_tokens_no_window),
+       Code::kInvalidArgument,
+       {"sink_tokens 1", "window 0"}},
+      {"sink tokens as many as the window",
+       call(good, sink_tokens_at_window),
+       Code::kInvalidArgument,
+       {"sink_tokens 7", "window 7"}},
+      {"NaN ALiBi slope", call(good, bad_slopes), Code::kInvalidArgument, {"alibi_slopes[1] = nan"}},
+      {"alibi_slopes of 0 heads",
+       [&] { return alibi_slopes(0, slopes_out); },
+       Code::kInvalidArgument,
+       {"n_heads 0"}},
+      {"alibi_slopes of 2000 heads",
+       [&] { return alibi_slopes(2000, slopes_out); },
+       Code::kInvalidArgument,
+       {"n_heads 2000"}},
+      {"alibi_slopes with max_bias -8",
+       [&] { return alibi_slopes(2, slopes_out, -8.0f); },
+       Code::kInvalidArgument,
+       {"max_bias -8"}},
+      {"alibi_slopes into null", [&] { return alibi_slopes(2, nullptr); }, Code::kInvalidArgument, {"null"}},
       {"workspace threads 0",
        [&] { return status_of(attention_workspace_bytes(good, 0)); },
        Code::kInvalidArgument,
@@ -476,6 +525,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
        {"n_heads 0"}},
   });
   for (const float x : o) CHECK(x == 0.0f);  // nothing was written by any rejected call
+  CHECK(slopes_out[0] == 0.0f);
+  CHECK(slopes_out[1] == 0.0f);
 }
 
 TEST_CASE("bad input: AttentionOp in the wrong state, with hostile shapes, tensors and workspaces") {
@@ -723,6 +774,23 @@ TEST_CASE("bad input: config.json text") {
       {"empty", hf(""), Code::kInvalidArgument, {"c.json is not valid JSON", "line 1, column 1"}},
       {"truncated", hf(ok.substr(0, ok.size() / 2)), Code::kInvalidArgument, {"c.json is not valid JSON", "line 2"}},
       {"not an object", hf("[1, 2]"), Code::kInvalidArgument, {"c.json"}},
+      {"MPT attn_config not an object",
+       hf(R"({"model_type": "mpt", "d_model": 256, "n_heads": 4, "max_seq_len": 64, "attn_config": "alibi"})"),
+       Code::kInvalidArgument,
+       {"attn_config is a string, expected an object"}},
+      {"MPT alibi_bias_max 0",
+       hf(R"({"model_type": "mpt", "d_model": 256, "n_heads": 4, "max_seq_len": 64,
+              "attn_config": {"alibi_bias_max": 0}})"),
+       Code::kInvalidArgument,
+       {"attn_config.alibi_bias_max"}},
+      {"MPT clip_qkv",
+       hf(R"({"model_type": "mpt", "d_model": 256, "n_heads": 4, "max_seq_len": 64, "attn_config": {"clip_qkv": 8}})"),
+       Code::kUnsupported,
+       {"attn_config.clip_qkv"}},
+      {"Falcon alibi not a bool",
+       hf(R"({"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "alibi": "yes"})"),
+       Code::kInvalidArgument,
+       {"alibi"}},
       {"string count",
        hf(R"({"hidden_size": "256", "num_attention_heads": 4, "max_position_embeddings": 64})"),
        Code::kInvalidArgument,
