@@ -15,6 +15,14 @@
 #include "runtime/rope.hpp"
 
 namespace headway {
+namespace {
+
+// KvCache's reading of a plan: a ring where not every position fits, and the sink tokens a
+// sliding window keeps visible (and a ring keeps in its first rows).
+bool is_ring(const Plan& p) { return p.cache_rows < p.config.max_seq; }
+uint32_t sink_tokens(const Plan& p) { return p.config.window != 0 ? p.config.sink_tokens : 0; }
+
+}  // namespace
 
 Status GpuBackend::Impl::build(const Plan& p) {
   choose_storage(p);
@@ -28,6 +36,7 @@ Status GpuBackend::Impl::build(const Plan& p) {
   HEADWAY_RETURN_IF_ERROR(create_descriptor_sets());
   HEADWAY_RETURN_IF_ERROR(create_pipelines());
   HEADWAY_RETURN_IF_ERROR(create_commands());
+  HEADWAY_RETURN_IF_ERROR(write_plan_alibi_slopes());
   describe();
   return Status();
 }
@@ -44,6 +53,7 @@ void GpuBackend::Impl::choose_storage(const Plan& p) {
   storage = gpu::storage_for(dt, info->storage_16bit);
   mapped = info->host_mapped;
   row_bytes = VkDeviceSize{head_dim} * gpu::storage_bytes(storage);
+  fixed_rows = is_ring(p) ? sink_tokens(p) : 0;
 }
 
 Status GpuBackend::Impl::check_device_limits() const {
@@ -101,7 +111,7 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
                          context == nullptr ? "null" : "not created");
   }
   if (plan.overflow || plan.group_size == 0 || plan.head_dim == 0 || plan.head_dim > kMaxHeadDim ||
-      plan.max_tokens == 0 || plan.cache_rows == 0) {
+      plan.max_tokens == 0 || plan.cache_rows == 0 || (is_ring(plan) && sink_tokens(plan) >= plan.cache_rows)) {
     return Status::error(Code::kInvalidArgument,
                          "gpu backend: the plan is not valid (make it with make_plan(), which checks the config)");
   }
@@ -109,11 +119,6 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
     return Status::error(Code::kUnsupported,
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
                          "from their parameters)");
-  }
-  if (plan.config.alibi || (plan.config.window != 0 && plan.config.sink_tokens != 0)) {
-    return Status::error(Code::kUnsupported,
-                         "gpu backend: %s not in the Vulkan shader yet; run this config on the cpu backend",
-                         plan.config.alibi ? "ALiBi is" : "sink tokens are");
   }
   destroy();
   Impl* x = new (std::nothrow) Impl;
@@ -179,19 +184,32 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
                          q_token_stride, o_token_stride, x.q_width);
   }
   HEADWAY_RETURN_IF_ERROR(check_sink_logits(sinks, c.n_heads));  // KvCache::attend's check and message
+  // KvCache::view over the rows append wrote.
   gpu::CallParams pc{};
+  const uint32_t rows = x.plan.cache_rows;
   pc.t_q = t_q;
-  pc.t_kv = x.size < x.plan.cache_rows ? x.size : x.plan.cache_rows;
+  pc.t_kv = x.size < rows ? x.size : rows;
   pc.n_heads = c.n_heads;
   pc.group = x.plan.group_size;
-  pc.kv_head_stride = x.plan.cache_rows * x.head_dim;
-  pc.kv_ring_rows = x.plan.cache_rows;  // row = position mod cache_rows, as append wrote it
-  pc.kv_first_row = (x.size - pc.t_kv) % x.plan.cache_rows;
+  pc.kv_head_stride = rows * x.head_dim;
   pc.scale = c.logit_scale();
   pc.softcap = c.softcap;
   pc.causal = c.causal ? 1u : 0u;
   pc.window = c.window;
-  return x.run(q, q_token_stride, o, o_token_stride, sinks, pc);
+  const uint32_t s_tokens = sink_tokens(x.plan);
+  pc.sink_keys = s_tokens < pc.t_kv ? s_tokens : pc.t_kv;
+  if (is_ring(x.plan)) {
+    pc.kv_ring_rows = rows;
+    if (x.size > rows) {
+      // Wrapped. Logical keys: the sink tokens, then the newest tokens the ring holds, oldest
+      // first: key fixed_rows is token size − (rows − fixed_rows) since the reset, sink_gap
+      // positions after the last sink token.
+      const uint32_t oldest = x.size - (rows - x.fixed_rows);
+      pc.kv_first_row = (oldest - x.fixed_rows) % (rows - x.fixed_rows);
+      pc.sink_gap = oldest - x.fixed_rows;
+    }
+  }
+  return x.run(q, q_token_stride, o, o_token_stride, sinks, x.plan_slopes, pc);
 }
 
 Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
@@ -220,11 +238,6 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   if (!args.ok()) return args.status();
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
-  if (a.alibi_slopes != nullptr || a.sink_tokens != 0) {
-    return Status::error(Code::kUnsupported,
-                         "gpu backend: %s not in the Vulkan shader yet; run this call on the cpu backend",
-                         a.alibi_slopes != nullptr ? "ALiBi is" : "sink tokens are");
-  }
 
   x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
   x.size = 0;
@@ -241,7 +254,10 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   pc.softcap = params.softcap;
   pc.causal = params.causal ? 1u : 0u;
   pc.window = params.window;
-  s = x.run(q, x.q_width, o, x.q_width, params.sinks, pc);
+  // validate_attention_args: sink tokens come with a window larger than them.
+  const uint32_t s_tokens = params.window != 0 ? params.sink_tokens : 0;
+  pc.sink_keys = s_tokens < shape.t_kv ? s_tokens : shape.t_kv;
+  s = x.run(q, x.q_width, o, x.q_width, params.sinks, params.alibi_slopes, pc);
   x.pending_n = 0;
   return s;
 }

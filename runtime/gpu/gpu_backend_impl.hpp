@@ -1,6 +1,7 @@
 // GpuBackend's state and the steps that make and use it, one file each:
 //   gpu_backend.cc    the public class: argument checks, build() in named steps, destroy()
-//   gpu_buffers.cc    the device buffers and the staging layout, split-KV partials
+//   gpu_buffers.cc    the device buffers and the staging layout, split-KV partials, the plan's
+//                     ALiBi slopes
 //   gpu_pipelines.cc  descriptor set layouts, descriptor sets, the two compute pipelines
 //   gpu_kv_upload.cc  rows converted on the host into mapped or staged memory, staged copies
 //   gpu_dispatch.cc   the command buffers: the one recorded at create (mapped memory), recording a
@@ -8,9 +9,12 @@
 // Internal to runtime/gpu.
 //
 // Device buffers:
-//   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype (row = position mod cache_rows)
+//   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype; the i-th token since the
+//            reset in row i mod cache_rows, or, in a ring with S sink tokens (KvCache's layout),
+//            row i for i < S and S + (i − S) mod (cache_rows − S) after them
 //   Q, O     [max_tokens, n_heads, head_dim] f32
 //   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
+//   alibi    [2, n_heads] f32: the plan's ALiBi slopes (written once at create), a dense call's
 //   sinks    [n_heads] f32, a call's sink logits  } mapped: written by the host before the
 //   params   CallParams, the call's values        } submit; staged: updated in the command buffer
 //   indirect (mapped only) two VkDispatchIndirectCommand: attention, merge (0 groups: no split)
@@ -46,8 +50,13 @@ struct CallParams {
   uint32_t n_splits;
   uint32_t kv_split_lo;
   uint32_t has_sinks;
+  uint32_t sink_keys;
+  uint32_t sink_gap;
+  uint32_t has_alibi;
+  uint32_t alibi_base;
+  uint32_t split_sink_keys;
 };
-static_assert(sizeof(CallParams) == 60, "CallParams must match the shaders' block");
+static_assert(sizeof(CallParams) == 80, "CallParams must match the shaders' block");
 
 // attention.comp's push constants: fixed per recorded dispatch.
 struct DispatchConstants {
@@ -67,8 +76,12 @@ struct GpuBackend::Impl {
   uint32_t n_kv = 0;
   uint32_t q_width = 0;
   VkDeviceSize row_bytes = 0;  // one K or V row in storage
+  // The rows a sink-token ring keeps for good (the plan's sink tokens where the cache is a ring,
+  // cache_rows < max_seq), as KvCache: 0 without.
+  uint32_t fixed_rows = 0;
+  float* plan_slopes = nullptr;  // the plan's n_heads ALiBi slopes (KvCache::make_alibi_slopes), or null
 
-  gpu::Buffer k, v, q, o, staging, partials, sinks, params, indirect;
+  gpu::Buffer k, v, q, o, staging, partials, sinks, alibi, params, indirect;
   uint32_t max_splits = 0;  // what `partials` holds; < 2: calls never split
   VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0;
   uint32_t stage_tokens = 0;
@@ -86,11 +99,11 @@ struct GpuBackend::Impl {
   VkCommandBuffer cmd = VK_NULL_HANDLE;       // recorded per call (staged memory, very long calls)
   VkCommandBuffer recorded = VK_NULL_HANDLE;  // mapped memory: recorded once at create, resubmitted
   VkFence fence = VK_NULL_HANDLE;
-  VkBufferCopy* k_regions = nullptr;  // 2 · n_kv_heads each: a ring run may wrap once
+  VkBufferCopy* k_regions = nullptr;  // 3 · n_kv_heads each: sink rows, a ring run that may wrap once
   VkBufferCopy* v_regions = nullptr;
 
   // Rows count from the reset: the i-th token appended since reset(start) sits at position
-  // start + i, in ring row i mod cache_rows.
+  // start + i, in row cache_row(i).
   uint32_t start = 0;        // the position of the first token since the reset
   uint32_t size = 0;         // tokens appended since the reset
   uint32_t pending_pos = 0;  // staging holds tokens pending_pos .. + pending_n − 1, not yet copied
@@ -101,6 +114,10 @@ struct GpuBackend::Impl {
   char description[400] = {};
 
   VkDevice device() const { return ctx->device; }
+  // KvCache::append's row of the i-th token since the reset.
+  uint32_t cache_row(uint32_t i) const {
+    return i < fixed_rows ? i : fixed_rows + (i - fixed_rows) % (plan.cache_rows - fixed_rows);
+  }
 
   // gpu_backend.cc: every step below in order; the first failure is returned (destroy() frees
   // what was made).
@@ -113,6 +130,7 @@ struct GpuBackend::Impl {
   // gpu_buffers.cc
   Status create_buffers();
   Status create_split_partials();
+  Status write_plan_alibi_slopes();
   void destroy_buffers();
 
   // gpu_pipelines.cc
@@ -134,10 +152,13 @@ struct GpuBackend::Impl {
   Status begin(VkCommandBuffer c, VkCommandBufferUsageFlags flags);
   Status record_resubmitted();
   Status submit_and_wait(VkCommandBuffer c);
-  // sinks_in: n_heads sink logits, or null.
+  // cp: the call's values but the split's and ALiBi's, which run() fills in. sinks_in: n_heads
+  // sink logits, or null. slopes: plan_slopes (on the device since create), a dense call's n_heads
+  // ALiBi slopes (written to the alibi buffer's second half), or null (none).
   Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
-             gpu::CallParams cp);
-  Status record_call(const gpu::CallParams& cp, const float* sinks_in, uint32_t tiles, uint32_t n_splits);
+             const float* slopes, gpu::CallParams cp);
+  Status record_call(const gpu::CallParams& cp, const float* sinks_in, const float* call_slopes, uint32_t tiles,
+                     uint32_t n_splits);
 };
 
 }  // namespace headway

@@ -1,9 +1,13 @@
 // GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V, Q and
-// O, the sink logits and the call's values (and the indirect dispatch sizes where mapped), the
-// staging buffer and its copy regions where memory is not host-mapped, and the split-KV partials.
+// O, the sink logits, the ALiBi slopes and the call's values (and the indirect dispatch sizes
+// where mapped), the staging buffer and its copy regions where memory is not host-mapped, and the
+// split-KV partials.
+#include <cstring>
 #include <new>
 
+#include "headway/kv_cache.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
+#include "runtime/gpu/vk_status.hpp"
 
 namespace headway {
 namespace {
@@ -27,6 +31,13 @@ Status GpuBackend::Impl::create_buffers() {
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(
       qo_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, use, "O", &o));
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(VkDeviceSize{p.config.n_heads} * sizeof(float), in, use, "sinks", &sinks));
+  HEADWAY_RETURN_IF_ERROR(
+      ctx->create_buffer(VkDeviceSize{2} * p.config.n_heads * sizeof(float), in, use, "ALiBi slopes", &alibi));
+  if (p.config.alibi) {
+    plan_slopes = new (std::nothrow) float[p.config.n_heads];
+    if (plan_slopes == nullptr) return Status::error(Code::kInternal, "gpu: cannot allocate the ALiBi slopes");
+    KvCache::make_alibi_slopes(p, plan_slopes);
+  }
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(align64(sizeof(gpu::CallParams)),
                                              VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, use,
                                              "call parameters", &params));
@@ -35,9 +46,10 @@ Status GpuBackend::Impl::create_buffers() {
                               gpu::MemoryUse::kDeviceMapped, "indirect dispatch sizes", &indirect);
   }
   // Rows staged before a copy: at least kStageTokens (a dense call's keys, a long append would
-  // otherwise flush every max_tokens rows), at most the ring (a staged run must not overlap itself).
+  // otherwise flush every max_tokens rows), at most the ring after its sink rows (a staged run
+  // must not overlap itself). The ring holds at least max_tokens rows after them.
   stage_tokens = p.max_tokens > kStageTokens ? p.max_tokens : kStageTokens;
-  if (stage_tokens > p.cache_rows) stage_tokens = p.cache_rows;
+  if (stage_tokens > p.cache_rows - fixed_rows) stage_tokens = p.cache_rows - fixed_rows;
   const VkDeviceSize kv_stage = align64(VkDeviceSize{n_kv} * stage_tokens * row_bytes);
   stage_k = 0;
   stage_v = kv_stage;
@@ -46,12 +58,28 @@ Status GpuBackend::Impl::create_buffers() {
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(stage_o + qo_bytes,
                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                              gpu::MemoryUse::kStaging, "staging", &staging));
-  k_regions = new (std::nothrow) VkBufferCopy[2 * n_kv];
-  v_regions = new (std::nothrow) VkBufferCopy[2 * n_kv];
+  k_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
+  v_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
   if (k_regions == nullptr || v_regions == nullptr) {
-    return Status::error(Code::kInternal, "gpu: cannot allocate %u copy regions", 4 * n_kv);
+    return Status::error(Code::kInternal, "gpu: cannot allocate %u copy regions", 6 * n_kv);
   }
   return Status();
+}
+
+// The plan's ALiBi slopes into the alibi buffer's first half, once: a store where it is mapped,
+// else an update in a submission of its own (the command buffers exist by now), which the
+// transfer-to-compute barrier every staged call records makes visible to its shaders.
+Status GpuBackend::Impl::write_plan_alibi_slopes() {
+  if (plan_slopes == nullptr) return Status();
+  const VkDeviceSize bytes = VkDeviceSize{plan.config.n_heads} * sizeof(float);
+  if (mapped) {
+    std::memcpy(alibi.mapped, plan_slopes, bytes);
+    return Status();
+  }
+  HEADWAY_RETURN_IF_ERROR(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+  vkCmdUpdateBuffer(cmd, alibi.buffer, 0, bytes, plan_slopes);
+  HEADWAY_VK(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  return submit_and_wait(cmd);
 }
 
 // As many splits as 16 MiB (and the longest context) allow; a 256-byte stand-in keeps binding 4
@@ -80,11 +108,14 @@ void GpuBackend::Impl::destroy_buffers() {
   ctx->destroy_buffer(&staging);
   ctx->destroy_buffer(&partials);
   ctx->destroy_buffer(&sinks);
+  ctx->destroy_buffer(&alibi);
   ctx->destroy_buffer(&params);
   ctx->destroy_buffer(&indirect);
   delete[] k_regions;
   delete[] v_regions;
+  delete[] plan_slopes;
   k_regions = v_regions = nullptr;
+  plan_slopes = nullptr;
 }
 
 }  // namespace headway

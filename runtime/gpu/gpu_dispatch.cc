@@ -1,12 +1,13 @@
-// One attention call on the device. Q (and the sink logits, and the call's values) are written to
-// mapped or staged memory; then
+// One attention call on the device. Q (and the sink logits, a dense call's ALiBi slopes, and the
+// call's values) are written to mapped or staged memory; then
 //   mapped  the dispatch sizes go to the indirect buffer and the command buffer recorded once at
 //           create is resubmitted: a decode step records nothing (what is left on the host is the
 //           driver's submission). Only a call with more row tiles than one dispatch takes
 //           (maxComputeWorkGroupCount[0]) is recorded, as the staged path does.
-//   staged  the K/V and Q copies, the updates of the sinks and the call's values, the dispatches
-//           (and the split-KV merge) and O's read-back are recorded per call into one reused
-//           command buffer: the copies differ per call, and a discrete GPU's recording is cheap.
+//   staged  the K/V and Q copies, the updates of the sinks, a dense call's slopes and the call's
+//           values, the dispatches (and the split-KV merge) and O's read-back are recorded per
+//           call into one reused command buffer: the copies differ per call, and a discrete GPU's
+//           recording is cheap.
 // Either is submitted and waited on with one fence; O is copied to the caller.
 #include <algorithm>
 #include <atomic>
@@ -116,13 +117,15 @@ Status GpuBackend::Impl::submit_and_wait(VkCommandBuffer c) {
 // One call recorded into `cmd`: the staged copies and updates, the attention dispatches over
 // (row tiles, kv heads, splits) in runs of at most maxComputeWorkGroupCount[0] tiles, the merge
 // where it splits (tiles ≤ kSplitMaxRows then: one run), O's read-back.
-Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sinks_in, uint32_t tiles,
-                                     uint32_t n_splits) {
+Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sinks_in, const float* call_slopes,
+                                     uint32_t tiles, uint32_t n_splits) {
   HEADWAY_RETURN_IF_ERROR(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
   const VkDeviceSize row = VkDeviceSize{q_width} * sizeof(float);
   if (!mapped) {
     record_pending_copies();
-    if (sinks_in != nullptr) vkCmdUpdateBuffer(cmd, sinks.buffer, 0, VkDeviceSize{cp.n_heads} * 4, sinks_in);
+    const VkDeviceSize head_bytes = VkDeviceSize{cp.n_heads} * 4;
+    if (sinks_in != nullptr) vkCmdUpdateBuffer(cmd, sinks.buffer, 0, head_bytes, sinks_in);
+    if (call_slopes != nullptr) vkCmdUpdateBuffer(cmd, alibi.buffer, head_bytes, head_bytes, call_slopes);
     vkCmdUpdateBuffer(cmd, params.buffer, 0, sizeof(cp), &cp);
     VkBufferCopy qc{stage_q, 0, cp.t_q * row};
     vkCmdCopyBuffer(cmd, staging.buffer, q.buffer, 1, &qc);
@@ -159,28 +162,41 @@ Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sin
 }
 
 Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
-                             gpu::CallParams cp) {
+                             const float* slopes, gpu::CallParams cp) {
   const size_t row = size_t{q_width} * sizeof(float);
   uint8_t* q_dst = mapped ? q.mapped : staging.mapped + stage_q;
   for (uint32_t t = 0; t < cp.t_q; ++t) std::memcpy(q_dst + t * row, q_in + t * q_stride, row);
 
-  // The keys the call's rows see altogether: the first query's lowest, the last one's highest.
+  // The keys the call's rows see altogether, in the two spans of the shader: the sink keys up to
+  // the last query's highest, and the window keys from the first query's lowest to the last
+  // one's highest. Split-KV cuts them in that order (the keys between the spans are no one's).
   const uint32_t rows_total = cp.t_q * cp.group;
   const uint32_t tiles = (rows_total + tiling.rows - 1) / tiling.rows;
   const int64_t shift = int64_t{cp.t_kv} - cp.t_q;
-  const int64_t key_lo = cp.window ? std::max<int64_t>(0, shift - cp.window + 1) : 0;
-  const int64_t key_hi = cp.causal ? std::min<int64_t>(cp.t_kv - 1, cp.t_q - 1 + shift) : cp.t_kv - 1;
+  const int64_t last = cp.t_q - 1 + shift;
+  const int64_t sink_hi = cp.causal ? std::min<int64_t>(int64_t{cp.sink_keys} - 1, last) : int64_t{cp.sink_keys} - 1;
+  const int64_t sink_count = sink_hi + 1 > 0 ? sink_hi + 1 : 0;
+  const int64_t key_lo = cp.window ? std::max<int64_t>(cp.sink_keys, shift - cp.window + 1) : 0;
+  const int64_t key_hi = cp.causal ? std::min<int64_t>(cp.t_kv - 1, last) : cp.t_kv - 1;
+  const int64_t window_count = key_hi >= key_lo ? key_hi - key_lo + 1 : 0;
   const gpu::Split split =
-      gpu::choose_split(key_lo, key_hi, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);
+      gpu::choose_split(0, sink_count + window_count - 1, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);
   cp.n_splits = split.n_splits;
   cp.kv_chunk = split.chunk;
-  cp.kv_split_lo = split.key_lo;
+  cp.split_sink_keys = static_cast<uint32_t>(sink_count);
+  cp.kv_split_lo = window_count > 0 ? static_cast<uint32_t>(key_lo) : 0;
   cp.has_sinks = sinks_in != nullptr ? 1u : 0u;
+  cp.has_alibi = slopes != nullptr ? 1u : 0u;
+  const float* call_slopes = slopes != nullptr && slopes != plan_slopes ? slopes : nullptr;
+  cp.alibi_base = call_slopes != nullptr ? cp.n_heads : 0;  // a dense call's: the buffer's second half
 
   const uint32_t max_x = ctx->max_workgroup_count_x ? ctx->max_workgroup_count_x : 65535;
   VkCommandBuffer submitted = recorded;
   if (mapped) {
     if (sinks_in != nullptr) std::memcpy(sinks.mapped, sinks_in, size_t{cp.n_heads} * sizeof(float));
+    if (call_slopes != nullptr) {
+      std::memcpy(alibi.mapped + size_t{cp.n_heads} * sizeof(float), call_slopes, size_t{cp.n_heads} * sizeof(float));
+    }
     std::memcpy(params.mapped, &cp, sizeof(cp));
     const VkDispatchIndirectCommand sizes[2] = {
         {tiles, n_kv, split.n_splits},
@@ -188,7 +204,7 @@ Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, s
     std::memcpy(indirect.mapped, sizes, sizeof(sizes));
   }
   if (!mapped || tiles > max_x) {
-    HEADWAY_RETURN_IF_ERROR(record_call(cp, sinks_in, tiles, split.n_splits));
+    HEADWAY_RETURN_IF_ERROR(record_call(cp, sinks_in, call_slopes, tiles, split.n_splits));
     submitted = cmd;
   }
   HEADWAY_RETURN_IF_ERROR(submit_and_wait(submitted));

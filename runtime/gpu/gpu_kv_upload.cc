@@ -1,8 +1,10 @@
 // K/V rows into the device cache: each row is widened to f32 on the host, K rotated (RoPE at its
 // absolute position, start + its index since the reset), rounded to the plan's dtype and written
 // in the device's storage, straight into mapped K/V (unified memory) or into the staging buffer,
-// whose rows are copied to their ring rows with the next command buffer (or by flush() when the
-// staging buffer is full).
+// whose rows are copied to their cache rows with the next command buffer (or by flush() when the
+// staging buffer is full). Token i since the reset goes to KvCache::append's row (cache_row(i)):
+// i mod cache_rows, or with S sink tokens in a ring, i below S and S + (i − S) mod (cache_rows −
+// S) after them.
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
@@ -44,8 +46,7 @@ void encode_row(const float* x, uint32_t n, DType plan_dtype, gpu::Storage stora
 
 uint8_t* GpuBackend::Impl::kv_destination(bool is_k, uint32_t g, uint32_t index) {
   if (mapped) {
-    const uint32_t r = index % plan.cache_rows;
-    return (is_k ? k : v).mapped + (VkDeviceSize{g} * plan.cache_rows + r) * row_bytes;
+    return (is_k ? k : v).mapped + (VkDeviceSize{g} * plan.cache_rows + cache_row(index)) * row_bytes;
   }
   const uint32_t slot = index - pending_pos;
   return staging.mapped + (is_k ? stage_k : stage_v) + (VkDeviceSize{g} * stage_tokens + slot) * row_bytes;
@@ -78,22 +79,46 @@ Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t t
   return Status();
 }
 
-// Copies the staged rows to their ring rows: per kv head one run, two where the ring wraps.
+// Copies the staged rows to their cache rows. Per kv head at most three runs of rows: tokens
+// below fixed_rows (sink rows), then the ring's run from cache_row of the first token after them
+// to the ring's end, then the rest from the ring's start (a staged run holds at most the ring's
+// rows, so it wraps at most once and never overlaps itself).
 void GpuBackend::Impl::record_pending_copies() {
   if (mapped || pending_n == 0) return;
   const uint32_t rows = plan.cache_rows;
-  const uint32_t r0 = pending_pos % rows;
-  const uint32_t first = pending_n < rows - r0 ? pending_n : rows - r0;
+  // [staged slot, token count, cache row] of each run.
+  uint32_t runs[3][3];
+  uint32_t n_runs = 0;
+  uint32_t slot = 0;
+  if (pending_pos < fixed_rows) {
+    const uint32_t n = fixed_rows - pending_pos < pending_n ? fixed_rows - pending_pos : pending_n;
+    runs[n_runs][0] = 0;
+    runs[n_runs][1] = n;
+    runs[n_runs++][2] = pending_pos;
+    slot = n;
+  }
+  if (slot < pending_n) {
+    const uint32_t r0 = cache_row(pending_pos + slot);
+    const uint32_t left = pending_n - slot;
+    const uint32_t first = left < rows - r0 ? left : rows - r0;
+    runs[n_runs][0] = slot;
+    runs[n_runs][1] = first;
+    runs[n_runs++][2] = r0;
+    if (first < left) {
+      runs[n_runs][0] = slot + first;
+      runs[n_runs][1] = left - first;
+      runs[n_runs++][2] = fixed_rows;
+    }
+  }
   uint32_t n = 0;
   for (uint32_t g = 0; g < n_kv; ++g) {
     const VkDeviceSize src = VkDeviceSize{g} * stage_tokens * row_bytes;
     const VkDeviceSize dst = VkDeviceSize{g} * rows * row_bytes;
-    k_regions[n] = VkBufferCopy{stage_k + src, dst + r0 * row_bytes, first * row_bytes};
-    v_regions[n] = VkBufferCopy{stage_v + src, dst + r0 * row_bytes, first * row_bytes};
-    ++n;
-    if (first < pending_n) {
-      k_regions[n] = VkBufferCopy{stage_k + src + first * row_bytes, dst, (pending_n - first) * row_bytes};
-      v_regions[n] = VkBufferCopy{stage_v + src + first * row_bytes, dst, (pending_n - first) * row_bytes};
+    for (uint32_t r = 0; r < n_runs; ++r) {
+      const VkDeviceSize from = src + runs[r][0] * row_bytes, to = dst + runs[r][2] * row_bytes;
+      const VkDeviceSize bytes = runs[r][1] * row_bytes;
+      k_regions[n] = VkBufferCopy{stage_k + from, to, bytes};
+      v_regions[n] = VkBufferCopy{stage_v + from, to, bytes};
       ++n;
     }
   }

@@ -24,7 +24,7 @@ constexpr uint32_t kMaxDimsPerThread = 16;
 
 uint32_t tiling_shared_bytes(uint32_t head_dim, uint32_t rows, uint32_t kv_tile) {
   const uint64_t words = uint64_t{rows} * head_dim + uint64_t{kv_tile} * (head_dim + 1) + uint64_t{kv_tile} * head_dim +
-                         uint64_t{rows} * kv_tile + 5ull * rows;
+                         uint64_t{rows} * kv_tile + 7ull * rows;
   const uint64_t bytes = 4 * words;
   return bytes > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(bytes);
 }

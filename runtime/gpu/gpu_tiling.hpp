@@ -7,7 +7,7 @@
 //   16 dims of O in registers (d64: 4, d128: 8, d256: 16); fewer rows than that (decode) give
 //   the spare threads to the rows.
 //   kv_tile = the largest power of two ≤ 64 keys whose tiles fit in shared memory:
-//     4 bytes · (rows·d [Q] + kv_tile·(d + 1) [K, padded] + kv_tile·d [V] + rows·kv_tile [P] + 5·rows [row stats])
+//     4 bytes · (rows·d [Q] + kv_tile·(d + 1) [K, padded] + kv_tile·d [V] + rows·kv_tile [P] + 7·rows [row stats])
 #pragma once
 
 #include <cstdint>

@@ -8,14 +8,22 @@
 //   Learned sink logits (has_sinks): query head h's s_h joins every row's softmax with no value,
 //   O = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}): a row starts from (m = s_h, l = 1,
 //   O = 0) in place of (−inf, 0, 0), as the CPU kernels do; a row that sees no key still gives 0.
+//   Sink tokens (StreamingLLM, sink_keys > 0): keys [0, sink_keys) stay visible through the
+//   window (causal still applies). A row's keys are two spans, as in the CPU kernels
+//   (simd/attention_tiling.h): the sink span [0, sink_keys) and the window span from sink_keys on;
+//   the tile loop runs the sink span's tiles, then the window span's, so the keys between them are
+//   never loaded. ALiBi (has_alibi): the logit of query head h at position p for key j gains
+//   −m_h·|p − j| after scale and softcap (one fma, as the CPU's), sink keys sink_gap more.
 //
-// Split-KV (decode with few workgroups): workgroup z takes keys kv_split_lo + [z, z + 1) · kv_chunk
-// and writes its unnormalized O with the running max and sum to `part`; attention_merge.comp
-// then combines the splits in order. n_splits 1 writes O directly. Only split 0 starts from the
-// sink, so the merge counts it once.
+// Split-KV (decode with few workgroups): the keys the call's rows see, in order (its sink keys
+// 0 .. split_sink_keys − 1, then its window keys from kv_split_lo), are cut into chunks of
+// kv_chunk; workgroup z takes chunk z (sink keys, window keys or both) and writes its
+// unnormalized O with the running max and sum to `part`; attention_merge.comp then combines the
+// splits in order. n_splits 1 writes O directly. Only split 0 starts from the sink logit, so the
+// merge counts it once.
 //
 // Per K/V tile, three phases separated by barriers:
-//   1. scores  S[r][j] = scale · q_r · k_j (softcapped), −inf where masked; threads take (row, key)
+//   1. scores  S[r][j] = scale · q_r · k_j (softcapped, ALiBi), −inf where masked; threads take (row, key)
 //      pairs, keys fastest: consecutive threads read consecutive padded K rows (no bank conflict).
 //   2. softmax one thread per row: new running max, P = exp(S − max) in place, rescale factor.
 //   3. P·V    thread (row, lane) keeps DPT dims of its row's O in registers: dims lane + i·TPR.
@@ -50,8 +58,9 @@ const uint K_STRIDE = HEAD_DIM + 1;  // padded: phase 1 reads K rows across thre
 #endif
 
 // Q and O [t_q, n_heads, HEAD_DIM] f32, dense. K and V: kv head g, logical key j at element
-// g · kv_head_stride + row(j) · HEAD_DIM, row(j) = (kv_first_row + j) mod kv_ring_rows (a
-// sliding-window ring) or j when kv_ring_rows is 0.
+// g · kv_head_stride + row(j) · HEAD_DIM: row(j) = j for a sink key (j < sink_keys) or where
+// kv_ring_rows is 0, else sink_keys + (kv_first_row + j − sink_keys) mod (kv_ring_rows −
+// sink_keys) (a sliding-window ring whose first sink_keys rows hold the sink tokens for good).
 layout(std430, set = 0, binding = 0) readonly buffer QBuf { float q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer KBuf { KV_T k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer VBuf { KV_T v[]; };
@@ -60,6 +69,8 @@ layout(std430, set = 0, binding = 3) writeonly buffer OBuf { float o[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer PartBuf { float part[]; };
 // Sink logits [n_heads], read where has_sinks is set.
 layout(std430, set = 0, binding = 5) readonly buffer SinkBuf { float sinks[]; };
+// ALiBi slopes [2, n_heads]: the plan's, then a dense call's; head h's at alibi_base + h.
+layout(std430, set = 0, binding = 7) readonly buffer AlibiBuf { float alibi[]; };
 
 // The call's values, written before each submit (a decode step resubmits one command buffer
 // recorded at create, so nothing that changes per call is recorded in it). The same block as
@@ -70,7 +81,7 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint n_heads;
   uint group;           // query heads per kv head
   uint kv_head_stride;  // elements
-  uint kv_first_row;
+  uint kv_first_row;    // with sink keys: the ring's row of key sink_keys, counted after them
   uint kv_ring_rows;    // 0: no ring
   float scale;
   float softcap;        // 0 = off
@@ -78,8 +89,13 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint window;          // 0 = none
   uint kv_chunk;        // keys per split (n_splits > 1)
   uint n_splits;        // 1: no split
-  uint kv_split_lo;     // split z covers keys [kv_split_lo + z · kv_chunk, + kv_chunk)
+  uint kv_split_lo;     // the first window key of the splits' keys
   uint has_sinks;       // 1: sinks[] holds the call's sink logits
+  uint sink_keys;       // sink tokens among the keys: min(sink tokens, t_kv) with a window, else 0
+  uint sink_gap;        // positions a ring evicted between key sink_keys − 1 and key sink_keys
+  uint has_alibi;       // 1: alibi[alibi_base + h] is query head h's ALiBi slope
+  uint alibi_base;
+  uint split_sink_keys; // the splits' keys: sink keys 0 .. split_sink_keys − 1, then window keys
 } pc;
 
 // Fixed per recorded dispatch.
@@ -94,18 +110,22 @@ shared float s_tile[ROWS * KV_TILE];
 shared float row_max[ROWS];
 shared float row_sum[ROWS];
 shared float row_alpha[ROWS];
-shared int row_lo[ROWS];  // keys [row_lo, row_hi] the row sees (lo > hi: none)
+shared int row_lo[ROWS];  // keys [row_lo, row_hi] of the current span the row sees (lo > hi: none)
 shared int row_hi[ROWS];
+shared int row_pos[ROWS];      // the row's position, t + t_kv − t_q (ALiBi)
+shared float row_slope[ROWS];  // its ALiBi slope
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// Keys [lo, hi] that query token t sees (lo > hi: none). Position p = t + t_kv − t_q.
-ivec2 visible_keys(uint t) {
+// Keys [lo, hi] of span 0 (the sink keys) or 1 (the window keys) that query token t sees
+// (lo > hi: none). Position p = t + t_kv − t_q. Both ends grow with t.
+ivec2 visible_keys(uint t, uint span) {
   const int p = int(t) + int(pc.t_kv) - int(pc.t_q);
-  int hi = int(pc.t_kv) - 1;
+  const int sink_keys = int(pc.sink_keys);
+  int lo = span == 0u ? 0 : sink_keys;
+  int hi = span == 0u ? sink_keys - 1 : int(pc.t_kv) - 1;
   if (pc.causal != 0u) hi = min(hi, p);
-  int lo = 0;
-  if (pc.window != 0u) lo = max(lo, p - int(pc.window) + 1);
+  if (span == 1u && pc.window != 0u) lo = max(lo, p - int(pc.window) + 1);
   return ivec2(lo, hi);
 }
 
@@ -117,12 +137,15 @@ float soft_cap(float x, float c) {
   return sign(x) * c * ((1.0 - e) / (1.0 + e));
 }
 
-// j < t_kv <= kv_ring_rows and kv_first_row < kv_ring_rows: one conditional subtraction wraps
-// (an integer modulo per loaded element is slow where it is emulated, as in lavapipe).
+// j < t_kv <= kv_ring_rows and kv_first_row < kv_ring_rows − sink_keys: one conditional
+// subtraction wraps (an integer modulo per loaded element is slow where it is emulated, as in
+// lavapipe).
 uint kv_row(uint j) {
-  uint r = pc.kv_first_row + j;
-  if (pc.kv_ring_rows != 0u && r >= pc.kv_ring_rows) r -= pc.kv_ring_rows;
-  return r;
+  if (j < pc.sink_keys) return j;
+  uint r = pc.kv_first_row + (j - pc.sink_keys);
+  const uint ring = pc.kv_ring_rows - pc.sink_keys;
+  if (pc.kv_ring_rows != 0u && r >= ring) r -= ring;
+  return pc.sink_keys + r;
 }
 
 void main() {
@@ -149,108 +172,136 @@ void main() {
   if (tid < ROWS) {
     row_max[tid] = NEG_INF;
     row_sum[tid] = 0.0;
-    ivec2 vis = ivec2(1, 0);
+    row_pos[tid] = 0;
+    row_slope[tid] = 0.0;
     if (tid < rows_here) {
       const uint t = (row0 + tid) / pc.group;
-      vis = visible_keys(t);
+      const uint h = g * pc.group + (row0 + tid - t * pc.group);
+      row_pos[tid] = int(t) + int(pc.t_kv) - int(pc.t_q);
+      if (pc.has_alibi != 0u) row_slope[tid] = alibi[pc.alibi_base + h];
       if (pc.has_sinks != 0u && (pc.n_splits <= 1u || gl_WorkGroupID.z == 0u)) {
-        row_max[tid] = sinks[g * pc.group + (row0 + tid - t * pc.group)];
+        row_max[tid] = sinks[h];
         row_sum[tid] = 1.0;  // e^(s_h − s_h)
       }
     }
-    row_lo[tid] = vis.x;
-    row_hi[tid] = vis.y;
   }
 
-  // This thread's row in phases 2 and 3, and the keys the tile's rows see altogether (lo and hi
-  // grow with the token, so the first and last rows bound them).
+  // This thread's row in phases 2 and 3.
   const uint my_row = tid / TPR;
   const uint lane = tid - my_row * TPR;
-  ivec2 my_keys = ivec2(1, 0);
-  if (my_row < rows_here) my_keys = visible_keys((row0 + my_row) / pc.group);
-  int tile_lo = visible_keys(row0 / pc.group).x;
-  int tile_hi = visible_keys((row0 + rows_here - 1) / pc.group).y;
   const uint split = gl_WorkGroupID.z;
-  if (pc.n_splits > 1u) {
-    tile_lo = max(tile_lo, int(pc.kv_split_lo + split * pc.kv_chunk));
-    tile_hi = min(tile_hi, int(pc.kv_split_lo + (split + 1u) * pc.kv_chunk) - 1);
-  }
+  // This split's share of the call's keys, counted in order (sink keys, then window keys):
+  // [v0, v1).
+  const int v0 = int(split * pc.kv_chunk);
+  const int v1 = v0 + int(pc.kv_chunk);
+  const int split_sink = int(pc.split_sink_keys);
 
   float acc[DPT];
   for (uint i = 0; i < DPT; ++i) acc[i] = 0.0;
 
   const uint kv_base = g * pc.kv_head_stride;
-  for (int key0 = tile_lo; key0 <= tile_hi; key0 += int(KV_TILE)) {
-    const uint n_keys = uint(min(int(KV_TILE), tile_hi - key0 + 1));
-    barrier();  // the previous tile's readers are done (and q_tile / row stats are written)
-    for (uint i = tid; i < KV_TILE * HEAD_DIM; i += NT) {
-      const uint j = i / HEAD_DIM;
-      const uint d = i - j * HEAD_DIM;
-      float kx = 0.0, vx = 0.0;
-      if (j < n_keys) {
-        const uint at = kv_base + kv_row(uint(key0) + j) * HEAD_DIM + d;
-        kx = KV_LOAD(k[at]);
-        vx = KV_LOAD(v[at]);
+  // Span 0: the sink keys; span 1: the window keys (every key without sink tokens).
+  for (uint span = pc.sink_keys != 0u ? 0u : 1u; span < 2u; ++span) {
+    // The keys the tile's rows see of this span altogether (lo and hi grow with the token, so the
+    // first and last rows bound them), within this split's share.
+    int tile_lo = visible_keys(row0 / pc.group, span).x;
+    int tile_hi = visible_keys((row0 + rows_here - 1) / pc.group, span).y;
+    if (pc.n_splits > 1u) {
+      if (span == 0u) {
+        tile_lo = max(tile_lo, v0);
+        tile_hi = min(tile_hi, min(v1, split_sink) - 1);
+      } else {
+        tile_lo = max(tile_lo, int(pc.kv_split_lo) + max(v0, split_sink) - split_sink);
+        tile_hi = min(tile_hi, int(pc.kv_split_lo) + v1 - split_sink - 1);
       }
-      k_tile[j * K_STRIDE + d] = kx;
-      v_tile[i] = vx;
     }
-    barrier();
-
-    // Phase 1: scores.
-    for (uint i = tid; i < ROWS * KV_TILE; i += NT) {
-      const uint r = i / KV_TILE;
-      const uint j = i - r * KV_TILE;
-      const int key = key0 + int(j);
-      float s = NEG_INF;
-      if (j < n_keys) {
-        if (key >= row_lo[r] && key <= row_hi[r]) {
-          float dot = 0.0;
-          for (uint d = 0; d < HEAD_DIM; ++d) dot += q_tile[r * HEAD_DIM + d] * k_tile[j * K_STRIDE + d];
-          s = dot * pc.scale;
-          if (pc.softcap > 0.0) s = soft_cap(s, pc.softcap);
-        }
-      }
-      s_tile[i] = s;
-    }
-    barrier();
-
-    // Phase 2: online softmax, one thread per row. A row with no visible key so far and no sink
-    // keeps max −inf, P = 0 and alpha = 1 (never exp(−inf − −inf)).
+    // The previous span's readers of row_lo/row_hi are past a barrier (phases 2 and 3 do not
+    // read them); the first tile's barrier below publishes these.
     if (tid < ROWS) {
-      const uint r = tid;
-      const float m_old = row_max[r];
-      float m_new = m_old;
-      for (uint j = 0; j < KV_TILE; ++j) m_new = max(m_new, s_tile[r * KV_TILE + j]);
-      float alpha = 1.0;
-      float sum = 0.0;
-      if (m_new != NEG_INF) {
-        alpha = exp(m_old - m_new);  // m_old −inf: 0, and O and l are still 0
-        for (uint j = 0; j < KV_TILE; ++j) {
-          const float s = s_tile[r * KV_TILE + j];
-          const float p = s == NEG_INF ? 0.0 : exp(s - m_new);
-          s_tile[r * KV_TILE + j] = p;
-          sum += p;
-        }
-      }
-      row_max[r] = m_new;
-      row_sum[r] = row_sum[r] * alpha + sum;
-      row_alpha[r] = alpha;
+      ivec2 vis = ivec2(1, 0);
+      if (tid < rows_here) vis = visible_keys((row0 + tid) / pc.group, span);
+      row_lo[tid] = vis.x;
+      row_hi[tid] = vis.y;
     }
-    barrier();
+    ivec2 my_keys = ivec2(1, 0);
+    if (my_row < rows_here) my_keys = visible_keys((row0 + my_row) / pc.group, span);
+    // ALiBi's distance to a sink key counts the evicted positions too.
+    const int gap = span == 0u ? int(pc.sink_gap) : 0;
 
-    // Phase 3: O = alpha · O + P V over the keys this row sees (masked keys are skipped, so an
-    // inf or NaN in a key the row does not see never reaches it).
-    if (my_row < ROWS) {
-      const float alpha = row_alpha[my_row];
-      for (uint i = 0; i < DPT; ++i) acc[i] *= alpha;
-      const int j_lo = max(my_keys.x - key0, 0);
-      const int j_hi = min(my_keys.y - key0, int(n_keys) - 1);
-      for (int j = j_lo; j <= j_hi; ++j) {
-        const float p = s_tile[my_row * KV_TILE + uint(j)];
-        for (uint i = 0; i < DPT; ++i) {
-          const uint d = lane + i * TPR;
-          if (d < HEAD_DIM) acc[i] += p * v_tile[uint(j) * HEAD_DIM + d];
+    for (int key0 = tile_lo; key0 <= tile_hi; key0 += int(KV_TILE)) {
+      const uint n_keys = uint(min(int(KV_TILE), tile_hi - key0 + 1));
+      barrier();  // the previous tile's readers are done (and q_tile / row stats are written)
+      for (uint i = tid; i < KV_TILE * HEAD_DIM; i += NT) {
+        const uint j = i / HEAD_DIM;
+        const uint d = i - j * HEAD_DIM;
+        float kx = 0.0, vx = 0.0;
+        if (j < n_keys) {
+          const uint at = kv_base + kv_row(uint(key0) + j) * HEAD_DIM + d;
+          kx = KV_LOAD(k[at]);
+          vx = KV_LOAD(v[at]);
+        }
+        k_tile[j * K_STRIDE + d] = kx;
+        v_tile[i] = vx;
+      }
+      barrier();
+
+      // Phase 1: scores.
+      for (uint i = tid; i < ROWS * KV_TILE; i += NT) {
+        const uint r = i / KV_TILE;
+        const uint j = i - r * KV_TILE;
+        const int key = key0 + int(j);
+        float s = NEG_INF;
+        if (j < n_keys) {
+          if (key >= row_lo[r] && key <= row_hi[r]) {
+            float dot = 0.0;
+            for (uint d = 0; d < HEAD_DIM; ++d) dot += q_tile[r * HEAD_DIM + d] * k_tile[j * K_STRIDE + d];
+            s = dot * pc.scale;
+            if (pc.softcap > 0.0) s = soft_cap(s, pc.softcap);
+            // The distance is an integer below 2^24: exact in f32.
+            if (pc.has_alibi != 0u) s = fma(-row_slope[r], abs(float(row_pos[r] + gap - key)), s);
+          }
+        }
+        s_tile[i] = s;
+      }
+      barrier();
+
+      // Phase 2: online softmax, one thread per row. A row with no visible key so far and no sink
+      // keeps max −inf, P = 0 and alpha = 1 (never exp(−inf − −inf)).
+      if (tid < ROWS) {
+        const uint r = tid;
+        const float m_old = row_max[r];
+        float m_new = m_old;
+        for (uint j = 0; j < KV_TILE; ++j) m_new = max(m_new, s_tile[r * KV_TILE + j]);
+        float alpha = 1.0;
+        float sum = 0.0;
+        if (m_new != NEG_INF) {
+          alpha = exp(m_old - m_new);  // m_old −inf: 0, and O and l are still 0
+          for (uint j = 0; j < KV_TILE; ++j) {
+            const float s = s_tile[r * KV_TILE + j];
+            const float p = s == NEG_INF ? 0.0 : exp(s - m_new);
+            s_tile[r * KV_TILE + j] = p;
+            sum += p;
+          }
+        }
+        row_max[r] = m_new;
+        row_sum[r] = row_sum[r] * alpha + sum;
+        row_alpha[r] = alpha;
+      }
+      barrier();
+
+      // Phase 3: O = alpha · O + P V over the keys this row sees (masked keys are skipped, so an
+      // inf or NaN in a key the row does not see never reaches it).
+      if (my_row < ROWS) {
+        const float alpha = row_alpha[my_row];
+        for (uint i = 0; i < DPT; ++i) acc[i] *= alpha;
+        const int j_lo = max(my_keys.x - key0, 0);
+        const int j_hi = min(my_keys.y - key0, int(n_keys) - 1);
+        for (int j = j_lo; j <= j_hi; ++j) {
+          const float p = s_tile[my_row * KV_TILE + uint(j)];
+          for (uint i = 0; i < DPT; ++i) {
+            const uint d = lane + i * TPR;
+            if (d < HEAD_DIM) acc[i] += p * v_tile[uint(j) * HEAD_DIM + d];
+          }
         }
       }
     }

@@ -31,6 +31,11 @@ layout(std140, set = 0, binding = 2) uniform CallParams {
   uint n_splits;
   uint kv_split_lo;
   uint has_sinks;
+  uint sink_keys;
+  uint sink_gap;
+  uint has_alibi;
+  uint alibi_base;
+  uint split_sink_keys;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
