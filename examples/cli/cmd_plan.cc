@@ -87,9 +87,13 @@ void print_table(const Plan& p) {
   if (p.sliding_layers && p.sliding_layers != c.n_layers) {
     std::printf(" (on %u of %u layers)", p.sliding_layers, c.n_layers);
   }
+  if (p.sliding_layers && c.sink_tokens) std::printf(", %u sink tokens", c.sink_tokens);
   if (c.softcap > 0) std::printf(", softcap %g", static_cast<double>(c.softcap));
   std::printf(", scale %.6f\n", static_cast<double>(c.logit_scale()));
-  if (c.rope.style == RopeStyle::kNone) {
+  if (c.alibi) {
+    std::printf("positions   ALiBi, standard slopes (max bias %g)%s, no RoPE\n", static_cast<double>(c.alibi_max_bias),
+                c.alibi_times_scale ? " times the logit scale" : "");
+  } else if (c.rope.style == RopeStyle::kNone) {
     std::printf("positions   no RoPE\n");
   } else {
     std::printf("rope        %s, theta %g, %u of %u dims rotated", rope_style_name(c.rope.style),

@@ -211,7 +211,7 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
   return Status();
 }
 
-constexpr const char* kHiddenKeys[] = {"hidden_size", "n_embd", "d_model", "dim"};
+constexpr const char* kHiddenKeys[] = {"hidden_size", "n_embd", "n_embed", "d_model", "dim"};  // n_embed: BLOOM
 constexpr const char* kHeadKeys[] = {"num_attention_heads", "n_head", "n_heads"};
 constexpr const char* kKvHeadKeys[] = {"num_key_value_heads", "n_head_kv", "num_kv_heads"};
 constexpr const char* kMaxSeqKeys[] = {"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"};

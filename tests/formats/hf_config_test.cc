@@ -220,6 +220,13 @@ TEST_CASE("hf: BLOOM, MPT and Falcon-RW run ALiBi in place of RoPE") {
   CHECK(f7.rope.style == RopeStyle::kNeox);
 }
 
+TEST_CASE("hf: BLOOM 176B's config.json names the hidden size n_embed") {
+  const Config c = parse_ok(R"({"model_type": "bloom", "n_embed": 14336, "n_head": 112, "n_layer": 70})");
+  CHECK(c.d_model == 14336);
+  CHECK(c.head_size() == 128);
+  CHECK(c.alibi);
+}
+
 TEST_CASE("hf: MPT's attn_config") {
   const std::string head = R"({"model_type": "mpt", "d_model": 256, "n_heads": 4, "n_layers": 2, "max_seq_len": 512)";
   SUBCASE("no attn_config: ALiBi with bias 8 (MptAttentionConfig's defaults)") {
@@ -373,7 +380,7 @@ TEST_CASE("hf: malformed files") {
   SUBCASE("no hidden size") {
     const Status s = load_error("bad/no-hidden-size.json");
     CHECK(s.code() == Code::kNotFound);
-    CHECK_HAS(s, "no-hidden-size.json: no hidden size: expected one of hidden_size, n_embd, d_model, dim");
+    CHECK_HAS(s, "no-hidden-size.json: no hidden size: expected one of hidden_size, n_embd, n_embed, d_model, dim");
   }
   SUBCASE("no context length") {
     const Status s = load_error("bad/no-context-length.json");
