@@ -1,0 +1,85 @@
+// What the GPU suites share: the process's Vulkan contexts, the tolerances they hold the GPU to
+// and the config of the cache-path tests.
+//
+// Without a usable Vulkan device every test fails, unless HEADWAY_GPU_TESTS_OPTIONAL=1 (then
+// they pass with a message): CI has lavapipe, so a missing device there is a fault.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "headway/backend.hpp"
+#include "headway/config.hpp"
+
+namespace headway {
+namespace test {
+
+// The README's tolerances: max |gpu − reference| for f32, f16 and bf16 K/V.
+inline double gpu_tolerance(DType t) { return t == DType::kF32 ? 1e-4 : t == DType::kF16 ? 2e-3 : 3e-2; }
+
+inline bool optional_gpu() {
+  const char* e = std::getenv("HEADWAY_GPU_TESTS_OPTIONAL");
+  return e != nullptr && std::strcmp(e, "1") == 0;
+}
+
+// The process's contexts: the device as it is, and the same device without 16-bit storage and
+// without host-mapped memory (the f32 fallback and the staging path of discrete GPUs). Both split
+// K/V from 32 keys on (GpuOptions::split_kv_min_keys, default 256), so decode over a few dozen
+// keys takes the split-KV path and its merge. Null (with a message) where there is no device and
+// HEADWAY_GPU_TESTS_OPTIONAL=1.
+inline GpuContext* gpu_context(bool fallback = false) {
+  static std::unique_ptr<GpuContext> ctx[2];
+  static Status status[2];
+  static bool tried[2] = {false, false};
+  const int i = fallback ? 1 : 0;
+  if (!tried[i]) {
+    tried[i] = true;
+    ctx[i] = std::make_unique<GpuContext>();
+    GpuOptions o;
+    o.allow_16bit_storage = !fallback;
+    o.allow_host_mapped = !fallback;
+    o.split_kv_min_keys = 32;
+    if (const char* d = std::getenv("HEADWAY_GPU_DEVICE")) o.device_index = std::atoi(d);  // gpu_check.sh
+    status[i] = ctx[i]->create(o);
+    if (status[i].ok()) {
+      const GpuDeviceInfo& d = ctx[i]->info();
+      MESSAGE("device: " << d.name << " (" << std::string(d.type) << "), subgroup " << d.subgroup_size << ", shared "
+                         << d.max_shared_bytes << " B, 16-bit storage " << d.storage_16bit << ", host-mapped "
+                         << d.host_mapped);
+    }
+  }
+  if (!status[i].ok()) {
+    if (optional_gpu()) {
+      MESSAGE("skipped (HEADWAY_GPU_TESTS_OPTIONAL=1): " << status[i].message());
+      return nullptr;
+    }
+    FAIL("no Vulkan device for the GPU tests (set HEADWAY_GPU_TESTS_OPTIONAL=1 to skip): " << status[i].message());
+  }
+  return ctx[i].get();
+}
+
+// A cache config: 8 heads over 2 kv heads of 64, NeoX RoPE, causal; a window brings softcap 30.
+inline Config cache_config(DType dt, uint32_t window, uint32_t max_seq) {
+  Config c;
+  c.set_name("gpu-test");
+  c.n_heads = 8;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  c.d_model = 512;
+  c.max_seq = max_seq;
+  c.rope.style = RopeStyle::kNeox;
+  c.rope.theta = 10000.0f;
+  c.window = window;
+  c.softcap = window ? 30.0f : 0.0f;
+  c.causal = true;
+  c.kv_dtype = dt;
+  return c;
+}
+
+}  // namespace test
+}  // namespace headway
