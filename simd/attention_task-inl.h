@@ -251,12 +251,12 @@ inline void RunTasks(const detail::AttentionRange& r, const Run& run) {
     const uint32_t t1 = aligned_end < r.q_end ? static_cast<uint32_t>(aligned_end) : r.q_end;
     Task t;
     SetupTask(t, a, r.scratch, r.kv_head, t0, t1 - t0, kDecode, from_sink);
-    if (r.key_begin < sink_end) {
-      SetSpan(t, sink_args, true, r.key_begin, sink_end);
-      run(t);
-    }
-    if (window_begin < r.key_end || sink_keys == 0) {
-      SetSpan(t, window_args, false, window_begin, r.key_end);
+    // One call site of run: each tiling's loops are inlined once per head_dim specialization.
+    for (int span = 0; span < 2; ++span) {
+      const bool sink_span = span == 0;
+      if (sink_span ? r.key_begin >= sink_end : (window_begin >= r.key_end && sink_keys != 0)) continue;
+      SetSpan(t, sink_span ? sink_args : window_args, sink_span, sink_span ? r.key_begin : window_begin,
+              sink_span ? sink_end : r.key_end);
       run(t);
     }
     t.a = &a;

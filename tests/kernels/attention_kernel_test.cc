@@ -686,6 +686,7 @@ TEST_CASE("attention KV layouts: a ring with sink tokens, every KV dtype and til
   for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
     for (uint32_t tq : {1u, 3u, 24u}) {
       for (uint32_t t_kv : {50u, 160u, 1300u}) {
+        if (kEmulated && t_kv > 1000) continue;  // split-KV over a ring of 1200: the host's share
         Case c;
         c.kv = kv;
         c.layout = Layout::kRing;
