@@ -1,9 +1,9 @@
 // The Vulkan backend (include/headway/backend.hpp) against the double-precision reference: dense
-// calls (attend_dense) over every head_dim, dtype, mask, the shared case table (what runs_on_gpu
-// keeps), mapped and staged memory; the tiling and split-KV choices; the calls it rejects. The
-// cache path against the CPU backend is in gpu_session_test.cc. In CI there is no GPU: ctest pins
-// the Vulkan loader to Mesa's lavapipe (runtime/gpu/CMakeLists.txt, headway_gpu_test_environment).
-// Run the binary directly to test the machine's own GPU.
+// calls (attend_dense) over every head_dim, dtype, mask, the shared case table (sink logits, sink
+// tokens and ALiBi included), mapped and staged memory; the tiling and split-KV choices; the calls
+// it rejects. The cache path against the CPU backend is in gpu_session_test.cc. In CI there is no
+// GPU: ctest pins the Vulkan loader to Mesa's lavapipe (runtime/gpu/CMakeLists.txt,
+// headway_gpu_test_environment). Run the binary directly to test the machine's own GPU.
 //
 // Inputs are unit-normal with fixed seeds; K/V reach the reference rounded to their storage
 // dtype, so the tolerances cover f32 accumulation order and exp:
@@ -53,14 +53,18 @@ struct Case {
   float scale = 0.0f;
   uint64_t seed = 1;
   const float* sinks = nullptr;  // n_heads sink logits, or none
+  uint32_t sink_tokens = 0;
+  const float* alibi = nullptr;  // n_heads ALiBi slopes, or none
 };
 
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "t_q=%u t_kv=%u heads=%u/%u d=%u kv=%s%s window=%u softcap=%g scale=%g seed=%llu",
+  std::snprintf(buf, sizeof(buf),
+                "t_q=%u t_kv=%u heads=%u/%u d=%u kv=%s%s window=%u softcap=%g scale=%g seed=%llu%s sink_tokens=%u%s",
                 c.t_q, c.t_kv, s.n_heads, s.n_kv_heads, s.head_dim, headway::dtype_name(dt), c.causal ? " causal" : "",
                 c.window, static_cast<double>(c.softcap), static_cast<double>(c.scale),
-                static_cast<unsigned long long>(c.seed));
+                static_cast<unsigned long long>(c.seed), c.sinks ? " sinks" : "", c.sink_tokens,
+                c.alibi ? " alibi" : "");
   return buf;
 }
 
@@ -124,6 +128,8 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   p.softcap = c.softcap;
   p.scale = c.scale;
   p.sinks = c.sinks;
+  p.sink_tokens = c.sink_tokens;
+  p.alibi_slopes = c.alibi;
   std::vector<float> o(nq, 12345.0f);
   const Status st = gpu.attend_dense(q.data(), k, v, dt, o.data(), s, p);
   REQUIRE_MESSAGE(st.ok(), st.message());
@@ -139,6 +145,8 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   r.causal = c.causal;
   r.window = c.window;
   if (c.sinks != nullptr) r.sinks.assign(c.sinks, c.sinks + n_heads);
+  r.sink_tokens = c.sink_tokens;
+  if (c.alibi != nullptr) r.alibi_slopes.assign(c.alibi, c.alibi + n_heads);
   const std::vector<double> ref = ht::reference_attention(r, q.data(), kref.data(), vref.data());
   double worst = 0.0;
   size_t worst_at = 0;
@@ -274,10 +282,15 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     INFO(t.name);
     DenseBackend b;
     make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv);
-    std::vector<float> sinks(t.n_heads);
-    for (uint32_t h = 0; h < t.n_heads; ++h) sinks[h] = ht::case_sink(t, h);
-    const Case c{t.t_q,     t.t_kv,  t.causal, t.window,
-                 t.softcap, t.scale, t.seed,   ht::case_has_sinks(t) ? sinks.data() : nullptr};
+    std::vector<float> sinks(t.n_heads), slopes(t.n_heads);
+    for (uint32_t h = 0; h < t.n_heads; ++h) {
+      sinks[h] = ht::case_sink(t, h);
+      slopes[h] = ht::case_alibi_slope(t, h);
+    }
+    Case c{t.t_q, t.t_kv, t.causal, t.window, t.softcap, t.scale, t.seed};
+    c.sinks = ht::case_has_sinks(t) ? sinks.data() : nullptr;
+    c.sink_tokens = t.sink_tokens;
+    c.alibi = t.alibi ? slopes.data() : nullptr;
     check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }
   MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
@@ -365,6 +378,54 @@ TEST_CASE("gpu sink logits match the reference: split-KV decode, fully masked ro
       c.sinks = sinks.data();
       check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
       c.sinks = nullptr;  // the same backend without sinks afterwards: nothing of them stays
+      check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
+    }
+  }
+  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+}
+
+// Sink tokens and ALiBi (the standard slopes) against the reference, mapped and through the
+// staging buffer (where a dense call's slopes reach the device by an update in the command
+// buffer). The decode cases split their keys (sink keys first, then the window's): on lavapipe
+// the first has 300 keys in 5 chunks of 64, the first all sink keys, the second both, the rest
+// window keys.
+TEST_CASE("gpu sink tokens and ALiBi match the reference: split-KV over both spans, masked rows, staged") {
+  struct SpanCase {
+    uint32_t n_heads, n_kv_heads, head_dim;
+    DType dt;
+    Case c;
+    uint32_t sink_tokens;
+    bool alibi, sinks;
+  };
+  const SpanCase cases[] = {
+      {4, 1, 64, DType::kF16, {1, 3000, true, 200, 0.0f}, 100, true, false},   // chunks: sink, both, window
+      {4, 1, 64, DType::kF32, {1, 3000, true, 200, 0.0f}, 100, false, true},   // the same with sink logits
+      {4, 2, 128, DType::kBF16, {2, 1500, true, 300, 0.0f}, 40, true, false},  // two decode tokens
+      {8, 2, 64, DType::kF32, {4, 600, false, 100, 0.0f}, 8, true, false},     // bidirectional: |p − j|
+      {4, 2, 64, DType::kF32, {20, 7, true, 4, 0.0f}, 2, true, true},          // rows 0..12 see no key
+      {4, 2, 80, DType::kF16, {3, 3, true, 8, 0.0f}, 5, true, false},          // fewer keys than sink tokens
+      {6, 3, 96, DType::kF16, {40, 90, true, 12, 20.0f}, 3, true, false},      // prefill chunk, softcap
+      {4, 4, 64, DType::kF32, {30, 50, true, 0, 0.0f, 0.5f}, 0, true, false},  // ALiBi alone
+  };
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = ht::gpu_context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (f32 storage, staging): " << fallback);
+    uint64_t seed = 400;
+    for (const SpanCase& sc : cases) {
+      std::vector<float> slopes(sc.n_heads), sinks(sc.n_heads);
+      REQUIRE(headway::alibi_slopes(sc.n_heads, slopes.data()).ok());
+      for (uint32_t h = 0; h < sc.n_heads; ++h) sinks[h] = -1.0f + 0.5f * static_cast<float>(h % 5);
+      DenseBackend b;
+      make_dense(&b, ctx, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, sc.c.t_q, sc.c.t_kv);
+      Case c = sc.c;
+      c.seed = seed++;
+      c.sink_tokens = sc.sink_tokens;
+      c.alibi = sc.alibi ? slopes.data() : nullptr;
+      c.sinks = sc.sinks ? sinks.data() : nullptr;
+      check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
+      c.sink_tokens = 0;  // the same backend without them afterwards: nothing of them stays
+      c.alibi = nullptr;
       check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
     }
   }

@@ -1,12 +1,12 @@
 // The Vulkan backend's cache path (GpuBackend::append, attend) and a Session and an
 // AttentionLayer whose KV caches and attention run on it, against the same on the CPU backend:
-// prefill in chunks, decode, sliding-window rings, sink logits, split-KV decode, staged rows that
-// pile up; layers of different kinds (sliding and full, two RoPE bases, a NoPE layer), a layer
-// that starts mid-sequence; no operator new after create on the host (tests/gpu/new_counter.hpp:
-// malloc is not counted, the Vulkan driver may allocate inside its command recording and
-// submission, which headway does not control), and no command buffer recorded per decode step
-// where memory is mapped. In CI the device is lavapipe (runtime/gpu/CMakeLists.txt,
-// headway_gpu_test_environment).
+// prefill in chunks, decode, sliding-window rings (with sink tokens, past their wrap), ALiBi,
+// sink logits, split-KV decode, staged rows that pile up; layers of different kinds (sliding and
+// full, two RoPE bases, a NoPE layer), a layer that starts mid-sequence; no operator new after
+// create on the host (tests/gpu/new_counter.hpp: malloc is not counted, the Vulkan driver may
+// allocate inside its command recording and submission, which headway does not control), and no
+// command buffer recorded per decode step where memory is mapped. In CI the device is lavapipe
+// (runtime/gpu/CMakeLists.txt, headway_gpu_test_environment).
 //
 // The GPU and the CPU attention agree within the README's tolerances (max abs error 1e-4 for f32
 // K/V, 2e-3 for f16, 3e-2 for bf16): at every attend of the cache path, and, relative to the
@@ -54,8 +54,8 @@ void check_cache_against_cpu(GpuContext* ctx, const Config& config, uint32_t max
   const Result<Plan> plan = make_plan(config, po);
   REQUIRE_MESSAGE(plan.ok(), plan.status().message());
   const Plan& p = plan.value();
-  INFO("kv " << dtype_name(config.kv_dtype) << ", window " << config.window << ", cache_rows " << p.cache_rows
-             << ", max_seq " << config.max_seq);
+  INFO("kv " << dtype_name(config.kv_dtype) << ", window " << config.window << ", sink tokens " << config.sink_tokens
+             << ", alibi " << config.alibi << ", cache_rows " << p.cache_rows << ", max_seq " << config.max_seq);
 
   CpuBackend cpu;
   const size_t bytes = CpuBackend::memory_bytes(p, 1);
@@ -132,6 +132,39 @@ TEST_CASE("gpu cache use with sink logits matches the CPU backend: prefill, spli
   }
 }
 
+// KvCache's sink-token ring: the first S tokens since the reset in rows 0..S−1 for good, the
+// others cycling through the rows after them; the view's sink_gap (the evicted positions, which
+// ALiBi's distance to a sink key counts) grows past the wrap.
+TEST_CASE("gpu cache use with sink tokens and ALiBi matches the CPU backend: the ring past its wrap, split-KV") {
+  const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (f32 storage, staging): " << fallback);
+    // Window 24, 4 sink tokens over 120 positions: a ring of 4 + 24 + 8 − 1 rows that wraps.
+    Config c = cache_config(DType::kF16, 24, 200);
+    c.sink_tokens = 4;
+    check_cache_against_cpu(ctx, c, 8, 8, 60, 60);
+    // Attending every 5th append: staged runs of the ring's 31 rows from token 0 on cover the sink
+    // rows and the ring's first rows, later ones wrap inside the ring.
+    check_cache_against_cpu(ctx, c, 8, 8, 100, 3, 5);
+    // The same with ALiBi: the sink keys' distance counts the gap.
+    c.alibi = true;
+    check_cache_against_cpu(ctx, c, 8, 8, 60, 60);
+    // ALiBi over full attention: 1100 positions, then split-KV decode.
+    Config full = cache_config(DType::kF32, 0, 1200);
+    full.alibi = true;
+    check_cache_against_cpu(ctx, full, 100, 100, 1100, 4);
+    // Both, and sink logits, in a ring of 8 + 300 + 63 rows after 1000 positions (a gap of 629):
+    // split-KV decode over 8 sink keys and 300 window keys, MPT's max bias 16.
+    Config both = cache_config(DType::kF16, 300, 2000);
+    both.sink_tokens = 8;
+    both.alibi = true;
+    both.alibi_max_bias = 16.0f;
+    check_cache_against_cpu(ctx, both, 64, 64, 1000, 6, 1, sinks);
+  }
+}
+
 TEST_CASE("gpu append and attend allocate nothing (operator new) after create") {
   for (bool fallback : {false, true}) {
     GpuContext* ctx = context(fallback);
@@ -167,36 +200,43 @@ TEST_CASE("gpu append and attend allocate nothing (operator new) after create") 
 
 // Decode on mapped memory (lavapipe, unified-memory devices) records nothing: the call's values
 // reach the shaders through the parameter buffer, the dispatch sizes (split or not, the merge's 0
-// groups when not) through the indirect buffer.
-TEST_CASE("gpu decode steps on mapped memory record no command buffer: split-KV or not, with sinks") {
+// groups when not) through the indirect buffer; the plan's ALiBi slopes are on the device since
+// create.
+TEST_CASE("gpu decode steps on mapped memory record no command buffer: split-KV or not, sinks, sink tokens, ALiBi") {
   GpuContext* ctx = context(false);
   if (ctx == nullptr) return;
   if (!ctx->info().host_mapped) {
     MESSAGE("skipped: the device has no host-mapped memory (every call is recorded there)");
     return;
   }
-  PlanOptions po;
-  po.max_tokens = 64;
-  po.weights_in_arena = false;
-  const Result<Plan> plan = make_plan(cache_config(DType::kF16, 0, 1200), po);
-  REQUIRE(plan.ok());
-  const Plan& p = plan.value();
-  GpuBackend gpu;
-  REQUIRE(gpu.create(ctx, p).ok());
-  std::vector<float> q(size_t{64} * p.q_width, 0.5f), o(q.size()), kv(size_t{64} * p.kv_width, 0.25f);
-  const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
-  const uint64_t recorded = gpu::recorded_command_buffers();
-  bool ok = true;
-  uint32_t steps = 0;
-  for (uint32_t n = 0; n < 1100 && ok; ++steps) {  // prefill in chunks of 64, then decode past 1100
-    const uint32_t chunk = n < 1024 ? 64 : 1;
-    ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, chunk).ok();
-    ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, chunk, steps % 2 ? sinks : nullptr).ok();
-    n += chunk;
+  Config ring = cache_config(DType::kF16, 300, 1200);  // 8 + 300 + 63 rows: wraps past 371
+  ring.sink_tokens = 8;
+  ring.alibi = true;
+  for (const Config& c : {cache_config(DType::kF16, 0, 1200), ring}) {
+    INFO("window " << c.window << ", sink tokens " << c.sink_tokens << ", alibi " << c.alibi);
+    PlanOptions po;
+    po.max_tokens = 64;
+    po.weights_in_arena = false;
+    const Result<Plan> plan = make_plan(c, po);
+    REQUIRE(plan.ok());
+    const Plan& p = plan.value();
+    GpuBackend gpu;
+    REQUIRE(gpu.create(ctx, p).ok());
+    std::vector<float> q(size_t{64} * p.q_width, 0.5f), o(q.size()), kv(size_t{64} * p.kv_width, 0.25f);
+    const float sinks[8] = {-2.0f, 0.5f, 1.25f, -0.75f, 3.0f, -4.0f, 0.0f, 2.0f};
+    const uint64_t recorded = gpu::recorded_command_buffers();
+    bool ok = true;
+    uint32_t steps = 0;
+    for (uint32_t n = 0; n < 1100 && ok; ++steps) {  // prefill in chunks of 64, then decode past 1100
+      const uint32_t chunk = n < 1024 ? 64 : 1;
+      ok = gpu.append(kv.data(), p.kv_width, kv.data(), p.kv_width, chunk).ok();
+      ok = ok && gpu.attend(q.data(), p.q_width, o.data(), p.q_width, chunk, steps % 2 ? sinks : nullptr).ok();
+      n += chunk;
+    }
+    CHECK(ok);
+    CHECK(steps == 16 + 76);
+    CHECK(gpu::recorded_command_buffers() == recorded);
   }
-  CHECK(ok);
-  CHECK(steps == 16 + 76);
-  CHECK(gpu::recorded_command_buffers() == recorded);
 }
 
 // ---- Sessions and layers -----------------------------------------------------------------------
@@ -269,12 +309,18 @@ TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked pre
   GpuContext* gpu = context();
   if (gpu == nullptr) return;
   for (DType kv : {DType::kF32, DType::kF16}) {
-    for (uint32_t variant = 0; variant < 4; ++variant) {
+    // 0 full, 1 window, 2 layers that differ, 3 and sink logits, 4 window with sink tokens and
+    // ALiBi, 5 layers that differ with all three (the sliding layers' rings of 2 + 6 + 8 − 1 rows
+    // wrap in the decode steps).
+    for (uint32_t variant = 0; variant < 6; ++variant) {
       const uint32_t window = variant == 0 ? 0 : 6;
-      INFO("kv " << dtype_name(kv) << ", window " << window << (variant >= 2 ? ", layers that differ" : "")
-                 << (variant == 3 ? ", sink logits" : ""));
-      Config c = variant >= 2 ? mixed_layers(stack_config(kv, window)) : stack_config(kv, window);
-      c.sinks = variant == 3;  // gpt-oss's: make_test_weights gives each layer its [n_heads] logits
+      const bool mixed = variant == 2 || variant == 3 || variant == 5;
+      Config c = mixed ? mixed_layers(stack_config(kv, window)) : stack_config(kv, window);
+      c.sinks = variant == 3 || variant == 5;  // gpt-oss's: make_test_weights gives each layer its logits
+      c.sink_tokens = variant >= 4 ? 2 : 0;
+      c.alibi = variant >= 4;
+      INFO("kv " << dtype_name(kv) << ", window " << window << (mixed ? ", layers that differ" : "")
+                 << (c.sinks ? ", sink logits" : "") << ", sink tokens " << c.sink_tokens << ", alibi " << c.alibi);
       PlanOptions po;
       po.max_tokens = 8;
       const Plan p = make_plan(c, po).value();

@@ -161,9 +161,8 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case (sink logits included) but sink tokens and ALiBi, which its
-// shader does not have yet (the backend refuses them).
-constexpr bool runs_on_gpu(const AttentionCase& c) { return c.sink_tokens == 0 && !c.alibi; }
+// The Vulkan backend runs every case: sink logits, sink tokens and ALiBi included.
+constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 
