@@ -485,6 +485,21 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   CHECK(std::string(st.message()) == "attention: sinks[1] = nan is not finite");
   sinks[1] = -1.0f;
   CHECK(gpu.attend(q.data(), 16, o.data(), 16, 4, sinks).ok());
+  // Sink tokens and ALiBi slopes: attend()'s checks and messages.
+  AttentionParams sink_tokens;
+  sink_tokens.sink_tokens = 2;
+  sink_tokens.window = 2;
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, sink_tokens);
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()) == "attention: sink_tokens 2 needs a sliding window larger than it (window 2)");
+  sink_tokens.window = 3;
+  CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, sink_tokens).ok());
+  float slopes[2] = {0.5f, NAN};
+  AttentionParams alibi;
+  alibi.alibi_slopes = slopes;
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, alibi);
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()) == "attention: alibi_slopes[1] = nan is not finite");
 
   // A K/V buffer past maxStorageBufferRange (at most 4 GiB on any device): 32 kv heads × 2^20
   // rows × 128 × 4 bytes = 16 GiB.
