@@ -106,6 +106,7 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   j["kv_dtype"] = dtype_name(c.kv_dtype);
   j["kv_layout"] = r.kv_layout;
   j["causal"] = c.causal;
+  j["alibi"] = c.alibi;
   j["threads"] = r.threads;
   j["reps"] = r.reps;
   j["median_ms"] = sig6(r.median_ms);

@@ -57,6 +57,12 @@ constexpr BenchCase kCases[] = {
      2048, 32, 8, 80, DType::kF16, true},
     {"prefill-t2048-h32x8-d256-f16", "generic head_dim path: 256 (Gemma's head size), GQA 4", CaseKind::kPrefill, 2048,
      2048, 32, 8, 256, DType::kF16, true},
+    {"prefill-t2048-h32x32-d128-f16-alibi", "MPT-7B-like layer (MHA, ALiBi), prompt of 2048 tokens", CaseKind::kPrefill,
+     2048, 2048, 32, 32, 128, DType::kF16, true, true},
+    {"decode-t8192-h32x32-d128-f16-alibi", "MPT-7B-like layer (MHA, ALiBi), one token against 8192 cached",
+     CaseKind::kDecode, 1, 8192, 32, 32, 128, DType::kF16, true, true},
+    {"decode-t8192-h32x8-d128-f16-alibi", "GQA 4 with ALiBi, one token against 8192 cached", CaseKind::kDecode, 1, 8192,
+     32, 8, 128, DType::kF16, true, true},
 };
 
 }  // namespace

@@ -155,6 +155,12 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
 
   AttentionParams params;
   params.causal = c.causal;
+  std::vector<float> slopes(c.alibi ? c.n_heads : 0);
+  if (c.alibi) {
+    const Status st = alibi_slopes(c.n_heads, slopes.data());
+    if (!st.ok()) return Status::error(st.code(), "bench case %s: %s", c.name, st.message());
+    params.alibi_slopes = slopes.data();
+  }
   const Status s = time_calls(run.reps, &r, [&](uint32_t call) {
     const uint8_t* base = run.kv->data() + (call % r.kv_copies) * stride;
     if (run.layout == KvLayout::kCache) {  // as KvCache holds them: rows = t_kv, no ring
@@ -183,6 +189,7 @@ Result<CaseResult> run_gpu_case(const BenchCase& c, GpuContext* context, uint32_
   cfg.d_model = c.n_heads * c.head_dim;
   cfg.max_seq = c.t_kv;
   cfg.causal = c.causal;
+  cfg.alibi = c.alibi;
   cfg.kv_dtype = c.kv_dtype;
   PlanOptions options;
   options.max_tokens = c.t_q;
