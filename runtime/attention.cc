@@ -226,8 +226,8 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument,
                          "attention: with %u sink tokens, a ring of %u rows cycles %d of them; kv_first_row %u is not "
                          "below that",
-                         a.sink_tokens, a.kv_ring_rows, static_cast<int>(a.kv_ring_rows) - static_cast<int>(a.sink_tokens),
-                         a.kv_first_row);
+                         a.sink_tokens, a.kv_ring_rows,
+                         static_cast<int>(a.kv_ring_rows) - static_cast<int>(a.sink_tokens), a.kv_first_row);
   }
   // The kernels' own check: anything it rejects that the checks above let through.
   simd::AttentionArgs resolved = a;

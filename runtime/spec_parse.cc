@@ -101,9 +101,10 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     uint32_t Config::*field;
   };
   static constexpr U32Key kU32[] = {
-      {"d_model", &Config::d_model},   {"heads", &Config::n_heads}, {"kv_heads", &Config::n_kv_heads},
-      {"head_dim", &Config::head_dim}, {"ctx", &Config::max_seq},   {"layers", &Config::n_layers},
-      {"window", &Config::window},     {"sink_tokens", &Config::sink_tokens},
+      {"d_model", &Config::d_model},     {"heads", &Config::n_heads},
+      {"kv_heads", &Config::n_kv_heads}, {"head_dim", &Config::head_dim},
+      {"ctx", &Config::max_seq},         {"layers", &Config::n_layers},
+      {"window", &Config::window},       {"sink_tokens", &Config::sink_tokens},
   };
   if (equal(t.key, "sliding_pattern") || equal(t.key, "nope_interval")) {
     uint32_t* field = equal(t.key, "sliding_pattern") ? &c.layers.sliding_pattern : &c.layers.nope_interval;

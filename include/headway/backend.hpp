@@ -72,8 +72,8 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype);
 class CpuBackend {
  public:
   // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer), its RoPE table
-  // (plan.rope_bytes_per_layer), its ALiBi slopes (plan.alibi_bytes) and the largest workspace an attend() within the plan asks for
-  // with `threads` threads, each region 64-byte aligned, in that order.
+  // (plan.rope_bytes_per_layer), its ALiBi slopes (plan.alibi_bytes) and the largest workspace an attend() within the
+  // plan asks for with `threads` threads, each region 64-byte aligned, in that order.
   static size_t memory_bytes(const Plan& plan, uint32_t threads);
 
   // memory: 64-byte aligned, at least memory_bytes(plan, pool ? pool->threads() : 1) bytes, owned

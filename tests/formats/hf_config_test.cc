@@ -235,7 +235,8 @@ TEST_CASE("hf: MPT's attn_config") {
     CHECK(c.alibi_max_bias == 8.0f);
   }
   SUBCASE("alibi_bias_max and softmax_scale") {
-    const Config c = parse_ok(head + R"(, "attn_config": {"alibi": true, "alibi_bias_max": 16, "softmax_scale": 0.25}})");
+    const Config c =
+        parse_ok(head + R"(, "attn_config": {"alibi": true, "alibi_bias_max": 16, "softmax_scale": 0.25}})");
     CHECK(c.alibi_max_bias == 16.0f);
     CHECK(c.scale == 0.25f);
   }
@@ -520,7 +521,8 @@ TEST_CASE("hf: family rules") {
     CHECK(mha.kv_heads() == 4);
   }
   SUBCASE("Falcon's alibi flag turns RoPE off and ALiBi on") {
-    const Config c = parse_ok(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
+    const Config c =
+        parse_ok(R"({"model_type": "falcon", "alibi": true, "hidden_size": 64, "num_attention_heads": 4})");
     CHECK(c.alibi);
     CHECK(c.rope.style == RopeStyle::kNone);
   }

@@ -703,7 +703,7 @@ TEST_CASE("attention KV layouts: a ring with sink tokens, every KV dtype and til
         c.head_dim = tq == 3 ? 80 : 64;
         c.seed = ++seed;
         for (int run = 0; run < 3; ++run) {
-          c.tiling = run == 1 ? hs::AttentionTiling::kPrefill
+          c.tiling = run == 1   ? hs::AttentionTiling::kPrefill
                      : run == 2 ? hs::AttentionTiling::kDecode
                                 : hs::AttentionTiling::kAuto;
           check_case(c);

@@ -115,12 +115,12 @@ inline constexpr AttentionCase kAttentionCases[] = {
     {"alibi d64 MHA causal", 40, 40, 8, 8, 64, true, 0, 0.0f, 0.0f, DType::kF32, 35, CaseSinks::kNone, 0, true},
     {"alibi decode d128 GQA4 t_kv 300", 1, 300, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kF16, 36, CaseSinks::kNone, 0,
      true},
-    {"alibi generic d96 GQA3 bidirectional", 12, 30, 6, 2, 96, false, 0, 0.0f, 0.0f, DType::kBF16, 37,
-     CaseSinks::kNone, 0, true},
+    {"alibi generic d96 GQA3 bidirectional", 12, 30, 6, 2, 96, false, 0, 0.0f, 0.0f, DType::kBF16, 37, CaseSinks::kNone,
+     0, true},
     {"alibi split-KV decode d64 t_kv 1100 window 700, sink tokens 4, sink logits", 1, 1100, 4, 1, 64, true, 700, 0.0f,
      0.0f, DType::kF16, 38, CaseSinks::kMixed, 4, true},
-    {"alibi generic d33 GQA2 window 16 sink tokens 2 softcap 5, prefill chunk", 20, 70, 4, 2, 33, true, 16, 5.0f,
-     0.0f, DType::kF32, 39, CaseSinks::kNone, 2, true},
+    {"alibi generic d33 GQA2 window 16 sink tokens 2 softcap 5, prefill chunk", 20, 70, 4, 2, 33, true, 16, 5.0f, 0.0f,
+     DType::kF32, 39, CaseSinks::kNone, 2, true},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 

@@ -43,8 +43,8 @@ std::vector<double> reference_alibi_slopes(uint32_t n_heads, double max_bias) {
   uint32_t n0 = 1;
   while (n0 * 2 <= n_heads) n0 *= 2;
   for (uint32_t h = 0; h < n_heads; ++h) {
-    m[h] = h < n0 ? std::pow(2.0, -max_bias * (h + 1) / n0)
-                  : std::pow(2.0, -max_bias * (2 * (h - n0) + 1) / (2.0 * n0));
+    m[h] =
+        h < n0 ? std::pow(2.0, -max_bias * (h + 1) / n0) : std::pow(2.0, -max_bias * (2 * (h - n0) + 1) / (2.0 * n0));
   }
   return m;
 }

@@ -31,9 +31,9 @@ struct RefAttention {
   double scale = 0.0;
   double softcap = 0.0;  // 0 = off
   bool causal = false;
-  uint32_t window = 0;        // 0 = none
-  std::vector<double> sinks;  // [n_heads] sink logits, or empty: none
-  uint32_t sink_tokens = 0;   // 0 = none
+  uint32_t window = 0;               // 0 = none
+  std::vector<double> sinks;         // [n_heads] sink logits, or empty: none
+  uint32_t sink_tokens = 0;          // 0 = none
   std::vector<double> alibi_slopes;  // [n_heads] ALiBi slopes, or empty: none
 };
 

@@ -112,8 +112,7 @@ struct Fixture {
       slopes.resize(c.n_heads);
       KvCache::make_alibi_slopes(plan, slopes.data());
     }
-    REQUIRE(cache.bind(plan, region.data(), region.size(), rope.data(), slopes.empty() ? nullptr : slopes.data())
-                .ok());
+    REQUIRE(cache.bind(plan, region.data(), region.size(), rope.data(), slopes.empty() ? nullptr : slopes.data()).ok());
   }
 };
 

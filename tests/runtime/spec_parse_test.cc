@@ -45,8 +45,9 @@ TEST_CASE("every key, separators and float forms") {
   CHECK(parse_spec("d_model=8 heads=1 ctx=4 softcap=2.5e-1").value().softcap == 0.25f);
   CHECK(parse_spec("d_model=8 heads=1 ctx=4").value().rope.style == RopeStyle::kNone);
   CHECK(parse_spec("rope=none rope_theta=5 d_model=8").value().rope.style == RopeStyle::kNone);
-  const Config s = parse_spec("d_model=64 heads=4 ctx=128 window=32 sink_tokens=4 alibi=1 alibi_max_bias=16 "
-                              "alibi_times_scale=true")
+  const Config s = parse_spec(
+                       "d_model=64 heads=4 ctx=128 window=32 sink_tokens=4 alibi=1 alibi_max_bias=16 "
+                       "alibi_times_scale=true")
                        .value();
   CHECK(s.sink_tokens == 4);
   CHECK(s.alibi);
