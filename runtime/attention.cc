@@ -122,15 +122,28 @@ Status check_workspace(const PreparedAttention& call, const void* workspace, siz
 
 }  // namespace
 
-Status check_sink_logits(const float* sinks, uint32_t n_heads) {
-  if (sinks == nullptr) return Status();
+namespace {
+
+// Each of n_heads values is finite (null: none); the message names the array and the head.
+Status check_per_head_finite(const float* values, uint32_t n_heads, const char* name) {
+  if (values == nullptr) return Status();
   for (uint32_t h = 0; h < n_heads; ++h) {
-    if (!std::isfinite(sinks[h])) {
-      return Status::error(Code::kInvalidArgument, "attention: sinks[%u] = %g is not finite", h,
-                           static_cast<double>(sinks[h]));
+    if (!std::isfinite(values[h])) {
+      return Status::error(Code::kInvalidArgument, "attention: %s[%u] = %g is not finite", name, h,
+                           static_cast<double>(values[h]));
     }
   }
   return Status();
+}
+
+}  // namespace
+
+Status check_sink_logits(const float* sinks, uint32_t n_heads) {
+  return check_per_head_finite(sinks, n_heads, "sinks");
+}
+
+Status check_alibi_slopes(const float* slopes, uint32_t n_heads) {
+  return check_per_head_finite(slopes, n_heads, "alibi_slopes");
 }
 
 Status alibi_slopes(uint32_t n_heads, float* slopes, float max_bias) {
@@ -148,17 +161,6 @@ Status alibi_slopes(uint32_t n_heads, float* slopes, float max_bias) {
   for (uint32_t h = 0; h < n_heads; ++h) {
     const double e = h < n0 ? -b * (h + 1) / n0 : -b * (2 * (h - n0) + 1) / (2.0 * n0);
     slopes[h] = static_cast<float>(std::exp2(e));
-  }
-  return Status();
-}
-
-Status check_alibi_slopes(const float* slopes, uint32_t n_heads) {
-  if (slopes == nullptr) return Status();
-  for (uint32_t h = 0; h < n_heads; ++h) {
-    if (!std::isfinite(slopes[h])) {
-      return Status::error(Code::kInvalidArgument, "attention: alibi_slopes[%u] = %g is not finite", h,
-                           static_cast<double>(slopes[h]));
-    }
   }
   return Status();
 }

@@ -79,6 +79,14 @@ struct Inputs {
   std::vector<uint64_t> q_shape() const { return {s.t_q, s.n_heads, s.head_dim}; }
   std::vector<uint64_t> kv_shape() const { return {s.t_kv, s.n_kv_heads, s.head_dim}; }
 
+  // q.npy, k.npy, v.npy (f32) in dir; returns the flags that name them.
+  std::string write_f32_files(const TempDir& dir) const {
+    write_f32(dir / "q.npy", q, q_shape());
+    write_f32(dir / "k.npy", k, kv_shape());
+    write_f32(dir / "v.npy", v, kv_shape());
+    return "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " + (dir / "v.npy");
+  }
+
   // The reference on the f32 values as drawn (before any f16/bf16 rounding).
   std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
                                 const std::vector<float>& sinks = {}, uint32_t sink_tokens = 0,
@@ -177,13 +185,10 @@ TEST_CASE("headway attend --sinks matches the reference (prefill and split-KV de
     seed += 10;
     std::vector<float> sinks(r.shape.n_heads);
     for (uint32_t h = 0; h < r.shape.n_heads; ++h) sinks[h] = -2.0f + 4.0f * static_cast<float>(h);
-    write_f32(dir / "q.npy", in.q, in.q_shape());
-    write_f32(dir / "k.npy", in.k, in.kv_shape());
-    write_f32(dir / "v.npy", in.v, in.kv_shape());
+    const std::string qkv = in.write_f32_files(dir);
     write_f32(dir / "sinks.npy", sinks, {r.shape.n_heads});
     const RunResult res =
-        attend_cli(dir, "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " + (dir / "v.npy") + " --sinks " +
-                            (dir / "sinks.npy") + " --out " + (dir / "o.npy") + r.flags);
+        attend_cli(dir, qkv + " --sinks " + (dir / "sinks.npy") + " --out " + (dir / "o.npy") + r.flags);
     REQUIRE_MESSAGE(res.exit_code == 0, res.err);
     CHECK(res.err.empty());
     const std::vector<double> want = in.reference(r.causal, r.window, r.softcap, 0, sinks);
@@ -219,11 +224,7 @@ TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill
     INFO("shape " << r.shape.t_q << "x" << r.shape.t_kv << " flags:" << r.flags);
     const Inputs in(r.shape, seed);
     seed += 10;
-    write_f32(dir / "q.npy", in.q, in.q_shape());
-    write_f32(dir / "k.npy", in.k, in.kv_shape());
-    write_f32(dir / "v.npy", in.v, in.kv_shape());
-    const RunResult res = attend_cli(dir, "--q " + (dir / "q.npy") + " --k " + (dir / "k.npy") + " --v " +
-                                              (dir / "v.npy") + " --out " + (dir / "o.npy") + r.flags);
+    const RunResult res = attend_cli(dir, in.write_f32_files(dir) + " --out " + (dir / "o.npy") + r.flags);
     REQUIRE_MESSAGE(res.exit_code == 0, res.err);
     CHECK(res.err.empty());
     const std::vector<double> slopes =

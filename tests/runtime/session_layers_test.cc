@@ -85,6 +85,16 @@ Stack* make_stack(const Config& c, const PlanOptions& o) {
 using test::max_rel_error;
 using test::random_x;
 
+// The reference stack's output over x [n, d_model]: layer l a RefLayer of layer_config(l) on the
+// stack's weights of that layer, from a fresh history.
+template <class LayerConfig>
+std::vector<double> reference_of(const Stack& s, const std::vector<float>& x, uint32_t n, LayerConfig layer_config) {
+  std::vector<test::RefLayer> ref;
+  for (uint32_t l = 0; l < s.plan.config.n_layers; ++l) ref.emplace_back(layer_config(l), s.weights[l].ref);
+  for (auto& r : ref) r.reset();
+  return test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
+}
+
 // A stack that prefills n tokens at once against one that prefills `head` and decodes the rest
 // token by token, with no heap in the decode steps: the same outputs within 1e-5.
 void check_prefill_equals_decode(const Config& c, uint32_t n, uint32_t head, uint64_t seed) {
@@ -116,18 +126,13 @@ TEST_CASE("Session with mixed layers: each layer's kind, RoPE and base, against 
   CHECK(s->plan.layer(0).kv_rows == kWindow + 7);
   CHECK(s->plan.layer(1).kv_rows == 256);
   CHECK(s->plan.kv_cache_bytes == s->plan.layer(0).kv_bytes * 2 + s->plan.layer(1).kv_bytes * 2);
-  std::vector<test::RefLayer> ref;
-  for (uint32_t l = 0; l < c.n_layers; ++l) ref.emplace_back(reference_config(l), s->weights[l].ref);
-  for (auto& r : ref) r.reset();
-
   const uint32_t n = 150;  // six windows, in 19 chunks of at most 8
   const std::vector<float> x = random_x(n, c.d_model, 7);
   std::vector<float> y(x.size());
   HeapCount count;
   REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
   CHECK(count.stop() == 0);
-  const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
-  CHECK(max_rel_error(y, want) < 5e-5);
+  CHECK(max_rel_error(y, reference_of(*s, x, n, reference_config)) < 5e-5);
   delete s;
 }
 
@@ -165,33 +170,22 @@ TEST_CASE("Session with sink logits on sliding and full layers (gpt-oss-like): a
   CHECK(s->plan.layer(0).sliding);
   CHECK_FALSE(s->plan.layer(1).sliding);
   CHECK(s->plan.layer(1).sinks);
-  std::vector<test::RefLayer> ref;
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
+  auto layer_config = [&](uint32_t l, bool sinks) {
     Config lc = c;
     lc.layers = LayerKinds{};
     lc.window = l % 2 == 0 ? kWindow : 0;
-    ref.emplace_back(lc, s->weights[l].ref);
-  }
-  for (auto& r : ref) r.reset();
+    lc.sinks = sinks;
+    return lc;
+  };
   const uint32_t n = 100;  // four windows, in 13 chunks of at most 8
   const std::vector<float> x = random_x(n, c.d_model, 17);
   std::vector<float> y(x.size());
   HeapCount count;
   REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
   CHECK(count.stop() == 0);
-  const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
-  CHECK(max_rel_error(y, want) < 5e-5);
+  CHECK(max_rel_error(y, reference_of(*s, x, n, [&](uint32_t l) { return layer_config(l, true); })) < 5e-5);
   // Without the sinks the same weights give another result: the reference that drops them is far off.
-  std::vector<test::RefLayer> plain;
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    Config lc = c;
-    lc.layers = LayerKinds{};
-    lc.window = l % 2 == 0 ? kWindow : 0;
-    lc.sinks = false;
-    plain.emplace_back(lc, s->weights[l].ref);
-  }
-  for (auto& r : plain) r.reset();
-  CHECK(max_rel_error(y, test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-2);
+  CHECK(max_rel_error(y, reference_of(*s, x, n, [&](uint32_t l) { return layer_config(l, false); })) > 1e-2);
   delete s;
 }
 
@@ -213,33 +207,22 @@ TEST_CASE("Session with sink tokens and ALiBi: 1500 tokens past the window, agai
   Stack* s = make_stack(c, o);
   CHECK(s->plan.layer(0).kv_rows == 3 + kWindow + 7);  // the sink tokens' rows, then the ring
   CHECK(s->plan.layer(1).kv_rows == 2048);
-  std::vector<test::RefLayer> ref;
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
+  auto layer_config = [&](uint32_t l, uint32_t sink_tokens) {
     Config lc = reference_config(l);
     lc.max_seq = c.max_seq;
-    lc.sink_tokens = l % 2 == 0 ? 3 : 0;
+    lc.sink_tokens = l % 2 == 0 ? sink_tokens : 0;
     lc.alibi = true;
-    ref.emplace_back(lc, s->weights[l].ref);
-  }
-  for (auto& r : ref) r.reset();
+    return lc;
+  };
   const uint32_t n = 1500;
   const std::vector<float> x = random_x(n, c.d_model, 29);
   std::vector<float> y(x.size());
   HeapCount count;
   REQUIRE(s->session.prefill(x.data(), n, y.data()).ok());
   CHECK(count.stop() == 0);
-  const std::vector<double> want = test::reference_stack(ref, std::vector<double>(x.begin(), x.end()), n);
-  CHECK(max_rel_error(y, want) < 5e-5);
+  CHECK(max_rel_error(y, reference_of(*s, x, n, [&](uint32_t l) { return layer_config(l, 3); })) < 5e-5);
   // The same stack without sink tokens is another model: the sink keys carry weight.
-  std::vector<test::RefLayer> plain;
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    Config lc = reference_config(l);
-    lc.max_seq = c.max_seq;
-    lc.alibi = true;
-    plain.emplace_back(lc, s->weights[l].ref);
-  }
-  for (auto& r : plain) r.reset();
-  CHECK(max_rel_error(y, test::reference_stack(plain, std::vector<double>(x.begin(), x.end()), n)) > 1e-3);
+  CHECK(max_rel_error(y, reference_of(*s, x, n, [&](uint32_t l) { return layer_config(l, 0); })) > 1e-3);
   delete s;
 }
 
