@@ -168,7 +168,8 @@ class GpuContext {
 };
 
 // Per-layer GPU state: K/V [n_kv_heads, cache_rows, head_dim], Q and O [max_tokens, n_heads,
-// head_dim], split-KV partials (at most 16 MiB), n_heads sink logits, a call's parameters, a
+// head_dim], split-KV partials (at most 16 MiB), n_heads sink logits, ALiBi slopes [2, n_heads]
+// (the plan's, written once at create, then a dense call's), a call's parameters, a
 // staging buffer unless memory is host-mapped, the pipelines specialized for the plan's head_dim
 // and the device's limits, a command buffer recorded per call (staged memory) and, where memory
 // is host-mapped, one recorded once at create that every call resubmits (the call's values and
