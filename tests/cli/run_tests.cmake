@@ -42,7 +42,7 @@ headway_cli_test(run-sink-tokens-alibi 0 "heap +0 allocations during prefill and
 headway_cli_test(run-gemma3-sink-tokens 0 "heap +0 allocations during prefill and decode"
   run --config ${data}/hf/gemma-3-1b.json --layers 6 --sink-tokens 4 --prompt 600 --tokens 4 --max-tokens 64 --threads 2)
 headway_cli_test(run-bloom-alibi 0 "heap +0 allocations during prefill and decode"
-  run --config ${data}/hf/bloom-560m.json --layers 2 --prompt 64 --tokens 4)
+  run --config ${data}/hf/bloom-560m.json --layers 2 --prompt 16 --tokens 4)
 headway_cli_test(run-sink-tokens-at-window 2 "sink_tokens 512 must be less than sliding_window 512"
   run --config ${data}/hf/gemma-3-1b.json --layers 6 --sink-tokens 512 --prompt 600 --tokens 2)
 headway_cli_test(run-gpt-oss-json 0 "\"sinks\":\\{\"planned\":512,.*\"heap_allocations\":0"

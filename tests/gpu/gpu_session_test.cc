@@ -151,6 +151,9 @@ TEST_CASE("gpu cache use with sink tokens and ALiBi matches the CPU backend: the
     // The same with ALiBi: the sink keys' distance counts the gap.
     c.alibi = true;
     check_cache_against_cpu(ctx, c, 8, 8, 60, 60);
+    // The long runs on the mapped context only: the staged one ran the same ring above, and these
+    // take minutes under the sanitizers on lavapipe.
+    if (fallback) continue;
     // ALiBi over full attention: 1100 positions, then split-KV decode.
     Config full = cache_config(DType::kF32, 0, 1200);
     full.alibi = true;
