@@ -1,6 +1,7 @@
 // The named benchmark cases of `headway bench`: attention shapes of the models headway targets,
 // each a prefill (causal, t_q = t_kv) or a decode step (t_q = 1 against a filled cache).
-// Names read as what they are: <kind>-t<t_kv>-h<n_heads>x<n_kv_heads>-d<head_dim>-<kv dtype>,
+// Names read as what they are: <kind>-t<t_kv>-h<n_heads>x<n_kv_heads>-d<head_dim>-<kv dtype>
+// (f32, f16, or ggml's q8_0 / q4_0 blocks),
 // with a model prefix where the shape is one model's (smollm2-135m-decode-t2048-h9x3-d64-f16)
 // and an -alibi suffix where the logits carry ALiBi's biases (the standard slopes).
 #pragma once

@@ -80,7 +80,9 @@ bool bad_float(float x) { return !(x >= 0.0f) || std::isinf(x); }  // NaN, negat
 // attend()'s tensors: K/V token-major [t_kv, n_kv_heads, head_dim].
 Result<simd::AttentionArgs> token_major_args(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                                              const AttentionShape& s, const AttentionParams& p) {
-  return strided_attention_args(q, k, v, kv_dtype, o, s, p, s.head_dim, size_t{s.n_kv_heads} * s.head_dim);
+  // A row of head_dim values per (token, kv head); a block format's rows are whole blocks.
+  const size_t row_values = dtype_row_values(kv_dtype, s.head_dim);
+  return strided_attention_args(q, k, v, kv_dtype, o, s, p, row_values, size_t{s.n_kv_heads} * row_values);
 }
 
 Status check_threads(uint32_t threads) {
@@ -197,7 +199,7 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
                          a.window);
   }
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
                          static_cast<unsigned>(a.kv_type));
   }
   HEADWAY_RETURN_IF_ERROR(check_tensors(a.q, a.k, a.v, a.o));
@@ -217,6 +219,16 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
   if (a.n_kv_heads > 1 && a.kv_head_stride < a.head_dim) {
     return Status::error(Code::kInvalidArgument, "attention: kv_head_stride %zu is less than head_dim %u",
                          a.kv_head_stride, a.head_dim);
+  }
+  const DType kv_dtype = static_cast<DType>(a.kv_type);
+  const uint64_t row_values = dtype_row_values(kv_dtype, a.head_dim);
+  if (dtype_is_block(kv_dtype) && (a.kv_row_stride % kDTypeBlockValues != 0 || a.kv_row_stride < row_values ||
+                                   (a.n_kv_heads > 1 && a.kv_head_stride % kDTypeBlockValues != 0))) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: a %s row of head_dim %u takes %llu values (whole blocks of 32): kv_row_stride %zu "
+                         "and kv_head_stride %zu must be multiples of 32, the row stride at least that",
+                         dtype_name(kv_dtype), a.head_dim, static_cast<unsigned long long>(row_values), a.kv_row_stride,
+                         a.kv_head_stride);
   }
   if (a.kv_ring_rows > 0 && (a.t_kv > a.kv_ring_rows || a.kv_first_row >= a.kv_ring_rows)) {
     return Status::error(Code::kInvalidArgument,
@@ -295,7 +307,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
                                                    size_t kv_head_stride, size_t kv_row_stride) {
   simd::AttentionArgs a;
   if (!kernel_dtype_supported(kv_dtype)) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16 or bf16",
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
                          static_cast<unsigned>(kv_dtype));
   }
   a.kv_type = kernel_kv_type(kv_dtype);

@@ -9,6 +9,8 @@ const char* dtype_name(DType t) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
     case DType::kBF16: return "bf16";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
   }
   return "unknown";
 }

@@ -13,6 +13,8 @@ float tensor_at(const TensorRef& t, uint64_t i) {
     case DType::kF32: return static_cast<const float*>(t.data)[i];
     case DType::kF16: return f16_bits_to_f32(static_cast<const uint16_t*>(t.data)[i]);
     case DType::kBF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    case DType::kQ8_0:
+    case DType::kQ4_0: break;  // K/V storage only: no tensor holds them (the loaders refuse them)
   }
   return 0.0f;
 }
@@ -39,6 +41,8 @@ void convert_tensor(const TensorRef& src, void* dst, DType dtype) {
       for (uint64_t i = 0; i < n; ++i) d[i] = f32_to_bf16_bits(tensor_at(src, i));
       break;
     }
+    case DType::kQ8_0:
+    case DType::kQ4_0: break;  // K/V storage only: weights are never converted to them (make_plan refuses)
   }
 }
 

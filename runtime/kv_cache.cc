@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
+#include "headway/quantize.hpp"
 #include "runtime/attention_run.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "runtime/kv_append_check.hpp"
@@ -56,7 +57,7 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
   rope_ = rope_table;
   alibi_ = plan.config.alibi ? alibi_slopes : nullptr;
   k_ = static_cast<uint8_t*>(region);
-  v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * plan.head_dim * dtype_bytes(plan.config.kv_dtype);
+  v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * dtype_row_bytes(plan.config.kv_dtype, plan.head_dim);
   start_ = 0;
   size_ = 0;
   return Status();
@@ -64,9 +65,15 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
 
 namespace {
 
-// Stores one head's row of head_dim floats in the cache dtype.
+// Stores one head's row of head_dim floats in the cache dtype (dtype_row_bytes(t, n) bytes; the
+// block formats as quantize_row writes them, a NaN or infinity making its block NaN).
 void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
   switch (t) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      // The arguments are the cache's own (a valid type, dst holding the row): cannot fail.
+      (void)quantize_row(t == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0, src, n, dst, dtype_row_bytes(t, n));
+      break;
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); break;
     case DType::kF16: {
       uint16_t* d = reinterpret_cast<uint16_t*>(dst);
@@ -95,7 +102,7 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
   const uint32_t hd = plan_.head_dim;
-  const size_t row_bytes = size_t{hd} * dtype_bytes(c.kv_dtype);
+  const size_t row_bytes = dtype_row_bytes(c.kv_dtype, hd);
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   float rotated[kMaxHeadDim];
   for (uint32_t t = 0; t < n; ++t) {
@@ -125,8 +132,8 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.k = k_;
   a.v = v_;
   a.kv_type = kernel_kv_type(c.kv_dtype);
-  a.kv_head_stride = size_t{plan_.cache_rows} * plan_.head_dim;
-  a.kv_row_stride = plan_.head_dim;
+  a.kv_row_stride = dtype_row_values(c.kv_dtype, plan_.head_dim);  // values; block formats whole blocks
+  a.kv_head_stride = size_t{plan_.cache_rows} * a.kv_row_stride;
   a.window = c.window;
   a.sink_tokens = c.window != 0 ? c.sink_tokens : 0;
   if (is_ring(plan_)) {

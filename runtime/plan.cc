@@ -12,8 +12,9 @@ Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
   }
   if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kF16 &&
       options.weight_dtype != DType::kBF16) {
-    return Status::error(Code::kInvalidArgument, "weight dtype %u is not one of f32, f16, bf16",
-                         static_cast<unsigned>(options.weight_dtype));
+    return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of f32, f16, bf16%s",
+                         dtype_name(options.weight_dtype),
+                         dtype_is_block(options.weight_dtype) ? " (the block formats are for the KV cache)" : "");
   }
   const Plan plan = plan_for(config, options);
   if (plan.overflow) {

@@ -36,8 +36,13 @@ const char* attention_args_error(const AttentionArgs& a) {
   if (a.n_heads == 0) return "n_heads must be at least 1";
   if (a.n_kv_heads == 0) return "n_kv_heads must be at least 1";
   if (a.n_heads % a.n_kv_heads != 0) return "n_heads is not a multiple of n_kv_heads";
-  if (a.kv_type != KvType::kF32 && a.kv_type != KvType::kF16 && a.kv_type != KvType::kBF16) {
-    return "kv_type is not f32, f16 or bf16";
+  if (a.kv_type != KvType::kF32 && a.kv_type != KvType::kF16 && a.kv_type != KvType::kBF16 &&
+      !KvTypeIsBlock(a.kv_type)) {
+    return "kv_type is not f32, f16, bf16, q8_0 or q4_0";
+  }
+  if (KvTypeIsBlock(a.kv_type) &&
+      (a.kv_row_stride % kKvBlockValues != 0 || (a.n_kv_heads > 1 && a.kv_head_stride % kKvBlockValues != 0))) {
+    return "kv_row_stride and kv_head_stride of a block format are not whole blocks of 32";
   }
   if (!std::isfinite(a.scale)) return "scale is not finite";
   if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap)) return "softcap must be 0 (off) or positive";
@@ -81,6 +86,8 @@ RangeRunner RunnerFor(const AttentionArgs& a) {
   switch (a.kv_type) {
     case KvType::kF32: return detail::attention_decode_f32_range;
     case KvType::kF16: return detail::attention_decode_f16_range;
+    case KvType::kQ8_0: return detail::attention_decode_q8_0_range;
+    case KvType::kQ4_0: return detail::attention_decode_q4_0_range;
     default: return detail::attention_decode_bf16_range;
   }
 }

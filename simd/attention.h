@@ -20,7 +20,23 @@
 namespace headway {
 namespace simd {
 
-enum class KvType : uint8_t { kF32 = 0, kF16, kBF16 };
+// K/V storage: f32, IEEE f16 and bf16 values, or ggml's block formats q8_0 and q4_0 (blocks of
+// 32 values along head_dim, an f16 scale each; layout in headway/quantize.hpp: 34 and 18 bytes
+// per block). A block-format row of head_dim values takes ceil(head_dim / 32) blocks, the last
+// one padded; strides are counted in values and are whole blocks (multiples of 32).
+enum class KvType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
+inline constexpr uint32_t kKvBlockValues = 32;
+constexpr bool KvTypeIsBlock(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0; }
+constexpr uint32_t KvBlockBytes(KvType t) { return t == KvType::kQ8_0 ? 34 : 18; }
+// Bytes of `values` consecutive values of K/V storage from a row start (block types: whole
+// blocks, values a multiple of 32).
+constexpr uint64_t KvOffsetBytes(KvType t, uint64_t values) {
+  return KvTypeIsBlock(t) ? values / kKvBlockValues * KvBlockBytes(t) : values * (t == KvType::kF32 ? 4 : 2);
+}
+// Bytes of one row of n values (block types: ceil(n / 32) blocks).
+constexpr uint64_t KvRowBytes(KvType t, uint64_t n) {
+  return KvTypeIsBlock(t) ? (n + kKvBlockValues - 1) / kKvBlockValues * KvBlockBytes(t) : KvOffsetBytes(t, n);
+}
 
 inline constexpr uint32_t kAttentionMaxHeadDim = 512;
 // A call whose tasks have at most this many query rows (tokens × heads of one group) runs the
@@ -39,8 +55,8 @@ struct AttentionArgs {
   float* o = nullptr;
   size_t o_token_stride = 0;
   // K and V of kv head g, logical key j: base + g · kv_head_stride + row(j) · kv_row_stride
-  // elements of kv_type, where row(j) = (kv_first_row + j) mod kv_ring_rows when kv_ring_rows > 0
-  // (a sliding-window ring), else j. Covers [t_kv, n_kv_heads, head_dim] as well as the cache's
+  // values of kv_type (block types: whole blocks, KvOffsetBytes), where row(j) = (kv_first_row + j) mod kv_ring_rows
+  // when kv_ring_rows > 0 (a sliding-window ring), else j. Covers [t_kv, n_kv_heads, head_dim] as well as the cache's
   // [n_kv_heads, rows, head_dim].
   const void* k = nullptr;
   const void* v = nullptr;

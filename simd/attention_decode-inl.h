@@ -229,7 +229,7 @@ inline void DotRunTyped(Task& t) {
   const char* vrow_a[kStride != 0 ? 1 : kTile];
   const char* pf_k_a[kStride != 0 ? 1 : kTile];
   // Bytes of one K/V row: a constant for the specialized head_dims, so the prefetch loop unrolls.
-  const size_t row_bytes = HeadDim<kDim>(t) * KvElementBytes(kType);
+  const size_t row_bytes = static_cast<size_t>(KvRowBytes(kType, HeadDim<kDim>(t)));
   const int64_t first_tile = t.union_lo / int64_t{kTile} * int64_t{kTile};
   DotPrefetchFirstK<kStride>(t, first_tile, row_bytes, pf_k_a);
   for (int64_t tb = first_tile; tb <= t.union_hi; tb += kTile) {
@@ -243,7 +243,7 @@ inline void DotRunTyped(Task& t) {
 template <size_t kDim, KvType kType>
 inline void DotRunLayout(Task& t) {
 #if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
-  constexpr size_t kStride = kDim * KvElementBytes(kType);
+  constexpr size_t kStride = static_cast<size_t>(KvRowBytes(kType, kDim));
   if constexpr (kStride != 0) {
     if (KeysBackToBack<kDim>(*t.a, t.union_lo / int64_t{kTile} * int64_t{kTile})) {
       return DotRunTyped<kDim, kType, kStride>(t);

@@ -42,6 +42,8 @@ void attention_prefill_range(const AttentionRange& r);
 void attention_decode_f32_range(const AttentionRange& r);
 void attention_decode_f16_range(const AttentionRange& r);
 void attention_decode_bf16_range(const AttentionRange& r);
+void attention_decode_q8_0_range(const AttentionRange& r);
+void attention_decode_q4_0_range(const AttentionRange& r);
 
 }  // namespace detail
 }  // namespace simd

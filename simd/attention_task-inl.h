@@ -223,7 +223,7 @@ inline HEADWAY_KERNEL_SHARED void WritePartials(const Task& t, uint32_t c, const
 inline AttentionArgs WindowSpanArgs(const AttentionArgs& a) {
   AttentionArgs w = a;
   if (a.kv_ring_rows == 0 || a.sink_tokens == 0) return w;
-  const size_t shift = size_t{a.sink_tokens} * a.kv_row_stride * KvElementBytes(a.kv_type);
+  const size_t shift = static_cast<size_t>(KvOffsetBytes(a.kv_type, uint64_t{a.sink_tokens} * a.kv_row_stride));
   w.k = static_cast<const char*>(a.k) + shift;
   w.v = static_cast<const char*>(a.v) + shift;
   w.kv_ring_rows = a.kv_ring_rows - a.sink_tokens;

@@ -1,8 +1,10 @@
 // K/V rows, per Highway target: where the row of a key lies (ring caches, back-to-back rows),
-// widening it from its storage dtype (f32, IEEE f16, bf16) to f32, and prefetching it. The
-// widening is exact for every input, including f16 subnormals, infinities and NaN (a NaN stays a
-// NaN, so it reaches the rows that see it), and reads exactly head_dim elements of each row,
-// never past it. matmul-inl.h widens f16/bf16 weights with the same functions.
+// widening it from its storage dtype (f32, IEEE f16, bf16, the q8_0 and q4_0 blocks) to f32, and
+// prefetching it. The widening is exact for every input, including f16 subnormals, infinities and
+// NaN (a NaN stays a NaN, so it reaches the rows that see it), and reads exactly head_dim
+// elements of each row (block types: its ceil(head_dim / 32) blocks), never past it. A block
+// value is q · d in f32 with d the block's f16 scale widened, as ggml's dequantization computes it. matmul-inl.h widens
+// f16/bf16 weights with the same functions.
 
 #if defined(HEADWAY_SIMD_KV_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_KV_LOAD_INL_H_
@@ -79,6 +81,49 @@ HWY_INLINE hn::Vec<DF> WidenBF16(DF df, const uint16_t* HWY_RESTRICT p) {
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
 }
 
+// Values [x, x + N) of a block-format row (N <= 16 divides 32 and x is a multiple of N, so they
+// lie in one block; q4_0: in one half of its nibbles): the codes widened, times the block's scale.
+template <KvType kType, class DF>
+HWY_INLINE hn::Vec<DF> WidenBlock(DF df, const char* HWY_RESTRICT row, size_t x) {
+  static_assert(KvTypeIsBlock(kType), "block formats only");
+  const char* block = row + x / kKvBlockValues * KvBlockBytes(kType);
+  uint16_t scale_bits;
+  std::memcpy(&scale_bits, block, 2);
+  const auto scale = hn::Set(df, KvF16ToF32(scale_bits));
+  const hn::RebindToSigned<DF> di32;
+  const size_t i = x % kKvBlockValues;
+  if constexpr (kType == KvType::kQ8_0) {
+    const hn::Rebind<int8_t, DF> di8;
+    const auto q = hn::PromoteTo(di32, hn::LoadU(di8, reinterpret_cast<const int8_t*>(block + 2 + i)));
+    return hn::Mul(hn::ConvertTo(df, q), scale);
+  } else {
+    // Byte j of the codes holds value j in its low nibble and value j + 16 in its high nibble.
+    const hn::Rebind<uint8_t, DF> du8;
+    const auto bytes = hn::LoadU(du8, reinterpret_cast<const uint8_t*>(block + 2 + i % 16));
+    const auto nib = i < 16 ? hn::And(bytes, hn::Set(du8, 0x0F)) : hn::ShiftRight<4>(bytes);
+    const auto q =
+        hn::Sub(hn::BitCast(di32, hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(), nib)), hn::Set(di32, 8));
+    return hn::Mul(hn::ConvertTo(df, q), scale);
+  }
+}
+
+// Value i of a block-format row, scalar.
+template <KvType kType>
+HWY_INLINE float BlockValue(const char* row, size_t i) {
+  const char* block = row + i / kKvBlockValues * KvBlockBytes(kType);
+  uint16_t scale_bits;
+  std::memcpy(&scale_bits, block, 2);
+  const size_t j = i % kKvBlockValues;
+  int32_t q;
+  if constexpr (kType == KvType::kQ8_0) {
+    q = static_cast<int8_t>(block[2 + j]);
+  } else {
+    const uint8_t b = static_cast<uint8_t>(block[2 + j % 16]);
+    q = static_cast<int32_t>(j < 16 ? (b & 0x0F) : (b >> 4)) - 8;
+  }
+  return static_cast<float>(q) * KvF16ToF32(scale_bits);
+}
+
 // dst[0, d) = row widened to f32, dst[d, d_pad) = 0.
 template <class DF>
 HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, size_t d, size_t d_pad,
@@ -93,6 +138,14 @@ HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, siz
     const uint16_t* s = static_cast<const uint16_t*>(src);
     for (; i + n <= d; i += n) hn::StoreU(WidenF16(df, s + i), df, dst + i);
     for (; i < d; ++i) dst[i] = KvF16ToF32(s[i]);
+  } else if (type == KvType::kQ8_0) {
+    const char* s = static_cast<const char*>(src);
+    for (; i + n <= d; i += n) hn::StoreU(WidenBlock<KvType::kQ8_0>(df, s, i), df, dst + i);
+    for (; i < d; ++i) dst[i] = BlockValue<KvType::kQ8_0>(s, i);
+  } else if (type == KvType::kQ4_0) {
+    const char* s = static_cast<const char*>(src);
+    for (; i + n <= d; i += n) hn::StoreU(WidenBlock<KvType::kQ4_0>(df, s, i), df, dst + i);
+    for (; i < d; ++i) dst[i] = BlockValue<KvType::kQ4_0>(s, i);
   } else {
     const uint16_t* s = static_cast<const uint16_t*>(src);
     for (; i + n <= d; i += n) hn::StoreU(WidenBF16(df, s + i), df, dst + i);
@@ -101,7 +154,12 @@ HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, siz
   for (; i < d_pad; ++i) dst[i] = 0.0f;
 }
 
-constexpr size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+// Bytes per value, as the prefetches pace themselves: 4 or 2, and 1 for the block formats (34 and
+// 18 bytes per 32 values: near enough for a prefetch hint, which never faults). Offsets into K/V
+// use KvOffsetBytes (attention.h).
+constexpr size_t KvElementBytes(KvType type) {
+  return type == KvType::kF32 ? 4 : type == KvType::kF16 || type == KvType::kBF16 ? 2 : 1;
+}
 
 // The row of logical key j in K/V: (kv_first_row + j) mod kv_ring_rows in a ring cache, else j.
 HWY_INLINE uint64_t KvRow(const AttentionArgs& a, uint64_t key) {
@@ -117,7 +175,7 @@ HWY_INLINE bool KvRowsConsecutive(const AttentionArgs& a, uint64_t key, uint64_t
 HWY_INLINE const char* KvRowAt(const AttentionArgs& a, const void* base, uint32_t g, uint64_t key) {
   const size_t row = static_cast<size_t>(KvRow(a, key));
   const size_t element = size_t{g} * a.kv_head_stride + row * a.kv_row_stride;
-  return static_cast<const char*>(base) + element * KvElementBytes(a.kv_type);
+  return static_cast<const char*>(base) + KvOffsetBytes(a.kv_type, element);
 }
 
 // rows[i] = the row of key `key + i` of kv head g in K or V (base = a.k or a.v), i < n. One
@@ -125,9 +183,8 @@ HWY_INLINE const char* KvRowAt(const AttentionArgs& a, const void* base, uint32_
 // is two linear runs of addresses: no test per key, and the loops vectorize.
 HWY_INLINE void KvRows(const AttentionArgs& a, const void* base, uint32_t g, uint64_t key, size_t n,
                        const char** HWY_RESTRICT rows) {
-  const size_t eb = KvElementBytes(a.kv_type);
-  const size_t stride = a.kv_row_stride * eb;
-  const char* head = static_cast<const char*>(base) + size_t{g} * a.kv_head_stride * eb;
+  const size_t stride = static_cast<size_t>(KvOffsetBytes(a.kv_type, a.kv_row_stride));
+  const char* head = static_cast<const char*>(base) + KvOffsetBytes(a.kv_type, size_t{g} * a.kv_head_stride);
   const uint64_t row = KvRow(a, key);
   size_t n1 = n;
   if (a.kv_ring_rows != 0) {
@@ -172,6 +229,7 @@ template <KvType kType, class DF>
 HWY_INLINE hn::Vec<DF> KvVec(DF df, const char* row, size_t x) {
   if constexpr (kType == KvType::kF32) return hn::LoadU(df, reinterpret_cast<const float*>(row) + x);
   if constexpr (kType == KvType::kF16) return WidenF16(df, reinterpret_cast<const uint16_t*>(row) + x);
+  if constexpr (KvTypeIsBlock(kType)) return WidenBlock<kType>(df, row, x);
   return WidenBF16(df, reinterpret_cast<const uint16_t*>(row) + x);
 }
 
@@ -184,6 +242,8 @@ HWY_INLINE hn::Vec<DF> KvTail(DF df, const char* row, size_t x, size_t d) {
   for (size_t i = x; i < d; ++i) {
     if constexpr (kType == KvType::kF32) {
       tmp[i - x] = reinterpret_cast<const float*>(row)[i];
+    } else if constexpr (KvTypeIsBlock(kType)) {
+      tmp[i - x] = BlockValue<kType>(row, i);
     } else {
       uint16_t h;
       std::memcpy(&h, row + 2 * i, 2);

@@ -301,8 +301,9 @@ Plan overflowing_plan() {
 }
 
 // A small valid plan: 4 heads of 16 over 2 kv heads, 40 positions, chunks of 8.
-Plan small_plan(uint32_t window = 0) {
+Plan small_plan(uint32_t window = 0, DType kv = DType::kF16) {
   Config c;
+  c.kv_dtype = kv;
   c.d_model = 64;
   c.n_heads = 4;
   c.n_kv_heads = 2;
@@ -342,118 +343,123 @@ TEST_CASE("bad input: Arena::bind rejects null, misaligned and short buffers and
 }
 
 TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overflow leave the cache as it was") {
-  const Plan p = small_plan();
-  const Plan ring = small_plan(16);
-  std::vector<float> k(size_t{40} * p.kv_width, 0.25f), v(k.size(), -0.5f), q(size_t{40} * p.q_width, 1.0f);
-  std::vector<float> o(q.size());
-  Aligned ws(1 << 20);
-  const float inf_sinks[4] = {0.0f, 1.0f, kInf, -1.0f};
+  // The same rows over an f16 cache and a q4_0 one (quantized on append: the bytes compared are
+  // its blocks).
+  for (DType kv : {DType::kF16, DType::kQ4_0}) {
+    INFO(dtype_name(kv));
+    const Plan p = small_plan(0, kv);
+    const Plan ring = small_plan(16, kv);
+    std::vector<float> k(size_t{40} * p.kv_width, 0.25f), v(k.size(), -0.5f), q(size_t{40} * p.q_width, 1.0f);
+    std::vector<float> o(q.size());
+    Aligned ws(1 << 20);
+    const float inf_sinks[4] = {0.0f, 1.0f, kInf, -1.0f};
 
-  KvCache unbound;
-  check_rows({
-      {"append before bind",
-       [&] { return unbound.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
-       Code::kFailedPrecondition,
-       {"append before bind"}},
-      {"attend before bind",
-       [&] { return unbound.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kFailedPrecondition,
-       {"attend before bind"}},
-  });
-  CHECK(unbound.size() == 0);
+    KvCache unbound;
+    check_rows({
+        {"append before bind",
+         [&] { return unbound.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
+         Code::kFailedPrecondition,
+         {"append before bind"}},
+        {"attend before bind",
+         [&] { return unbound.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
+         Code::kFailedPrecondition,
+         {"attend before bind"}},
+    });
+    CHECK(unbound.size() == 0);
 
-  Aligned region(p.kv_bytes_per_layer);
-  std::vector<double> rope(rope_frequency_count(p.config.rope, p.head_dim));
-  KvCache::make_rope_table(p, rope.data());
-  KvCache cache;
-  check_rows({
-      {"bind null", [&] { return cache.bind(p, nullptr, region.size); }, Code::kInvalidArgument, {"region is null"}},
-      {"bind short",
-       [&] { return cache.bind(p, region.p, p.kv_bytes_per_layer - 1); },
-       Code::kInvalidArgument,
-       {std::to_string(p.kv_bytes_per_layer - 1).c_str(), std::to_string(p.kv_bytes_per_layer).c_str()}},
-      // Its kv_bytes_per_layer is 0, so any region looked big enough; appends wrote past it.
-      {"bind an overflowing plan",
-       [&] { return cache.bind(overflowing_plan(), region.p, region.size); },
-       Code::kInvalidArgument,
-       {"plan is not valid"}},
-      {"bind without the RoPE table",
-       [&] { return cache.bind(p, region.p, region.size); },
-       Code::kInvalidArgument,
-       {"frequency table is null"}},
-  });
-  REQUIRE(cache.bind(p, region.p, region.size, rope.data()).ok());
-  REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 5).ok());
-  const std::vector<uint8_t> before(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
+    Aligned region(p.kv_bytes_per_layer);
+    std::vector<double> rope(rope_frequency_count(p.config.rope, p.head_dim));
+    KvCache::make_rope_table(p, rope.data());
+    KvCache cache;
+    check_rows({
+        {"bind null", [&] { return cache.bind(p, nullptr, region.size); }, Code::kInvalidArgument, {"region is null"}},
+        {"bind short",
+         [&] { return cache.bind(p, region.p, p.kv_bytes_per_layer - 1); },
+         Code::kInvalidArgument,
+         {std::to_string(p.kv_bytes_per_layer - 1).c_str(), std::to_string(p.kv_bytes_per_layer).c_str()}},
+        // Its kv_bytes_per_layer is 0, so any region looked big enough; appends wrote past it.
+        {"bind an overflowing plan",
+         [&] { return cache.bind(overflowing_plan(), region.p, region.size); },
+         Code::kInvalidArgument,
+         {"plan is not valid"}},
+        {"bind without the RoPE table",
+         [&] { return cache.bind(p, region.p, region.size); },
+         Code::kInvalidArgument,
+         {"frequency table is null"}},
+    });
+    REQUIRE(cache.bind(p, region.p, region.size, rope.data()).ok());
+    REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 5).ok());
+    const std::vector<uint8_t> before(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
 
-  check_rows({
-      {"null k",
-       [&] { return cache.append(nullptr, p.kv_width, v.data(), p.kv_width, 1); },
-       Code::kInvalidArgument,
-       {"null k or v"}},
-      {"null v",
-       [&] { return cache.append(k.data(), p.kv_width, nullptr, p.kv_width, 1); },
-       Code::kInvalidArgument,
-       {"null k or v"}},
-      {"short stride",
-       [&] { return cache.append(k.data(), 3, v.data(), p.kv_width, 1); },
-       Code::kInvalidArgument,
-       {"3 (k)", "kv_width 32"}},
-      {"past the context",
-       [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 36); },
-       Code::kOutOfRange,
-       {"appending 36 tokens at position 5", "context of 40"}},
-      {"a count near 2^32",
-       [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 0xffffffffu); },
-       Code::kOutOfRange,
-       {"4294967295"}},
-      {"attend 0 queries",
-       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 0, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument,
-       {"attend for 0 queries"}},
-      {"attend more queries than held",
-       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 6, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument,
-       {"6 queries", "holds 5 tokens"}},
-      {"attend null q",
-       [&] { return cache.attend(nullptr, p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument,
-       {"q is null"}},
-      {"attend short workspace",
-       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, 64); },
-       Code::kInvalidArgument,
-       {"workspace is 64 bytes"}},
-      {"attend short q stride",
-       [&] { return cache.attend(q.data(), 5, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
-       Code::kInvalidArgument,
-       {"q_token_stride 5"}},
-      {"attend with an Inf sink",
-       [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size, inf_sinks); },
-       Code::kInvalidArgument,
-       {"sinks[2] = inf"}},
-  });
-  CHECK(cache.size() == 5);
-  CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
+    check_rows({
+        {"null k",
+         [&] { return cache.append(nullptr, p.kv_width, v.data(), p.kv_width, 1); },
+         Code::kInvalidArgument,
+         {"null k or v"}},
+        {"null v",
+         [&] { return cache.append(k.data(), p.kv_width, nullptr, p.kv_width, 1); },
+         Code::kInvalidArgument,
+         {"null k or v"}},
+        {"short stride",
+         [&] { return cache.append(k.data(), 3, v.data(), p.kv_width, 1); },
+         Code::kInvalidArgument,
+         {"3 (k)", "kv_width 32"}},
+        {"past the context",
+         [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 36); },
+         Code::kOutOfRange,
+         {"appending 36 tokens at position 5", "context of 40"}},
+        {"a count near 2^32",
+         [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 0xffffffffu); },
+         Code::kOutOfRange,
+         {"4294967295"}},
+        {"attend 0 queries",
+         [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 0, nullptr, ws.p, ws.size); },
+         Code::kInvalidArgument,
+         {"attend for 0 queries"}},
+        {"attend more queries than held",
+         [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 6, nullptr, ws.p, ws.size); },
+         Code::kInvalidArgument,
+         {"6 queries", "holds 5 tokens"}},
+        {"attend null q",
+         [&] { return cache.attend(nullptr, p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
+         Code::kInvalidArgument,
+         {"q is null"}},
+        {"attend short workspace",
+         [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, 64); },
+         Code::kInvalidArgument,
+         {"workspace is 64 bytes"}},
+        {"attend short q stride",
+         [&] { return cache.attend(q.data(), 5, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
+         Code::kInvalidArgument,
+         {"q_token_stride 5"}},
+        {"attend with an Inf sink",
+         [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size, inf_sinks); },
+         Code::kInvalidArgument,
+         {"sinks[2] = inf"}},
+    });
+    CHECK(cache.size() == 5);
+    CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
 
-  // Filling the context exactly works; one more token does not, and changes nothing.
-  REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 35).ok());
-  const std::vector<uint8_t> full(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
-  check_rows({{"one past a full cache",
-               [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
-               Code::kOutOfRange,
-               {"appending 1 tokens at position 40"}}});
-  CHECK(cache.size() == 40);
-  CHECK(std::memcmp(full.data(), region.p, region.size) == 0);
+    // Filling the context exactly works; one more token does not, and changes nothing.
+    REQUIRE(cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 35).ok());
+    const std::vector<uint8_t> full(static_cast<uint8_t*>(region.p), static_cast<uint8_t*>(region.p) + region.size);
+    check_rows({{"one past a full cache",
+                 [&] { return cache.append(k.data(), p.kv_width, v.data(), p.kv_width, 1); },
+                 Code::kOutOfRange,
+                 {"appending 1 tokens at position 40"}}});
+    CHECK(cache.size() == 40);
+    CHECK(std::memcmp(full.data(), region.p, region.size) == 0);
 
-  // A window ring takes at most max_tokens at once.
-  Aligned ring_region(ring.kv_bytes_per_layer);
-  KvCache rc;
-  REQUIRE(rc.bind(ring, ring_region.p, ring_region.size, rope.data()).ok());
-  check_rows({{"ring chunk too large",
-               [&] { return rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 9); },
-               Code::kOutOfRange,
-               {"appending 9 tokens at once", "8"}}});
-  CHECK(rc.size() == 0);
+    // A window ring takes at most max_tokens at once.
+    Aligned ring_region(ring.kv_bytes_per_layer);
+    KvCache rc;
+    REQUIRE(rc.bind(ring, ring_region.p, ring_region.size, rope.data()).ok());
+    check_rows({{"ring chunk too large",
+                 [&] { return rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 9); },
+                 Code::kOutOfRange,
+                 {"appending 9 tokens at once", "8"}}});
+    CHECK(rc.size() == 0);
+  }
 }
 
 TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes and parameters") {

@@ -30,8 +30,9 @@ class Flags {
   // The flag's value (the "=value" part or the next argument); an error when missing.
   Status value(const char** out);
   Status value_u32(uint32_t* out, uint32_t min, uint32_t max);
-  Status value_float(float* out);  // finite numbers only
-  Status value_dtype(DType* out);
+  Status value_float(float* out);     // finite numbers only
+  Status value_dtype(DType* out);     // f32, f16 or bf16 (weights)
+  Status value_kv_dtype(DType* out);  // those, q8_0 or q4_0 (the KV cache)
   // cpu or gpu; gpu in a build without the Vulkan backend is kUnsupported, saying so.
   Status value_backend(BackendKind* out);
   // A switch given "=value" (e.g. --causal=1) or an unknown flag.

@@ -16,6 +16,7 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/npy.hpp"
+#include "headway/quantize.hpp"
 #include "headway/thread_pool.hpp"
 
 namespace headway::cli {
@@ -24,14 +25,16 @@ namespace {
 constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
-    "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
+    "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
+    "                      [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
     "  --sink-tokens S: with --window W > S, keys 0..S-1 stay visible through the window (StreamingLLM).\n"
     "  --alibi: adds -m_h * |p - j| to each logit, m_h the standard ALiBi slopes of n_heads heads\n"
     "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
-    "  --kv-dtype defaults to the dtype of k.npy and v.npy.\n";
+    "  --kv-dtype defaults to the dtype of k.npy and v.npy; q8_0 and q4_0 quantize each row of head_dim\n"
+    "    values as llama.cpp does (blocks of 32 with an f16 scale).\n";
 
 struct Tensor {
   const char* path = nullptr;
@@ -58,11 +61,29 @@ Status load_3d(const char* flag, Tensor* t, const char* layout) {
   return Status();
 }
 
-// K or V in `want` storage: the file's bytes as they are, or converted into *out.
+// K or V in `want` storage: the file's bytes as they are, or converted into *out. A block format
+// (q8_0, q4_0) quantizes each row of head_dim values (one token's kv head) as ggml does, from the
+// file's values (f16 widened first).
 const void* kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
   const formats::NpyArray& a = t.array;
   const size_t n = static_cast<size_t>(a.elements);
   if (a.dtype == want) return a.data.data();
+  if (dtype_is_block(want)) {
+    const size_t d = static_cast<size_t>(a.shape[2]);
+    const size_t rows = d ? n / d : 0;
+    const size_t row_bytes = dtype_row_bytes(want, d);
+    std::vector<float> widened;
+    const float* x = a.f32();
+    if (a.dtype != DType::kF32) {
+      widened.resize(n);
+      f16_to_f32(a.f16_bits(), widened.data(), n);
+      x = widened.data();
+    }
+    out->resize(rows * row_bytes);
+    const QuantType q = want == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
+    for (size_t r = 0; r < rows; ++r) (void)quantize_row(q, x + r * d, d, out->data() + r * row_bytes, row_bytes);
+    return out->data();
+  }
   out->resize(n * dtype_bytes(want));
   uint16_t* out16 = reinterpret_cast<uint16_t*>(out->data());
   if (a.dtype == DType::kF32) {  // narrow, round to nearest even
@@ -127,7 +148,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--sink-tokens") s = flags.value_u32(&p.sink_tokens, 0, UINT32_MAX);
     else if (f == "--alibi" && !flags.has_inline_value()) a->alibi = true;
     else if (f == "--alibi-max-bias") s = flags.value_float(&a->alibi_max_bias), a->alibi = true;
-    else if (f == "--kv-dtype") s = flags.value_dtype(&a->kv_dtype), a->kv_dtype_set = true;
+    else if (f == "--kv-dtype") s = flags.value_kv_dtype(&a->kv_dtype), a->kv_dtype_set = true;
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--backend") s = flags.value_backend(&a->backend);
     else s = flags.unknown();

@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
-    "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16]\n"
+    "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
     "                     [--projection highway|xnnpack] [--backend cpu|gpu]\n"
     "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, causal attention, o\n"
     "  projection; no norm, residual or MLP around it) on x [T, d_model] f32 at positions\n"
@@ -62,7 +62,7 @@ Status parse_flags(int argc, char** argv, LayerFlags* l) {
     else if (f == "--layer") s = flags.value_u32(&l->layer, 0, UINT32_MAX - 1), l->layer_set = true;
     else if (f == "--start-pos") s = flags.value_u32(&l->start, 0, UINT32_MAX - 1);
     else if (f == "--threads") s = flags.value_u32(&l->threads, 1, ThreadPool::kMaxThreads);
-    else if (f == "--kv-dtype") s = flags.value_dtype(&l->kv_dtype);
+    else if (f == "--kv-dtype") s = flags.value_kv_dtype(&l->kv_dtype);
     else if (f == "--projection") s = flags.value(&l->projection);
     else if (f == "--backend") s = flags.value_backend(&l->backend);
     else s = flags.unknown();

@@ -161,7 +161,7 @@ int cmd_plan(int argc, char** argv) {
     } else if (f == "--max-tokens") {
       s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
     } else if (f == "--kv-dtype") {
-      s = flags.value_dtype(&kv_dtype), kv_dtype_set = true;
+      s = flags.value_kv_dtype(&kv_dtype), kv_dtype_set = true;
     } else if (f == "--weight-dtype") {
       s = flags.value_dtype(&options.weight_dtype);
     } else if (f == "--projection") {

@@ -39,7 +39,7 @@ constexpr const char* kUsage =
     "usage: headway run (--preset NAME | --config config.json | --gguf FILE | --spec TEXT)\n"
     "                   [--weights model.safetensors|model.gguf] [--prompt N] [--tokens M] [--layers N]\n"
     "                   [--threads N] [--ctx N] [--max-tokens N] [--weight-dtype f32|f16|bf16]\n"
-    "                   [--kv-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
+    "                   [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
     "                   [--sink-tokens S] [--backend cpu|gpu] [--seed S] [--json]\n"
     "  prefills N prompt tokens (default 128) and decodes M tokens (default 32) through the model's\n"
     "  attention stack (residual adds between blocks; no MLPs, norms or embeddings), then prints\n"
@@ -86,7 +86,7 @@ Status parse_flags(int argc, char** argv, RunFlags* r) {
     else if (f == "--max-tokens") s = flags.value_u32(&o.max_tokens, 1, 1u << 30);
     else if (f == "--seed") s = flags.value_u32(&r->seed, 0, 0xffffffffu);
     else if (f == "--sink-tokens") s = flags.value_u32(&r->sink_tokens, 0, 0xffffffffu), r->sink_tokens_set = true;
-    else if (f == "--kv-dtype") s = flags.value_dtype(&r->kv_dtype), r->kv_dtype_set = true;
+    else if (f == "--kv-dtype") s = flags.value_kv_dtype(&r->kv_dtype), r->kv_dtype_set = true;
     else if (f == "--weight-dtype") s = flags.value_dtype(&o.weight_dtype), r->wdtype_set = true;
     else if (f == "--projection") s = flags.value(&r->projection);
     else if (f == "--max-arena") s = flags.value(&r->max_arena_text);

@@ -16,16 +16,17 @@ constexpr Command kCommands[] = {
     {"presets", headway::cli::cmd_presets, "presets                      list the built-in model configs"},
     {"plan", headway::cli::cmd_plan,
      "plan (--preset NAME | --config config.json | --gguf FILE | --spec \"d_model=4096 heads=32 ...\")\n"
-     "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16] [--weight-dtype f32|f16|bf16] "
+     "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] "
      "[--projection highway|xnnpack] [--json]\n"
      "                                    check a config; print its head layout and memory plan"},
     {"attend", headway::cli::cmd_attend,
      "attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W] [--softcap C] [--scale S]\n"
-     "       [--kv-dtype f32|f16|bf16] [--threads N] [--backend cpu|gpu]\n"
+     "       [--sinks s.npy] [--sink-tokens S] [--alibi] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
+     "       [--backend cpu|gpu]\n"
      "                                    run attention over .npy tensors"},
     {"layer", headway::cli::cmd_layer,
      "layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy --out y.npy\n"
-     "       [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16] [--projection highway|xnnpack]\n"
+     "       [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--projection highway|xnnpack]\n"
      "                                    run one attention block of a model file's layer on x [T, d_model]"},
     {"run", headway::cli::cmd_run,
      "run (--preset NAME | --config FILE | --gguf FILE | --spec TEXT) [--weights FILE] [--prompt N] [--tokens M]\n"

@@ -2,7 +2,9 @@
 // (the `headway attend` tool, tests, a runtime that is not a Session).
 //
 //   Q [t_q, n_heads, head_dim] f32, K and V [t_kv, n_kv_heads, head_dim] in kv_dtype (f32, or f16
-//   / bf16 bit patterns), O [t_q, n_heads, head_dim] f32; all row-major and dense.
+//   / bf16 bit patterns, or q8_0 / q4_0: each row of head_dim values quantized on its own,
+//   dtype_row_bytes(kv_dtype, head_dim) bytes, as quantize_row writes it), O [t_q, n_heads,
+//   head_dim] f32; all row-major and dense.
 //   O = softmax(scale · Q Kᵀ + mask) V in f32. causal is bottom-right aligned: query i sees key
 //   j iff j <= i + (t_kv − t_q); window W > 0 additionally requires j > i + (t_kv − t_q) − W;
 //   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv

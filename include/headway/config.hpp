@@ -9,10 +9,26 @@
 
 namespace headway {
 
-enum class DType : uint8_t { kF32 = 0, kF16, kBF16 };
+// Storage types. f32, f16 and bf16 hold values; q8_0 and q4_0 are ggml's block formats (blocks of
+// 32 values with an f16 scale, 34 and 18 bytes: headway/quantize.hpp), for the KV cache only.
+enum class DType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
 
-constexpr uint32_t dtype_bytes(DType t) { return t == DType::kF32 ? 4u : 2u; }
-const char* dtype_name(DType t);  // "f32", "f16", "bf16"
+constexpr bool dtype_is_block(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+// Bytes of one value of f32 (4), f16 and bf16 (2); 0 for a block format, whose rows take
+// dtype_row_bytes.
+constexpr uint32_t dtype_bytes(DType t) { return t == DType::kF32 ? 4u : dtype_is_block(t) ? 0u : 2u; }
+inline constexpr uint32_t kDTypeBlockValues = 32;
+// Bytes of a row of n values: n values, or ceil(n / 32) blocks (a short last block takes a whole
+// block's bytes).
+constexpr uint64_t dtype_row_bytes(DType t, uint64_t n) {
+  if (!dtype_is_block(t)) return n * dtype_bytes(t);
+  return (n + kDTypeBlockValues - 1) / kDTypeBlockValues * (t == DType::kQ8_0 ? 34u : 18u);
+}
+// The values a row of n takes in a strided layout: n, or n rounded up to whole blocks.
+constexpr uint64_t dtype_row_values(DType t, uint64_t n) {
+  return dtype_is_block(t) ? (n + kDTypeBlockValues - 1) / kDTypeBlockValues * kDTypeBlockValues : n;
+}
+const char* dtype_name(DType t);  // "f32", "f16", "bf16", "q8_0", "q4_0"
 
 enum class RopeStyle : uint8_t {
   kNone = 0,  // no rotary embedding (BERT, GPT-2: learned absolute positions)
@@ -211,7 +227,7 @@ inline constexpr uint32_t kMaxHeads = 1024;
 //   "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50"
 // Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
 // layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
-// scale, causal (0|1), kv_dtype (f32|f16|bf16), qkv_bias, o_bias, qk_norm (0|1), and how layers
+// scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), qkv_bias, o_bias, qk_norm (0|1), and how layers
 // differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
 // per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1),

@@ -11,7 +11,8 @@
 //   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
 //             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
 //   [KV cache: layer after layer (K then V), each [n_kv_heads, rows, head_dim] in kv_dtype, rows
-//             its own: max_seq for a full layer, the ring for a sliding one (Plan::layer(i))]
+//             its own: max_seq for a full layer, the ring for a sliding one (Plan::layer(i)); a
+//             q8_0 / q4_0 row is ceil(head_dim / 32) blocks of ggml's layout, scales inline]
 //   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies at its own base, made
 //          once at init (unused by a NoPE layer); absent without RoPE]
 //   [sinks: n_layers × [n_heads] f32, each layer's learned sink logits converted at init;
@@ -190,7 +191,7 @@ struct Plan {
     l.qkv_q_offset = uint64_t{h} * head_dim * 4;
     l.qkv_k_offset = (uint64_t{q_width} + uint64_t{l.kv_head} * head_dim) * 4;
     l.qkv_v_offset = (uint64_t{q_width} + kv_width + uint64_t{l.kv_head} * head_dim) * 4;
-    const uint64_t block = uint64_t{cache_rows} * head_dim * dtype_bytes(config.kv_dtype);
+    const uint64_t block = uint64_t{cache_rows} * dtype_row_bytes(config.kv_dtype, head_dim);
     l.cache_k_offset = uint64_t{l.kv_head} * block;
     l.cache_v_offset = uint64_t{config.kv_heads()} * block + uint64_t{l.kv_head} * block;
     return l;
@@ -272,7 +273,9 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     p.packed_bytes = ck.mul(p.packed_bytes_per_layer, c.n_layers);
   }
 
-  const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvw), dtype_bytes(c.kv_dtype));
+  // K and V of one token in one layer: a row of head_dim values per kv head (block formats: whole
+  // blocks, scales included).
+  const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvh), dtype_row_bytes(c.kv_dtype, p.head_dim));
   p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
   p.kv_bytes_full_layer = ck.align(ck.mul(kv_token_layer, c.max_seq));

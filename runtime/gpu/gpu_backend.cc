@@ -120,6 +120,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
                          "from their parameters)");
   }
+  if (dtype_is_block(plan.config.kv_dtype)) {
+    return Status::error(Code::kUnsupported,
+                         "gpu backend: a %s KV cache is not in the Vulkan shader yet; run it on the cpu backend",
+                         dtype_name(plan.config.kv_dtype));
+  }
   destroy();
   Impl* x = new (std::nothrow) Impl;
   if (x == nullptr) return Status::error(Code::kInternal, "gpu backend: cannot allocate its state");

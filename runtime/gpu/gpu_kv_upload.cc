@@ -20,6 +20,8 @@ void decode_row(const void* src, DType t, uint32_t n, float* out) {
     case DType::kF32: std::memcpy(out, src, n * sizeof(float)); break;
     case DType::kF16: f16_to_f32(static_cast<const uint16_t*>(src), out, n); break;
     case DType::kBF16: bf16_to_f32(static_cast<const uint16_t*>(src), out, n); break;
+    case DType::kQ8_0:
+    case DType::kQ4_0: break;  // GpuBackend::create refuses a block-format cache
   }
 }
 

@@ -11,7 +11,7 @@ function(headway_host_golden)
   get_filename_component(stem ${ARG_OUTPUT} NAME_WE)
   set(program ${CMAKE_CURRENT_BINARY_DIR}/${stem}_gen_host)
   add_custom_command(OUTPUT ${program}
-    COMMAND ${HEADWAY_HOST_CXX} -std=c++20 -O2 -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/include
+    COMMAND ${HEADWAY_HOST_CXX} -std=c++20 -O2 -ffp-contract=off -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/include
             ${ARG_SOURCES} -o ${program}
     DEPENDS ${ARG_SOURCES} ${ARG_DEPENDS}
     IMPLICIT_DEPENDS CXX ${ARG_SOURCES}

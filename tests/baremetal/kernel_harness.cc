@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "headway/attention.hpp"
+#include "headway/quantize.hpp"
 #include "kernel_golden.h"
 #include "semihosting.hpp"
 #include "runtime/kernel_dtype.hpp"
@@ -64,8 +65,9 @@ float g_slopes[max_of(n_heads)];
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
 
+// The goldens read the same rounded (or dequantized) K/V: the block formats widen exactly, as f32.
 double tolerance(headway::DType kv) {
-  return kv == headway::DType::kF32 ? 1e-4 : kv == headway::DType::kF16 ? 2e-3 : 3e-2;
+  return kv == headway::DType::kF32 || headway::dtype_is_block(kv) ? 1e-4 : kv == headway::DType::kF16 ? 2e-3 : 3e-2;
 }
 
 void load_inputs(const ht::AttentionCase& c) {
@@ -77,7 +79,14 @@ void load_inputs(const ht::AttentionCase& c) {
       return;
     }
     uint8_t* dst = which == 1 ? g_k : g_v;
-    if (c.kv == headway::DType::kF32) {
+    if (headway::dtype_is_block(c.kv)) {  // a row of head_dim values, then quantized as one
+      static float row[ht::kBareMetalMaxHeadDim];
+      row[i % c.head_dim] = x;
+      if (i % c.head_dim != c.head_dim - 1) return;
+      const size_t bytes = headway::dtype_row_bytes(c.kv, c.head_dim);
+      (void)headway::quantize_row(c.kv == headway::DType::kQ8_0 ? headway::QuantType::kQ8_0 : headway::QuantType::kQ4_0,
+                                  row, c.head_dim, dst + i / c.head_dim * bytes, bytes);
+    } else if (c.kv == headway::DType::kF32) {
       std::memcpy(dst + i * 4, &x, 4);
     } else {
       const uint16_t h = c.kv == headway::DType::kF16 ? ht::f32_to_f16_bits(x) : ht::f32_to_bf16_bits(x);
@@ -137,8 +146,9 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.k = g_k;
   a.v = g_v;
   a.kv_type = headway::kernel_kv_type(c.kv);
-  a.kv_row_stride = size_t{c.n_kv_heads} * c.head_dim;  // [t_kv, n_kv_heads, d]
-  a.kv_head_stride = c.head_dim;
+  const size_t row_values = headway::dtype_row_values(c.kv, c.head_dim);  // block formats: whole blocks
+  a.kv_row_stride = size_t{c.n_kv_heads} * row_values;                    // [t_kv, n_kv_heads, d]
+  a.kv_head_stride = row_values;
   a.t_q = c.t_q;
   a.t_kv = c.t_kv;
   a.n_heads = c.n_heads;

@@ -18,6 +18,7 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/npy.hpp"
+#include "headway/quantize.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -234,6 +235,33 @@ TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill
     // Without the feature the reference is far off: each run tests what it names.
     const std::vector<double> plain = in.reference(r.causal, r.window, 0, 0, {}, 0, {});
     CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);
+  }
+}
+
+// --kv-dtype q8_0 / q4_0 quantize each (token, kv head) row as ggml does; the reference reads the
+// same rows quantized and dequantized by the library's row functions.
+TEST_CASE("headway attend --kv-dtype q8_0 and q4_0 match the reference on the quantized K/V") {
+  TempDir dir("cli_attend");
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    for (const Shape s : {Shape{9, 300, 8, 2, 64}, Shape{1, 1500, 4, 1, 128}, Shape{5, 40, 4, 2, 80}}) {
+      INFO(dtype_name(dt) << " t_kv " << s.t_kv << " d " << s.head_dim);
+      Inputs in(s, 700 + s.head_dim);
+      const std::string qkv = in.write_f32_files(dir);
+      const RunResult res =
+          attend_cli(dir, qkv + " --out " + (dir / "o.npy") + " --causal --kv-dtype " + dtype_name(dt));
+      REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+      CHECK(res.out.find(std::string("kv ") + dtype_name(dt)) != std::string::npos);
+      const QuantType qt = dt == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
+      const size_t rb = dtype_row_bytes(dt, s.head_dim);
+      std::vector<uint8_t> row(rb);
+      for (std::vector<float>* x : {&in.k, &in.v}) {
+        for (size_t r = 0; r < x->size(); r += s.head_dim) {
+          REQUIRE(quantize_row(qt, x->data() + r, s.head_dim, row.data(), rb).ok());
+          REQUIRE(dequantize_row(qt, row.data(), rb, s.head_dim, x->data() + r).ok());
+        }
+      }
+      CHECK(max_error_of(dir / "o.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= 1e-4);
+    }
   }
 }
 

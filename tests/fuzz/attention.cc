@@ -6,7 +6,7 @@
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
 // [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
 // from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
-// 12 + h as well); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
+// 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
 // explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
@@ -17,6 +17,7 @@
 
 #include "headway/attention.hpp"
 #include "headway/dtype_convert.hpp"
+#include "headway/quantize.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
@@ -85,7 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   p.window = (flags & 2) ? byte(data, size, 8) : 0;
   p.softcap = (flags & 4) ? param(byte(data, size, 9)) : 0.0f;
   p.scale = (flags & 8) ? param(byte(data, size, 10)) : 0.0f;
-  const DType dtype = static_cast<DType>((flags >> 4) % 4);  // 3 is not a dtype
+  // f32, f16, bf16 or a value that is no dtype; with special bit 6, q8_0 and q4_0 for f16 and bf16.
+  const uint8_t code = (flags >> 4) % 4;
+  const bool blocks = (byte(data, size, 11) & 64) != 0 && (code == 1 || code == 2);
+  const DType dtype = blocks ? (code == 1 ? DType::kQ8_0 : DType::kQ4_0)
+                      : code == 3 ? static_cast<DType>(9)
+                                  : static_cast<DType>(code);
   const bool threaded = flags & 64;
   const bool short_workspace = flags & 128;
   const uint8_t special = byte(data, size, 11);
@@ -131,8 +137,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bf16_to_f32(k16.data(), kq.data(), k.size());
     bf16_to_f32(v16.data(), vq.data(), v.size());
   }
-  const void* kp = dtype == DType::kF32 ? static_cast<const void*>(k.data()) : k16.data();
-  const void* vp = dtype == DType::kF32 ? static_cast<const void*>(v.data()) : v16.data();
+  // Block formats: each row of head_dim values quantized as ggml does; exactly the row bytes, so
+  // ASan sees a kernel read past them.
+  std::vector<uint8_t> kb, vb;
+  if (blocks && s.head_dim > 0 && s.head_dim <= kMaxHeadDim) {
+    const QuantType qt = dtype == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
+    const size_t d = s.head_dim, rb = dtype_row_bytes(dtype, d), rows = k.size() / d;
+    kb.resize(rows * rb);
+    vb.resize(rows * rb);
+    for (size_t r = 0; r < rows; ++r) {
+      FUZZ_CHECK(quantize_row(qt, k.data() + r * d, d, kb.data() + r * rb, rb).ok());
+      FUZZ_CHECK(quantize_row(qt, v.data() + r * d, d, vb.data() + r * rb, rb).ok());
+      FUZZ_CHECK(dequantize_row(qt, kb.data() + r * rb, rb, d, kq.data() + r * d).ok());
+      FUZZ_CHECK(dequantize_row(qt, vb.data() + r * rb, rb, d, vq.data() + r * d).ok());
+    }
+  }
+  const void* kp = blocks ? static_cast<const void*>(kb.data())
+                   : dtype == DType::kF32 ? static_cast<const void*>(k.data())
+                                          : k16.data();
+  const void* vp = blocks ? static_cast<const void*>(vb.data())
+                   : dtype == DType::kF32 ? static_cast<const void*>(v.data())
+                                          : v16.data();
 
   ThreadPool* tp = threaded ? pool() : nullptr;
   const uint32_t threads = tp ? tp->threads() : 1;
@@ -174,7 +199,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // data); f32 rounding in a dot product grows with the logits, so larger scales get a
   // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4).
   const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
-  const double tol = (dtype == DType::kF32   ? 1e-4
+  const double tol = (dtype == DType::kF32 || blocks ? 1e-4
                       : dtype == DType::kF16 ? 2e-3
                                              : 3e-2) *
                      (logit_scale > 1.0 ? logit_scale : 1.0);

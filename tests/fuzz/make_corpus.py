@@ -166,6 +166,9 @@ shapes = [
     bytes([1, 0xDC, 0x05, 1, 4, 64, 0, 0x43, 0x90, 0, 0, 0x30]) + bytes([0x10, 0x20, 0x30, 0x40]),  # split-KV, both
     bytes([9, 33, 0, 2, 3, 0x50, 0, 0x00, 0, 0, 0, 0x20]) + bytes([0x04, 0x08, 0x0C, 0x40, 0x80, 0xC0]),  # ALiBi
     bytes([6, 20, 0, 1, 2, 32, 0, 0x03, 0x20, 0, 0, 0x30]) + bytes([0x00, 0x11]),             # NaN slope, 2 tokens
+    # q8_0 and q4_0 K/V (special bit 6 with the f16 / bf16 codes): head_dim 80 (a short block), split-KV
+    bytes([5, 40, 0, 2, 2, 80, 0, 0x11, 0, 0, 0, 0x40]),                                    # q8_0, causal
+    bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0x60, 0, 0, 0, 0x42]),                              # q4_0, NaN in V
 ]
 for i, b in enumerate(shapes):
     put("attention", "shape%d" % i, b + b"seed%d" % i)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "headway/plan.hpp"
+#include "headway/quantize.hpp"
 #include "hwy/targets.h"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
@@ -42,11 +43,14 @@ double tolerance(hs::KvType t) {
   switch (t) {
     case hs::KvType::kF32: return 1e-4;
     case hs::KvType::kF16: return 2e-3;
+    // The reference reads the dequantized values: the kernels widen them exactly, as f32.
+    case hs::KvType::kQ8_0:
+    case hs::KvType::kQ4_0: return 1e-4;
     default: return 3e-2;
   }
 }
 
-const char* kv_name(hs::KvType t) { return t == hs::KvType::kF32 ? "f32" : t == hs::KvType::kF16 ? "f16" : "bf16"; }
+const char* kv_name(hs::KvType t) { return headway::dtype_name(static_cast<headway::DType>(t)); }
 
 using headway::test::target_label;
 using headway::test::TargetScope;
@@ -119,6 +123,7 @@ struct Data {
   std::vector<float> q;
   std::vector<float> k32, v32;     // storage when kv is f32
   std::vector<uint16_t> k16, v16;  // storage when kv is f16 / bf16
+  std::vector<uint8_t> kq, vq;     // storage when kv is q8_0 / q4_0: rows of whole blocks
   std::vector<float> kref, vref;   // [t_kv, n_kv_heads, head_dim], rounded to the storage dtype
   std::vector<double> ref;         // [t_q, n_heads, head_dim]
   std::vector<char> row_visible;   // [t_q]
@@ -182,19 +187,26 @@ Data make_data(const Case& c) {
   }
   if (c.nan_q_token >= 0) d.q[size_t(c.nan_q_token) * d.q_stride + size_t(c.nan_q_head) * D] = kNaN;
 
+  // A block format's rows are whole blocks of 32 values, and so is its padding.
+  const bool block = hs::KvTypeIsBlock(c.kv);
+  const size_t row_values = block ? (D + 31) / 32 * 32 : D;
+  const size_t pad = block && c.pad ? 32 : c.pad;
   size_t rows = c.t_kv;
   if (c.layout == Layout::kTokens) {
-    d.row_stride = size_t{c.n_kv_heads} * D + c.pad;
-    d.head_stride = D;
+    d.row_stride = size_t{c.n_kv_heads} * row_values + pad;
+    d.head_stride = row_values;
   } else {
     rows = c.layout == Layout::kCache ? size_t{c.t_kv} + 3 : c.ring_rows;
-    d.row_stride = D + c.pad;
+    d.row_stride = row_values + pad;
     d.head_stride = rows * d.row_stride;
   }
   const size_t storage = std::max<size_t>(rows * d.row_stride * (c.layout == Layout::kTokens ? 1 : c.n_kv_heads), 1);
   const bool wide = c.kv == hs::KvType::kF32;
   const uint16_t nan16 = c.kv == hs::KvType::kF16 ? 0x7E00 : 0x7FC0;
-  if (wide) {
+  if (block) {
+    d.kq.assign(static_cast<size_t>(hs::KvOffsetBytes(c.kv, storage)), 0xFF);
+    d.vq.assign(d.kq.size(), 0xFF);
+  } else if (wide) {
     d.k32.assign(storage, kNaN);
     d.v32.assign(storage, kNaN);
   } else {
@@ -209,15 +221,19 @@ Data make_data(const Case& c) {
                        : j < s_rows              ? j
                                                  : s_rows + (c.first_row + j - s_rows) % (c.ring_rows - s_rows);
     for (size_t g = 0; g < c.n_kv_heads; ++g) {
+      std::vector<float> row_vals[2] = {std::vector<float>(D), std::vector<float>(D)};
       for (size_t x = 0; x < D; ++x) {
         for (int which = 0; which < 2; ++which) {
           float val = c.table_inputs ? (which ? in.v : in.k)[(j * c.n_kv_heads + g) * D + x] : rng.normal();
           if (which == 1 && !c.v_values.empty()) val = c.v_values[x % c.v_values.size()];
           if (g == 0 && x == 0 && which == 0 && int64_t(j) == c.nan_k_key) val = kNaN;
           if (g == 0 && x == D / 2 && which == 1 && int64_t(j) == c.nan_v_key) val = kNaN;
+          row_vals[which][x] = val;
           const size_t at = g * d.head_stride + row * d.row_stride + x;
           float stored = val;
-          if (wide) {
+          if (block) {
+            continue;  // the whole row below
+          } else if (wide) {
             (which ? d.v32 : d.k32)[at] = val;
           } else if (c.kv == hs::KvType::kF16) {
             const uint16_t h = ht::f32_to_f16_bits(val);
@@ -230,6 +246,18 @@ Data make_data(const Case& c) {
           }
           (which ? d.vref : d.kref)[(j * c.n_kv_heads + g) * D + x] = stored;
         }
+      }
+      if (!block) continue;
+      // The row quantized as ggml does (headway/quantize.hpp); the reference reads its values.
+      const headway::QuantType qt = c.kv == hs::KvType::kQ8_0 ? headway::QuantType::kQ8_0 : headway::QuantType::kQ4_0;
+      const size_t at = static_cast<size_t>(hs::KvOffsetBytes(c.kv, g * d.head_stride + row * d.row_stride));
+      const size_t row_bytes = static_cast<size_t>(hs::KvRowBytes(c.kv, D));
+      for (int which = 0; which < 2; ++which) {
+        uint8_t* dst = (which ? d.vq : d.kq).data() + at;
+        REQUIRE(headway::quantize_row(qt, row_vals[which].data(), D, dst, row_bytes).ok());
+        REQUIRE(headway::dequantize_row(qt, dst, row_bytes, D,
+                                        (which ? d.vref : d.kref).data() + (j * c.n_kv_heads + g) * D)
+                    .ok());
       }
     }
   }
@@ -255,8 +283,9 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.o = o;
   a.o_token_stride = d.o_stride;
   const bool wide = c.kv == hs::KvType::kF32;
-  a.k = wide ? static_cast<const void*>(d.k32.data()) : d.k16.data();
-  a.v = wide ? static_cast<const void*>(d.v32.data()) : d.v16.data();
+  const bool block = hs::KvTypeIsBlock(c.kv);
+  a.k = block ? static_cast<const void*>(d.kq.data()) : wide ? static_cast<const void*>(d.k32.data()) : d.k16.data();
+  a.v = block ? static_cast<const void*>(d.vq.data()) : wide ? static_cast<const void*>(d.v32.data()) : d.v16.data();
   a.kv_type = c.kv;
   a.kv_head_stride = d.head_stride;
   a.kv_row_stride = d.row_stride;
@@ -647,7 +676,7 @@ TEST_CASE("attention masks and logits: window, softcap, scale") {
 
 TEST_CASE("attention KV layouts: cache, ring (wrapping), padded rows, all KV dtypes") {
   uint64_t seed = 500;
-  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
+  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16, hs::KvType::kQ8_0, hs::KvType::kQ4_0}) {
     for (uint32_t tq : {1u, 4u, 30u}) {
       Case c;
       c.kv = kv;
@@ -683,7 +712,7 @@ TEST_CASE("attention KV layouts: cache, ring (wrapping), padded rows, all KV dty
 // window span and the sink span meet in one tile, or tiles apart.
 TEST_CASE("attention KV layouts: a ring with sink tokens, every KV dtype and tiling") {
   uint64_t seed = 900;
-  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16}) {
+  for (hs::KvType kv : {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16, hs::KvType::kQ4_0}) {
     for (uint32_t tq : {1u, 3u, 24u}) {
       for (uint32_t t_kv : {50u, 160u, 1300u}) {
         if (kEmulated && t_kv > 1000) continue;  // split-KV over a ring of 1200: the host's share

@@ -32,7 +32,7 @@ struct AttentionCase {
   uint32_t window;  // 0 = none
   float softcap;    // 0 = off
   float scale;      // 0 = 1/sqrt(head_dim), as AttentionParams
-  DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs all three)
+  DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs every one)
   uint64_t seed;
   CaseSinks sinks = CaseSinks::kNone;
   uint32_t sink_tokens = 0;  // StreamingLLM sink tokens (with a window); 0 = none
@@ -46,7 +46,9 @@ struct AttentionCase {
 // logits (MHA and GQA, d64, d128 and generic, window, softcap, rows that see no key, split-KV with
 // chunk 0 masked, large positive and negative sinks); sink tokens (prefill past the window, decode,
 // split-KV with the sink keys in chunk 0 and the window in the last, bidirectional, generic sizes);
-// ALiBi (causal and bidirectional, decode, split-KV, with a window, sink tokens and sink logits).
+// ALiBi (causal and bidirectional, decode, split-KV, with a window, sink tokens and sink logits);
+// K/V in ggml's q8_0 and q4_0 blocks (prefill, decode, split-KV, head_dim 80 and 50 with a short
+// last block, head_dim 1, with the other features).
 //   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
 //    alibi)}
 inline constexpr AttentionCase kAttentionCases[] = {
@@ -121,6 +123,18 @@ inline constexpr AttentionCase kAttentionCases[] = {
      0.0f, DType::kF16, 38, CaseSinks::kMixed, 4, true},
     {"alibi generic d33 GQA2 window 16 sink tokens 2 softcap 5, prefill chunk", 20, 70, 4, 2, 33, true, 16, 5.0f, 0.0f,
      DType::kF32, 39, CaseSinks::kNone, 2, true},
+    {"q8_0 prefill d64 GQA2 causal", 40, 40, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kQ8_0, 40},
+    {"q4_0 prefill d128 MQA window 16", 33, 40, 4, 1, 128, true, 16, 0.0f, 0.0f, DType::kQ4_0, 41},
+    {"q8_0 decode d128 GQA4 t_kv 300", 1, 300, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kQ8_0, 42},
+    {"q4_0 decode d64 MHA t_kv 70", 1, 70, 4, 4, 64, true, 0, 0.0f, 0.0f, DType::kQ4_0, 44},
+    {"q8_0 generic d80 (a short last block) softcap 5", 9, 17, 4, 2, 80, true, 0, 5.0f, 0.0f, DType::kQ8_0, 47},
+    {"q4_0 generic d50 bidirectional", 5, 33, 2, 1, 50, false, 0, 0.0f, 0.0f, DType::kQ4_0, 48},
+    {"q8_0 split-KV decode d64 GQA4 t_kv 1100", 1, 1100, 4, 1, 64, true, 0, 0.0f, 0.0f, DType::kQ8_0, 49},
+    {"q4_0 split-KV d128 MQA window 700, sink tokens 4, ALiBi", 2, 3000, 4, 1, 128, true, 700, 0.0f, 0.0f, DType::kQ4_0,
+     50, CaseSinks::kNone, 4, true},
+    {"q4_0 length 1 head_dim 1", 1, 1, 1, 1, 1, false, 0, 0.0f, 0.0f, DType::kQ4_0, 51},
+    {"q8_0 d33 GQA2 sink logits, rows that see no key", 9, 4, 4, 2, 33, true, 0, 0.0f, 0.0f, DType::kQ8_0, 52,
+     CaseSinks::kMixed},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 
@@ -161,8 +175,9 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case: sink logits, sink tokens and ALiBi included.
-constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
+// The Vulkan backend runs every case (sink logits, sink tokens and ALiBi included) but those with
+// q8_0 or q4_0 K/V, which its shader does not read yet (the backend refuses them).
+constexpr bool runs_on_gpu(const AttentionCase& c) { return !dtype_is_block(c.kv); }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 

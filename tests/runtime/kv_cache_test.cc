@@ -14,6 +14,7 @@
 #include "headway/heap_count.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
+#include "headway/quantize.hpp"
 #include "runtime/rope.hpp"
 #include "tests/reference/reference_attention.hpp"
 
@@ -232,8 +233,20 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
            : c.kv_dtype == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
                                        : bf16_bits_to_f32(f32_to_bf16_bits(x));
   };
-  for (float& x : k_dense) x = round(x);
-  for (float& x : v_dense) x = round(x);
+  if (dtype_is_block(c.kv_dtype)) {  // each kv head's row quantized on its own, as append does
+    const QuantType qt = c.kv_dtype == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
+    const size_t hd = p.head_dim, rb = dtype_row_bytes(c.kv_dtype, hd);
+    std::vector<uint8_t> row(rb);
+    for (std::vector<float>* x : {&k_dense, &v_dense}) {
+      for (size_t r = 0; r + hd <= x->size(); r += hd) {
+        REQUIRE(quantize_row(qt, x->data() + r, hd, row.data(), rb).ok());
+        REQUIRE(dequantize_row(qt, row.data(), rb, hd, x->data() + r).ok());
+      }
+    }
+  } else {
+    for (float& x : k_dense) x = round(x);
+    for (float& x : v_dense) x = round(x);
+  }
 
   ThreadPool pool;
   REQUIRE(pool.create(2).ok());
@@ -342,6 +355,24 @@ TEST_CASE("attention over the cache with ALiBi: full context, a ring, a ring wit
     c.alibi_times_scale = true;  // Falcon's slopes, times 1/sqrt(head_dim)
     check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1}, 1e-4);
   }
+}
+
+// The block formats: K quantized after RoPE on append, every row its own blocks (head_dim 16: one
+// short block; 80: two whole blocks and a short one), full context and a ring with sink tokens.
+TEST_CASE("attention over a q8_0 and a q4_0 cache: full context, a wrapping ring with sink tokens") {
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    for (uint32_t hd : {16u, 80u}) {
+      INFO(dtype_name(dt) << ", head_dim " << hd);
+      Config c = small_config(0, dt);
+      c.head_dim = hd;
+      check_cache_attention(c, 8, {8, 5, 1, 1, 7, 1, 8, 1, 1, 1}, 1e-4);
+      c.window = 6;
+      c.sink_tokens = 2;
+      check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1}, 1e-4);
+    }
+  }
+  const Plan p = make_plan(small_config(0, DType::kQ8_0), {}).value();
+  CHECK(p.kv_bytes_per_token == 2u * 2 * 34);  // K and V, 2 kv heads, one block of 16 values each
 }
 
 TEST_CASE("a cache with ALiBi needs its slopes") {
