@@ -6,8 +6,8 @@
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
 // [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
 // from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
-// 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks); the rest seeds the data. Work is capped so the reference stays fast: the fuzzer
-// explores shapes, not throughput.
+// 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks); the rest seeds the data. Work is capped so the reference stays
+// fast: the fuzzer explores shapes, not throughput.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // f32, f16, bf16 or a value that is no dtype; with special bit 6, q8_0 and q4_0 for f16 and bf16.
   const uint8_t code = (flags >> 4) % 4;
   const bool blocks = (byte(data, size, 11) & 64) != 0 && (code == 1 || code == 2);
-  const DType dtype = blocks ? (code == 1 ? DType::kQ8_0 : DType::kQ4_0)
+  const DType dtype = blocks      ? (code == 1 ? DType::kQ8_0 : DType::kQ4_0)
                       : code == 3 ? static_cast<DType>(9)
                                   : static_cast<DType>(code);
   const bool threaded = flags & 64;
@@ -152,10 +152,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(dequantize_row(qt, vb.data() + r * rb, rb, d, vq.data() + r * d).ok());
     }
   }
-  const void* kp = blocks ? static_cast<const void*>(kb.data())
+  const void* kp = blocks                 ? static_cast<const void*>(kb.data())
                    : dtype == DType::kF32 ? static_cast<const void*>(k.data())
                                           : k16.data();
-  const void* vp = blocks ? static_cast<const void*>(vb.data())
+  const void* vp = blocks                 ? static_cast<const void*>(vb.data())
                    : dtype == DType::kF32 ? static_cast<const void*>(v.data())
                                           : v16.data();
 
@@ -200,8 +200,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4).
   const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
   const double tol = (dtype == DType::kF32 || blocks ? 1e-4
-                      : dtype == DType::kF16 ? 2e-3
-                                             : 3e-2) *
+                      : dtype == DType::kF16         ? 2e-3
+                                                     : 3e-2) *
                      (logit_scale > 1.0 ? logit_scale : 1.0);
   for (size_t i = 0; i < want.size(); ++i) {
     if (std::isnan(want[i])) {
