@@ -72,7 +72,7 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
     case DType::kQ8_0:
     case DType::kQ4_0:
       // The arguments are the cache's own (a valid type, dst holding the row): cannot fail.
-      (void)quantize_row(t == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0, src, n, dst, dtype_row_bytes(t, n));
+      (void)quantize_row(quant_type_of(t), src, n, dst, dtype_row_bytes(t, n));
       break;
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); break;
     case DType::kF16: {

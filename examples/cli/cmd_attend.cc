@@ -80,7 +80,7 @@ const void* kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
       x = widened.data();
     }
     out->resize(rows * row_bytes);
-    const QuantType q = want == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
+    const QuantType q = quant_type_of(want);
     for (size_t r = 0; r < rows; ++r) (void)quantize_row(q, x + r * d, d, out->data() + r * row_bytes, row_bytes);
     return out->data();
   }

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/config.hpp"
 #include "headway/status.hpp"
 
 namespace headway {
@@ -46,6 +47,9 @@ enum class QuantType : uint8_t {
 };
 
 inline constexpr size_t kQuantBlockValues = 32;  // values per block, both formats
+
+// The format of a block DType (DType::kQ8_0, kQ4_0: dtype_is_block).
+constexpr QuantType quant_type_of(DType t) { return t == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0; }
 
 // "q8_0", "q4_0", or "unknown" for a value outside the enum.
 const char* quant_type_name(QuantType type);

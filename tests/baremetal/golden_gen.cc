@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "headway/quantize.hpp"
+#include "tests/support/quantized_rows.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 
@@ -20,18 +20,6 @@ float round_kv(headway::DType kv, float x) {
   if (kv == headway::DType::kF16) return ht::f16_bits_to_f32(ht::f32_to_f16_bits(x));
   if (kv == headway::DType::kBF16) return ht::bf16_bits_to_f32(ht::f32_to_bf16_bits(x));
   return x;
-}
-
-// A block format's K or V as the kernels read it: each row of head_dim values quantized, then
-// dequantized, by the library's row functions (as the harness stores them on the board).
-void round_blocks(headway::DType kv, uint32_t head_dim, std::vector<float>& x) {
-  const headway::QuantType q = kv == headway::DType::kQ8_0 ? headway::QuantType::kQ8_0 : headway::QuantType::kQ4_0;
-  const size_t bytes = headway::dtype_row_bytes(kv, head_dim);
-  std::vector<uint8_t> row(bytes);
-  for (size_t r = 0; r + head_dim <= x.size(); r += head_dim) {
-    (void)headway::quantize_row(q, x.data() + r, head_dim, row.data(), bytes);
-    (void)headway::dequantize_row(q, row.data(), bytes, head_dim, x.data() + r);
-  }
 }
 
 }  // namespace
@@ -60,9 +48,11 @@ int main(int argc, char** argv) {
       if (which == 0) q[i] = x;
       else (which == 1 ? k : v)[i] = round_kv(c.kv, x);
     });
-    if (headway::dtype_is_block(c.kv)) {
-      round_blocks(c.kv, c.head_dim, k);
-      round_blocks(c.kv, c.head_dim, v);
+    // A block format's K and V as the kernels read them (the harness stores them so on the board).
+    if (headway::dtype_is_block(c.kv) &&
+        !(ht::quantize_rows_and_back(c.kv, k, c.head_dim) && ht::quantize_rows_and_back(c.kv, v, c.head_dim))) {
+      std::fprintf(stderr, "golden_gen: cannot quantize the K/V of %s\n", c.name);
+      return 1;
     }
     ht::RefAttention a;
     a.t_q = c.t_q;

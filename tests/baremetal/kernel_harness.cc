@@ -84,8 +84,7 @@ void load_inputs(const ht::AttentionCase& c) {
       row[i % c.head_dim] = x;
       if (i % c.head_dim != c.head_dim - 1) return;
       const size_t bytes = headway::dtype_row_bytes(c.kv, c.head_dim);
-      (void)headway::quantize_row(c.kv == headway::DType::kQ8_0 ? headway::QuantType::kQ8_0 : headway::QuantType::kQ4_0,
-                                  row, c.head_dim, dst + i / c.head_dim * bytes, bytes);
+      (void)headway::quantize_row(headway::quant_type_of(c.kv), row, c.head_dim, dst + i / c.head_dim * bytes, bytes);
     } else if (c.kv == headway::DType::kF32) {
       std::memcpy(dst + i * 4, &x, 4);
     } else {

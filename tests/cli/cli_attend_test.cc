@@ -20,6 +20,7 @@
 #include "headway/npy.hpp"
 #include "headway/quantize.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_rows.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #ifndef HEADWAY_CLI
@@ -251,15 +252,8 @@ TEST_CASE("headway attend --kv-dtype q8_0 and q4_0 match the reference on the qu
           attend_cli(dir, qkv + " --out " + (dir / "o.npy") + " --causal --kv-dtype " + dtype_name(dt));
       REQUIRE_MESSAGE(res.exit_code == 0, res.err);
       CHECK(res.out.find(std::string("kv ") + dtype_name(dt)) != std::string::npos);
-      const QuantType qt = dt == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
-      const size_t rb = dtype_row_bytes(dt, s.head_dim);
-      std::vector<uint8_t> row(rb);
-      for (std::vector<float>* x : {&in.k, &in.v}) {
-        for (size_t r = 0; r < x->size(); r += s.head_dim) {
-          REQUIRE(quantize_row(qt, x->data() + r, s.head_dim, row.data(), rb).ok());
-          REQUIRE(dequantize_row(qt, row.data(), rb, s.head_dim, x->data() + r).ok());
-        }
-      }
+      REQUIRE(test::quantize_rows_and_back(dt, in.k, s.head_dim));
+      REQUIRE(test::quantize_rows_and_back(dt, in.v, s.head_dim));
       CHECK(max_error_of(dir / "o.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= 1e-4);
     }
   }

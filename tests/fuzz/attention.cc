@@ -21,6 +21,7 @@
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_rows.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace {
@@ -141,16 +142,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // ASan sees a kernel read past them.
   std::vector<uint8_t> kb, vb;
   if (blocks && s.head_dim > 0 && s.head_dim <= kMaxHeadDim) {
-    const QuantType qt = dtype == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
-    const size_t d = s.head_dim, rb = dtype_row_bytes(dtype, d), rows = k.size() / d;
-    kb.resize(rows * rb);
-    vb.resize(rows * rb);
-    for (size_t r = 0; r < rows; ++r) {
-      FUZZ_CHECK(quantize_row(qt, k.data() + r * d, d, kb.data() + r * rb, rb).ok());
-      FUZZ_CHECK(quantize_row(qt, v.data() + r * d, d, vb.data() + r * rb, rb).ok());
-      FUZZ_CHECK(dequantize_row(qt, kb.data() + r * rb, rb, d, kq.data() + r * d).ok());
-      FUZZ_CHECK(dequantize_row(qt, vb.data() + r * rb, rb, d, vq.data() + r * d).ok());
-    }
+    FUZZ_CHECK(test::quantize_rows_and_back(dtype, kq, s.head_dim, &kb));
+    FUZZ_CHECK(test::quantize_rows_and_back(dtype, vq, s.head_dim, &vb));
   }
   const void* kp = blocks                 ? static_cast<const void*>(kb.data())
                    : dtype == DType::kF32 ? static_cast<const void*>(k.data())

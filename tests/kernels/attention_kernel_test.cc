@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "headway/plan.hpp"
-#include "headway/quantize.hpp"
 #include "hwy/targets.h"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/kernels/target_scope.hpp"
+#include "tests/support/quantized_rows.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace hs = headway::simd;
@@ -249,15 +249,11 @@ Data make_data(const Case& c) {
       }
       if (!block) continue;
       // The row quantized as ggml does (headway/quantize.hpp); the reference reads its values.
-      const headway::QuantType qt = c.kv == hs::KvType::kQ8_0 ? headway::QuantType::kQ8_0 : headway::QuantType::kQ4_0;
       const size_t at = static_cast<size_t>(hs::KvOffsetBytes(c.kv, g * d.head_stride + row * d.row_stride));
-      const size_t row_bytes = static_cast<size_t>(hs::KvRowBytes(c.kv, D));
       for (int which = 0; which < 2; ++which) {
-        uint8_t* dst = (which ? d.vq : d.kq).data() + at;
-        REQUIRE(headway::quantize_row(qt, row_vals[which].data(), D, dst, row_bytes).ok());
-        REQUIRE(headway::dequantize_row(qt, dst, row_bytes, D,
-                                        (which ? d.vref : d.kref).data() + (j * c.n_kv_heads + g) * D)
-                    .ok());
+        REQUIRE(ht::quantize_row_and_back(static_cast<headway::DType>(c.kv), row_vals[which].data(), D,
+                                          (which ? d.vq : d.kq).data() + at,
+                                          (which ? d.vref : d.kref).data() + (j * c.n_kv_heads + g) * D));
       }
     }
   }

@@ -24,6 +24,7 @@
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_rows.hpp"
 
 namespace headway {
 namespace {
@@ -93,16 +94,8 @@ struct Problem {
     kq = k;
     vq = v;
     if (dtype_is_block(kv_dtype)) {  // each row of head_dim values quantized on its own
-      const QuantType qt = kv_dtype == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
-      const size_t d = shape.head_dim, rows = k.size() / d, rb = dtype_row_bytes(kv_dtype, d);
-      kb.resize(rows * rb);
-      vb.resize(rows * rb);
-      for (size_t r = 0; r < rows; ++r) {
-        REQUIRE(quantize_row(qt, k.data() + r * d, d, kb.data() + r * rb, rb).ok());
-        REQUIRE(quantize_row(qt, v.data() + r * d, d, vb.data() + r * rb, rb).ok());
-        REQUIRE(dequantize_row(qt, kb.data() + r * rb, rb, d, kq.data() + r * d).ok());
-        REQUIRE(dequantize_row(qt, vb.data() + r * rb, rb, d, vq.data() + r * d).ok());
-      }
+      REQUIRE(test::quantize_rows_and_back(kv_dtype, kq, shape.head_dim, &kb));
+      REQUIRE(test::quantize_rows_and_back(kv_dtype, vq, shape.head_dim, &vb));
     } else if (kv_dtype != DType::kF32) {
       k16.resize(k.size());
       v16.resize(v.size());

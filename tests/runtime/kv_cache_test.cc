@@ -17,6 +17,7 @@
 #include "headway/quantize.hpp"
 #include "runtime/rope.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_rows.hpp"
 
 namespace headway {
 namespace {
@@ -234,15 +235,8 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
                                        : bf16_bits_to_f32(f32_to_bf16_bits(x));
   };
   if (dtype_is_block(c.kv_dtype)) {  // each kv head's row quantized on its own, as append does
-    const QuantType qt = c.kv_dtype == DType::kQ8_0 ? QuantType::kQ8_0 : QuantType::kQ4_0;
-    const size_t hd = p.head_dim, rb = dtype_row_bytes(c.kv_dtype, hd);
-    std::vector<uint8_t> row(rb);
-    for (std::vector<float>* x : {&k_dense, &v_dense}) {
-      for (size_t r = 0; r + hd <= x->size(); r += hd) {
-        REQUIRE(quantize_row(qt, x->data() + r, hd, row.data(), rb).ok());
-        REQUIRE(dequantize_row(qt, row.data(), rb, hd, x->data() + r).ok());
-      }
-    }
+    REQUIRE(test::quantize_rows_and_back(c.kv_dtype, k_dense, p.head_dim));
+    REQUIRE(test::quantize_rows_and_back(c.kv_dtype, v_dense, p.head_dim));
   } else {
     for (float& x : k_dense) x = round(x);
     for (float& x : v_dense) x = round(x);
