@@ -59,7 +59,8 @@ enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 //
 //   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
 //   // plan's heads and head_dim, with t_q <= max_tokens and t_kv <= cache_rows; k and v are in
-//   // kv_dtype (f32, or f16 / bf16 bit patterns), which must be the plan's kv_dtype.
+//   // kv_dtype (f32, f16 / bf16 bit patterns, or q8_0 / q4_0 rows of ceil(head_dim / 32) blocks
+//   // as quantize_row writes them), which must be the plan's kv_dtype.
 //   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
 //                       const AttentionShape& shape, const AttentionParams& params);
 
@@ -176,7 +177,8 @@ class GpuContext {
 // dispatch sizes are read from mapped buffers), one fence, and on the host the RoPE table K is
 // rotated with. K/V live on the device as f32, or as f16 / bf16 where the device has 16-bit
 // storage (bf16 stays bf16: the shader widens it by a shift); without 16-bit storage they are
-// widened to f32 on upload.
+// widened to f32 on upload. q8_0 / q4_0 K/V are the bytes KvCache holds (quantized on upload by
+// quantize_row) on every device: the shader reads the blocks from 32-bit words and widens them.
 class GpuBackend {
  public:
   GpuBackend() = default;

@@ -41,8 +41,8 @@ Status GpuBackend::Impl::build(const Plan& p) {
   return Status();
 }
 
-// K/V in the plan's dtype where the device has 16-bit storage, else widened to f32 (rounded to
-// the plan's dtype first, so the results match).
+// K/V in the plan's dtype (f16 and bf16 where the device has 16-bit storage, else widened to
+// f32, rounded to the plan's dtype first, so the results match; q8_0 and q4_0 in KvCache's bytes).
 void GpuBackend::Impl::choose_storage(const Plan& p) {
   plan = p;
   rope_frequencies(p.config.rope, p.head_dim, rope);
@@ -52,13 +52,13 @@ void GpuBackend::Impl::choose_storage(const Plan& p) {
   const DType dt = p.config.kv_dtype;
   storage = gpu::storage_for(dt, info->storage_16bit);
   mapped = info->host_mapped;
-  row_bytes = VkDeviceSize{head_dim} * gpu::storage_bytes(storage);
+  row_bytes = gpu::storage_row_bytes(storage, head_dim);
   fixed_rows = is_ring(p) ? sink_tokens(p) : 0;
 }
 
 Status GpuBackend::Impl::check_device_limits() const {
   const Plan& p = plan;
-  const VkDeviceSize kv_bytes = VkDeviceSize{n_kv} * p.cache_rows * row_bytes;
+  const VkDeviceSize kv_bytes = this->kv_bytes();
   const VkDeviceSize qo_bytes = VkDeviceSize{p.max_tokens} * q_width * sizeof(float);
   const VkDeviceSize largest = kv_bytes > qo_bytes ? kv_bytes : qo_bytes;
   if (largest > info->max_storage_buffer_bytes) {
@@ -120,10 +120,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
                          "from their parameters)");
   }
-  if (dtype_is_block(plan.config.kv_dtype)) {
-    return Status::error(Code::kUnsupported,
-                         "gpu backend: a %s KV cache is not in the Vulkan shader yet; run it on the cpu backend",
-                         dtype_name(plan.config.kv_dtype));
+  if (static_cast<uint32_t>(plan.config.kv_dtype) >= gpu::kStorageCount) {
+    return Status::error(Code::kInvalidArgument,
+                         "gpu backend: the plan's kv dtype %u is not one of f32, f16, bf16, q8_0, q4_0 (make the plan "
+                         "with make_plan(), which checks the config)",
+                         static_cast<unsigned>(plan.config.kv_dtype));
   }
   destroy();
   Impl* x = new (std::nothrow) Impl;
@@ -237,9 +238,11 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
                          "gpu backend: k and v are %s, the plan stores %s (make the plan with dense_plan(shape, %s))",
                          dtype_name(kv_dtype), dtype_name(c.kv_dtype), dtype_name(kv_dtype));
   }
-  // attend()'s checks and messages, over the same token-major tensors.
+  // attend()'s checks and messages, over the same token-major tensors (a block format's rows are
+  // whole blocks).
+  const size_t row_values = dtype_row_values(kv_dtype, x.head_dim);
   const Result<simd::AttentionArgs> args =
-      strided_attention_args(q, k, v, kv_dtype, o, shape, params, x.head_dim, size_t{x.n_kv} * x.head_dim);
+      strided_attention_args(q, k, v, kv_dtype, o, shape, params, row_values, size_t{x.n_kv} * row_values);
   if (!args.ok()) return args.status();
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));

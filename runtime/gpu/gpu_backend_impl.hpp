@@ -9,9 +9,11 @@
 // Internal to runtime/gpu.
 //
 // Device buffers:
-//   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype; the i-th token since the
-//            reset in row i mod cache_rows, or, in a ring with S sink tokens (KvCache's layout),
-//            row i for i < S and S + (i − S) mod (cache_rows − S) after them
+//   K, V     [n_kv_heads, cache_rows, head_dim] in the storage dtype (q8_0, q4_0: rows of
+//            ceil(head_dim / 32) blocks, the buffer padded to whole 4-byte words, which the block
+//            shaders read); the i-th token since the reset in row i mod cache_rows, or, in a ring
+//            with S sink tokens (KvCache's layout), row i for i < S and S + (i − S) mod
+//            (cache_rows − S) after them
 //   Q, O     [max_tokens, n_heads, head_dim] f32
 //   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
 //   alibi    [2, n_heads] f32: the plan's ALiBi slopes (written once at create), a dense call's
@@ -114,6 +116,8 @@ struct GpuBackend::Impl {
   char description[400] = {};
 
   VkDevice device() const { return ctx->device; }
+  // Bytes of the K (and of the V) buffer.
+  VkDeviceSize kv_bytes() const { return (VkDeviceSize{n_kv} * plan.cache_rows * row_bytes + 3) / 4 * 4; }
   // KvCache::append's row of the i-th token since the reset.
   uint32_t cache_row(uint32_t i) const {
     return i < fixed_rows ? i : fixed_rows + (i - fixed_rows) % (plan.cache_rows - fixed_rows);

@@ -21,7 +21,7 @@ constexpr VkDeviceSize align64(VkDeviceSize n) { return (n + 63) / 64 * 64; }
 
 Status GpuBackend::Impl::create_buffers() {
   const Plan& p = plan;
-  const VkDeviceSize kv_bytes = VkDeviceSize{n_kv} * p.cache_rows * row_bytes;
+  const VkDeviceSize kv_bytes = this->kv_bytes();
   const VkDeviceSize qo_bytes = VkDeviceSize{p.max_tokens} * q_width * sizeof(float);
   const gpu::MemoryUse use = mapped ? gpu::MemoryUse::kDeviceMapped : gpu::MemoryUse::kDevice;
   const VkBufferUsageFlags in = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;

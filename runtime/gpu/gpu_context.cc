@@ -289,15 +289,17 @@ Status create_device(GpuContext::Impl* x, const GpuDeviceInfo& info) {
   return Status();
 }
 
-// The attention variants (f32 K/V always, f16 and bf16 where the device has 16-bit storage) and
-// the split-KV merge.
+// The attention variants (f32, q8_0 and q4_0 K/V always, f16 and bf16 where the device has
+// 16-bit storage) and the split-KV merge.
 Status create_shader_modules(GpuContext::Impl* x, const GpuDeviceInfo& info) {
   const uint32_t* code[gpu::kStorageCount] = {gpu::kSpirv_attention_f32, gpu::kSpirv_attention_f16,
-                                              gpu::kSpirv_attention_bf16};
+                                              gpu::kSpirv_attention_bf16, gpu::kSpirv_attention_q8_0,
+                                              gpu::kSpirv_attention_q4_0};
   const size_t words[gpu::kStorageCount] = {gpu::kSpirv_attention_f32_words, gpu::kSpirv_attention_f16_words,
-                                            gpu::kSpirv_attention_bf16_words};
+                                            gpu::kSpirv_attention_bf16_words, gpu::kSpirv_attention_q8_0_words,
+                                            gpu::kSpirv_attention_q4_0_words};
   for (uint32_t i = 0; i < gpu::kStorageCount; ++i) {
-    if (i != 0 && !info.storage_16bit) continue;  // the 16-bit variants declare StorageBuffer16BitAccess
+    if (gpu::storage_needs_16bit(static_cast<gpu::Storage>(i)) && !info.storage_16bit) continue;
     VkShaderModuleCreateInfo mi{};
     mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
     mi.codeSize = words[i] * sizeof(uint32_t);

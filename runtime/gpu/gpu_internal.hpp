@@ -14,18 +14,26 @@
 namespace headway {
 namespace gpu {
 
-// How K and V sit in device memory; indexes the shader variants (attention_{f32,f16,bf16}.spv).
-enum class Storage : uint8_t { kF32 = 0, kF16, kBF16 };
-inline constexpr uint32_t kStorageCount = 3;
-inline const char* storage_name(Storage s) { return s == Storage::kF32 ? "f32" : s == Storage::kF16 ? "f16" : "bf16"; }
-inline uint32_t storage_bytes(Storage s) { return s == Storage::kF32 ? 4u : 2u; }
+// How K and V sit in device memory; indexes the shader variants (attention_{f32,f16,bf16,q8_0,
+// q4_0}.spv). The values are DType's.
+enum class Storage : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
+inline constexpr uint32_t kStorageCount = 5;
+inline const char* storage_name(Storage s) { return dtype_name(static_cast<DType>(s)); }
+// Bytes of a K or V row of n values: n values, or ceil(n / 32) blocks (dtype_row_bytes).
+inline uint64_t storage_row_bytes(Storage s, uint32_t n) { return dtype_row_bytes(static_cast<DType>(s), n); }
+// The f16 and bf16 variants declare StorageBuffer16BitAccess; the block formats read uint words.
+constexpr bool storage_needs_16bit(Storage s) { return s == Storage::kF16 || s == Storage::kBF16; }
 static_assert(static_cast<int>(Storage::kF32) == static_cast<int>(DType::kF32) &&
               static_cast<int>(Storage::kF16) == static_cast<int>(DType::kF16) &&
-              static_cast<int>(Storage::kBF16) == static_cast<int>(DType::kBF16));
-// K/V of dtype t as the device keeps them: as they are where it has 16-bit storage, else
-// widened to f32 (rounded to t first, so the results match).
+              static_cast<int>(Storage::kBF16) == static_cast<int>(DType::kBF16) &&
+              static_cast<int>(Storage::kQ8_0) == static_cast<int>(DType::kQ8_0) &&
+              static_cast<int>(Storage::kQ4_0) == static_cast<int>(DType::kQ4_0));
+// K/V of dtype t as the device keeps them: as they are where the device reads them (f32 and the
+// block formats always, f16 and bf16 with 16-bit storage), else widened to f32 (rounded to t
+// first, so the results match).
 constexpr Storage storage_for(DType t, bool storage_16bit) {
-  return t == DType::kF32 || !storage_16bit ? Storage::kF32 : static_cast<Storage>(t);
+  const Storage s = static_cast<Storage>(t);
+  return storage_needs_16bit(s) && !storage_16bit ? Storage::kF32 : s;
 }
 
 // SPIR-V of the variants, embedded at build time (embed_spirv.cmake).
@@ -35,6 +43,10 @@ extern const uint32_t kSpirv_attention_f16[];
 extern const size_t kSpirv_attention_f16_words;
 extern const uint32_t kSpirv_attention_bf16[];
 extern const size_t kSpirv_attention_bf16_words;
+extern const uint32_t kSpirv_attention_q8_0[];
+extern const size_t kSpirv_attention_q8_0_words;
+extern const uint32_t kSpirv_attention_q4_0[];
+extern const size_t kSpirv_attention_q4_0_words;
 extern const uint32_t kSpirv_attention_merge[];
 extern const size_t kSpirv_attention_merge_words;
 

@@ -1,13 +1,15 @@
 // K/V rows into the device cache: each row is widened to f32 on the host, K rotated (RoPE at its
 // absolute position, start + its index since the reset), rounded to the plan's dtype and written
-// in the device's storage, straight into mapped K/V (unified memory) or into the staging buffer,
-// whose rows are copied to their cache rows with the next command buffer (or by flush() when the
-// staging buffer is full). Token i since the reset goes to KvCache::append's row (cache_row(i)):
-// i mod cache_rows, or with S sink tokens in a ring, i below S and S + (i − S) mod (cache_rows −
-// S) after them.
+// in the device's storage (q8_0 and q4_0: quantized by quantize_row, KvCache's bytes), straight
+// into mapped K/V (unified memory) or into the staging buffer, whose rows are copied to their
+// cache rows with the next command buffer (or by flush() when the staging buffer is full). A
+// dense call's rows already in the plan's block format are copied as they are. Token i since the
+// reset goes to KvCache::append's row (cache_row(i)): i mod cache_rows, or with S sink tokens in
+// a ring, i below S and S + (i − S) mod (cache_rows − S) after them.
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
+#include "headway/quantize.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
 #include "runtime/gpu/vk_status.hpp"
 #include "runtime/rope.hpp"
@@ -15,23 +17,33 @@
 namespace headway {
 namespace {
 
-void decode_row(const void* src, DType t, uint32_t n, float* out) {
+// src: a row of n values of dtype t (row_bytes bytes) into f32.
+void decode_row(const void* src, DType t, uint32_t n, size_t row_bytes, float* out) {
   switch (t) {
     case DType::kF32: std::memcpy(out, src, n * sizeof(float)); break;
     case DType::kF16: f16_to_f32(static_cast<const uint16_t*>(src), out, n); break;
     case DType::kBF16: bf16_to_f32(static_cast<const uint16_t*>(src), out, n); break;
     case DType::kQ8_0:
-    case DType::kQ4_0: break;  // GpuBackend::create refuses a block-format cache
+    case DType::kQ4_0:
+      // The arguments are the backend's own (a block type, a whole row): cannot fail.
+      (void)dequantize_row(quant_type_of(t), src, row_bytes, n, out);
+      break;
   }
 }
 
-// x rounded to the plan's dtype (what the CPU cache stores), written in the device's storage.
-void encode_row(const float* x, uint32_t n, DType plan_dtype, gpu::Storage storage, uint8_t* dst) {
+// x rounded to the plan's dtype (what the CPU cache stores), written in the device's storage
+// (row_bytes bytes).
+void encode_row(const float* x, uint32_t n, DType plan_dtype, gpu::Storage storage, size_t row_bytes, uint8_t* dst) {
   uint16_t* d16 = reinterpret_cast<uint16_t*>(dst);
   float* d32 = reinterpret_cast<float*>(dst);
   switch (storage) {
     case gpu::Storage::kF16: f32_to_f16(x, d16, n); return;
     case gpu::Storage::kBF16: f32_to_bf16(x, d16, n); return;
+    case gpu::Storage::kQ8_0:
+    case gpu::Storage::kQ4_0:
+      // KvCache's store_row: a valid block type, dst holding the row; cannot fail.
+      (void)quantize_row(quant_type_of(plan_dtype), x, n, dst, row_bytes);
+      return;
     case gpu::Storage::kF32:
       if (plan_dtype == DType::kF16) {
         for (uint32_t i = 0; i < n; ++i) d32[i] = f16_bits_to_f32(f32_to_f16_bits(x[i]));
@@ -55,26 +67,37 @@ uint8_t* GpuBackend::Impl::kv_destination(bool is_k, uint32_t g, uint32_t index)
 }
 
 // Rows of the tokens index0 .. index0 + n − 1 since the reset; k and v are [n, n_kv_heads,
-// head_dim] in `src`, token t at t · token_stride elements. rotate: RoPE K at its absolute
-// position start + index (cache use).
+// head_dim] in `src`, token t at t · token_stride values (a block format's rows are whole blocks:
+// dtype_row_bytes gives the bytes of both strides). rotate: RoPE K at its absolute position
+// start + index (cache use).
 Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t token_stride, DType src, uint32_t n,
                                     uint32_t index0, bool rotate) {
-  const size_t es = dtype_bytes(src);
+  const size_t src_row = dtype_row_bytes(src, head_dim);
+  const size_t src_token = dtype_row_bytes(src, token_stride);
   const DType dt = plan.config.kv_dtype;
+  // The plan's block rows as they are: what KvCache would hold for them.
+  const bool copy = !rotate && dtype_is_block(src) && static_cast<gpu::Storage>(src) == storage;
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t index = index0 + t;
     if (!mapped) {
       if (pending_n == stage_tokens) HEADWAY_RETURN_IF_ERROR(flush());
       if (pending_n == 0) pending_pos = index;
     }
-    const uint8_t* kt = static_cast<const uint8_t*>(k_in) + t * token_stride * es;
-    const uint8_t* vt = static_cast<const uint8_t*>(v_in) + t * token_stride * es;
+    const uint8_t* kt = static_cast<const uint8_t*>(k_in) + t * src_token;
+    const uint8_t* vt = static_cast<const uint8_t*>(v_in) + t * src_token;
     for (uint32_t g = 0; g < n_kv; ++g) {
-      decode_row(kt + size_t{g} * head_dim * es, src, head_dim, row);
+      uint8_t* kd = kv_destination(true, g, index);
+      uint8_t* vd = kv_destination(false, g, index);
+      if (copy) {
+        std::memcpy(kd, kt + g * src_row, row_bytes);
+        std::memcpy(vd, vt + g * src_row, row_bytes);
+        continue;
+      }
+      decode_row(kt + g * src_row, src, head_dim, src_row, row);
       if (rotate) apply_rope(row, 1, head_dim, 1, head_dim, start + index, plan.config.rope, rope);
-      encode_row(row, head_dim, dt, storage, kv_destination(true, g, index));
-      decode_row(vt + size_t{g} * head_dim * es, src, head_dim, row);
-      encode_row(row, head_dim, dt, storage, kv_destination(false, g, index));
+      encode_row(row, head_dim, dt, storage, row_bytes, kd);
+      decode_row(vt + g * src_row, src, head_dim, src_row, row);
+      encode_row(row, head_dim, dt, storage, row_bytes, vd);
     }
     if (!mapped) ++pending_n;
   }

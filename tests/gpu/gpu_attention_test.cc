@@ -1,13 +1,15 @@
 // The Vulkan backend (include/headway/backend.hpp) against the double-precision reference: dense
-// calls (attend_dense) over every head_dim, dtype, mask, the shared case table (sink logits, sink
-// tokens and ALiBi included), mapped and staged memory; the tiling and split-KV choices; the calls
-// it rejects. The cache path against the CPU backend is in gpu_session_test.cc. In CI there is no
-// GPU: ctest pins the Vulkan loader to Mesa's lavapipe (runtime/gpu/CMakeLists.txt,
-// headway_gpu_test_environment). Run the binary directly to test the machine's own GPU.
+// calls (attend_dense) over every head_dim, KV dtype (q8_0 and q4_0 included, with the f16 scales
+// that need care), mask, the shared case table (sink logits, sink tokens and ALiBi included),
+// mapped and staged memory; the tiling and split-KV choices; the calls it rejects. The cache path
+// against the CPU backend is in gpu_session_test.cc. In CI there is no GPU: ctest pins the Vulkan
+// loader to Mesa's lavapipe (runtime/gpu/CMakeLists.txt, headway_gpu_test_environment). Run the
+// binary directly to test the machine's own GPU.
 //
 // Inputs are unit-normal with fixed seeds; K/V reach the reference rounded to their storage
-// dtype, so the tolerances cover f32 accumulation order and exp:
-//   max |gpu − reference| <= 1e-4 (f32 K/V), 2e-3 (f16), 3e-2 (bf16).
+// dtype (q8_0 and q4_0: each row quantized by the library's row functions and read back, as the
+// kernel suite does), so the tolerances cover f32 accumulation order and exp:
+//   max |gpu − reference| <= 1e-4 (f32, q8_0 and q4_0 K/V), 2e-3 (f16), 3e-2 (bf16).
 // Rows that see no key must be exact zeros (with sink logits too: the sink takes all the weight).
 //
 // The test contexts split K/V from 32 keys on (tests/gpu/gpu_test_support.hpp), so the split-KV
@@ -17,15 +19,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
+#include "headway/quantize.hpp"
 #include "runtime/gpu/gpu_tiling.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_rows.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace ht = headway::test;
@@ -42,8 +47,15 @@ namespace {
 
 using headway::test::Rng;
 
-// Largest error seen per K/V dtype, printed at the end of the dense test.
-double g_max_error[3] = {0, 0, 0};
+// Largest error seen per K/V dtype, printed at the end of the dense tests.
+double g_max_error[5] = {0, 0, 0, 0, 0};
+
+std::string max_errors() {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "max error so far: f32 %g, f16 %g, bf16 %g, q8_0 %g, q4_0 %g", g_max_error[0],
+                g_max_error[1], g_max_error[2], g_max_error[3], g_max_error[4]);
+  return buf;
+}
 
 struct Case {
   uint32_t t_q = 1, t_kv = 1;
@@ -105,7 +117,7 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
       kx = rng.normal();
       vx = rng.normal();
     }
-    if (dt == DType::kF32) {
+    if (dt == DType::kF32 || headway::dtype_is_block(dt)) {
       k32[i] = kref[i] = kx;
       v32[i] = vref[i] = vx;
     } else if (dt == DType::kF16) {
@@ -120,8 +132,18 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
       vref[i] = headway::bf16_bits_to_f32(v16[i]);
     }
   }
-  const void* k = dt == DType::kF32 ? static_cast<const void*>(k32.data()) : k16.data();
-  const void* v = dt == DType::kF32 ? static_cast<const void*>(v32.data()) : v16.data();
+  // A block format: each (token, kv head) row quantized; the reference reads its values.
+  std::vector<uint8_t> kq, vq;
+  if (headway::dtype_is_block(dt)) {
+    REQUIRE(ht::quantize_rows_and_back(dt, kref, head_dim, &kq));
+    REQUIRE(ht::quantize_rows_and_back(dt, vref, head_dim, &vq));
+  }
+  const void* k = !kq.empty()         ? static_cast<const void*>(kq.data())
+                  : dt == DType::kF32 ? static_cast<const void*>(k32.data())
+                                      : k16.data();
+  const void* v = !vq.empty()         ? static_cast<const void*>(vq.data())
+                  : dt == DType::kF32 ? static_cast<const void*>(v32.data())
+                                      : v16.data();
   AttentionParams p;
   p.causal = c.causal;
   p.window = c.window;
@@ -256,7 +278,7 @@ TEST_CASE("gpu dense attention matches the reference: head_dim x dtype x lengths
   GpuContext* ctx = ht::gpu_context(false);
   if (ctx == nullptr) return;
   for (uint32_t d : {1u, 8u, 50u, 64u, 80u, 96u, 128u, 256u}) {
-    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
       DenseBackend b;
       make_dense(&b, ctx, 4, 2, d, dt, 300, 300);
       uint64_t seed = 1;
@@ -270,7 +292,7 @@ TEST_CASE("gpu dense attention matches the reference: head_dim x dtype x lengths
       }
     }
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
 }
 
 // The shared case table (tests/reference/attention_cases.hpp), each case on a backend made for its shape.
@@ -293,7 +315,7 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     c.alibi = t.alibi ? slopes.data() : nullptr;
     check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
 }
 
 TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8") {
@@ -317,19 +339,24 @@ TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8")
       }
     }
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
 }
 
+// Without 16-bit storage f16 and bf16 K/V are widened to f32; the block formats keep their bytes
+// (their shaders read uint words), staged rows of 34 · 3 = 102 (q8_0, d80) or 18 · 2 = 36 bytes
+// (q4_0, d50) copied to rows that start anywhere in a word.
 TEST_CASE("gpu dense attention without 16-bit storage and through a staging buffer") {
   GpuContext* ctx = ht::gpu_context(true);
   if (ctx == nullptr) return;
   CHECK_FALSE(ctx->info().storage_16bit);
   CHECK_FALSE(ctx->info().host_mapped);
-  for (uint32_t d : {50u, 64u, 128u}) {
-    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+  for (uint32_t d : {50u, 64u, 80u, 128u}) {
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      if (d == 80 && !headway::dtype_is_block(dt)) continue;
       DenseBackend b;
       make_dense(&b, ctx, 6, 2, d, dt, 20, 300);
-      CHECK(std::string(b.gpu.kernel_name()).rfind("attn_f32_", 0) == 0);
+      const std::string storage = headway::dtype_is_block(dt) ? headway::dtype_name(dt) : "f32";
+      CHECK(std::string(b.gpu.kernel_name()).rfind("attn_" + storage + "_", 0) == 0);
       const Case cases[] = {
           {20, 300, true, 0, 0.0f}, {1, 1, false, 0, 0.0f}, {20, 7, true, 0, 0.0f}, {3, 64, false, 10, 15.0f}};
       uint64_t seed = 200;
@@ -339,7 +366,7 @@ TEST_CASE("gpu dense attention without 16-bit storage and through a staging buff
       }
     }
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
 }
 
 // Learned sink logits against the reference, mapped and through the staging buffer (where the
@@ -381,7 +408,7 @@ TEST_CASE("gpu sink logits match the reference: split-KV decode, fully masked ro
       check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
     }
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
 }
 
 // Sink tokens and ALiBi (the standard slopes) against the reference, mapped and through the
@@ -429,7 +456,73 @@ TEST_CASE("gpu sink tokens and ALiBi match the reference: split-KV over both spa
       check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
     }
   }
-  MESSAGE("max error so far: f32 " << g_max_error[0] << ", f16 " << g_max_error[1] << ", bf16 " << g_max_error[2]);
+  MESSAGE(max_errors());
+}
+
+// A key row's blocks with the scales that need care (f16 subnormals, ±inf, NaN, −0), each kv
+// head's row starting in a different place of a word: with one key every query row's O is that
+// key's V row, which must be the library's dequantized values (dequantize_row, the CPU kernels'
+// reading): finite values within a few ulps (exp(0) need not be exactly 1 on every device),
+// non-finite ones the same.
+TEST_CASE("gpu block formats decode the f16 scales as the CPU does: subnormal, inf, NaN, signed zero") {
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = ht::gpu_context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (staging): " << fallback);
+    for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+      INFO(std::string(headway::dtype_name(dt)));
+      const uint32_t d = 80, n_kv = 3;  // 3 blocks a row, the last 16 values long
+      const headway::QuantType qt = headway::quant_type_of(dt);
+      const size_t block = headway::quant_block_bytes(qt), row = headway::dtype_row_bytes(dt, d);
+      const uint16_t scales[n_kv][3] = {{0x0001, 0x03ff, 0x8400},   // smallest and largest subnormal, −2^−14
+                                        {0x7e00, 0x7c00, 0xfc00},   // NaN, +inf, −inf
+                                        {0x8000, 0x0000, 0x3c00}};  // −0, +0, 1
+      std::vector<uint8_t> v(n_kv * row), k(n_kv * row);
+      Rng rng(7);
+      for (uint8_t& x : v) x = static_cast<uint8_t>(rng.next() >> 56);
+      for (uint32_t g = 0; g < n_kv; ++g) {
+        for (uint32_t b = 0; b < 3; ++b) {
+          uint8_t* at = v.data() + g * row + b * block;
+          std::memcpy(at, &scales[g][b], 2);
+          at[2] = dt == DType::kQ8_0 ? 0 : 0x88;  // zero codes: inf · 0 is NaN, as on the CPU
+        }
+        for (uint32_t b = 0; b < 3; ++b) {  // K: finite, small
+          const uint16_t one = 0x2000;      // 2^−7
+          std::memcpy(k.data() + g * row + b * block, &one, 2);
+        }
+      }
+      std::vector<float> want(size_t{n_kv} * d);
+      for (uint32_t g = 0; g < n_kv; ++g) {
+        REQUIRE(headway::dequantize_row(qt, v.data() + g * row, row, d, want.data() + g * d).ok());
+      }
+      AttentionShape s;
+      s.t_q = 2;
+      s.t_kv = 1;
+      s.n_heads = 2 * n_kv;
+      s.n_kv_heads = n_kv;
+      s.head_dim = d;
+      const headway::Result<Plan> plan = headway::dense_plan(s, dt);
+      REQUIRE(plan.ok());
+      GpuBackend gpu;
+      REQUIRE(gpu.create(ctx, plan.value()).ok());
+      std::vector<float> q(size_t{s.t_q} * s.n_heads * d, 0.25f), o(q.size(), 12345.0f);
+      const Status st = gpu.attend_dense(q.data(), k.data(), v.data(), dt, o.data(), s, {});
+      REQUIRE_MESSAGE(st.ok(), st.message());
+      int bad = 0;
+      for (uint32_t t = 0; t < s.t_q; ++t) {
+        for (uint32_t h = 0; h < s.n_heads; ++h) {
+          for (uint32_t i = 0; i < d; ++i) {
+            const float got = o[(size_t{t} * s.n_heads + h) * d + i], w = want[size_t{h / 2} * d + i];
+            const bool same = std::isnan(w)   ? std::isnan(got)
+                              : std::isinf(w) ? got == w
+                                              : std::fabs(got - w) <= 4e-7f * std::fabs(w);
+            if (!same && bad++ < 5) FAIL_CHECK("head " << h << " value " << i << ": gpu " << got << ", cpu " << w);
+          }
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
 }
 
 TEST_CASE("gpu backend rejects calls outside its plan with a message") {
@@ -448,12 +541,17 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   s.head_dim = 8;
   const headway::Result<Plan> plan = headway::dense_plan(s, DType::kF32);
   REQUIRE(plan.ok());
+  Plan bad_dtype = plan.value();  // made by hand, not by make_plan
+  bad_dtype.config.kv_dtype = static_cast<DType>(9);
   GpuBackend gpu;
+  Status st = gpu.create(ctx, bad_dtype);
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()).find("kv dtype 9 is not one of") != std::string::npos);
   REQUIRE(gpu.create(ctx, plan.value()).ok());
   std::vector<float> q(64 * 16), o(q.size()), kv(64 * 8);
   AttentionShape big = s;
   big.t_q = 5;
-  Status st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), big, {});
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), big, {});
   CHECK(st.code() == Code::kOutOfRange);
   CHECK(std::string(st.message()).find("max_tokens 4") != std::string::npos);
   AttentionShape heads = s;
@@ -463,6 +561,10 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF16, o.data(), s, {});
   CHECK(st.code() == Code::kInvalidArgument);
   CHECK(std::string(st.message()).find("f16") != std::string::npos);
+  st = gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kQ4_0, o.data(), s, {});
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK(std::string(st.message()) ==
+        "gpu backend: k and v are q4_0, the plan stores f32 (make the plan with dense_plan(shape, q4_0))");
   AttentionParams bad;
   bad.softcap = -1.0f;
   CHECK(gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), s, bad).code() ==

@@ -175,9 +175,8 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case (sink logits, sink tokens and ALiBi included) but those with
-// q8_0 or q4_0 K/V, which its shader does not read yet (the backend refuses them).
-constexpr bool runs_on_gpu(const AttentionCase& c) { return !dtype_is_block(c.kv); }
+// The Vulkan backend runs every case: sink logits, sink tokens, ALiBi and q8_0 and q4_0 K/V included.
+constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 

@@ -29,10 +29,14 @@
 //   3. P·V    thread (row, lane) keeps DPT dims of its row's O in registers: dims lane + i·TPR.
 //
 // Build variants (glslc -D): KV_F32 (float buffers), KV_F16 (float16_t, 16-bit storage),
-// KV_BF16 (uint16_t bit patterns widened by a shift, 16-bit storage). Exactly one is defined.
+// KV_BF16 (uint16_t bit patterns widened by a shift, 16-bit storage), KV_Q8_0 and KV_Q4_0
+// (ggml's blocks read from uint words, any device). Exactly one is defined.
 #version 450
 #if defined(KV_F16) || defined(KV_BF16)
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#if defined(KV_Q8_0) || defined(KV_Q4_0)
+#define KV_BLOCK 1
 #endif
 
 // Specialization constants, chosen at create() from the plan and the device's limits.
@@ -52,15 +56,32 @@ const uint K_STRIDE = HEAD_DIM + 1;  // padded: phase 1 reads K rows across thre
 #elif defined(KV_BF16)
 #define KV_T uint16_t
 #define KV_LOAD(x) uintBitsToFloat(uint(x) << 16)
+#elif defined(KV_BLOCK)
+#define KV_T uint
 #else
 #define KV_T float
 #define KV_LOAD(x) (x)
 #endif
 
-// Q and O [t_q, n_heads, HEAD_DIM] f32, dense. K and V: kv head g, logical key j at element
-// g · kv_head_stride + row(j) · HEAD_DIM: row(j) = j for a sink key (j < sink_keys) or where
-// kv_ring_rows is 0, else sink_keys + (kv_first_row + j − sink_keys) mod (kv_ring_rows −
-// sink_keys) (a sliding-window ring whose first sink_keys rows hold the sink tokens for good).
+#if defined(KV_BLOCK)
+// A row is ceil(HEAD_DIM / 32) blocks of ggml's layout, back to back (headway/quantize.hpp):
+//   q8_0, 34 bytes: f16 scale d, int8 q[32]                          value i = q[i] · d
+//   q4_0, 18 bytes: f16 scale d, uint8 qs[16], qs[j] = q_j | q_(j+16) << 4   value i = (q_i − 8) · d
+// little-endian, read from the buffer's uint words. Blocks are an even number of bytes, so a
+// scale never straddles a word; a row or block may start at byte 2 of a word.
+#if defined(KV_Q8_0)
+const uint BLOCK_BYTES = 34;
+#else
+const uint BLOCK_BYTES = 18;
+#endif
+const uint ROW_BYTES = (HEAD_DIM + 31) / 32 * BLOCK_BYTES;
+#endif
+
+// Q and O [t_q, n_heads, HEAD_DIM] f32, dense. K and V: kv head g, logical key j in row
+// g · kv_head_stride / HEAD_DIM + row(j), rows of HEAD_DIM values (ROW_BYTES bytes in a block
+// format): row(j) = j for a sink key (j < sink_keys) or where kv_ring_rows is 0, else sink_keys +
+// (kv_first_row + j − sink_keys) mod (kv_ring_rows − sink_keys) (a sliding-window ring whose
+// first sink_keys rows hold the sink tokens for good).
 layout(std430, set = 0, binding = 0) readonly buffer QBuf { float q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer KBuf { KV_T k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer VBuf { KV_T v[]; };
@@ -80,7 +101,7 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint t_kv;
   uint n_heads;
   uint group;           // query heads per kv head
-  uint kv_head_stride;  // elements
+  uint kv_head_stride;  // values: cache rows · HEAD_DIM
   uint kv_first_row;    // with sink keys: the ring's row of key sink_keys, counted after them
   uint kv_ring_rows;    // 0: no ring
   float scale;
@@ -136,6 +157,37 @@ float soft_cap(float x, float c) {
   const float e = exp(-2.0 * y);
   return sign(x) * c * ((1.0 - e) / (1.0 + e));
 }
+
+#if defined(KV_BLOCK)
+// f16 bits to f32 exactly, as the CPU's KvF16ToF32: subnormals (m · 2^−24, an f32 normal), ±inf,
+// NaN (a NaN scale makes its block's values NaN), signed zeros.
+float f16_to_f32(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1fu;
+  const uint m = h & 0x3ffu;
+  if (e == 0u) return uintBitsToFloat(sign | floatBitsToUint(float(m) * (1.0 / 16777216.0)));
+  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// Word w of K (which 0) or V (1); `which` is a constant at every call, so this folds.
+uint kv_word(uint which, uint w) { return which == 0u ? k[w] : v[w]; }
+
+// Value d of the row starting at byte row_byte: code · scale in f32, as the CPU's BlockValue.
+float kv_block_value(uint which, uint row_byte, uint d) {
+  const uint block = row_byte + (d >> 5) * BLOCK_BYTES;
+  const uint scale_bits = kv_word(which, block >> 2) >> ((block & 2u) * 8u);
+  const uint i = d & 31u;
+#if defined(KV_Q8_0)
+  const uint at = block + 2u + i;
+  const int q = bitfieldExtract(int(kv_word(which, at >> 2)), int((at & 3u) * 8u), 8);  // sign-extended
+#else
+  const uint at = block + 2u + (i & 15u);
+  const int q = int(bitfieldExtract(kv_word(which, at >> 2), int((at & 3u) * 8u + (i >> 4) * 4u), 4)) - 8;
+#endif
+  return float(q) * f16_to_f32(scale_bits & 0xffffu);
+}
+#endif
 
 // j < t_kv <= kv_ring_rows and kv_first_row < kv_ring_rows − sink_keys: one conditional
 // subtraction wraps (an integer modulo per loaded element is slow where it is emulated, as in
@@ -199,7 +251,7 @@ void main() {
   float acc[DPT];
   for (uint i = 0; i < DPT; ++i) acc[i] = 0.0;
 
-  const uint kv_base = g * pc.kv_head_stride;
+  const uint kv_base_row = g * (pc.kv_head_stride / HEAD_DIM);
   // Span 0: the sink keys; span 1: the window keys (every key without sink tokens).
   for (uint span = pc.sink_keys != 0u ? 0u : 1u; span < 2u; ++span) {
     // The keys the tile's rows see of this span altogether (lo and hi grow with the token, so the
@@ -236,9 +288,14 @@ void main() {
         const uint d = i - j * HEAD_DIM;
         float kx = 0.0, vx = 0.0;
         if (j < n_keys) {
-          const uint at = kv_base + kv_row(uint(key0) + j) * HEAD_DIM + d;
-          kx = KV_LOAD(k[at]);
-          vx = KV_LOAD(v[at]);
+          const uint row = kv_base_row + kv_row(uint(key0) + j);
+#if defined(KV_BLOCK)
+          kx = kv_block_value(0u, row * ROW_BYTES, d);
+          vx = kv_block_value(1u, row * ROW_BYTES, d);
+#else
+          kx = KV_LOAD(k[row * HEAD_DIM + d]);
+          vx = KV_LOAD(v[row * HEAD_DIM + d]);
+#endif
         }
         k_tile[j * K_STRIDE + d] = kx;
         v_tile[i] = vx;
