@@ -82,7 +82,24 @@ struct Machine {
   std::string target;  // cpu: the attention kernels' Highway target; gpu: the device
 };
 
-double frac(double v, double peak) { return peak > 0 ? v / peak : NAN; }
+// A case against this run's roofs: both fractions, and the attainable figure at its intensity
+// (the roofline, bench/peak.hpp) with the fraction of it. NaN and no bound without roofs (GPU).
+struct Fractions {
+  bool known = false;
+  double flops = NAN, bw = NAN;  // gflops / peak_gflops, kv_gbps / peak_gbps
+  double peak = NAN;             // gflops / attainable.gflops
+  bench::Attainable attainable;
+};
+Fractions fractions(const bench::CaseResult& r, const Machine& m) {
+  Fractions f;
+  if (!m.measured) return f;
+  f.known = true;
+  f.flops = r.gflops / m.peak.gflops;
+  f.bw = r.kv_gbps / m.peak.gbps;
+  f.attainable = bench::attainable(m.peak, r.intensity);
+  f.peak = r.gflops / f.attainable.gflops;
+  return f;
+}
 
 // 6 significant digits: more than any timing here resolves, and lines a person can read.
 double sig6(double v) {
@@ -93,7 +110,7 @@ double sig6(double v) {
 
 nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   const bench::BenchCase& c = *r.spec;
-  const bool decode = c.kind == bench::CaseKind::kDecode;
+  const Fractions f = fractions(r, m);
   nlohmann::ordered_json j;
   j["case"] = c.name;
   j["backend"] = r.backend;
@@ -118,12 +135,11 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   const auto number_or_null = [](double v) { return std::isfinite(v) ? nlohmann::ordered_json(sig6(v)) : nullptr; };
   j["peak_gflops"] = m.measured ? nlohmann::ordered_json(sig6(m.peak.gflops)) : nullptr;
   j["peak_gbps"] = m.measured ? nlohmann::ordered_json(sig6(m.peak.gbps)) : nullptr;
-  const double ff = frac(r.gflops, m.measured ? m.peak.gflops : 0);
-  const double fb = frac(r.kv_gbps, m.measured ? m.peak.gbps : 0);
-  j["frac_peak"] = number_or_null(decode ? fb : ff);
-  j["frac_flops"] = number_or_null(ff);
-  j["frac_bw"] = number_or_null(fb);
-  j["bound"] = decode ? "memory" : "compute";
+  j["attainable_gflops"] = f.known ? number_or_null(f.attainable.gflops) : nullptr;
+  j["frac_peak"] = number_or_null(f.peak);
+  j["frac_flops"] = number_or_null(f.flops);
+  j["frac_bw"] = number_or_null(f.bw);
+  j["bound"] = f.known ? nlohmann::ordered_json(bench::bound_name(f.attainable.bound)) : nullptr;
   j["target"] = m.target;
   j["kernel"] = r.kernel;
   j["kv_copies"] = r.kv_copies;
@@ -141,12 +157,16 @@ void print_header(const Options& o, const Machine& m) {
                  "last-level cache %s)\n",
                  m.peak.gflops, m.peak.fma_chains, m.peak.lanes, m.peak.target, m.peak.gbps,
                  human_bytes(m.peak.read_bytes).c_str(), human_bytes(m.llc).c_str());
+    std::fprintf(out,
+                 "attainable = min(FMA roof, read roof x FLOP/B); ridge at %.1f FLOP/B: a case below it is bound by "
+                 "memory, above it by compute\n",
+                 m.peak.gflops / m.peak.gbps);
   } else {
     std::fprintf(out, "headway bench: gpu, %s (peak not measured: fractions n/a)\n", m.target.c_str());
   }
   if (!o.json) {
-    std::printf("%-42s %9s %9s %9s %9s %8s %8s %6s %6s  %s\n", "case", "median ms", "min ms", "max ms", "GFLOP/s",
-                "KV GB/s", "FLOP/B", "%FMA", "%BW", "kernel");
+    std::printf("%-42s %9s %9s %9s %9s %8s %8s %10s %7s %6s %6s  %s\n", "case", "median ms", "min ms", "max ms",
+                "GFLOP/s", "KV GB/s", "FLOP/B", "attainable", "%attain", "%FMA", "%BW", "kernel");
   }
 }
 
@@ -162,15 +182,19 @@ void print_peak_again(const Options& o, const Machine& m, const bench::MachinePe
 
 void print_line(const bench::CaseResult& r, const Machine& m) {
   const bench::BenchCase& c = *r.spec;
-  const bool decode = c.kind == bench::CaseKind::kDecode;
-  char ff[16] = "n/a", fb[16] = "n/a";
-  if (m.measured) {
-    // The bounding roof's fraction is the figure that matters: marked with '*'.
-    std::snprintf(ff, sizeof(ff), "%.1f%s", 100 * r.gflops / m.peak.gflops, decode ? "" : "*");
-    std::snprintf(fb, sizeof(fb), "%.1f%s", 100 * r.kv_gbps / m.peak.gbps, decode ? "*" : "");
+  const Fractions f = fractions(r, m);
+  char att[16] = "n/a", fp[16] = "n/a", ff[16] = "n/a", fb[16] = "n/a";
+  if (f.known) {
+    // %attain is the figure that matters; '*' marks the roof that binds at this intensity, whose
+    // own fraction it equals.
+    const bool memory = f.attainable.bound == bench::Bound::kMemory;
+    std::snprintf(att, sizeof(att), "%.2f", f.attainable.gflops);
+    std::snprintf(fp, sizeof(fp), "%.1f", 100 * f.peak);
+    std::snprintf(ff, sizeof(ff), "%.1f%s", 100 * f.flops, memory ? "" : "*");
+    std::snprintf(fb, sizeof(fb), "%.1f%s", 100 * f.bw, memory ? "*" : "");
   }
-  std::printf("%-42s %9.3f %9.3f %9.3f %9.2f %8.2f %8.1f %6s %6s  %s%s\n", c.name, r.median_ms, r.min_ms, r.max_ms,
-              r.gflops, r.kv_gbps, r.intensity, ff, fb, r.kernel,
+  std::printf("%-42s %9.3f %9.3f %9.3f %9.2f %8.2f %8.1f %10s %7s %6s %6s  %s%s\n", c.name, r.median_ms, r.min_ms,
+              r.max_ms, r.gflops, r.kv_gbps, r.intensity, att, fp, ff, fb, r.kernel,
               r.backend[0] == 'c' && !r.kv_cold ? " (K/V partly cached: pool smaller than LLC + K/V)" : "");
   std::fflush(stdout);
 }
@@ -178,11 +202,16 @@ void print_line(const bench::CaseResult& r, const Machine& m) {
 Status write_svg(const Options& o, const Machine& m, const std::vector<bench::CaseResult>& results) {
   std::vector<bench::RooflinePoint> points;
   for (const bench::CaseResult& r : results) {
-    const bool decode = r.spec->kind == bench::CaseKind::kDecode;
-    double f = -1;
-    if (m.measured) f = decode ? r.kv_gbps / m.peak.gbps : r.gflops / m.peak.gflops;
+    const Fractions f = fractions(r, m);
     const Group g = group_of(*r.spec);
-    points.push_back({r.spec->name, g.name, g.colour, decode, r.intensity, r.gflops, f});
+    bench::RooflinePoint p{r.spec->name, g.name,  g.colour, r.spec->kind == bench::CaseKind::kDecode,
+                           r.intensity,  r.gflops};
+    if (f.known) {
+      p.attainable_gflops = f.attainable.gflops;
+      p.memory_bound = f.attainable.bound == bench::Bound::kMemory;
+      p.frac_peak = f.peak;
+    }
+    points.push_back(p);
   }
   bench::Roofline roof;
   char text[512];

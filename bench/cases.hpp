@@ -13,9 +13,11 @@
 
 namespace headway::bench {
 
+// Which roof binds a case is a matter of its FLOP per byte and the machine's roofs, not of its
+// kind (bench/peak.hpp, attainable()): prefill lies far above any ridge, decode near or below it.
 enum class CaseKind : uint8_t {
-  kPrefill = 0,  // compute-bound: frac_peak is of the FMA roof
-  kDecode,       // memory-bound: frac_peak is of the bandwidth roof
+  kPrefill = 0,  // t_q = t_kv, causal: every K/V tile serves a block of queries
+  kDecode,       // t_q = 1 against a filled cache: each K/V byte serves the group's query heads
 };
 const char* case_kind_name(CaseKind kind);  // "prefill", "decode"
 

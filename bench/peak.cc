@@ -79,6 +79,16 @@ double best_wall_seconds(ThreadPool* pool, size_t n_tasks, void (*fn)(void*, siz
 
 }  // namespace
 
+const char* bound_name(Bound bound) { return bound == Bound::kMemory ? "memory" : "compute"; }
+
+Attainable attainable(const MachinePeak& peak, double intensity) {
+  Attainable a;
+  const double memory = peak.gbps * intensity;
+  a.bound = memory < peak.gflops ? Bound::kMemory : Bound::kCompute;
+  a.gflops = a.bound == Bound::kMemory ? memory : peak.gflops;
+  return a;
+}
+
 uint64_t last_level_cache_bytes() {
 #if defined(_SC_LEVEL3_CACHE_SIZE)
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);

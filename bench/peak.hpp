@@ -5,6 +5,12 @@
 //              streaming its own slice (bench/peak_read-inl.h).
 // Both are the best of trials spread over a second or so: a roof is what the machine can do, not
 // its average, and not what it did during a neighbour's burst.
+//
+// The roofline model over the two (attainable()): a case that does I FLOP per byte it reads can
+// reach at most min(compute roof, bandwidth roof × I). Below the ridge (compute / bandwidth
+// FLOP/byte) the read roof binds, above it the FMA roof: a decode step of GQA 32/8 over f16 K/V
+// (4 FLOP/byte) lies near the ridge of a core whose FMA roof in GFLOP/s is about four times its
+// read roof in GB/s, and q8_0 / q4_0 K/V (fewer bytes for the same flops) move decode past it.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +30,18 @@ struct MachinePeak {
   const char* target = "";  // Highway target of the loops, e.g. "AVX3_ZEN4"
   uint64_t read_bytes = 0;  // size of the buffer the bandwidth was read from
 };
+
+// Which roof binds a case at its arithmetic intensity: the one source of the bench's `bound`
+// and of `attainable_gflops`, the figure `frac_peak` is a fraction of.
+enum class Bound : uint8_t { kCompute, kMemory };
+const char* bound_name(Bound bound);  // "compute", "memory"
+
+struct Attainable {
+  double gflops = 0;              // min(peak.gflops, peak.gbps × intensity)
+  Bound bound = Bound::kCompute;  // kMemory where peak.gbps × intensity < peak.gflops
+};
+// intensity: FLOP per byte of unique K/V (bench/cases.hpp: case_flops / case_kv_bytes).
+Attainable attainable(const MachinePeak& peak, double intensity);
 
 // The last-level cache's size as the OS reports it (sysconf, else sysfs), 0 when unknown.
 uint64_t last_level_cache_bytes();

@@ -12,7 +12,7 @@ namespace headway::bench {
 namespace {
 
 // Canvas: plot on the left, the numbered list of cases on the right.
-constexpr double kWidth = 1240, kHeight = 720;
+constexpr double kWidth = 1320, kHeight = 720;
 constexpr double kLeft = 90, kRight = 770, kTop = 92, kBottom = 640;
 constexpr double kListX = 800;
 constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#8c564b", "#e377c2"};
@@ -197,9 +197,20 @@ std::string roofline_svg(const Roofline& r) {
            ax.at(xt) + 4, ay.at(xt * r.peak_gbps) - 8, -angle, figure(r.peak_gbps).c_str());
   }
 
+  // From each point up (or down) to the attainable roof at its intensity: the gap its
+  // percentage in the list measures.
+  append(&s, "<g clip-path=\"url(#plot)\" stroke-width=\"1.2\" stroke-dasharray=\"2 3\">\n");
+  for (const RooflinePoint& p : r.points) {
+    if (!(p.intensity > 0) || !(p.gflops > 0) || !(p.attainable_gflops > 0)) continue;
+    const double x = ax.at(p.intensity);
+    append(&s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x, ay.at(p.gflops), x,
+           ay.at(p.attainable_gflops), colour(p.colour));
+  }
+  append(&s, "</g>\n");
+
   // Points, numbered; a number goes where it overlaps no other number or marker.
-  const double legend_h = 18.0 * static_cast<double>(groups.size() + 4) + 8;
-  const double lx = kRight - 236;
+  const double legend_h = 18.0 * static_cast<double>(groups.size() + 5) + 8;
+  const double lx = kRight - 246;
   std::vector<Box> taken = {{lx + 4, kBottom - legend_h - 4, kRight, kBottom}};  // the legend
   for (const RooflinePoint& p : r.points) {
     if (p.intensity > 0 && p.gflops > 0) {
@@ -250,7 +261,7 @@ std::string roofline_svg(const Roofline& r) {
   double ly = kBottom - legend_h + 12;
   append(&s, "<g font-size=\"12\">\n");
   append(&s,
-         "<rect x=\"%.0f\" y=\"%.0f\" width=\"226\" height=\"%.0f\" fill=\"white\" fill-opacity=\"0.9\" "
+         "<rect x=\"%.0f\" y=\"%.0f\" width=\"236\" height=\"%.0f\" fill=\"white\" fill-opacity=\"0.9\" "
          "stroke=\"#999\"/>\n",
          lx + 4, kBottom - legend_h - 4, legend_h);
   for (const Group& g : groups) {
@@ -260,11 +271,17 @@ std::string roofline_svg(const Roofline& r) {
     ly += 18;
   }
   append(&s, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"6\" fill=\"none\" stroke=\"#000\"/>\n", lx + 20, ly);
-  append(&s, "<text x=\"%.0f\" y=\"%.0f\">prefill (compute-bound)</text>\n", lx + 34, ly + 4);
+  append(&s, "<text x=\"%.0f\" y=\"%.0f\">prefill (t_q = t_kv)</text>\n", lx + 34, ly + 4);
   ly += 18;
   append(&s, "<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#000\"/>\n", lx + 15,
          ly - 5);
-  append(&s, "<text x=\"%.0f\" y=\"%.0f\">decode (memory-bound)</text>\n", lx + 34, ly + 4);
+  append(&s, "<text x=\"%.0f\" y=\"%.0f\">decode (t_q = 1)</text>\n", lx + 34, ly + 4);
+  ly += 18;
+  append(&s,
+         "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#555\" stroke-width=\"1.2\" "
+         "stroke-dasharray=\"2 3\"/>\n",
+         lx + 12, ly, lx + 28, ly);
+  append(&s, "<text x=\"%.0f\" y=\"%.0f\">to the roof at its FLOP/B</text>\n", lx + 34, ly + 4);
   ly += 18;
   append(&s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#555\" stroke-width=\"2.5\"/>\n", lx + 12,
          ly, lx + 28, ly);
@@ -283,9 +300,9 @@ std::string roofline_svg(const Roofline& r) {
   append(&s, "<g font-size=\"12\">\n");
   append(&s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">cases</text>\n", kListX, kTop - 8);
   append(&s, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">GFLOP/s</text>\n",
-         kWidth - 96, kTop - 8);
+         kWidth - 126, kTop - 8);
   append(&s,
-         "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">%% of roof</text>\n",
+         "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\" text-anchor=\"end\">%% attainable</text>\n",
          kWidth - 16, kTop - 8);
   const double step = std::min(22.0, (kBottom - kTop) / std::max<double>(1.0, static_cast<double>(r.points.size())));
   for (size_t i = 0; i < r.points.size(); ++i) {
@@ -294,10 +311,11 @@ std::string roofline_svg(const Roofline& r) {
     append(&s, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\" fill=\"%s\" text-anchor=\"end\">%zu</text>\n",
            kListX + 18, y, colour(p.colour), i + 1);
     append(&s, "<text x=\"%.0f\" y=\"%.1f\">%s</text>\n", kListX + 26, y, xml(p.name).c_str());
-    append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", kWidth - 96, y, figure(p.gflops).c_str());
-    if (p.frac_peak >= 0) {
-      append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f%%</text>\n", kWidth - 16, y,
-             100.0 * p.frac_peak);
+    append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", kWidth - 126, y,
+           figure(p.gflops).c_str());
+    if (p.frac_peak >= 0) {  // and which roof it is of: the read roof (BW) or the FMA roof
+      append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f%% %s</text>\n", kWidth - 16, y,
+             100.0 * p.frac_peak, p.memory_bound ? "BW" : "FMA");
     } else {
       append(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#888\">n/a</text>\n", kWidth - 16, y);
     }

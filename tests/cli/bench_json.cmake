@@ -2,16 +2,19 @@
 #       -P bench_json.cmake
 # `headway bench --json` smoke test: exit 0, N lines on stdout, each a JSON object with every key
 # of the documented schema; numbers finite (JSON has no Inf/NaN) and positive, nothing about speed;
-# on the CPU, the roofs measured again after the cases on stderr.
-# GPU=1: the peak and fraction keys are null (no roof is measured for the GPU backend).
+# on the CPU, the roofs measured again after the cases on stderr, and `bound` consistent with the
+# attainable roof (min(peak_gflops, peak_gbps × intensity)): "compute" where that is the FMA roof
+# itself, "memory" where it is below it; a prefill case (hundreds of FLOP per byte) "compute".
+# GPU=1: the peak, attainable, fraction and bound keys are null (no roof is measured for the GPU
+# backend).
 execute_process(COMMAND ${EMULATOR} ${COMMAND} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "exit ${code}, expected 0\n--- stdout ---\n${out}\n--- stderr ---\n${err}")
 endif()
 set(numbers t_q t_kv n_heads n_kv_heads head_dim threads median_ms min_ms max_ms gflops kv_gbps)
-set(peaks peak_gflops peak_gbps frac_peak frac_flops frac_bw)
+set(peaks peak_gflops peak_gbps attainable_gflops frac_peak frac_flops frac_bw)
 if(GPU)
-  set(nulls ${peaks})
+  set(nulls ${peaks} bound)
 else()
   list(APPEND numbers ${peaks})
   set(nulls "")
@@ -55,6 +58,27 @@ foreach(line IN LISTS lines)
     string(JSON layout GET "${line}" kv_layout)
     if(NOT layout STREQUAL EXPECT_LAYOUT)
       message(FATAL_ERROR "kv_layout is ${layout}, expected ${EXPECT_LAYOUT}: ${line}")
+    endif()
+  endif()
+  if(NOT GPU)
+    string(JSON bound ERROR_VARIABLE bad GET "${line}" bound)
+    string(JSON kind GET "${line}" kind)
+    string(JSON attainable GET "${line}" attainable_gflops)
+    string(JSON peak GET "${line}" peak_gflops)
+    # The same double printed the same way when the FMA roof binds; if() compares as doubles.
+    if(bound STREQUAL "compute")
+      if(NOT attainable STREQUAL peak)
+        message(FATAL_ERROR "bound compute, but attainable_gflops ${attainable} is not peak_gflops ${peak}: ${line}")
+      endif()
+    elseif(bound STREQUAL "memory")
+      if(attainable GREATER peak)  # equal only where 6 digits cannot tell them apart
+        message(FATAL_ERROR "bound memory, but attainable_gflops ${attainable} > peak_gflops ${peak}: ${line}")
+      endif()
+    else()
+      message(FATAL_ERROR "key bound is '${bound}', expected compute or memory: ${line}")
+    endif()
+    if(kind STREQUAL "prefill" AND NOT bound STREQUAL "compute")
+      message(FATAL_ERROR "a prefill case bound by memory: ${line}")
     endif()
   endif()
   string(JSON t ERROR_VARIABLE bad TYPE "${line}" causal)
