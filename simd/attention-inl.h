@@ -26,6 +26,7 @@
 
 #include "hwy/highway.h"
 #include "simd/attention.h"
+#include "simd/attention_decode_int8-inl.h"
 #include "simd/attention_math-inl.h"
 #include "simd/attention_tiling.h"
 
@@ -83,6 +84,10 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
 }
 
 HWY_NOINLINE const char* AttentionTargetName() { return hwy::TargetName(HWY_TARGET); }
+
+HWY_NOINLINE bool AttentionQuantizesQuery(const AttentionArgs& a) {
+  return detail::UseDecodeTiling(a) && attn::DecodeQuantizesQuery(a.kv_type, a.head_dim);
+}
 
 // y[i] = the softmax's exp of x[i] (attn::ExpNonPositive), for tests.
 HWY_NOINLINE void SoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {

@@ -25,6 +25,7 @@ namespace simd {
 
 HWY_EXPORT(AttentionMergeF32);
 HWY_EXPORT(AttentionTargetName);
+HWY_EXPORT(AttentionQuantizesQuery);
 HWY_EXPORT(SoftmaxExp);
 
 size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
@@ -159,6 +160,10 @@ void attention_merge_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, 
 }
 
 const char* attention_target_name() { return HWY_DYNAMIC_DISPATCH(AttentionTargetName)(); }
+
+bool attention_decode_quantizes_query(const AttentionArgs& args) {
+  return HWY_DYNAMIC_DISPATCH(AttentionQuantizesQuery)(args);
+}
 
 void softmax_exp(const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxExp)(x, y, n); }
 

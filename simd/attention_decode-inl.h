@@ -255,7 +255,11 @@ inline void DotRunLayout(Task& t) {
 
 template <size_t kDim, KvType kType>
 inline void DotRun(Task& t) {
-  DotLoadQ<kDim>(t);
+  t.q_int8 = DecodeQuantizesQuery(kType, HeadDim<kDim>(t));
+  if constexpr (kDecodeIntegerDot && KvTypeIsBlock(kType)) {
+    if (t.q_int8) DotLoadQInt8<kDim, kType>(t);
+  }
+  if (!t.q_int8) DotLoadQ<kDim>(t);
   if (t.union_lo > t.union_hi) return;
   DotRunLayout<kDim, kType>(t);
 }

@@ -21,6 +21,7 @@
 
 #include "hwy/highway.h"
 #include "simd/attention.h"
+#include "simd/attention_decode_int8-inl.h"
 #include "simd/attention_math-inl.h"
 #include "simd/attention_prefetch-inl.h"
 #include "simd/attention_task-inl.h"
@@ -126,6 +127,18 @@ HWY_INLINE void StoreScores(DF df, VF a0, VF a1, VF a2, VF a3, float* HWY_RESTRI
   }
 }
 
+// The scores of a DotQk block from its accumulators into s (row r0, key k0).
+template <size_t kRB, size_t kKB>
+HWY_INLINE void StoreQkScores(DF df, float* HWY_RESTRICT s, VF a00, VF a01, VF a02, VF a03, VF a10, VF a11, VF a12,
+                              VF a13, VF a20, VF a21, VF a22, VF a23, VF a30, VF a31, VF a32, VF a33) {
+  constexpr size_t kN = kKB == 1 ? 1 : 4;
+  StoreScores<kN>(df, a00, a01, a02, a03, s);
+  if constexpr (kKB == 8) StoreScores<4>(df, a10, a11, a12, a13, s + 4);
+  if constexpr (kKB != 8 && kRB > 1) StoreScores<kN>(df, a10, a11, a12, a13, s + 1 * kTile);
+  if constexpr (kRB > 2) StoreScores<kN>(df, a20, a21, a22, a23, s + 2 * kTile);
+  if constexpr (kRB > 3) StoreScores<kN>(df, a30, a31, a32, a33, s + 3 * kTile);
+}
+
 // S[r][k] = Q[r] · K[k] for rows [r0, r0 + kRB) and tile keys [k0, k0 + kKB): kRB <= 4 rows × 1
 // or 4 keys, or 1 row × 8 keys. Each score is the same sequence of operations whatever the
 // block, so a row's scores do not depend on its neighbours.
@@ -133,7 +146,6 @@ template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class P
 HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   static_assert((kRB <= 4 && (kKB == 1 || kKB == 4)) || (kRB == 1 && kKB == 8), "blocks: 4 sets of 4 accumulators");
   constexpr size_t eb = KvElementBytes(kType);
-  constexpr size_t kN = kKB == 1 ? 1 : 4;
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = HeadDim<kDim>(t);
@@ -142,6 +154,14 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
   const Rows kr = krow + k0;
   VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
   VF a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  if constexpr (kDecodeIntegerDot && KvTypeIsBlock(kType)) {
+    if (t.q_int8) {
+      DotQkInt8<kDim, kType, kRB, kKB>(t, krow, r0, k0, pf, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23,
+                                       a30, a31, a32, a33);
+      return StoreQkScores<kRB, kKB>(df, t.s + r0 * kTile + k0, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
+                                     a23, a30, a31, a32, a33);
+    }
+  }
   size_t x = 0;
   for (; x + n <= d; x += n) {
     pf.Qk(k0, kKB, x, n, eb);
@@ -153,12 +173,8 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
     DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23,
                                      a30, a31, a32, a33);
   }
-  float* HWY_RESTRICT s = t.s + r0 * kTile + k0;
-  StoreScores<kN>(df, a00, a01, a02, a03, s);
-  if constexpr (kKB == 8) StoreScores<4>(df, a10, a11, a12, a13, s + 4);
-  if constexpr (kKB != 8 && kRB > 1) StoreScores<kN>(df, a10, a11, a12, a13, s + 1 * kTile);
-  if constexpr (kRB > 2) StoreScores<kN>(df, a20, a21, a22, a23, s + 2 * kTile);
-  if constexpr (kRB > 3) StoreScores<kN>(df, a30, a31, a32, a33, s + 3 * kTile);
+  StoreQkScores<kRB, kKB>(df, t.s + r0 * kTile + k0, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30,
+                          a31, a32, a33);
 }
 
 // The kN (1 or 4) vectors of one set from o, or into it.

@@ -47,6 +47,7 @@ struct Task {
   size_t d = 0;
   size_t d_pad = 0;
   float q_scale = 0.0f;  // scale, or scale / softcap: Q is pre-multiplied
+  bool q_int8 = false;   // decode: Q is quantized for integer Q·Kᵀ (attention_decode_int8-inl.h)
   // Scratch regions (attention_tiling.h).
   float* q = nullptr;
   float* o = nullptr;

@@ -254,7 +254,10 @@ TEST_CASE("headway attend --kv-dtype q8_0 and q4_0 match the reference on the qu
       CHECK(res.out.find(std::string("kv ") + dtype_name(dt)) != std::string::npos);
       REQUIRE(test::quantize_rows_and_back(dt, in.k, s.head_dim));
       REQUIRE(test::quantize_rows_and_back(dt, in.v, s.head_dim));
-      CHECK(max_error_of(dir / "o.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= 1e-4);
+      // A decode step at a head_dim of whole blocks quantizes the query where the CPU has AVX-512
+      // VNNI (integer Q·Kᵀ): its rounding, up to 2e-2; every other call widens K/V exactly.
+      const bool int8_query = s.t_q == 1 && s.head_dim % 32 == 0;
+      CHECK(max_error_of(dir / "o.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= (int8_query ? 2e-2 : 1e-4));
     }
   }
 }

@@ -129,6 +129,17 @@ struct Data {
   std::vector<char> row_visible;   // [t_q]
 };
 
+// Where decode quantizes the query for integer Q·Kᵀ (hs::attention_decode_quantizes_query) the
+// scores carry its rounding: up to 1.5e-2 on the table's inputs (a causal row that sees a few
+// keys weighs each score's error most). Every run of such a case is held to that, prefill's too.
+double tolerance(const Case& c) {
+  hs::AttentionArgs a;
+  a.kv_type = c.kv;
+  a.head_dim = c.head_dim;
+  a.tiling = hs::AttentionTiling::kDecode;
+  return hs::attention_decode_quantizes_query(a) ? 2e-2 : tolerance(c.kv);
+}
+
 ht::RefAttention ref_args(const Case& c) {
   ht::RefAttention r;
   r.t_q = c.t_q;
@@ -427,7 +438,7 @@ void check_case(const Case& c) {
     TargetScope scope(target);
     const std::string target_name = target_label(target);
     INFO(target_name);
-    check_report(compare(d, run_full(d)), tolerance(c.kv));
+    check_report(compare(d, run_full(d)), tolerance(c));
   }
 }
 
@@ -594,7 +605,7 @@ TEST_CASE("attention T_q > T_kv causal: early rows see no key and are exact zero
       INFO(target_name);
       const Report r = compare(d, run_full(d));
       CHECK(r.zero_rows == 48);
-      check_report(r, tolerance(c.kv));
+      check_report(r, tolerance(c));
     }
   }
 }
@@ -739,7 +750,7 @@ TEST_CASE("attention KV layouts: a ring with sink tokens, every KV dtype and til
         for (const int64_t target : test_targets()) {
           TargetScope scope(target);
           INFO(target_label(target));
-          check_report(compare(d, run_split(d, 64, false)), tolerance(c.kv));
+          check_report(compare(d, run_split(d, 64, false)), tolerance(c));
         }
       }
     }
@@ -779,7 +790,7 @@ void check_layouts_agree(const Case& c) {
                      << l.pad);
       const Data data = make_data(lc);
       const std::vector<float> o = run_full(data);
-      check_report(compare(data, o), tolerance(c.kv));
+      check_report(compare(data, o), tolerance(c));
       // Compare the heads' values only: the padded layout's O rows carry canaries after them.
       std::vector<float> packed;
       for (size_t t = 0; t < c.t_q; ++t) {
@@ -915,7 +926,7 @@ TEST_CASE("attention specialized d64/d128 equal the generic code") {
         const std::string target_name = target_label(target);
         INFO(target_name);
         const std::vector<float> a = run_full(spec), b = run_full(gen);
-        check_report(compare(spec, a), tolerance(c.kv));
+        check_report(compare(spec, a), tolerance(c));
         double diff = 0.0;
         for (size_t i = 0; i < a.size(); ++i) diff = std::fmax(diff, std::fabs(double{a[i]} - b[i]));
         CHECK(diff <= 1e-6);
@@ -953,7 +964,7 @@ TEST_CASE("attention partial + merge: equals attention_f32, deterministic in any
           if (chunk == 1 && (kEmulated || target != test_targets().front())) continue;
           INFO("chunk " << chunk);
           const std::vector<float> split = run_split(d, chunk, false);
-          check_report(compare(d, split), tolerance(c.kv));
+          check_report(compare(d, split), tolerance(c));
           double diff = 0.0;
           for (size_t k = 0; k < full.size(); ++k) diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
           CHECK(diff <= 2e-6);
@@ -994,7 +1005,7 @@ TEST_CASE("attention sub-ranges: only the asked rows are written, and any split 
       Scratch s(scratch_bytes_for(c));
       hs::attention_f32(args_for(d, o.data()), 1, 3, q0, q1, s.p, s.bytes);
       CHECK(s.canary_intact());
-      check_report(compare(d, o, q0, q1, 1 * group, 3 * group), tolerance(c.kv));
+      check_report(compare(d, o, q0, q1, 1 * group, 3 * group), tolerance(c));
       size_t written_outside = 0;
       for (size_t t = 0; t < c.t_q; ++t) {
         for (size_t x = 0; x < size_t{c.n_heads} * c.head_dim; ++x) {
@@ -1040,7 +1051,7 @@ TEST_CASE("attention scratch: exact size is enough and not overrun, one byte les
         const std::string target_name = target_label(target);
         INFO(target_name);
         // run_full uses exactly attention_scratch_bytes and checks the canary behind it.
-        check_report(compare(d, run_full(d)), tolerance(c.kv));
+        check_report(compare(d, run_full(d)), tolerance(c));
         std::vector<float> o = fresh_output(d);
         Scratch s(scratch_bytes_for(c) - 1);
         hs::attention_f32(args_for(d, o.data()), 0, 1, 0, c.t_q, s.p, s.bytes);
@@ -1082,7 +1093,7 @@ TEST_CASE("attention NaN: propagates to the rows (and V columns) that see it, no
             const std::string target_name = target_label(target);
             INFO(target_name);
             const Report r = compare(d, run_full(d));
-            check_report(r, tolerance(c.kv));
+            check_report(r, tolerance(c));
             CHECK(r.nan_values > 0);
           }
         }
@@ -1250,7 +1261,7 @@ TEST_CASE("attention Inf in V reaches only the rows that see it") {
       TargetScope scope(target);
       const std::string target_name = target_label(target);
       INFO(target_name);
-      check_report(compare(d, run_full(d)), tolerance(c.kv));
+      check_report(compare(d, run_full(d)), tolerance(c));
     }
   }
   // Only key 70 has Inf (in column 3): causal rows before it stay finite.
@@ -1272,7 +1283,7 @@ TEST_CASE("attention Inf in V reaches only the rows that see it") {
       const std::string target_name = target_label(target);
       INFO(target_name);
       const Report r = compare(d, run_full(d));
-      check_report(r, tolerance(c.kv));
+      check_report(r, tolerance(c));
       CHECK(r.nan_values == 30 * 2);  // rows at positions 70..99, both heads, one column
     }
   }
@@ -1349,7 +1360,7 @@ TEST_CASE("attention partial + merge on a wrapping ring with the prefill tiling"
     const std::vector<float> full = run_full(d);
     for (uint32_t chunk : {50u, 64u, 128u}) {
       const std::vector<float> split = run_split(d, chunk, chunk == 64);
-      check_report(compare(d, split), tolerance(c.kv));
+      check_report(compare(d, split), tolerance(c));
       double diff = 0.0;
       for (size_t k = 0; k < full.size(); ++k) diff = std::fmax(diff, std::fabs(double{full[k]} - split[k]));
       CHECK(diff <= 2e-6);
@@ -1405,11 +1416,11 @@ TEST_CASE("attention case table: every case on every target, each tiling, generi
                                 : hs::AttentionTiling::kAuto;
         d.c.generic_only = run == 3;
         INFO("run " << run << " (0 auto, 1 prefill tiling, 2 decode tiling, 3 generic code)");
-        check_report(compare(d, run_full(d)), tolerance(c.kv));
+        check_report(compare(d, run_full(d)), tolerance(c));
       }
       d.c.tiling = hs::AttentionTiling::kAuto;
       d.c.generic_only = false;
-      if (few_rows) check_report(compare(d, run_split(d, 16, false)), tolerance(c.kv));
+      if (few_rows) check_report(compare(d, run_split(d, 16, false)), tolerance(c));
     }
   }
 }

@@ -1,0 +1,262 @@
+// Decode Q·Kᵀ in integers over q8_0 and q4_0 K, per Highway target: where the CPU multiplies
+// int8 vectors into int32 lanes in one instruction, each query row is quantized to int8 per block
+// of 32 values (as ggml's q8_0 dot product does) and a score is Σ_b d_k,b · d_q,b · Σ_i k_i q_i,
+// the inner sums exact in int32. That target is x86 AVX-512 VNNI (VPDPBUSD): Highway's AVX3_DL,
+// whose runtime dispatch requires AVX512_VNNI. Highway 1.0.3 has no op for it and names
+// "avxvnni" rather than "avx512vnni" in that target's attributes, so the instruction is inline
+// assembly. Elsewhere (other targets, head_dims that are not whole blocks) decode widens K to f32
+// (kv_load-inl.h).
+//
+// VPDPBUSD multiplies unsigned bytes by signed bytes, four to an int32 lane. K supplies the
+// unsigned side: q8_0 codes with the sign bit flipped (k + 128), q4_0 nibbles (k + 8) as they
+// are; the query codes the signed side. Each lane starts from −128 (q8_0) or −8 (q4_0) times the
+// sum of its four query codes, so it ends holding exactly Σ k_i q_i of its four values.
+//
+// The quantized query of row r replaces its f32 row in the scratch (t.q + r · d_pad floats: 4 ·
+// d_pad bytes, at least 3 · d for the head_dims taken here), per pair p of blocks (2p, 2p + 1;
+// the last pair may hold one block), np pairs:
+//   codes  bytes [64p, 64p + 64): int8, in the order the pair's K bytes are loaded;
+//   bias   bytes 64 · np + [64p, 64p + 64): 16 int32, each lane's starting value (above);
+//   scales bytes 128 · np + [64p, 64p + 64): 16 f32, each lane's block's d_q.
+// A pair of q8_0 K blocks loads as its two code runs (lanes 0-7 block 2p, 8-15 block 2p + 1); a
+// q4_0 pair as [low nibbles of 2p, of 2p + 1, high nibbles of 2p, of 2p + 1] (values 0-15 and
+// 16-31 of each; lanes 0-3 and 8-11 block 2p). A single last block fills lanes 0-7 in value order,
+// lanes 8-15 stay zero.
+
+#if defined(HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
+#undef HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
+#else
+#define HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "simd/attention.h"
+#include "simd/attention_math-inl.h"
+#include "simd/attention_task-inl.h"
+#include "simd/attention_tiling.h"
+#include "simd/kv_load-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace attn {
+
+#if HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kDecodeIntegerDot = true;
+#else
+inline constexpr bool kDecodeIntegerDot = false;
+#endif
+
+// Whether decode on this target quantizes the query for K of type kv in blocks of head_dim: whole
+// blocks, at least two (the quantized row must fit in the f32 row's place).
+constexpr bool DecodeQuantizesQuery(KvType kv, size_t head_dim) {
+  return kDecodeIntegerDot && KvTypeIsBlock(kv) && head_dim >= 2 * kKvBlockValues && head_dim % kKvBlockValues == 0;
+}
+
+// Byte j of the 64 loaded for block b_in_pair (0 or 1) of a pair: where value i of that block sits.
+template <KvType kType>
+constexpr size_t PairPosition(size_t b_in_pair, size_t i) {
+  if constexpr (kType == KvType::kQ8_0) {
+    return b_in_pair * 32 + i;
+  } else {
+    return (i < 16 ? 0 : 32) + b_in_pair * 16 + i % 16;
+  }
+}
+
+// The query code of a pre-scaled value x given the block's 1/d_q: ggml's roundf(x · id), which
+// stays within ±127 (|x| <= amax), written without a float-to-int conversion of NaN.
+inline int8_t QueryCode(float x, float id) {
+  const float s = x * id;
+  const float a = s < 0.0f ? -s : s;
+  if (!(a < 127.5f)) return 0;  // NaN: its block's scale is NaN already
+  int whole = static_cast<int>(a);
+  if (a - static_cast<float>(whole) >= 0.5f) ++whole;
+  return static_cast<int8_t>(s < 0.0f ? -whole : whole);
+}
+
+// Quantizes the task's query rows, pre-scaled as DotLoadQ scales them, into the layout above. A
+// block with a value that is not finite gets d_q NaN: its rows' scores are NaN, as they are where
+// decode widens.
+template <size_t kDim, KvType kType>
+inline void DotLoadQInt8(const Task& t) {
+  const size_t d = HeadDim<kDim>(t);
+  const size_t nb = d / kKvBlockValues;
+  const size_t np = (nb + 1) / 2;
+  const float k_offset = kType == KvType::kQ8_0 ? 128.0f : 8.0f;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const float* q = QueryRow(t, r);
+    char* row = reinterpret_cast<char*>(t.q + r * PaddedHeadDim<kDim>(t));
+    int8_t* codes = reinterpret_cast<int8_t*>(row);
+    std::memset(row, 0, 192 * np);
+    float scales[kAttentionMaxHeadDim / 32 * 2] = {};  // per pair and byte quarter (16-byte run)
+    for (size_t b = 0; b < nb; ++b) {
+      float x[kKvBlockValues];
+      float amax = 0.0f;
+      bool finite = true;
+      for (size_t i = 0; i < kKvBlockValues; ++i) {
+        x[i] = q[b * kKvBlockValues + i] * t.q_scale;
+        const float ax = x[i] < 0.0f ? -x[i] : x[i];
+        finite = finite && ax <= 3.4028235e38f;
+        amax = ax > amax ? ax : amax;
+      }
+      const float dq = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+      const float id = finite && dq != 0.0f ? 1.0f / dq : 0.0f;
+      const size_t p = b / 2;
+      const bool single = b + 1 == nb && nb % 2 == 1;
+      for (size_t i = 0; i < kKvBlockValues; ++i) {
+        const size_t at = single ? i : PairPosition<kType>(b % 2, i);
+        codes[64 * p + at] = QueryCode(x[i], id);
+        scales[4 * p + at / 16] = dq;
+      }
+    }
+    int32_t bias[16];
+    float dq[16];
+    for (size_t p = 0; p < np; ++p) {
+      for (size_t lane = 0; lane < 16; ++lane) {
+        int32_t sum = 0;
+        for (size_t j = 0; j < 4; ++j) sum += codes[64 * p + 4 * lane + j];
+        bias[lane] = static_cast<int32_t>(-k_offset) * sum;
+        dq[lane] = scales[4 * p + lane / 4];
+      }
+      std::memcpy(row + 64 * np + 64 * p, bias, sizeof(bias));
+      std::memcpy(row + 128 * np + 64 * p, dq, sizeof(dq));
+    }
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// acc + Σ of four u8 · s8 products per int32 lane (VPDPBUSD).
+HWY_INLINE __m512i DotBytes(__m512i acc, __m512i u8, __m512i s8) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+}
+HWY_INLINE __m256i DotBytes(__m256i acc, __m256i u8, __m256i s8) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+}
+
+HWY_INLINE __m128i BroadcastF16(const char* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _mm_set1_epi16(static_cast<short>(h));
+}
+
+// K of the pair of blocks at `blocks` (its first block's first byte) as the unsigned bytes of
+// the layout above, and each lane's block's d_k (F16C: exact for every f16).
+template <KvType kType>
+HWY_INLINE void LoadKPair(const char* blocks, __m512i& k, __m512& dk) {
+  constexpr size_t kB = KvBlockBytes(kType);
+  const __m128i h0 = BroadcastF16(blocks), h1 = BroadcastF16(blocks + kB);
+  if constexpr (kType == KvType::kQ8_0) {
+    const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + 2));
+    const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + kB + 2));
+    k = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), _mm512_set1_epi8(-128));
+    dk = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1));
+  } else {
+    const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 2));
+    const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + kB + 2));
+    const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1);
+    k = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c), _mm256_srli_epi16(c, 4), 1),
+                         _mm512_set1_epi8(0x0F));
+    dk = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_unpacklo_epi64(h0, h1)));
+  }
+}
+
+// The same for a single last block: lanes 0-7 in value order.
+template <KvType kType>
+HWY_INLINE void LoadKBlock(const char* block, __m256i& k, __m256& dk) {
+  dk = _mm256_cvtph_ps(BroadcastF16(block));
+  if constexpr (kType == KvType::kQ8_0) {
+    k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)), _mm256_set1_epi8(-128));
+  } else {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    k = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(c), _mm_srli_epi16(c, 4), 1),
+                         _mm256_set1_epi8(0x0F));
+  }
+}
+#endif
+
+// The accumulators of DotQk (attention_decode_blocks-inl.h) for rows [r0, r0 + kRB) and tile
+// keys [k0, k0 + kKB), from the quantized query: lane sums of each are the scores. Each score is
+// the same sequence of operations whatever the block, so a row's scores do not depend on its
+// neighbours.
+template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf>
+HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf, VF& a00, VF& a01, VF& a02,
+                          VF& a03, VF& a10, VF& a11, VF& a12, VF& a13, VF& a20, VF& a21, VF& a22, VF& a23, VF& a30,
+                          VF& a31, VF& a32, VF& a33) {
+#if HWY_TARGET == HWY_AVX3_DL
+  constexpr size_t kB = KvBlockBytes(kType);
+  const size_t d = HeadDim<kDim>(t);
+  const size_t nb = d / kKvBlockValues;
+  const size_t np = (nb + 1) / 2;
+  const size_t row_bytes = 4 * PaddedHeadDim<kDim>(t);
+  const char* HWY_RESTRICT qb = reinterpret_cast<const char*>(t.q) + r0 * row_bytes;
+  const Rows kr = krow + k0;
+  __m512 acc[kRB][kKB];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) acc[r][k] = _mm512_setzero_ps();
+  }
+  size_t p = 0;
+  for (; 2 * p + 2 <= nb; ++p) {
+    pf.Qk(k0, kKB, 64 * p, 64, 1);
+    __m512i kv[kKB];
+    __m512 dk[kKB];
+    for (size_t k = 0; k < kKB; ++k) LoadKPair<kType>(kr[k] + 2 * p * kB, kv[k], dk[k]);
+    for (size_t r = 0; r < kRB; ++r) {
+      const char* q = qb + r * row_bytes;
+      const __m512i qv = _mm512_loadu_si512(q + 64 * p);
+      const __m512i bias = _mm512_loadu_si512(q + 64 * np + 64 * p);
+      const __m512 dq = _mm512_loadu_ps(reinterpret_cast<const float*>(q + 128 * np + 64 * p));
+      for (size_t k = 0; k < kKB; ++k) {
+        const __m512 dot = _mm512_cvtepi32_ps(DotBytes(bias, kv[k], qv));
+        acc[r][k] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dk[k], dq), acc[r][k]);
+      }
+    }
+  }
+  if (2 * p < nb) {
+    pf.Qk(k0, kKB, 64 * p, 32, 1);
+    __m256i kv[kKB];
+    __m256 dk[kKB];
+    for (size_t k = 0; k < kKB; ++k) LoadKBlock<kType>(kr[k] + 2 * p * kB, kv[k], dk[k]);
+    for (size_t r = 0; r < kRB; ++r) {
+      const char* q = qb + r * row_bytes;
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * p));
+      const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * np + 64 * p));
+      const __m256 dq = _mm256_loadu_ps(reinterpret_cast<const float*>(q + 128 * np + 64 * p));
+      for (size_t k = 0; k < kKB; ++k) {
+        const __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(DotBytes(bias, kv[k], qv)), _mm256_mul_ps(dk[k], dq));
+        acc[r][k] = _mm512_add_ps(acc[r][k], _mm512_zextps256_ps512(dot));
+      }
+    }
+  }
+  // DotQk's sets: set r is row r0 + r with member k key k0 + k, or, 1 row × 8 keys, set k / 4.
+  VF* sets[4][4] = {
+      {&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13}, {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) *sets[kKB == 8 ? k / 4 : r][kKB == 8 ? k % 4 : k] = VF{acc[r][k]};
+  }
+#else
+  static_assert(kDecodeIntegerDot && kRB == 0, "targets with integer dot products only");
+  (void)t, (void)krow, (void)r0, (void)k0, (void)pf, (void)a00, (void)a01, (void)a02, (void)a03, (void)a10, (void)a11;
+  (void)a12, (void)a13, (void)a20, (void)a21, (void)a22, (void)a23, (void)a30, (void)a31, (void)a32, (void)a33;
+#endif
+}
+
+}  // namespace attn
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
