@@ -73,11 +73,13 @@ constexpr size_t PairPosition(size_t b_in_pair, size_t i) {
 }
 
 // The query code of a pre-scaled value x given the block's 1/d_q: ggml's roundf(x · id), which
-// stays within ±127 (|x| <= amax), written without a float-to-int conversion of NaN.
+// stays within ±127 (|x| <= amax), with no float-to-int conversion of NaN or infinity: those give
+// 0 (a block that is not finite has d_q NaN already; one of subnormals whose 1/d_q overflowed
+// counts as zeros).
 inline int8_t QueryCode(float x, float id) {
   const float s = x * id;
   const float a = s < 0.0f ? -s : s;
-  if (!(a < 127.5f)) return 0;  // NaN: its block's scale is NaN already
+  if (!(a < 127.5f)) return 0;
   int whole = static_cast<int>(a);
   if (a - static_cast<float>(whole) >= 0.5f) ++whole;
   return static_cast<int8_t>(s < 0.0f ? -whole : whole);
