@@ -831,6 +831,7 @@ TEST_CASE("attention decode: every K/V layout gives bitwise the same O") {
         c.window = variant % 4 == 1 ? 100 : 0;
         c.softcap = variant % 5 == 2 ? 30.0f : 0.0f;
         ++variant;
+        if (kEmulated && t_kv == 300) continue;  // 64 and 65 cross a tile's end already
         check_layouts_agree(c);
       }
     }
@@ -984,7 +985,7 @@ TEST_CASE("attention sub-ranges: only the asked rows are written, and any split 
     c.n_kv_heads = 4;
     c.n_heads = 8;
     c.t_q = decode ? 2 : 70;
-    c.t_kv = variant < 4 ? 150 : 1000;
+    c.t_kv = variant < 4 ? 150 : kEmulated ? 400 : 1000;  // past the window and several tiles either way
     c.head_dim = variant < 2 ? 80 : variant < 4 ? 64 : variant < 6 ? 128 : 50;
     c.kv = variant < 4 ? hs::KvType::kF32 : hs::KvType::kF16;
     c.causal = true;

@@ -1,8 +1,9 @@
 # cmake -DEXPECT_TARGET=SVE -DEMULATOR=qemu-aarch64;-L;SYSROOT -DPROBE=simd_targets
-#       [-DKERNEL_TEST=attention_kernel_test] -P simd_flavour.cmake      (QEMU_CPU in the environment)
+#       [-DKERNEL_TEST=attention_kernel_test [-DKERNEL_TEST_ARGS=--first=1;--last=13]]
+#       -P simd_flavour.cmake      (QEMU_CPU in the environment)
 # One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the kernels must dispatch
-# to EXPECT_TARGET (simd_targets prints the choice), and with KERNEL_TEST the whole kernel suite
-# must pass there (under qemu it tests the target dispatch picks: tests/kernels/target_scope.hpp). When EXPECT_TARGET is not compiled
+# to EXPECT_TARGET (simd_targets prints the choice), and with KERNEL_TEST the kernel suite (the
+# cases KERNEL_TEST_ARGS picks) must pass there (under qemu it tests the target dispatch picks: tests/kernels/target_scope.hpp). When EXPECT_TARGET is not compiled
 # into the kernels at all, the test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION
 # "SKIPPED:") rather than passed.
 set(cpu "QEMU_CPU=$ENV{QEMU_CPU}")
@@ -31,7 +32,7 @@ if(NOT KERNEL_TEST)
   return()
 endif()
 
-execute_process(COMMAND ${EMULATOR} ${KERNEL_TEST} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+execute_process(COMMAND ${EMULATOR} ${KERNEL_TEST} ${KERNEL_TEST_ARGS} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "${cpu} (${chosen}): ${KERNEL_TEST} exited ${code}\n${out}${err}")
 endif()
