@@ -3,9 +3,9 @@
 #       -P simd_flavour.cmake      (QEMU_CPU in the environment)
 # One SIMD flavour of a cross build, on the CPU that QEMU_CPU emulates: the kernels must dispatch
 # to EXPECT_TARGET (simd_targets prints the choice), and with KERNEL_TEST the kernel suite (the
-# cases KERNEL_TEST_ARGS picks) must pass there (under qemu it tests the target dispatch picks: tests/kernels/target_scope.hpp). When EXPECT_TARGET is not compiled
-# into the kernels at all, the test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION
-# "SKIPPED:") rather than passed.
+# cases KERNEL_TEST_ARGS picks) must pass there (under qemu it tests the target dispatch picks:
+# tests/kernels/target_scope.hpp). When EXPECT_TARGET is not compiled into the kernels at all, the
+# test reports itself skipped (ctest SKIP_REGULAR_EXPRESSION "SKIPPED:") rather than passed.
 set(cpu "QEMU_CPU=$ENV{QEMU_CPU}")
 execute_process(COMMAND ${EMULATOR} ${PROBE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT code EQUAL 0)
