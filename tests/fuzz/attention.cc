@@ -18,10 +18,10 @@
 #include "headway/attention.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/quantize.hpp"
-#include "simd/attention.h"
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_query.hpp"
 #include "tests/support/quantized_rows.hpp"
 #include "tests/support/test_rng.hpp"
 
@@ -192,14 +192,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The suites' tolerances hold for logits of unit scale (scale 1/sqrt(head_dim) over unit-normal
   // data); f32 rounding in a dot product grows with the logits, so larger scales get a
   // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4). Where decode
-  // quantizes the query for integer Q·Kᵀ, the scores carry its int8 rounding: the suites' 2e-2.
+  // quantizes the query for integer Q·Kᵀ, the suites' band (quantized_query.hpp).
   const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
-  simd::AttentionArgs quantized;
-  quantized.kv_type = static_cast<simd::KvType>(dtype);
-  quantized.head_dim = s.head_dim;
-  quantized.tiling = simd::AttentionTiling::kDecode;
-  const bool query_quantized = blocks && simd::attention_decode_quantizes_query(quantized);
-  const double tol = (query_quantized                  ? 2e-2
+  const bool query_quantized = blocks && test::decode_quantizes_query(static_cast<simd::KvType>(dtype), s.head_dim);
+  const double tol = (query_quantized                  ? test::kQuantizedQueryTolerance
                       : dtype == DType::kF32 || blocks ? 1e-4
                       : dtype == DType::kF16           ? 2e-3
                                                        : 3e-2) *

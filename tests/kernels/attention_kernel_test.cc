@@ -26,6 +26,7 @@
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/kernels/target_scope.hpp"
+#include "tests/support/quantized_query.hpp"
 #include "tests/support/quantized_rows.hpp"
 #include "tests/support/test_rng.hpp"
 
@@ -129,15 +130,9 @@ struct Data {
   std::vector<char> row_visible;   // [t_q]
 };
 
-// Where decode quantizes the query for integer Q·Kᵀ (hs::attention_decode_quantizes_query) the
-// scores carry its rounding: up to 1.5e-2 on the table's inputs (a causal row that sees a few
-// keys weighs each score's error most). Every run of such a case is held to that, prefill's too.
+// The case's tolerance on every run, its decode's quantized query included (quantized_query.hpp).
 double tolerance(const Case& c) {
-  hs::AttentionArgs a;
-  a.kv_type = c.kv;
-  a.head_dim = c.head_dim;
-  a.tiling = hs::AttentionTiling::kDecode;
-  return hs::attention_decode_quantizes_query(a) ? 2e-2 : tolerance(c.kv);
+  return ht::decode_quantizes_query(c.kv, c.head_dim) ? ht::kQuantizedQueryTolerance : tolerance(c.kv);
 }
 
 ht::RefAttention ref_args(const Case& c) {

@@ -25,6 +25,7 @@
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/quantized_query.hpp"
 #include "tests/support/quantized_rows.hpp"
 
 namespace headway {
@@ -160,14 +161,10 @@ double max_abs_error(const std::vector<float>& got, const std::vector<double>& w
 
 const char* name_of(DType t) { return dtype_name(t); }
 
-// 1e-4, or, where decode quantizes the query for integer Q·Kᵀ (q8_0 and q4_0 K on a CPU with
-// AVX-512 VNNI), 2e-2: the query's rounding (attention_kernel_test measures it).
+// 1e-4, or where decode quantizes the query for integer Q·Kᵀ its band (quantized_query.hpp).
 double tolerance(const test::AttentionCase& c, DType dtype) {
-  simd::AttentionArgs a;
-  a.kv_type = static_cast<simd::KvType>(dtype);
-  a.head_dim = c.head_dim;
-  a.tiling = simd::AttentionTiling::kDecode;
-  return simd::attention_decode_quantizes_query(a) ? 2e-2 : 1e-4;
+  return test::decode_quantizes_query(static_cast<simd::KvType>(dtype), c.head_dim) ? test::kQuantizedQueryTolerance
+                                                                                    : 1e-4;
 }
 
 // The shared table (tests/reference/attention_cases.hpp) in every KV dtype: attend() is cheap enough to
