@@ -86,7 +86,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
 HWY_NOINLINE const char* AttentionTargetName() { return hwy::TargetName(HWY_TARGET); }
 
 HWY_NOINLINE bool AttentionQuantizesQuery(const AttentionArgs& a) {
-  return detail::UseDecodeTiling(a) && attn::DecodeQuantizesQuery(a.kv_type, a.head_dim);
+  return detail::UseDecodeTiling(a) && attn::DecodeQuantizesQuery(a);
 }
 
 // y[i] = the softmax's exp of x[i] (attn::ExpNonPositive), for tests.

@@ -255,7 +255,7 @@ inline void DotRunLayout(Task& t) {
 
 template <size_t kDim, KvType kType>
 inline void DotRun(Task& t) {
-  t.q_int8 = DecodeQuantizesQuery(kType, HeadDim<kDim>(t));
+  t.q_int8 = DecodeQuantizesQuery(*t.a);
   if constexpr (kDecodeIntegerDot && KvTypeIsBlock(kType)) {
     if (t.q_int8) DotLoadQInt8<kDim, kType>(t);
   }

@@ -56,10 +56,22 @@ inline constexpr bool kDecodeIntegerDot = true;
 inline constexpr bool kDecodeIntegerDot = false;
 #endif
 
-// Whether decode on this target quantizes the query for K of type kv in blocks of head_dim: whole
-// blocks, at least two (the quantized row must fit in the f32 row's place).
-constexpr bool DecodeQuantizesQuery(KvType kv, size_t head_dim) {
-  return kDecodeIntegerDot && KvTypeIsBlock(kv) && head_dim >= 2 * kKvBlockValues && head_dim % kKvBlockValues == 0;
+// A call quantizes the query only when each of its rows sees at least this many keys. The query's
+// rounding moves every score a little; a row's output weighs those errors by its probabilities
+// against the spread of the V rows, so a row that sees a handful of keys of similar weight keeps
+// most of them (up to 1.5e-2 on the shared case table's rows that see 1 to 24 keys) and one that
+// sees many averages them out. Short rows also leave little time to gain. ALiBi's distance penalty
+// can leave a row a few keys of any weight however many it sees, so ALiBi calls widen too.
+inline constexpr int64_t kDecodeQuantizedQueryMinKeys = 64;
+
+// Whether decode on this target quantizes the query for a: K in a block format, head_dim whole
+// blocks and at least two (the quantized row must fit in the f32 row's place), no ALiBi, and every
+// row seeing at least kDecodeQuantizedQueryMinKeys keys. A function of the shapes, so every task
+// and every chunk of a call agrees.
+constexpr bool DecodeQuantizesQuery(const AttentionArgs& a) {
+  return kDecodeIntegerDot && KvTypeIsBlock(a.kv_type) && a.head_dim >= 2 * kKvBlockValues &&
+         a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr &&
+         detail::FewestVisibleKeys(a) >= kDecodeQuantizedQueryMinKeys;
 }
 
 // Byte j of the 64 loaded for block b_in_pair (0 or 1) of a pair: where value i of that block sits.

@@ -50,6 +50,20 @@ constexpr bool SeesNoKey(const AttentionArgs& a, uint32_t t) {
   return VisibleKeys(a, t).empty() && VisibleSinkKeys(a, t).empty();
 }
 
+// The fewest keys a query row of the call sees, both spans counted (0 when t_q is 0). With causal a
+// row's count never falls as its position rises (its upper bound moves as fast as the window's
+// lower bound, and its sink span grows); without, it never rises (only the window's lower bound
+// moves): the first and the last row hold the fewest.
+constexpr int64_t FewestVisibleKeys(const AttentionArgs& a) {
+  if (a.t_q == 0) return 0;
+  const auto count = [&a](uint32_t t) {
+    const KeyRange w = VisibleKeys(a, t), s = VisibleSinkKeys(a, t);
+    return (w.empty() ? 0 : w.hi - w.lo + 1) + (s.empty() ? 0 : s.hi - s.lo + 1);
+  };
+  const int64_t first = count(0), last = count(a.t_q - 1);
+  return first < last ? first : last;
+}
+
 // Decode tiling (lanes along head_dim, dot products) when a task has few rows; prefill tiling
 // (lanes along query rows) otherwise. A function of the shapes only, so every task of a call and
 // every sub-range call runs the same code.

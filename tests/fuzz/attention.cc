@@ -194,7 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // proportionally wider band (found: scale 3.2, head_dim 465, error 1.1e-4). Where decode
   // quantizes the query for integer Q·Kᵀ, the suites' band (quantized_query.hpp).
   const double logit_scale = r.scale * std::sqrt(static_cast<double>(s.head_dim));
-  const bool query_quantized = blocks && test::decode_quantizes_query(static_cast<simd::KvType>(dtype), s.head_dim);
+  const bool query_quantized = blocks && test::decode_quantizes_query(r, static_cast<simd::KvType>(dtype));
   const double tol = (query_quantized                  ? test::kQuantizedQueryTolerance
                       : dtype == DType::kF32 || blocks ? 1e-4
                       : dtype == DType::kF16           ? 2e-3

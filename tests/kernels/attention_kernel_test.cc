@@ -131,8 +131,9 @@ struct Data {
 };
 
 // The case's tolerance on every run, its decode's quantized query included (quantized_query.hpp).
+ht::RefAttention ref_args(const Case& c);
 double tolerance(const Case& c) {
-  return ht::decode_quantizes_query(c.kv, c.head_dim) ? ht::kQuantizedQueryTolerance : tolerance(c.kv);
+  return ht::decode_quantizes_query(ref_args(c), c.kv) ? ht::kQuantizedQueryTolerance : tolerance(c.kv);
 }
 
 ht::RefAttention ref_args(const Case& c) {
@@ -513,6 +514,56 @@ TEST_CASE("attention dispatch: every supported target is reachable and named") {
   MESSAGE("attention targets tested: " << names);
   // After the scopes: back to the best target.
   if (targets.front() != 0) CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(targets.front()));
+}
+
+// Integer Q·Kᵀ (attention_decode_int8-inl.h) runs on AVX3_DL alone, and only where every row sees
+// at least 64 keys, without ALiBi: elsewhere decode widens the blocks.
+TEST_CASE("decode quantizes the query on AVX-512 VNNI only where every row sees 64 keys or more") {
+  const auto quantizes = [](hs::KvType kv, uint32_t head_dim, uint32_t t_q, uint32_t t_kv, bool causal, uint32_t window,
+                            uint32_t sink_tokens, bool alibi) {
+    const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    hs::AttentionArgs a;
+    a.kv_type = kv;
+    a.head_dim = head_dim;
+    a.t_q = t_q;
+    a.t_kv = t_kv;
+    a.n_heads = 4;
+    a.n_kv_heads = 2;
+    a.causal = causal;
+    a.window = window;
+    a.sink_tokens = sink_tokens;
+    a.alibi_slopes = alibi ? slopes : nullptr;
+    a.tiling = hs::AttentionTiling::kDecode;
+    return hs::attention_decode_quantizes_query(a);
+  };
+  using K = hs::KvType;
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    INFO(target_label(target));
+    const bool vnni = std::string(hs::attention_target_name()) == hwy::TargetName(HWY_AVX3_DL);
+    // Causal: the first row (position t_kv − t_q) sees the fewest keys.
+    CHECK(quantizes(K::kQ8_0, 128, 1, 64, true, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ4_0, 64, 1, 64, true, 0, 0, false) == vnni);
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 63, true, 0, 0, false));
+    CHECK(quantizes(K::kQ8_0, 128, 4, 67, true, 0, 0, false) == vnni);
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 4, 66, true, 0, 0, false));
+    // A window bounds every row's keys; sink tokens count with them.
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 63, 0, false));
+    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 64, 0, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 60, 4, false) == vnni);
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 59, 4, false));
+    // Without causal the last row sees the fewest (its window starts latest).
+    CHECK(quantizes(K::kQ8_0, 128, 8, 4096, false, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 2, 65, false, 0, 0, false) == vnni);
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 2, 63, false, 0, 0, false));
+    // ALiBi, K that is not a block format, head_dims not of whole blocks or a single block.
+    CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 0, 0, true));
+    CHECK_FALSE(quantizes(K::kF16, 128, 1, 4096, true, 0, 0, false));
+    CHECK_FALSE(quantizes(K::kF32, 128, 1, 4096, true, 0, 0, false));
+    CHECK_FALSE(quantizes(K::kQ8_0, 80, 1, 4096, true, 0, 0, false));
+    CHECK_FALSE(quantizes(K::kQ4_0, 32, 1, 4096, true, 0, 0, false));
+    CHECK(quantizes(K::kQ4_0, 96, 1, 4096, true, 0, 0, false) == vnni);
+  }
 }
 
 TEST_CASE("attention kernel choice: d64/d128 specialized, generic elsewhere, decode for few rows") {

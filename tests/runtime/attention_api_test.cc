@@ -162,9 +162,9 @@ double max_abs_error(const std::vector<float>& got, const std::vector<double>& w
 const char* name_of(DType t) { return dtype_name(t); }
 
 // 1e-4, or where decode quantizes the query for integer Q·Kᵀ its band (quantized_query.hpp).
-double tolerance(const test::AttentionCase& c, DType dtype) {
-  return test::decode_quantizes_query(static_cast<simd::KvType>(dtype), c.head_dim) ? test::kQuantizedQueryTolerance
-                                                                                    : 1e-4;
+double tolerance(const Problem& p) {
+  const test::RefAttention r = test::ref_args(p.shape, p.call_params());
+  return test::decode_quantizes_query(r, static_cast<simd::KvType>(p.kv_dtype)) ? test::kQuantizedQueryTolerance : 1e-4;
 }
 
 // The shared table (tests/reference/attention_cases.hpp) in every KV dtype: attend() is cheap enough to
@@ -179,7 +179,7 @@ TEST_CASE("attend matches the double reference for every case of the table, in e
                   << c.head_dim << " causal " << c.causal << " window " << c.window << " softcap " << c.softcap
                   << " scale " << c.scale << " sinks " << test::case_has_sinks(c) << " kv " << name_of(dtype));
       REQUIRE_MESSAGE(s.ok(), s.message());
-      CHECK(max_abs_error(o, p.reference()) <= tolerance(c, dtype));
+      CHECK(max_abs_error(o, p.reference()) <= tolerance(p));
     }
   }
 }
