@@ -130,12 +130,6 @@ struct Data {
   std::vector<char> row_visible;   // [t_q]
 };
 
-// The case's tolerance on every run, its decode's quantized query included (quantized_query.hpp).
-ht::RefAttention ref_args(const Case& c);
-double tolerance(const Case& c) {
-  return ht::decode_quantizes_query(ref_args(c), c.kv) ? ht::kQuantizedQueryTolerance : tolerance(c.kv);
-}
-
 ht::RefAttention ref_args(const Case& c) {
   ht::RefAttention r;
   r.t_q = c.t_q;
@@ -153,6 +147,11 @@ ht::RefAttention ref_args(const Case& c) {
   r.sink_tokens = c.sink_tokens;
   r.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
   return r;
+}
+
+// The case's tolerance on every run, its decode's quantized query included (quantized_query.hpp).
+double tolerance(const Case& c) {
+  return ht::decode_quantizes_query(ref_args(c), c.kv) ? ht::kQuantizedQueryTolerance : tolerance(c.kv);
 }
 
 // Dense Q [t_q, n_heads, d], K and V [t_kv, n_kv_heads, d] from the case table's generator.
@@ -521,20 +520,17 @@ TEST_CASE("attention dispatch: every supported target is reachable and named") {
 TEST_CASE("decode quantizes the query on AVX-512 VNNI only where every row sees 64 keys or more") {
   const auto quantizes = [](hs::KvType kv, uint32_t head_dim, uint32_t t_q, uint32_t t_kv, bool causal, uint32_t window,
                             uint32_t sink_tokens, bool alibi) {
-    const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
-    hs::AttentionArgs a;
-    a.kv_type = kv;
-    a.head_dim = head_dim;
-    a.t_q = t_q;
-    a.t_kv = t_kv;
-    a.n_heads = 4;
-    a.n_kv_heads = 2;
-    a.causal = causal;
-    a.window = window;
-    a.sink_tokens = sink_tokens;
-    a.alibi_slopes = alibi ? slopes : nullptr;
-    a.tiling = hs::AttentionTiling::kDecode;
-    return hs::attention_decode_quantizes_query(a);
+    ht::RefAttention r;
+    r.t_q = t_q;
+    r.t_kv = t_kv;
+    r.n_heads = 4;
+    r.n_kv_heads = 2;
+    r.head_dim = head_dim;
+    r.causal = causal;
+    r.window = window;
+    r.sink_tokens = sink_tokens;
+    if (alibi) r.alibi_slopes = {0.5, 0.25, 0.125, 0.0625};
+    return ht::decode_quantizes_query(r, kv);
   };
   using K = hs::KvType;
   for (const int64_t target : test_targets()) {
