@@ -49,18 +49,18 @@ inline float KvF16ToF32(uint16_t h) {
 
 inline float KvBF16ToF32(uint16_t b) { return KvF32FromBits(uint32_t{b} << 16); }
 
-// N f16 values. Highway 1.0.3 converts in hardware on x86 from AVX2 up (F16C) and on ARM with
-// half-precision FP (every AArch64 core), exactly; elsewhere (SSE4, SSSE3, EMU128, SCALAR, ARM
-// without FP16) it emulates without infinities or NaN (exponent 31 becomes a finite 2^16..).
-// Those targets use the integer form below: shift the 15 magnitude bits into f32 position and
-// multiply by 2^112 (rebias 15 → 127; exact, subnormals included), then patch exponent 31.
+// N f16 values, given as their bits (one per lane of DF). Highway 1.0.3 converts in hardware on
+// x86 from AVX2 up (F16C) and on ARM with half-precision FP (every AArch64 core), exactly;
+// elsewhere (SSE4, SSSE3, EMU128, SCALAR, ARM without FP16) it emulates without infinities or NaN
+// (exponent 31 becomes a finite 2^16..). Those targets use the integer form below: shift the 15
+// magnitude bits into f32 position and multiply by 2^112 (rebias 15 → 127; exact, subnormals
+// included), then patch exponent 31.
 template <class DF>
-HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<DF> WidenF16Bits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h) {
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2) || \
     (HWY_ARCH_ARM && !(__ARM_FP & 2)) || !(HWY_ARCH_X86 || HWY_ARCH_ARM)
   const hn::RebindToUnsigned<DF> du32;
-  const hn::Rebind<uint16_t, DF> du16;
-  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, p));
+  const auto bits = hn::PromoteTo(du32, h);
   const auto sign = hn::ShiftLeft<16>(hn::And(bits, hn::Set(du32, 0x8000u)));
   const auto mag = hn::ShiftLeft<13>(hn::And(bits, hn::Set(du32, 0x7FFFu)));
   const auto finite = hn::Mul(hn::BitCast(df, mag), hn::Set(df, 0x1.0p112f));
@@ -68,9 +68,14 @@ HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
   const auto is_inf_nan = hn::RebindMask(df, hn::Eq(hn::And(bits, hn::Set(du32, 0x7C00u)), hn::Set(du32, 0x7C00u)));
   return hn::Or(hn::IfThenElse(is_inf_nan, inf_nan, finite), hn::BitCast(df, sign));
 #else
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  return hn::PromoteTo(df, hn::BitCast(hn::Rebind<hwy::float16_t, DF>(), h));
 #endif
+}
+
+// N f16 values from memory.
+template <class DF>
+HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
+  return WidenF16Bits(df, hn::LoadU(hn::Rebind<uint16_t, DF>(), p));
 }
 
 // N bf16 values: exact, the 16 bits are the top half of the f32.
@@ -89,7 +94,8 @@ HWY_INLINE hn::Vec<DF> WidenBlock(DF df, const char* HWY_RESTRICT row, size_t x)
   const char* block = row + x / kKvBlockValues * KvBlockBytes(kType);
   uint16_t scale_bits;
   std::memcpy(&scale_bits, block, 2);
-  const auto scale = hn::Set(df, KvF16ToF32(scale_bits));
+  // The scale widened in vector registers: the scalar form branches on the exponent, per vector.
+  const auto scale = WidenF16Bits(df, hn::Set(hn::Rebind<uint16_t, DF>(), scale_bits));
   const hn::RebindToSigned<DF> di32;
   const size_t i = x % kKvBlockValues;
   if constexpr (kType == KvType::kQ8_0) {
