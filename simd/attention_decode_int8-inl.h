@@ -1,27 +1,35 @@
 // Decode Q·Kᵀ in integers over q8_0 and q4_0 K, per Highway target: where the CPU multiplies
 // int8 vectors into int32 lanes in one instruction, each query row is quantized to int8 per block
 // of 32 values (as ggml's q8_0 dot product does) and a score is Σ_b d_k,b · d_q,b · Σ_i k_i q_i,
-// the inner sums exact in int32. That target is x86 AVX-512 VNNI (VPDPBUSD): Highway's AVX3_DL,
-// whose runtime dispatch requires AVX512_VNNI. Highway 1.0.3 has no op for it and names
-// "avxvnni" rather than "avx512vnni" in that target's attributes, so the instruction is inline
-// assembly. Elsewhere (other targets, head_dims that are not whole blocks) decode widens K to f32
-// (kv_load-inl.h).
+// the inner sums exact in int32. Two targets have it:
+// - x86 AVX-512 VNNI (VPDPBUSD): Highway's AVX3_DL, whose runtime dispatch requires AVX512_VNNI.
+//   Highway 1.0.3 has no op for it and names "avxvnni" rather than "avx512vnni" in that target's
+//   attributes, so the instruction is inline assembly.
+// - Arm's dot product extension (SDOT, Armv8.2; Cortex-A55/A76 and later, not A53/A72) under
+//   Highway's NEON target on AArch64 Linux, which does not require it: the kernel asks the OS
+//   (HWCAP_ASIMDDP) and runs SDOT in a function compiled for Armv8.2 with it, which therefore
+//   cannot be inlined into the kernel and uses NEON intrinsics, not Highway's ops.
+// Elsewhere (other targets, CPUs without the instruction, head_dims that are not whole blocks)
+// decode widens K to f32 (kv_load-inl.h).
 //
 // VPDPBUSD multiplies unsigned bytes by signed bytes, four to an int32 lane. K supplies the
 // unsigned side: q8_0 codes with the sign bit flipped (k + 128), q4_0 nibbles (k + 8) as they
 // are; the query codes the signed side. Each lane starts from −128 (q8_0) or −8 (q4_0) times the
-// sum of its four query codes, so it ends holding exactly Σ k_i q_i of its four values.
+// sum of its four query codes, so it ends holding exactly Σ k_i q_i of its four values. SDOT
+// multiplies signed bytes by signed bytes: q8_0 codes as they are, q4_0 nibbles minus 8, each
+// lane from 0.
 //
 // The quantized query of row r replaces its f32 row in the scratch (t.q + r · d_pad floats: 4 ·
 // d_pad bytes, at least 3 · d for the head_dims taken here), per pair p of blocks (2p, 2p + 1;
 // the last pair may hold one block), np pairs:
 //   codes  bytes [64p, 64p + 64): int8, in the order the pair's K bytes are loaded;
-//   bias   bytes 64 · np + [64p, 64p + 64): 16 int32, each lane's starting value (above);
+//   bias   bytes 64 · np + [64p, 64p + 64): 16 int32, each lane's starting value (above; VNNI);
 //   scales bytes 128 · np + [64p, 64p + 64): 16 f32, each lane's block's d_q.
 // A pair of q8_0 K blocks loads as its two code runs (lanes 0-7 block 2p, 8-15 block 2p + 1); a
 // q4_0 pair as [low nibbles of 2p, of 2p + 1, high nibbles of 2p, of 2p + 1] (values 0-15 and
 // 16-31 of each; lanes 0-3 and 8-11 block 2p). A single last block fills lanes 0-7 in value order,
-// lanes 8-15 stay zero.
+// lanes 8-15 stay zero. SDOT reads the same layout 16 bytes (4 lanes) at a time: block b's codes
+// are two of its pair's four 16-byte runs.
 
 #if defined(HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
@@ -42,6 +50,18 @@
 #include "simd/attention_tiling.h"
 #include "simd/kv_load-inl.h"
 
+// SDOT where its function attribute has this spelling (GCC) and the OS reports it (Linux,
+// Android).
+#undef HEADWAY_DECODE_SDOT
+#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64 && defined(__linux__) && HWY_COMPILER_GCC_ACTUAL
+#define HEADWAY_DECODE_SDOT 1
+#include <arm_neon.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#else
+#define HEADWAY_DECODE_SDOT 0
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
@@ -52,8 +72,19 @@ namespace attn {
 
 #if HWY_TARGET == HWY_AVX3_DL
 inline constexpr bool kDecodeIntegerDot = true;
+inline constexpr bool kDecodeDotUnsignedK = true;
+inline bool DecodeIntegerDotAvailable() { return true; }
+#elif HEADWAY_DECODE_SDOT
+inline constexpr bool kDecodeIntegerDot = true;
+inline constexpr bool kDecodeDotUnsignedK = false;
+inline bool DecodeIntegerDotAvailable() {
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return has;
+}
 #else
 inline constexpr bool kDecodeIntegerDot = false;
+inline constexpr bool kDecodeDotUnsignedK = false;
+inline bool DecodeIntegerDotAvailable() { return false; }
 #endif
 
 // A call quantizes the query only when each of its rows sees at least this many keys. The query's
@@ -64,13 +95,13 @@ inline constexpr bool kDecodeIntegerDot = false;
 // can leave a row a few keys of any weight however many it sees, so ALiBi calls widen too.
 inline constexpr int64_t kDecodeQuantizedQueryMinKeys = 64;
 
-// Whether decode on this target quantizes the query for a: K in a block format, head_dim whole
-// blocks and at least two (the quantized row must fit in the f32 row's place), no ALiBi, and every
-// row seeing at least kDecodeQuantizedQueryMinKeys keys. A function of the shapes, so every task
-// and every chunk of a call agrees.
-constexpr bool DecodeQuantizesQuery(const AttentionArgs& a) {
-  return kDecodeIntegerDot && KvTypeIsBlock(a.kv_type) && a.head_dim >= 2 * kKvBlockValues &&
-         a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr &&
+// Whether decode on this target and CPU quantizes the query for a: K in a block format, head_dim
+// whole blocks and at least two (the quantized row must fit in the f32 row's place), no ALiBi, and
+// every row seeing at least kDecodeQuantizedQueryMinKeys keys. A function of the shapes and the
+// CPU, so every task and every chunk of a call agrees.
+inline bool DecodeQuantizesQuery(const AttentionArgs& a) {
+  return kDecodeIntegerDot && DecodeIntegerDotAvailable() && KvTypeIsBlock(a.kv_type) &&
+         a.head_dim >= 2 * kKvBlockValues && a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr &&
          detail::FewestVisibleKeys(a) >= kDecodeQuantizedQueryMinKeys;
 }
 
@@ -105,7 +136,7 @@ inline void DotLoadQInt8(const Task& t) {
   const size_t d = HeadDim<kDim>(t);
   const size_t nb = d / kKvBlockValues;
   const size_t np = (nb + 1) / 2;
-  const float k_offset = kType == KvType::kQ8_0 ? 128.0f : 8.0f;
+  const float k_offset = !kDecodeDotUnsignedK ? 0.0f : kType == KvType::kQ8_0 ? 128.0f : 8.0f;
   for (size_t r = 0; r < t.rows; ++r) {
     const float* q = QueryRow(t, r);
     char* row = reinterpret_cast<char*>(t.q + r * PaddedHeadDim<kDim>(t));
@@ -199,6 +230,70 @@ HWY_INLINE void LoadKBlock(const char* block, __m256i& k, __m256& dk) {
 }
 #endif
 
+#if HEADWAY_DECODE_SDOT
+// acc[r][k] (4 lanes) for rows [0, kRB) of the quantized query at qb (rows row_bytes apart) and
+// the kKB K rows kr, over their nb blocks: lane sums are the scores. Per block, the two 16-byte
+// runs of codes go through two SDOTs into one int32 vector, then one conversion and one FMA by
+// d_k · d_q.
+// (GCC 12 gives the functions defined after one with a target attribute that target too, so the
+// kernels could no longer inline them; the pragmas keep it to this one.)
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+template <KvType kType, size_t kRB, size_t kKB>
+HWY_NOINLINE void DotQkSdot(const char* HWY_RESTRICT qb, size_t row_bytes, const char* const* kr, size_t nb,
+                            float32x4_t (&acc)[kRB][kKB]) {
+  constexpr size_t kB = KvBlockBytes(kType);
+  const size_t np = (nb + 1) / 2;
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) acc[r][k] = vdupq_n_f32(0.0f);
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    // The pair's 16-byte runs that hold block b (layout above).
+    const bool single = nb % 2 == 1 && b + 1 == nb;
+    const size_t c0 = single ? 0 : kType == KvType::kQ8_0 ? 2 * (b % 2) : b % 2;
+    const size_t c1 = single ? 1 : kType == KvType::kQ8_0 ? c0 + 1 : c0 + 2;
+    const size_t at = 64 * (b / 2);
+    int8x16_t k0[kKB], k1[kKB];
+    float32x4_t dk[kKB];
+    for (size_t k = 0; k < kKB; ++k) {
+      const char* block = kr[k] + b * kB;
+      uint16_t h;
+      std::memcpy(&h, block, 2);
+      dk[k] = vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)));
+      if constexpr (kType == KvType::kQ8_0) {
+        k0[k] = vld1q_s8(reinterpret_cast<const int8_t*>(block + 2));
+        k1[k] = vld1q_s8(reinterpret_cast<const int8_t*>(block + 18));
+      } else {
+        const uint8x16_t c = vld1q_u8(reinterpret_cast<const uint8_t*>(block + 2));
+        const int8x16_t eight = vdupq_n_s8(8);
+        k0[k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(c, vdupq_n_u8(0x0F))), eight);
+        k1[k] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(c, 4)), eight);
+      }
+    }
+    for (size_t r = 0; r < kRB; ++r) {
+      const char* q = qb + r * row_bytes;
+      const int8x16_t q0 = vld1q_s8(reinterpret_cast<const int8_t*>(q + at + 16 * c0));
+      const int8x16_t q1 = vld1q_s8(reinterpret_cast<const int8_t*>(q + at + 16 * c1));
+      const float32x4_t dq = vld1q_f32(reinterpret_cast<const float*>(q + 128 * np + at + 16 * c0));
+      for (size_t k = 0; k < kKB; ++k) {
+        const int32x4_t dot = vdotq_s32(vdotq_s32(vdupq_n_s32(0), k0[k], q0), k1[k], q1);
+        acc[r][k] = vfmaq_f32(acc[r][k], vcvtq_f32_s32(dot), vmulq_f32(dk[k], dq));
+      }
+    }
+  }
+}
+#pragma GCC pop_options
+#endif
+
+// DotQk's sets from the accumulators acc[r][k] (row r0 + r, key k0 + k): set r with member k, or,
+// 1 row × 8 keys, set k / 4 with member k % 4.
+template <size_t kRB, size_t kKB, class Raw>
+HWY_INLINE void ToSets(const Raw (&acc)[kRB][kKB], VF* const (&sets)[4][4]) {
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) *sets[kKB == 8 ? k / 4 : r][kKB == 8 ? k % 4 : k] = VF{acc[r][k]};
+  }
+}
+
 // The accumulators of DotQk (attention_decode_blocks-inl.h) for rows [r0, r0 + kRB) and tile
 // keys [k0, k0 + kKB), from the quantized query: lane sums of each are the scores. Each score is
 // the same sequence of operations whatever the block, so a row's scores do not depend on its
@@ -207,6 +302,8 @@ template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class P
 HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf, VF& a00, VF& a01, VF& a02,
                           VF& a03, VF& a10, VF& a11, VF& a12, VF& a13, VF& a20, VF& a21, VF& a22, VF& a23, VF& a30,
                           VF& a31, VF& a32, VF& a33) {
+  VF* const sets[4][4] = {
+      {&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13}, {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
 #if HWY_TARGET == HWY_AVX3_DL
   constexpr size_t kB = KvBlockBytes(kType);
   const size_t d = HeadDim<kDim>(t);
@@ -252,16 +349,19 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
       }
     }
   }
-  // DotQk's sets: set r is row r0 + r with member k key k0 + k, or, 1 row × 8 keys, set k / 4.
-  VF* sets[4][4] = {
-      {&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13}, {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t k = 0; k < kKB; ++k) *sets[kKB == 8 ? k / 4 : r][kKB == 8 ? k % 4 : k] = VF{acc[r][k]};
-  }
+  ToSets(acc, sets);
+#elif HEADWAY_DECODE_SDOT
+  const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
+  for (size_t p = 0; 2 * p < nb; ++p) pf.Qk(k0, kKB, 64 * p, 2 * p + 2 <= nb ? 64 : 32, 1);
+  const char* kr[kKB];
+  for (size_t k = 0; k < kKB; ++k) kr[k] = krow[k0 + k];
+  float32x4_t acc[kRB][kKB];
+  DotQkSdot<kType, kRB, kKB>(reinterpret_cast<const char*>(t.q + r0 * PaddedHeadDim<kDim>(t)),
+                             4 * PaddedHeadDim<kDim>(t), kr, nb, acc);
+  ToSets(acc, sets);
 #else
   static_assert(kDecodeIntegerDot && kRB == 0, "targets with integer dot products only");
-  (void)t, (void)krow, (void)r0, (void)k0, (void)pf, (void)a00, (void)a01, (void)a02, (void)a03, (void)a10, (void)a11;
-  (void)a12, (void)a13, (void)a20, (void)a21, (void)a22, (void)a23, (void)a30, (void)a31, (void)a32, (void)a33;
+  (void)t, (void)krow, (void)r0, (void)k0, (void)pf, (void)sets;
 #endif
 }
 

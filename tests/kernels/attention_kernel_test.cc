@@ -19,6 +19,11 @@
 #include <string>
 #include <vector>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
 #include "runtime/kernel_dtype.hpp"
@@ -515,9 +520,21 @@ TEST_CASE("attention dispatch: every supported target is reachable and named") {
   if (targets.front() != 0) CHECK(std::string(hs::attention_target_name()) == hwy::TargetName(targets.front()));
 }
 
-// Integer Q·Kᵀ (attention_decode_int8-inl.h) runs on AVX3_DL alone, and only where every row sees
-// at least 64 keys, without ALiBi: elsewhere decode widens the blocks.
-TEST_CASE("decode quantizes the query on AVX-512 VNNI only where every row sees 64 keys or more") {
+// Whether the target in use multiplies int8 in one instruction on this CPU: AVX3_DL (its dispatch
+// requires AVX-512 VNNI), or NEON on an AArch64 CPU whose kernel reports SDOT (GCC builds: the
+// kernels' SDOT function is compiled with GCC's spelling of the Armv8.2 attribute).
+static bool target_multiplies_int8() {
+  const std::string name = hs::attention_target_name();
+  if (name == hwy::TargetName(HWY_AVX3_DL)) return true;
+#if defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+  if (name == hwy::TargetName(HWY_NEON)) return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
+  return false;
+}
+
+// Integer Q·Kᵀ (attention_decode_int8-inl.h) runs only there, and only where every row sees at
+// least 64 keys, without ALiBi: elsewhere decode widens the blocks.
+TEST_CASE("decode quantizes the query only with integer dot products and where every row sees 64 keys or more") {
   const auto quantizes = [](hs::KvType kv, uint32_t head_dim, uint32_t t_q, uint32_t t_kv, bool causal, uint32_t window,
                             uint32_t sink_tokens, bool alibi) {
     ht::RefAttention r;
@@ -536,21 +553,21 @@ TEST_CASE("decode quantizes the query on AVX-512 VNNI only where every row sees 
   for (const int64_t target : test_targets()) {
     TargetScope scope(target);
     INFO(target_label(target));
-    const bool vnni = std::string(hs::attention_target_name()) == hwy::TargetName(HWY_AVX3_DL);
+    const bool integer = target_multiplies_int8();
     // Causal: the first row (position t_kv − t_q) sees the fewest keys.
-    CHECK(quantizes(K::kQ8_0, 128, 1, 64, true, 0, 0, false) == vnni);
-    CHECK(quantizes(K::kQ4_0, 64, 1, 64, true, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 1, 64, true, 0, 0, false) == integer);
+    CHECK(quantizes(K::kQ4_0, 64, 1, 64, true, 0, 0, false) == integer);
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 63, true, 0, 0, false));
-    CHECK(quantizes(K::kQ8_0, 128, 4, 67, true, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 4, 67, true, 0, 0, false) == integer);
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 4, 66, true, 0, 0, false));
     // A window bounds every row's keys; sink tokens count with them.
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 63, 0, false));
-    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 64, 0, false) == vnni);
-    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 60, 4, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 64, 0, false) == integer);
+    CHECK(quantizes(K::kQ8_0, 128, 1, 4096, true, 60, 4, false) == integer);
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 59, 4, false));
     // Without causal the last row sees the fewest (its window starts latest).
-    CHECK(quantizes(K::kQ8_0, 128, 8, 4096, false, 0, 0, false) == vnni);
-    CHECK(quantizes(K::kQ8_0, 128, 2, 65, false, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ8_0, 128, 8, 4096, false, 0, 0, false) == integer);
+    CHECK(quantizes(K::kQ8_0, 128, 2, 65, false, 0, 0, false) == integer);
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 2, 63, false, 0, 0, false));
     // ALiBi, K that is not a block format, head_dims not of whole blocks or a single block.
     CHECK_FALSE(quantizes(K::kQ8_0, 128, 1, 4096, true, 0, 0, true));
@@ -558,7 +575,7 @@ TEST_CASE("decode quantizes the query on AVX-512 VNNI only where every row sees 
     CHECK_FALSE(quantizes(K::kF32, 128, 1, 4096, true, 0, 0, false));
     CHECK_FALSE(quantizes(K::kQ8_0, 80, 1, 4096, true, 0, 0, false));
     CHECK_FALSE(quantizes(K::kQ4_0, 32, 1, 4096, true, 0, 0, false));
-    CHECK(quantizes(K::kQ4_0, 96, 1, 4096, true, 0, 0, false) == vnni);
+    CHECK(quantizes(K::kQ4_0, 96, 1, 4096, true, 0, 0, false) == integer);
   }
 }
 
