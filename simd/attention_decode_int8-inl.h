@@ -5,10 +5,15 @@
 // - x86 AVX-512 VNNI (VPDPBUSD): Highway's AVX3_DL, whose runtime dispatch requires AVX512_VNNI.
 //   Highway 1.0.3 has no op for it and names "avxvnni" rather than "avx512vnni" in that target's
 //   attributes, so the instruction is inline assembly.
+// - x86 AVX-VNNI (the same instruction, VEX-encoded, 256 bits; Alder Lake and later, the N100
+//   class of edge boxes without AVX-512) under Highway's AVX2 target, which does not require it:
+//   the kernel asks CPUID (leaf 7, subleaf 1, EAX bit 4) once. Inline assembly too.
 // - Arm's dot product extension (SDOT, Armv8.2; Cortex-A55/A76 and later, not A53/A72) under
-//   Highway's NEON target on AArch64 Linux, which does not require it: the kernel asks the OS
+//   Highway's AArch64 targets on Linux, none of which requires it: the kernel asks the OS
 //   (HWCAP_ASIMDDP) and runs SDOT in a function compiled for Armv8.2 with it, which therefore
-//   cannot be inlined into the kernel and uses NEON intrinsics, not Highway's ops.
+//   cannot be inlined into the kernel and uses NEON intrinsics, not Highway's ops. The SVE
+//   targets run the same NEON function: their cores have NEON, and their 128-bit SVE (phones,
+//   Neoverse V2) would do the same work per instruction.
 // Elsewhere (other targets, CPUs without the instruction, head_dims that are not whole blocks)
 // decode widens K to f32 (kv_load-inl.h).
 //
@@ -50,16 +55,26 @@
 #include "simd/attention_tiling.h"
 #include "simd/kv_load-inl.h"
 
-// SDOT where its function attribute has this spelling (GCC) and the OS reports it (Linux,
-// Android).
+// SDOT on every AArch64 SIMD target (NEON and the SVE ones, whose cores have NEON too), where its
+// pragma has this spelling (GCC) and the OS reports it (Linux, Android).
 #undef HEADWAY_DECODE_SDOT
-#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64 && defined(__linux__) && HWY_COMPILER_GCC_ACTUAL
+#if HWY_ARCH_ARM_A64 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR && defined(__linux__) && \
+    HWY_COMPILER_GCC_ACTUAL
 #define HEADWAY_DECODE_SDOT 1
 #include <arm_neon.h>
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #else
 #define HEADWAY_DECODE_SDOT 0
+#endif
+
+// AVX-VNNI under the AVX2 target, where the compiler has <cpuid.h> (GCC, Clang).
+#undef HEADWAY_DECODE_AVXVNNI
+#if HWY_TARGET == HWY_AVX2 && HWY_COMPILER_GCC
+#define HEADWAY_DECODE_AVXVNNI 1
+#include <cpuid.h>
+#else
+#define HEADWAY_DECODE_AVXVNNI 0
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -74,6 +89,16 @@ namespace attn {
 inline constexpr bool kDecodeIntegerDot = true;
 inline constexpr bool kDecodeDotUnsignedK = true;
 inline bool DecodeIntegerDotAvailable() { return true; }
+#elif HEADWAY_DECODE_AVXVNNI
+inline constexpr bool kDecodeIntegerDot = true;
+inline constexpr bool kDecodeDotUnsignedK = true;
+inline bool DecodeIntegerDotAvailable() {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a >> 4 & 1u) != 0;
+  }();
+  return has;
+}
 #elif HEADWAY_DECODE_SDOT
 inline constexpr bool kDecodeIntegerDot = true;
 inline constexpr bool kDecodeDotUnsignedK = false;
@@ -188,12 +213,54 @@ HWY_INLINE __m256i DotBytes(__m256i acc, __m256i u8, __m256i s8) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
   return acc;
 }
+#elif HEADWAY_DECODE_AVXVNNI
+// The same, VEX-encoded (AVX-VNNI: registers 0-15).
+HWY_INLINE __m256i DotBytes(__m256i acc, __m256i u8, __m256i s8) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+  return acc;
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL || HEADWAY_DECODE_AVXVNNI
 
 HWY_INLINE __m128i BroadcastF16(const char* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _mm_set1_epi16(static_cast<short>(h));
 }
+
+// The same for a single block: lanes 0-7 in value order.
+template <KvType kType>
+HWY_INLINE void LoadKBlock(const char* block, __m256i& k, __m256& dk) {
+  dk = _mm256_cvtph_ps(BroadcastF16(block));
+  if constexpr (kType == KvType::kQ8_0) {
+    k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)), _mm256_set1_epi8(-128));
+  } else {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    k = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(c), _mm_srli_epi16(c, 4), 1),
+                         _mm256_set1_epi8(0x0F));
+  }
+}
+
+// Half h (bytes [32h, 32h + 32) of the layout above) of the pair of K blocks at `blocks`, and each
+// of its lanes' d_k: q8_0 block 2p + h's codes; q4_0 the low (h = 0) or high nibbles of both
+// blocks, lanes 0-3 block 2p.
+template <KvType kType>
+HWY_INLINE void LoadKPairHalf(const char* blocks, size_t h, __m256i& k, __m256& dk) {
+  constexpr size_t kB = KvBlockBytes(kType);
+  if constexpr (kType == KvType::kQ8_0) {
+    LoadKBlock<kType>(blocks + h * kB, k, dk);
+  } else {
+    const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 2));
+    const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + kB + 2));
+    const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1);
+    k = _mm256_and_si256(h == 0 ? c : _mm256_srli_epi16(c, 4), _mm256_set1_epi8(0x0F));
+    dk = _mm256_cvtph_ps(_mm_unpacklo_epi64(BroadcastF16(blocks), BroadcastF16(blocks + kB)));
+  }
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
 
 // K of the pair of blocks at `blocks` (its first block's first byte) as the unsigned bytes of
 // the layout above, and each lane's block's d_k (F16C: exact for every f16).
@@ -216,18 +283,6 @@ HWY_INLINE void LoadKPair(const char* blocks, __m512i& k, __m512& dk) {
   }
 }
 
-// The same for a single last block: lanes 0-7 in value order.
-template <KvType kType>
-HWY_INLINE void LoadKBlock(const char* block, __m256i& k, __m256& dk) {
-  dk = _mm256_cvtph_ps(BroadcastF16(block));
-  if constexpr (kType == KvType::kQ8_0) {
-    k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)), _mm256_set1_epi8(-128));
-  } else {
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-    k = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(c), _mm_srli_epi16(c, 4), 1),
-                         _mm256_set1_epi8(0x0F));
-  }
-}
 #endif
 
 #if HEADWAY_DECODE_SDOT
@@ -285,13 +340,11 @@ HWY_NOINLINE void DotQkSdot(const char* HWY_RESTRICT qb, size_t row_bytes, const
 #pragma GCC pop_options
 #endif
 
-// DotQk's sets from the accumulators acc[r][k] (row r0 + r, key k0 + k): set r with member k, or,
-// 1 row × 8 keys, set k / 4 with member k % 4.
-template <size_t kRB, size_t kKB, class Raw>
-HWY_INLINE void ToSets(const Raw (&acc)[kRB][kKB], VF* const (&sets)[4][4]) {
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t k = 0; k < kKB; ++k) *sets[kKB == 8 ? k / 4 : r][kKB == 8 ? k % 4 : k] = VF{acc[r][k]};
-  }
+// DotQk's accumulator of row r0 + r and key k0 + k: set r, member k, or, 1 row × 8 keys, set
+// k / 4, member k % 4.
+template <size_t kKB>
+HWY_INLINE VF& SetMember(VF* const (&sets)[4][4], size_t r, size_t k) {
+  return *sets[kKB == 8 ? k / 4 : r][kKB == 8 ? k % 4 : k];
 }
 
 // The accumulators of DotQk (attention_decode_blocks-inl.h) for rows [r0, r0 + kRB) and tile
@@ -349,7 +402,47 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
       }
     }
   }
-  ToSets(acc, sets);
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) SetMember<kKB>(sets, r, k) = VF{acc[r][k]};
+  }
+#elif HEADWAY_DECODE_AVXVNNI
+  constexpr size_t kB = KvBlockBytes(kType);
+  const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
+  const size_t np = (nb + 1) / 2;
+  const size_t row_bytes = 4 * PaddedHeadDim<kDim>(t);
+  const char* HWY_RESTRICT qb = reinterpret_cast<const char*>(t.q) + r0 * row_bytes;
+  const Rows kr = krow + k0;
+  __m256 acc[kRB][kKB];
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) acc[r][k] = _mm256_setzero_ps();
+  }
+  // The layout in 32-byte halves, as many as blocks: half u % 2 of pair u / 2, or a single last
+  // block.
+  for (size_t u = 0; u < nb; ++u) {
+    if (u % 2 == 0) pf.Qk(k0, kKB, 32 * u, u + 2 <= nb ? 64 : 32, 1);
+    const bool single = nb % 2 == 1 && u + 1 == nb;
+    __m256i kv[kKB];
+    __m256 dk[kKB];
+    for (size_t k = 0; k < kKB; ++k) {
+      if (single) {
+        LoadKBlock<kType>(kr[k] + u * kB, kv[k], dk[k]);
+      } else {
+        LoadKPairHalf<kType>(kr[k] + (u - u % 2) * kB, u % 2, kv[k], dk[k]);
+      }
+    }
+    for (size_t r = 0; r < kRB; ++r) {
+      const char* q = qb + r * row_bytes;
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * u));
+      const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * np + 32 * u));
+      const __m256 dq = _mm256_loadu_ps(reinterpret_cast<const float*>(q + 128 * np + 32 * u));
+      for (size_t k = 0; k < kKB; ++k) {
+        acc[r][k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotBytes(bias, kv[k], qv)), _mm256_mul_ps(dk[k], dq), acc[r][k]);
+      }
+    }
+  }
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) SetMember<kKB>(sets, r, k) = VF{acc[r][k]};
+  }
 #elif HEADWAY_DECODE_SDOT
   const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
   for (size_t p = 0; 2 * p < nb; ++p) pf.Qk(k0, kKB, 64 * p, 2 * p + 2 <= nb ? 64 : 32, 1);
@@ -358,7 +451,14 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
   float32x4_t acc[kRB][kKB];
   DotQkSdot<kType, kRB, kKB>(reinterpret_cast<const char*>(t.q + r0 * PaddedHeadDim<kDim>(t)),
                              4 * PaddedHeadDim<kDim>(t), kr, nb, acc);
-  ToSets(acc, sets);
+  // Each accumulator's 4 lanes into the first 4 of DotQk's vector (SVE's may be wider), the rest
+  // zero: the lane sums stay the scores.
+  const DF df;
+  for (size_t r = 0; r < kRB; ++r) {
+    for (size_t k = 0; k < kKB; ++k) {
+      SetMember<kKB>(sets, r, k) = hn::MaskedLoad(hn::FirstN(df, 4), df, reinterpret_cast<const float*>(&acc[r][k]));
+    }
+  }
 #else
   static_assert(kDecodeIntegerDot && kRB == 0, "targets with integer dot products only");
   (void)t, (void)krow, (void)r0, (void)k0, (void)pf, (void)sets;

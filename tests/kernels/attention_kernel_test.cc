@@ -23,6 +23,9 @@
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
@@ -521,13 +524,22 @@ TEST_CASE("attention dispatch: every supported target is reachable and named") {
 }
 
 // Whether the target in use multiplies int8 in one instruction on this CPU: AVX3_DL (its dispatch
-// requires AVX-512 VNNI), or NEON on an AArch64 CPU whose kernel reports SDOT (GCC builds: the
-// kernels' SDOT function is compiled with GCC's spelling of the Armv8.2 attribute).
+// requires AVX-512 VNNI), AVX2 on a CPU with AVX-VNNI, or any AArch64 SIMD target (NEON, SVE) on
+// a CPU whose kernel reports SDOT (GCC builds: the kernels compile their SDOT function with GCC's
+// spelling of Armv8.2).
 static bool target_multiplies_int8() {
   const std::string name = hs::attention_target_name();
   if (name == hwy::TargetName(HWY_AVX3_DL)) return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (name == hwy::TargetName(HWY_AVX2)) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a >> 4 & 1u) != 0;
+  }
+#endif
 #if defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
-  if (name == hwy::TargetName(HWY_NEON)) return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  if (name != hwy::TargetName(HWY_EMU128) && name != hwy::TargetName(HWY_SCALAR)) {
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  }
 #endif
   return false;
 }

@@ -1,5 +1,5 @@
 // Where decode quantizes the query for integer Q·Kᵀ (q8_0 and q4_0 K at a head_dim of whole
-// blocks, rows that see at least 64 keys, no ALiBi, on a CPU with AVX-512 VNNI or Arm's SDOT:
+// blocks, rows that see at least 64 keys, no ALiBi, on a CPU with AVX-512 VNNI, AVX-VNNI or SDOT:
 // simd/attention_decode_int8-inl.h), the scores carry the query's int8 rounding. The suites and
 // the fuzzer hold such a case to kQuantizedQueryTolerance, the README's bound on unit-normal
 // inputs, prefill's runs too, in place of widening's 1e-4.
