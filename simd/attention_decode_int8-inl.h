@@ -1,7 +1,7 @@
 // Decode Q·Kᵀ in integers over q8_0 and q4_0 K, per Highway target: where the CPU multiplies
 // int8 vectors into int32 lanes in one instruction, each query row is quantized to int8 per block
 // of 32 values (as ggml's q8_0 dot product does) and a score is Σ_b d_k,b · d_q,b · Σ_i k_i q_i,
-// the inner sums exact in int32. Two targets have it:
+// the inner sums exact in int32. Three kinds of CPU have such an instruction:
 // - x86 AVX-512 VNNI (VPDPBUSD): Highway's AVX3_DL, whose runtime dispatch requires AVX512_VNNI.
 //   Highway 1.0.3 has no op for it and names "avxvnni" rather than "avx512vnni" in that target's
 //   attributes, so the instruction is inline assembly.
@@ -33,8 +33,8 @@
 // A pair of q8_0 K blocks loads as its two code runs (lanes 0-7 block 2p, 8-15 block 2p + 1); a
 // q4_0 pair as [low nibbles of 2p, of 2p + 1, high nibbles of 2p, of 2p + 1] (values 0-15 and
 // 16-31 of each; lanes 0-3 and 8-11 block 2p). A single last block fills lanes 0-7 in value order,
-// lanes 8-15 stay zero. SDOT reads the same layout 16 bytes (4 lanes) at a time: block b's codes
-// are two of its pair's four 16-byte runs.
+// lanes 8-15 stay zero. AVX-VNNI reads the same layout 32 bytes (8 lanes) at a time, SDOT 16
+// bytes (4 lanes): block b's codes are two of its pair's four 16-byte runs.
 
 #if defined(HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_DECODE_INT8_INL_H_
