@@ -85,6 +85,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 namespace attn {
 
+// kDecodeIntegerDot: this target compiles an integer Q·Kᵀ; kDecodeDotUnsignedK: its instruction
+// takes K as unsigned bytes (VPDPBUSD; SDOT takes signed); DecodeIntegerDotAvailable(): this CPU
+// runs it, asked once.
 #if HWY_TARGET == HWY_AVX3_DL
 inline constexpr bool kDecodeIntegerDot = true;
 inline constexpr bool kDecodeDotUnsignedK = true;
