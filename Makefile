@@ -29,11 +29,11 @@ test: deps
 # Each cross workflow (every test but those labelled slow), then its slow tests: the kernel suite
 # once per SIMD flavour on an emulated CPU that has it (in two halves that run side by side). Each
 # prints, from its ctest log, which SIMD target each emulated CPU ran. The workflows run the whole
-# suite case by case already: aarch64's on a Cortex-A76 (NEON with SDOT, its test preset's QEMU_CPU),
-# armv7's on qemu's default CPU (NEON). CI (.ci/run) runs test-cross-ci: the same workflows, then
-# aarch64's SVE2 suite only (qemu emulates SVE many times slower than NEON). SVE's, SVE2_128's
-# and SVE_256's suites (their dispatch checks run in the workflow), the bench smoke test (`cli:
-# bench-json`: its roofs and a 512-token prefill) and `cli: run-gpt-oss-json` (two of
+# suite case by case already: aarch64's on a Cortex-A76 (NEON with SDOT, its test preset's
+# QEMU_CPU), armv7's on qemu's default CPU (NEON). CI (.ci/run) runs test-cross-ci: the same
+# workflows, then aarch64's SVE2 suite only (qemu emulates SVE many times slower than NEON). SVE's,
+# SVE2_128's and SVE_256's suites (their dispatch checks run in the workflow), the bench smoke test
+# (`cli: bench-json`: its roofs and a 512-token prefill) and `cli: run-gpt-oss-json` (two of
 # gpt-oss-20b's layers) take minutes each under qemu; the release build runs the last two.
 test-cross: SLOW_AARCH64 = -L slow
 test-cross: SLOW_ARMV7 = -L slow
