@@ -128,8 +128,8 @@ inline constexpr int64_t kDecodeQuantizedQueryMinKeys = 64;
 // every row seeing at least kDecodeQuantizedQueryMinKeys keys. A function of the shapes and the
 // CPU, so every task and every chunk of a call agrees.
 inline bool DecodeQuantizesQuery(const AttentionArgs& a) {
-  return kDecodeIntegerDot && DecodeIntegerDotAvailable() && KvTypeIsBlock(a.kv_type) &&
-         a.head_dim >= 2 * kKvBlockValues && a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr &&
+  return DecodeIntegerDotAvailable() && KvTypeIsBlock(a.kv_type) && a.head_dim >= 2 * kKvBlockValues &&
+         a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr &&
          detail::FewestVisibleKeys(a) >= kDecodeQuantizedQueryMinKeys;
 }
 
@@ -360,18 +360,18 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
                           VF& a31, VF& a32, VF& a33) {
   VF* const sets[4][4] = {
       {&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13}, {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HEADWAY_DECODE_AVXVNNI
   constexpr size_t kB = KvBlockBytes(kType);
-  const size_t d = HeadDim<kDim>(t);
-  const size_t nb = d / kKvBlockValues;
+  const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
   const size_t np = (nb + 1) / 2;
   const size_t row_bytes = 4 * PaddedHeadDim<kDim>(t);
   const char* HWY_RESTRICT qb = reinterpret_cast<const char*>(t.q) + r0 * row_bytes;
   const Rows kr = krow + k0;
-  __m512 acc[kRB][kKB];
+  decltype(VF().raw) acc[kRB][kKB];  // __m512 (AVX3_DL) or __m256 (AVX2)
   for (size_t r = 0; r < kRB; ++r) {
-    for (size_t k = 0; k < kKB; ++k) acc[r][k] = _mm512_setzero_ps();
+    for (size_t k = 0; k < kKB; ++k) acc[r][k] = hn::Zero(DF()).raw;
   }
+#if HWY_TARGET == HWY_AVX3_DL
   size_t p = 0;
   for (; 2 * p + 2 <= nb; ++p) {
     pf.Qk(k0, kKB, 64 * p, 64, 1);
@@ -405,20 +405,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
       }
     }
   }
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t k = 0; k < kKB; ++k) SetMember<kKB>(sets, r, k) = VF{acc[r][k]};
-  }
-#elif HEADWAY_DECODE_AVXVNNI
-  constexpr size_t kB = KvBlockBytes(kType);
-  const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
-  const size_t np = (nb + 1) / 2;
-  const size_t row_bytes = 4 * PaddedHeadDim<kDim>(t);
-  const char* HWY_RESTRICT qb = reinterpret_cast<const char*>(t.q) + r0 * row_bytes;
-  const Rows kr = krow + k0;
-  __m256 acc[kRB][kKB];
-  for (size_t r = 0; r < kRB; ++r) {
-    for (size_t k = 0; k < kKB; ++k) acc[r][k] = _mm256_setzero_ps();
-  }
+#else
   // The layout in 32-byte halves, as many as blocks: half u % 2 of pair u / 2, or a single last
   // block.
   for (size_t u = 0; u < nb; ++u) {
@@ -443,6 +430,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
       }
     }
   }
+#endif
   for (size_t r = 0; r < kRB; ++r) {
     for (size_t k = 0; k < kKB; ++k) SetMember<kKB>(sets, r, k) = VF{acc[r][k]};
   }
