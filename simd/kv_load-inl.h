@@ -273,11 +273,14 @@ HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint
   for (size_t i = 0; i < n; ++i) WidenKvRow(df, a.kv_type, KvRowAt(a, base, g, k0 + i), d, d_pad, tile + i * d_pad);
 }
 
-// Prefetch of one K/V cache line that is read once, half a tile from now. Non-temporal (x86
-// PREFETCHNTA, ARM PLDL1STRM): on x86-64 AVX-512 (f16, head_dim 128, T_kv 32768, 1 thread) it
-// ran ~12% faster than a T0 prefetch.
+// Prefetch of one K/V cache line that is read once, half a tile from now. x86: into L2
+// (PREFETCHT2). Non-temporal (PREFETCHNTA) was a little faster on one AVX-512 machine but made
+// decode up to 2.9x slower on a Sapphire Rapids class one (docs/PERFORMANCE.md, "decode prefetches
+// into L2"). ARM: non-temporal (PLDL1STRM), not measured against the others.
 HWY_INLINE void KvPrefetch(const char* p) {
-#if HWY_COMPILER_GCC  // GCC and Clang
+#if HWY_COMPILER_GCC && HWY_ARCH_X86  // GCC and Clang
+  __builtin_prefetch(p, 0, 1);
+#elif HWY_COMPILER_GCC
   __builtin_prefetch(p, 0, 0);
 #else
   hwy::Prefetch(p);
