@@ -21,6 +21,7 @@
 #include "bench/peak.hpp"
 #include "bench/roofline_svg.hpp"
 #include "bench/runner.hpp"
+#include "bench/simd_target.hpp"
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/backend.hpp"
@@ -32,13 +33,16 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: headway bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu]\n"
-    "                     [--layout cache|dense] [--json] [--svg FILE] [--llc-mib N] [--device N]\n"
+    "                     [--layout cache|dense] [--target NAME] [--json] [--svg FILE] [--llc-mib N]\n"
+    "                     [--device N]\n"
     "  --case NAME   run this case (repeatable; default: every case, see --list)\n"
     "  --threads N   CPU threads for the attention and for the measured peak (default 1)\n"
     "  --reps N      timed repetitions after one warm-up (default: 5..200, about 0.25 s a case)\n"
     "  --backend     cpu (default) or gpu (the Vulkan backend; no peak is measured for it)\n"
     "  --layout      CPU K/V layout: cache (default; the KV cache's [kv_heads, t_kv, head_dim], what\n"
     "                sessions decode from) or dense (attend() on token-major [t_kv, kv_heads, head_dim])\n"
+    "  --target NAME the CPU SIMD target to run instead of the best this CPU has (e.g. AVX2, SSE4,\n"
+    "                SCALAR; a wrong name lists the ones there are): kernels, projections and roofs\n"
     "  --json        one JSON object per case on stdout\n"
     "  --svg FILE    write a roofline picture of the run\n"
     "  --llc-mib N   the last-level cache size to plan cold K/V and the bandwidth buffer for\n"
@@ -54,6 +58,7 @@ struct Options {
   bench::KvLayout layout = bench::KvLayout::kCache;
   int32_t device = -1;
   const char* svg = nullptr;
+  const char* target = nullptr;
 };
 
 int list_cases() {
@@ -286,6 +291,8 @@ Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool
       s = layout_flag(&flags, &o->layout);
     } else if (f == "--svg") {
       s = flags.value(&o->svg);
+    } else if (f == "--target") {
+      s = flags.value(&o->target);
     } else {
       s = flags.unknown();
     }
@@ -377,6 +384,14 @@ int run(int argc, char** argv) {
   o.gpu = std::strcmp(backend, "gpu") == 0;
   if (!o.gpu && std::strcmp(backend, "cpu") != 0) {
     return report("bench", Status::error(Code::kInvalidArgument, "--backend %s is not one of cpu, gpu", backend));
+  }
+  if (o.target != nullptr) {
+    if (o.gpu) {
+      return report("bench",
+                    Status::error(Code::kInvalidArgument,
+                                  "--target %s: a CPU SIMD target, and --backend gpu times the GPU", o.target));
+    }
+    if (Status s = bench::pin_simd_target(o.target); !s.ok()) return report("bench", s);
   }
   if (o.cases.empty()) {
     for (const bench::BenchCase& c : bench::bench_cases()) o.cases.push_back(&c);

@@ -1,5 +1,5 @@
-# cmake -DCOMMAND=prog;args... -DEXPECT_LINES=N [-DEXPECT_LAYOUT=cache|dense] [-DGPU=1] [-DEMULATOR=...]
-#       -P bench_json.cmake
+# cmake -DCOMMAND=prog;args... -DEXPECT_LINES=N [-DEXPECT_LAYOUT=cache|dense] [-DEXPECT_TARGET=NAME]
+#       [-DGPU=1] [-DEMULATOR=...] -P bench_json.cmake
 # `headway bench --json` smoke test: exit 0, N lines on stdout, each a JSON object with every key
 # of the documented schema; numbers finite (JSON has no Inf/NaN) and positive, nothing about speed;
 # on the CPU, the roofs measured again after the cases on stderr, and `bound` consistent with the
@@ -58,6 +58,12 @@ foreach(line IN LISTS lines)
     string(JSON layout GET "${line}" kv_layout)
     if(NOT layout STREQUAL EXPECT_LAYOUT)
       message(FATAL_ERROR "kv_layout is ${layout}, expected ${EXPECT_LAYOUT}: ${line}")
+    endif()
+  endif()
+  if(EXPECT_TARGET)
+    string(JSON target GET "${line}" target)
+    if(NOT target STREQUAL EXPECT_TARGET)
+      message(FATAL_ERROR "target is ${target}, expected ${EXPECT_TARGET}: ${line}")
     endif()
   endif()
   if(NOT GPU)

@@ -12,6 +12,20 @@ add_test(NAME "cli: bench-json-dense"
           "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t512-h32x8-d64-f16;--layout;dense;--reps;2;--llc-mib;8;--json"
           -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
 set_tests_properties("cli: bench-json-dense" PROPERTIES TIMEOUT 60)
+# --target pins the kernels, projections and roofs to one SIMD target: the portable SCALAR code
+# (bare metal's), which every host build compiles and every CPU runs. (Cross builds: 32-bit ARM's
+# run-time detection knows no target to pin.)
+if(NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME "cli: bench-json-target"
+    COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=1 -DEXPECT_TARGET=SCALAR
+            "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t2048-h32x8-d64-q8_0;--target;SCALAR;--reps;2;--llc-mib;8;--json"
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+  set_tests_properties("cli: bench-json-target" PROPERTIES TIMEOUT 60)
+endif()
+headway_cli_test(bench-bad-target 2 "--target NOPE( is not one of [A-Z0-9_, ]+ \\(the SIMD targets|: this CPU reports no SIMD target)"
+                 bench --target NOPE)
+headway_cli_test(bench-target-gpu 2 "--target SCALAR: a CPU SIMD target, and --backend gpu times the GPU"
+                 bench --target SCALAR --backend gpu)
 headway_cli_test(bench-list 0 "decode-t8192-h32x8-d128-f16 +decode" bench --list)
 headway_cli_test(bench-unknown-case 2 "--case prefill-t9-nope: no case of that name" bench --case prefill-t9-nope)
 headway_cli_test(bench-bad-backend 2 "--backend tpu is not one of cpu, gpu" bench --backend tpu)
