@@ -164,9 +164,10 @@ const char* attention_kernel_name(const AttentionArgs& args);
 
 // Whether attention_f32 with args, on the dispatched target, quantizes the query to int8 per block
 // of 32 for integer Q·Kᵀ (attention_decode_int8-inl.h): decode tiling, q8_0 or q4_0 K, head_dim
-// a multiple of 32 and at least 64, no ALiBi, every query row seeing at least 64 keys, a CPU with
-// AVX-512 VNNI. Its scores then carry the query's rounding (README, Accuracy) instead of matching the
-// widened f32 arithmetic.
+// a multiple of 32 and at least 64, no ALiBi, every query row seeing at least 64 keys, a target
+// and CPU with integer dot products (AVX3_DL; AVX2 with AVX-VNNI; AArch64 with SDOT). Its scores
+// then carry the query's rounding (README, Accuracy) instead of matching the widened f32
+// arithmetic.
 bool attention_decode_quantizes_query(const AttentionArgs& args);
 
 // Bit mask (Highway HWY_* target bits) of the targets the kernels were compiled for; tests loop
