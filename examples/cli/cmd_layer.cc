@@ -27,9 +27,9 @@ constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
     "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
     "                     [--projection highway|xnnpack] [--backend cpu|gpu]\n"
-    "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, causal attention, o\n"
-    "  projection; no norm, residual or MLP around it) on x [T, d_model] f32 at positions\n"
-    "  P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
+    "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, attention masked as the\n"
+    "  config says: causal or bidirectional, o projection; no norm, residual or MLP around it) on\n"
+    "  x [T, d_model] f32 at positions P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
     "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n"
     "  --backend gpu runs the KV cache and attention on a Vulkan device.\n";
 

@@ -354,6 +354,13 @@ Status read_attention_extras(const Where& w, const json& obj, const std::string&
 
 Result<Config> parse_object(const Where& w, const json& obj, const std::string& model_type) {
   HEADWAY_RETURN_IF_ERROR(reject_mla(w, obj, model_type));
+  if (model_type == "modernbert") {  // read as a decoder, it would run causal with one RoPE base
+    return Status::error(Code::kUnsupported,
+                         "%s: model_type modernbert is not supported: its local layers' symmetric window "
+                         "(local_attention) and two RoPE bases (global_rope_theta, local_rope_theta) are not "
+                         "read by headway",
+                         w.source);
+  }
   if (model_type == "bert") {
     const json* pos = lookup(obj, "position_embedding_type");
     if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {

@@ -2,46 +2,73 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace headway::formats {
 namespace {
 
-// Where each LayerWeights member lives in each format; %u is the layer.
+// Where each LayerWeights member lives under each naming; %u is the layer, nullptr a tensor the
+// family does not have. Hugging Face's names follow a prefix that the checkpoint's head class may
+// add ("bert.", "roberta.", "distilbert.", "language_model."): WeightFile::open finds it.
 struct Slot {
   TensorRef LayerWeights::*member;
-  const char* hf;
-  const char* gguf;
   enum Rows : uint8_t { kQ, kKv, kModel, kHead, kHeads } rows;  // the out dim (1-D: the length)
   enum Cols : uint8_t { kNone, kInModel, kInQ } cols;           // the in dim; kNone: 1-D
   enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks } need;
-  const char* layout;  // for messages
+  const char* layout;               // for messages
+  const char* names[kNamingCount];  // indexed by Naming
 };
 
+// Names: decoders (Llama, Qwen, Gemma, gpt-oss...), BERT/RoBERTa/MiniLM/ELECTRA, DistilBERT, GGUF.
+// One slot per three lines, its names in naming order.
+// clang-format off
 constexpr Slot kSlots[] = {
-    {&LayerWeights::wq, "model.layers.%u.self_attn.q_proj.weight", "blk.%u.attn_q.weight", Slot::kQ, Slot::kInModel,
-     Slot::kAlways, "[n_heads*head_dim, d_model]"},
-    {&LayerWeights::wk, "model.layers.%u.self_attn.k_proj.weight", "blk.%u.attn_k.weight", Slot::kKv, Slot::kInModel,
-     Slot::kAlways, "[n_kv_heads*head_dim, d_model]"},
-    {&LayerWeights::wv, "model.layers.%u.self_attn.v_proj.weight", "blk.%u.attn_v.weight", Slot::kKv, Slot::kInModel,
-     Slot::kAlways, "[n_kv_heads*head_dim, d_model]"},
-    {&LayerWeights::wo, "model.layers.%u.self_attn.o_proj.weight", "blk.%u.attn_output.weight", Slot::kModel,
-     Slot::kInQ, Slot::kAlways, "[d_model, n_heads*head_dim]"},
-    {&LayerWeights::bq, "model.layers.%u.self_attn.q_proj.bias", "blk.%u.attn_q.bias", Slot::kQ, Slot::kNone,
-     Slot::kQkvBias, "[n_heads*head_dim]"},
-    {&LayerWeights::bk, "model.layers.%u.self_attn.k_proj.bias", "blk.%u.attn_k.bias", Slot::kKv, Slot::kNone,
-     Slot::kQkvBias, "[n_kv_heads*head_dim]"},
-    {&LayerWeights::bv, "model.layers.%u.self_attn.v_proj.bias", "blk.%u.attn_v.bias", Slot::kKv, Slot::kNone,
-     Slot::kQkvBias, "[n_kv_heads*head_dim]"},
-    {&LayerWeights::bo, "model.layers.%u.self_attn.o_proj.bias", "blk.%u.attn_output.bias", Slot::kModel, Slot::kNone,
-     Slot::kOBias, "[d_model]"},
-    {&LayerWeights::q_norm, "model.layers.%u.self_attn.q_norm.weight", "blk.%u.attn_q_norm.weight", Slot::kHead,
-     Slot::kNone, Slot::kQkNorm, "[head_dim]"},
-    {&LayerWeights::k_norm, "model.layers.%u.self_attn.k_norm.weight", "blk.%u.attn_k_norm.weight", Slot::kHead,
-     Slot::kNone, Slot::kQkNorm, "[head_dim]"},
+    {&LayerWeights::wq, Slot::kQ, Slot::kInModel, Slot::kAlways, "[n_heads*head_dim, d_model]",
+     {"model.layers.%u.self_attn.q_proj.weight", "encoder.layer.%u.attention.self.query.weight",
+      "transformer.layer.%u.attention.q_lin.weight", "blk.%u.attn_q.weight"}},
+    {&LayerWeights::wk, Slot::kKv, Slot::kInModel, Slot::kAlways, "[n_kv_heads*head_dim, d_model]",
+     {"model.layers.%u.self_attn.k_proj.weight", "encoder.layer.%u.attention.self.key.weight",
+      "transformer.layer.%u.attention.k_lin.weight", "blk.%u.attn_k.weight"}},
+    {&LayerWeights::wv, Slot::kKv, Slot::kInModel, Slot::kAlways, "[n_kv_heads*head_dim, d_model]",
+     {"model.layers.%u.self_attn.v_proj.weight", "encoder.layer.%u.attention.self.value.weight",
+      "transformer.layer.%u.attention.v_lin.weight", "blk.%u.attn_v.weight"}},
+    {&LayerWeights::wo, Slot::kModel, Slot::kInQ, Slot::kAlways, "[d_model, n_heads*head_dim]",
+     {"model.layers.%u.self_attn.o_proj.weight", "encoder.layer.%u.attention.output.dense.weight",
+      "transformer.layer.%u.attention.out_lin.weight", "blk.%u.attn_output.weight"}},
+    {&LayerWeights::bq, Slot::kQ, Slot::kNone, Slot::kQkvBias, "[n_heads*head_dim]",
+     {"model.layers.%u.self_attn.q_proj.bias", "encoder.layer.%u.attention.self.query.bias",
+      "transformer.layer.%u.attention.q_lin.bias", "blk.%u.attn_q.bias"}},
+    {&LayerWeights::bk, Slot::kKv, Slot::kNone, Slot::kQkvBias, "[n_kv_heads*head_dim]",
+     {"model.layers.%u.self_attn.k_proj.bias", "encoder.layer.%u.attention.self.key.bias",
+      "transformer.layer.%u.attention.k_lin.bias", "blk.%u.attn_k.bias"}},
+    {&LayerWeights::bv, Slot::kKv, Slot::kNone, Slot::kQkvBias, "[n_kv_heads*head_dim]",
+     {"model.layers.%u.self_attn.v_proj.bias", "encoder.layer.%u.attention.self.value.bias",
+      "transformer.layer.%u.attention.v_lin.bias", "blk.%u.attn_v.bias"}},
+    {&LayerWeights::bo, Slot::kModel, Slot::kNone, Slot::kOBias, "[d_model]",
+     {"model.layers.%u.self_attn.o_proj.bias", "encoder.layer.%u.attention.output.dense.bias",
+      "transformer.layer.%u.attention.out_lin.bias", "blk.%u.attn_output.bias"}},
+    {&LayerWeights::q_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, "[head_dim]",
+     {"model.layers.%u.self_attn.q_norm.weight", nullptr,
+      nullptr, "blk.%u.attn_q_norm.weight"}},
+    {&LayerWeights::k_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, "[head_dim]",
+     {"model.layers.%u.self_attn.k_norm.weight", nullptr,
+      nullptr, "blk.%u.attn_k_norm.weight"}},
     // llama.cpp's converter names gpt-oss's sinks attn_sinks.weight (a .weight suffix HF's lacks).
-    {&LayerWeights::sinks, "model.layers.%u.self_attn.sinks", "blk.%u.attn_sinks.weight", Slot::kHeads, Slot::kNone,
-     Slot::kSinks, "[n_heads]"},
+    {&LayerWeights::sinks, Slot::kHeads, Slot::kNone, Slot::kSinks, "[n_heads]",
+     {"model.layers.%u.self_attn.sinks", nullptr,
+      nullptr, "blk.%u.attn_sinks.weight"}},
 };
+// clang-format on
+
+const char* naming_text(Naming n) {
+  switch (n) {
+    case Naming::kHfDecoder: return "Hugging Face decoder";
+    case Naming::kHfBert: return "BERT-family";
+    case Naming::kHfDistilBert: return "DistilBERT";
+    case Naming::kGguf: return "GGUF";
+  }
+  return "";
+}
 
 const char* need_text(Slot::Need need, WeightFormat format) {
   const bool gguf = format == WeightFormat::kGguf;
@@ -82,12 +109,42 @@ void describe(WeightFormat format, uint32_t rank, uint64_t rows, uint64_t cols, 
 Status WeightFile::open(const char* path) {
   format_ = WeightFormat::kNone;
   HEADWAY_RETURN_IF_ERROR(file_.open(path));
-  if (file_.size() >= 4 && std::memcmp(file_.data(), "GGUF", 4) == 0) {
-    HEADWAY_RETURN_IF_ERROR(gguf_.parse(file_.data(), file_.size(), path));
+  return parse(file_.data(), file_.size(), path);
+}
+
+Status WeightFile::parse(const uint8_t* data, uint64_t size, const char* source) {
+  format_ = WeightFormat::kNone;
+  naming_ = Naming::kHfDecoder;
+  source_ = source ? source : "";
+  prefix_.clear();
+  other_anchor_.clear();
+  if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) {
+    HEADWAY_RETURN_IF_ERROR(gguf_.parse(data, size, source));
     format_ = WeightFormat::kGguf;
-  } else {
-    HEADWAY_RETURN_IF_ERROR(safetensors_.parse(file_.data(), file_.size(), path));
-    format_ = WeightFormat::kSafetensors;
+    naming_ = Naming::kGguf;
+    return Status();
+  }
+  HEADWAY_RETURN_IF_ERROR(safetensors_.parse(data, size, source));
+  format_ = WeightFormat::kSafetensors;
+  // The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
+  bool found = false;
+  for (const Naming n : {Naming::kHfDecoder, Naming::kHfBert, Naming::kHfDistilBert}) {
+    char anchor[96];
+    std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(n)], 0u);
+    const size_t a = std::strlen(anchor);
+    for (const SafetensorsFile::Entry& e : safetensors_.entries()) {
+      const std::string& name = e.name;
+      if (name.size() < a || name.compare(name.size() - a, a, anchor) != 0) continue;
+      const size_t p = name.size() - a;
+      if (p > 0 && name[p - 1] != '.') continue;
+      if (found) {
+        if (other_anchor_.empty()) other_anchor_ = name;
+        continue;
+      }
+      found = true;
+      naming_ = n;
+      prefix_ = name.substr(0, p);
+    }
   }
   return Status();
 }
@@ -137,12 +194,31 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
   const uint32_t hd = config.head_size();
   const uint64_t q_width = uint64_t{config.n_heads} * hd;
   const uint64_t kv_width = uint64_t{config.kv_heads()} * hd;
-  const bool gguf = file.format() == WeightFormat::kGguf;
+  if (!file.ambiguous_anchor().empty()) {
+    char anchor[96];
+    std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(file.naming())], 0u);
+    return Status::error(Code::kUnsupported,
+                         "%s: more than one model in the file ('%s%s' and '%s'): headway cannot tell which "
+                         "attention to run; save the language model's tensors alone",
+                         file.path(), file.name_prefix().c_str(), anchor, file.ambiguous_anchor().c_str());
+  }
   LayerWeights w;
   for (const Slot& s : kSlots) {
-    char name[96];
-    std::snprintf(name, sizeof(name), gguf ? s.gguf : s.hf, layer);
+    const char* pattern = s.names[static_cast<size_t>(file.naming())];
     const bool want = wanted(s.need, config);
+    if (pattern == nullptr) {
+      if (!want) continue;
+      return Status::error(Code::kInvalidArgument, "%s: the config asks for %s, which %s models do not have",
+                           file.path(),
+                           s.need == Slot::kQkNorm  ? "q/k norms (qk_norm)"
+                           : s.need == Slot::kSinks ? "learned sink logits (sinks)"
+                                                    : "a tensor",
+                           naming_text(file.naming()));
+    }
+    char local[96];
+    std::snprintf(local, sizeof(local), pattern, layer);
+    const std::string full = file.name_prefix() + local;
+    const char* name = full.c_str();
     if (!want) {
       if (file.has(name)) {
         return Status::error(Code::kInvalidArgument,

@@ -1,8 +1,11 @@
 // One layer's attention weights from a model file: safetensors (Hugging Face names) or GGUF
 // (llama.cpp names), memory-mapped, borrowed, never copied. Part of the hosted tools layer.
 //
-//   HF:   model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias}, ...self_attn.{q,k}_norm.weight,
-//         ...self_attn.sinks
+//   HF decoders: model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias},
+//         ...self_attn.{q,k}_norm.weight, ...self_attn.sinks
+//   HF BERT family (BERT, RoBERTa, MiniLM, ELECTRA): encoder.layer.{i}.attention.self.{query,key,
+//         value}.{weight,bias}, ...attention.output.dense.{weight,bias}
+//   HF DistilBERT: transformer.layer.{i}.attention.{q,k,v,out}_lin.{weight,bias}
 //   GGUF: blk.{i}.attn_{q,k,v,output}.{weight,bias}, blk.{i}.attn_{q,k}_norm.weight,
 //         blk.{i}.attn_sinks.weight
 //
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "headway/config.hpp"
 #include "headway/status.hpp"
@@ -24,13 +28,22 @@ namespace headway::formats {
 
 enum class WeightFormat : uint8_t { kNone = 0, kSafetensors, kGguf };
 
+// Which family's tensor names a file uses. A safetensors file's is the one whose layer-0 query
+// projection it holds, after any prefix (a task head's "bert.", a multimodal wrapper's
+// "language_model."); decoders' when it holds none, so that the message names what is missing.
+enum class Naming : uint8_t { kHfDecoder = 0, kHfBert, kHfDistilBert, kGguf };
+constexpr size_t kNamingCount = 4;
+
 class WeightFile {
  public:
   // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise.
   Status open(const char* path);
+  // The same over `size` bytes at `data` (borrowed: they must outlive this object); `source`
+  // names them in messages.
+  Status parse(const uint8_t* data, uint64_t size, const char* source);
 
   WeightFormat format() const { return format_; }
-  const char* path() const { return file_.path(); }
+  const char* path() const { return source_.c_str(); }
   Result<TensorRef> find(const char* name, uint32_t* rank = nullptr) const;
   bool has(const char* name) const;
 
@@ -39,12 +52,22 @@ class WeightFile {
   // layer 0 has those tensors (llama.cpp loads them as optional for several architectures).
   Result<Config> gguf_config() const;
 
+  Naming naming() const { return naming_; }
+  const std::string& name_prefix() const { return prefix_; }
+  // A second layer-0 query projection's name (empty when the file has one): load_layer_weights
+  // refuses such a file rather than pick one.
+  const std::string& ambiguous_anchor() const { return other_anchor_; }
+
   const SafetensorsFile& safetensors() const { return safetensors_; }
   const GgufFile& gguf() const { return gguf_; }
 
  private:
   MappedFile file_;
+  std::string source_;
   WeightFormat format_ = WeightFormat::kNone;
+  Naming naming_ = Naming::kHfDecoder;
+  std::string prefix_;
+  std::string other_anchor_;  // a second layer-0 query projection: which one to run is unclear
   SafetensorsFile safetensors_;
   GgufFile gguf_;
 };

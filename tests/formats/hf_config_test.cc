@@ -335,6 +335,14 @@ TEST_CASE("hf: DeepSeek-V2-Lite is rejected as MLA naming the file and kv_lora_r
   CHECK_HAS(s, "qk_rope_head_dim 64");
 }
 
+TEST_CASE("hf: ModernBERT is refused, not read as a causal decoder with one RoPE base") {
+  const Status s = load_error("modernbert-base.json");
+  CHECK(s.code() == Code::kUnsupported);
+  CHECK_HAS(s, "modernbert-base.json: model_type modernbert is not supported");
+  CHECK_HAS(s, "local_attention");
+  CHECK_HAS(s, "global_rope_theta, local_rope_theta");
+}
+
 TEST_CASE("hf: Llama 3.2's llama3 rope_scaling is read with its factors") {
   const Config c = load_valid("llama-3.2-1b.json");
   CHECK(c.d_model == 2048);

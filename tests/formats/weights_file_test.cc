@@ -667,6 +667,115 @@ TEST_CASE("weights: missing, misshapen and unexpected tensors are errors that na
   }
 }
 
+// Layer `layer`'s tensors of an MHA encoder with biases under `prefix`, in BERT's names
+// (distil false) or DistilBERT's, in the order wq wk wv wo bq bk bv bo.
+std::vector<StTensor> encoder_layer(const Config& c, uint32_t layer, const std::string& prefix, bool distil) {
+  const std::string base = prefix + (distil ? "transformer.layer." : "encoder.layer.") + std::to_string(layer) +
+                           (distil ? ".attention." : ".attention.");
+  const char* const names[4] = {distil ? "q_lin" : "self.query", distil ? "k_lin" : "self.key",
+                                distil ? "v_lin" : "self.value", distil ? "out_lin" : "output.dense"};
+  std::vector<StTensor> ts;
+  for (int i = 0; i < 4; ++i) ts.push_back(st(base + names[i] + ".weight", "F32", {c.d_model, c.d_model}, i + 1));
+  for (int i = 0; i < 4; ++i) ts.push_back(st(base + names[i] + ".bias", "F32", {c.d_model}, i + 5));
+  return ts;
+}
+
+Config encoder_config() {
+  Config c = small_config();
+  c.n_kv_heads = 0;
+  c.causal = false;
+  c.rope.style = RopeStyle::kNone;
+  c.qkv_bias = c.o_bias = true;
+  return c;
+}
+
+TEST_CASE("weights: BERT-family and DistilBERT names, with or without a task head's prefix") {
+  const Config c = encoder_config();
+  struct Case {
+    const char* prefix;
+    bool distil;
+    Naming naming;
+  };
+  for (const Case& k : {Case{"", false, Naming::kHfBert}, Case{"bert.", false, Naming::kHfBert},
+                        Case{"roberta.", false, Naming::kHfBert}, Case{"", true, Naming::kHfDistilBert},
+                        Case{"distilbert.", true, Naming::kHfDistilBert}}) {
+    INFO("prefix '" << k.prefix << "' distil " << k.distil);
+    TempDir dir("weights");
+    std::vector<StTensor> ts = encoder_layer(c, 1, k.prefix, k.distil);
+    const std::vector<StTensor> layer0 = encoder_layer(c, 0, k.prefix, k.distil);
+    ts.insert(ts.end(), layer0.begin(), layer0.end());
+    // What a sentence-transformers or task checkpoint holds besides the attention.
+    ts.push_back(st(std::string(k.prefix) + "embeddings.word_embeddings.weight", "F32", {10, c.d_model}));
+    ts.push_back(st(std::string(k.prefix) + "pooler.dense.weight", "F32", {c.d_model, c.d_model}));
+    WeightFile file;
+    const Result<LayerWeights> w = load(dir, st_file(ts), c, 1, &file);
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(file.naming() == k.naming);
+    CHECK(file.name_prefix() == k.prefix);
+    const TensorRef LayerWeights::*members[8] = {&LayerWeights::wq, &LayerWeights::wk, &LayerWeights::wv,
+                                                 &LayerWeights::wo, &LayerWeights::bq, &LayerWeights::bk,
+                                                 &LayerWeights::bv, &LayerWeights::bo};
+    for (int i = 0; i < 8; ++i) {  // layer 1's bytes, each in its slot
+      CHECK(std::memcmp(((*w).*members[i]).data, ts[i].bytes.data(), ts[i].bytes.size()) == 0);
+    }
+  }
+}
+
+TEST_CASE("weights: encoder files' errors name the tensor under its prefix") {
+  const Config c = encoder_config();
+  TempDir dir("weights");
+  WeightFile file;
+  SUBCASE("a missing key projection") {
+    std::vector<StTensor> ts = encoder_layer(c, 0, "bert.", false);
+    ts.erase(ts.begin() + 1);
+    CHECK_HAS(load(dir, st_file(ts), c, 0, &file).status(),
+              "no tensor 'bert.encoder.layer.0.attention.self.key.weight'");
+  }
+  SUBCASE("a misshapen output projection") {
+    std::vector<StTensor> ts = encoder_layer(c, 0, "distilbert.", true);
+    ts[3].shape = {32, 128};
+    CHECK_HAS(load(dir, st_file(ts), c, 0, &file).status(),
+              "tensor 'distilbert.transformer.layer.0.attention.out_lin.weight' has shape [32, 128], expected "
+              "shape [64, 64]");
+  }
+  SUBCASE("biases the config does not have") {
+    Config plain = c;
+    plain.qkv_bias = plain.o_bias = false;
+    CHECK_HAS(load(dir, st_file(encoder_layer(c, 0, "", false)), plain, 0, &file).status(),
+              "tensor 'encoder.layer.0.attention.self.query.bias' is in the file, but the config has no q/k/v bias");
+  }
+  SUBCASE("q/k norms, which BERT files have no names for") {
+    Config normed = c;
+    normed.qk_norm = true;
+    CHECK_HAS(load(dir, st_file(encoder_layer(c, 0, "", false)), normed, 0, &file).status(),
+              "the config asks for q/k norms (qk_norm), which BERT-family models do not have");
+  }
+  SUBCASE("two models in one file") {
+    std::vector<StTensor> ts = encoder_layer(c, 0, "text.", false);
+    const std::vector<StTensor> other = encoder_layer(c, 0, "vision.", false);
+    ts.insert(ts.end(), other.begin(), other.end());
+    CHECK_HAS(load(dir, st_file(ts), c, 0, &file).status(),
+              "more than one model in the file ('text.encoder.layer.0.attention.self.query.weight' and "
+              "'vision.encoder.layer.0.attention.self.query.weight')");
+  }
+  SUBCASE("a name that only ends like an anchor is not one") {
+    std::vector<StTensor> ts = encoder_layer(c, 0, "", false);
+    ts.push_back(st("xencoder.layer.0.attention.self.query.weight", "F32", {c.d_model, c.d_model}));
+    const Result<LayerWeights> w = load(dir, st_file(ts), c, 0, &file);
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(file.name_prefix().empty());
+  }
+  SUBCASE("a decoder file under a wrapper's prefix") {
+    Config d = small_config();
+    std::vector<StTensor> ts = hf_layer(d, 0, "F32");
+    for (StTensor& t : ts) t.name = "language_model." + t.name;
+    const Result<LayerWeights> w = load(dir, st_file(ts), d, 0, &file);
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(file.naming() == Naming::kHfDecoder);
+    CHECK(file.name_prefix() == "language_model.");
+  }
+}
+
 // A Qwen3-like GGUF: metadata, and layer 0's tensors in llama.cpp's names and ne order.
 GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
   const uint64_t q = uint64_t{c.n_heads} * c.head_size(), kv = uint64_t{c.kv_heads()} * c.head_size();

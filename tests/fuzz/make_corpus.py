@@ -146,6 +146,21 @@ def safetensors(tensors):
 put("safetensors", "two", safetensors([
     ("model.layers.0.self_attn.q_proj.weight", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4)),
     ("model.layers.0.self_attn.k_proj.weight", "F16", [1, 2], struct.pack("<2H", 0x3C00, 0x4000))]))
+
+
+def encoder_layer(prefix, layer, distil=False):
+    """An MHA encoder layer of d_model 8 (tests/fuzz/safetensors.cc's encoder config), in BERT's or
+    DistilBERT's names under `prefix`."""
+    base = f"{prefix}{'transformer' if distil else 'encoder'}.layer.{layer}.attention."
+    names = ["q_lin", "k_lin", "v_lin", "out_lin"] if distil else \
+        ["self.query", "self.key", "self.value", "output.dense"]
+    out = [(base + n + ".weight", "F32", [8, 8], struct.pack("<64f", *range(64))) for n in names]
+    return out + [(base + n + ".bias", "F16", [8], struct.pack("<8H", *([0x3C00] * 8))) for n in names]
+
+
+put("safetensors", "bert_prefixed", safetensors(encoder_layer("bert.", 0) + encoder_layer("bert.", 1)))
+put("safetensors", "distilbert", safetensors(encoder_layer("", 0, distil=True)))
+put("safetensors", "two_models", safetensors(encoder_layer("text.", 0) + encoder_layer("vision.", 0)))
 put("safetensors", "bf16_bias", safetensors([("b", "BF16", [3], struct.pack("<3H", 0x3F80, 0, 0x4000)),
                                              ("i", "I64", [1], struct.pack("<q", 7))]))
 
