@@ -297,10 +297,89 @@ Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* w
 }
 
 Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t threads) {
+  return attention_workspace_bytes(shape, AttentionParams{}, threads);
+}
+
+Result<size_t> attention_workspace_bytes(const AttentionShape& shape, const AttentionParams& params, uint32_t threads) {
   AttentionOp op;
-  HEADWAY_RETURN_IF_ERROR(op.reshape(shape, AttentionParams{}, DType::kF32, threads));
+  HEADWAY_RETURN_IF_ERROR(op.reshape(shape, params, DType::kF32, threads));
   return op.workspace_bytes();
 }
+
+Status check_packed_batch(const AttentionShape& s, const AttentionParams& p) {
+  if (p.cu_seqlens_q == nullptr) {
+    if (p.cu_seqlens_k != nullptr || p.n_seqs != 0) {
+      return Status::error(Code::kInvalidArgument,
+                           "attention: %s without cu_seqlens_q (a packed batch gives the query lengths first)",
+                           p.cu_seqlens_k != nullptr ? "cu_seqlens_k" : "n_seqs");
+    }
+    return Status();
+  }
+  if (p.n_seqs == 0) {
+    return Status::error(Code::kInvalidArgument, "attention: cu_seqlens_q is given with n_seqs 0 (no sequence)");
+  }
+  if (p.cu_seqlens_k == nullptr && s.t_kv != s.t_q) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: a packed batch without cu_seqlens_k needs t_kv == t_q, got t_kv %u and t_q %u",
+                         s.t_kv, s.t_q);
+  }
+  const struct {
+    const char* name;
+    const uint32_t* cu;
+    uint32_t total;
+    const char* total_name;
+  } arrays[2] = {{"cu_seqlens_q", p.cu_seqlens_q, s.t_q, "t_q"}, {"cu_seqlens_k", p.cu_seqlens_k, s.t_kv, "t_kv"}};
+  for (const auto& a : arrays) {
+    if (a.cu == nullptr) continue;
+    if (a.cu[0] != 0) {
+      return Status::error(Code::kInvalidArgument, "attention: %s[0] is %u, expected 0 (the first sequence's start)",
+                           a.name, a.cu[0]);
+    }
+    for (uint32_t b = 0; b < p.n_seqs; ++b) {
+      if (a.cu[b + 1] <= a.cu[b]) {
+        return Status::error(Code::kInvalidArgument,
+                             "attention: %s[%u] = %u is not above %s[%u] = %u: sequence %u has length %lld (each "
+                             "needs at least 1)",
+                             a.name, b + 1, a.cu[b + 1], a.name, b, a.cu[b], b,
+                             static_cast<long long>(a.cu[b + 1]) - static_cast<long long>(a.cu[b]));
+      }
+    }
+    if (a.cu[p.n_seqs] != a.total) {
+      return Status::error(Code::kInvalidArgument,
+                           "attention: %s[n_seqs = %u] is %u, but %s is %u (the lengths must cover every row)", a.name,
+                           p.n_seqs, a.cu[p.n_seqs], a.total_name, a.total);
+    }
+  }
+  return Status();
+}
+
+namespace {
+
+// Sequence b of a packed batch as a call of its own: its shape, and its rows' offsets.
+struct PackedSequence {
+  AttentionShape shape;
+  uint32_t q_row = 0, kv_row = 0;
+};
+
+PackedSequence packed_sequence(const AttentionShape& s, const AttentionParams& p, uint32_t b) {
+  const uint32_t* cq = p.cu_seqlens_q;
+  const uint32_t* ck = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k : cq;
+  PackedSequence q;
+  q.shape = s;
+  q.shape.t_q = cq[b + 1] - cq[b];
+  q.shape.t_kv = ck[b + 1] - ck[b];
+  q.q_row = cq[b];
+  q.kv_row = ck[b];
+  return q;
+}
+
+AttentionParams one_sequence(AttentionParams p) {
+  p.cu_seqlens_q = p.cu_seqlens_k = nullptr;
+  p.n_seqs = 0;
+  return p;
+}
+
+}  // namespace
 
 Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k, const void* v, DType kv_dtype,
                                                    float* o, const AttentionShape& s, const AttentionParams& p,
@@ -338,17 +417,30 @@ Status AttentionOp::reshape(const AttentionShape& shape, const AttentionParams& 
                             uint32_t threads) {
   // Stand-in tensors: only the shape and the parameters are checked here.
   float stand_in = 0.0f;
+  const AttentionParams single = one_sequence(params);
   const Result<simd::AttentionArgs> args =
-      token_major_args(&stand_in, &stand_in, &stand_in, kv_dtype, &stand_in, shape, params);
+      token_major_args(&stand_in, &stand_in, &stand_in, kv_dtype, &stand_in, shape, single);
   if (!args.ok()) return args.status();
   const Result<PreparedAttention> call = prepare_attention(args.value(), threads);
   if (!call.ok()) return call.status();
+  HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape, params));
+  // A packed batch runs sequence by sequence, each split as its own call: the workspace is the
+  // largest of theirs.
+  AttentionSplit split = call.value().split;
+  for (uint32_t b = 0; params.cu_seqlens_q != nullptr && b < params.n_seqs; ++b) {
+    const PackedSequence seq = packed_sequence(shape, params, b);
+    const Result<simd::AttentionArgs> seq_args =
+        token_major_args(&stand_in, &stand_in, &stand_in, kv_dtype, &stand_in, seq.shape, single);
+    const Result<PreparedAttention> seq_call = prepare_attention(seq_args.value(), threads);
+    if (!seq_call.ok()) return seq_call.status();
+    if (b == 0 || seq_call.value().split.workspace_bytes > split.workspace_bytes) split = seq_call.value().split;
+  }
   shape_ = shape;
   params_ = params;
   params_.scale = call.value().args.scale;
   kv_dtype_ = kv_dtype;
   threads_ = threads;
-  split_ = call.value().split;
+  split_ = split;
   return Status();
 }
 
@@ -356,11 +448,32 @@ Status AttentionOp::run(const float* q, const void* k, const void* v, float* o, 
                         size_t workspace_bytes) const {
   if (!reshaped()) return Status::error(Code::kFailedPrecondition, "attention: run before reshape");
   HEADWAY_RETURN_IF_ERROR(check_tensors(q, k, v, o));
-  PreparedAttention call;
-  call.args = token_major_args(q, k, v, kv_dtype_, o, shape_, params_).value();  // reshape checked the dtype
-  call.split = split_;
-  call.threads = threads_;
-  return run_prepared_attention(call, pool, workspace, workspace_bytes);
+  if (params_.cu_seqlens_q == nullptr) {
+    PreparedAttention call;
+    call.args = token_major_args(q, k, v, kv_dtype_, o, shape_, params_).value();  // reshape checked the dtype
+    call.split = split_;
+    call.threads = threads_;
+    return run_prepared_attention(call, pool, workspace, workspace_bytes);
+  }
+  // The lengths are read and checked again: changed ones run as they now are or fail (a workspace
+  // too small for them included), never read past the tensors.
+  HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape_, params_));
+  const AttentionParams single = one_sequence(params_);
+  const size_t q_width = size_t{shape_.n_heads} * shape_.head_dim;
+  const size_t kv_token_bytes = size_t{shape_.n_kv_heads} * dtype_row_bytes(kv_dtype_, shape_.head_dim);
+  for (uint32_t b = 0; b < params_.n_seqs; ++b) {
+    const PackedSequence seq = packed_sequence(shape_, params_, b);
+    const size_t kv_offset = size_t{seq.kv_row} * kv_token_bytes;
+    PreparedAttention call;
+    call.args = token_major_args(q + seq.q_row * q_width, static_cast<const uint8_t*>(k) + kv_offset,
+                                 static_cast<const uint8_t*>(v) + kv_offset, kv_dtype_, o + seq.q_row * q_width,
+                                 seq.shape, single)
+                    .value();
+    call.split = attention_split(call.args, threads_);
+    call.threads = threads_;
+    HEADWAY_RETURN_IF_ERROR(run_prepared_attention(call, pool, workspace, workspace_bytes));
+  }
+  return Status();
 }
 
 Status attend(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,

@@ -30,6 +30,11 @@ Status check_sink_logits(const float* sinks, uint32_t n_heads);
 // Each of n_heads ALiBi slopes is finite (null: none), with attention's message.
 Status check_alibi_slopes(const float* slopes, uint32_t n_heads);
 
+// AttentionParams' packed batch (cu_seqlens_q, cu_seqlens_k, n_seqs) against the shape: none, or
+// lengths that start at 0, rise strictly and end at t_q (t_kv); the message names the array, the
+// index and the value. Part of AttentionOp::reshape and run, and the GPU backend's check.
+Status check_packed_batch(const AttentionShape& shape, const AttentionParams& params);
+
 // The split for valid args and `threads` threads (>= 1).
 AttentionSplit attention_split(const simd::AttentionArgs& args, uint32_t threads);
 

@@ -481,6 +481,46 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   AttentionParams bad_slopes;
   bad_slopes.alibi_slopes = nan_slopes;
   float slopes_out[2] = {0.0f, 0.0f};
+  // Packed batches over good's 2 rows: lengths that start elsewhere, are empty, miss rows.
+  const uint32_t cu_from_1[3] = {1, 1, 2}, cu_empty[3] = {0, 0, 2}, cu_short[2] = {0, 1}, cu_huge[2] = {0, 0xffffffffu};
+  auto packed = [](const uint32_t* cu_q, const uint32_t* cu_k, uint32_t n_seqs) {
+    AttentionParams p;
+    p.cu_seqlens_q = cu_q;
+    p.cu_seqlens_k = cu_k;
+    p.n_seqs = n_seqs;
+    return p;
+  };
+  check_rows({
+      {"packed: cu_seqlens_q from 1",
+       call(good, packed(cu_from_1, nullptr, 2)),
+       Code::kInvalidArgument,
+       {"cu_seqlens_q[0] is 1"}},
+      {"packed: an empty sequence",
+       call(good, packed(cu_empty, nullptr, 2)),
+       Code::kInvalidArgument,
+       {"cu_seqlens_q[1] = 0", "sequence 0 has length 0"}},
+      {"packed: lengths short of t_q",
+       call(good, packed(cu_short, nullptr, 1)),
+       Code::kInvalidArgument,
+       {"cu_seqlens_q[n_seqs = 1] is 1", "t_q is 2"}},
+      {"packed: a length near 2^32",
+       call(good, packed(cu_huge, nullptr, 1)),
+       Code::kInvalidArgument,
+       {"is 4294967295", "t_q is 2"}},
+      {"packed: keys' lengths short of t_kv",
+       call(good, packed(cu_empty + 1, cu_short, 1)),
+       Code::kInvalidArgument,
+       {"cu_seqlens_k[n_seqs = 1] is 1", "t_kv is 2"}},
+      {"packed: n_seqs 0", call(good, packed(cu_short, nullptr, 0)), Code::kInvalidArgument, {"n_seqs 0"}},
+      {"packed: cu_seqlens_k alone",
+       call(good, packed(nullptr, cu_short, 1)),
+       Code::kInvalidArgument,
+       {"cu_seqlens_k without cu_seqlens_q"}},
+      {"packed: workspace for an empty sequence",
+       [&] { return status_of(attention_workspace_bytes(good, packed(cu_empty, nullptr, 2), 1)); },
+       Code::kInvalidArgument,
+       {"sequence 0 has length 0"}},
+  });
   check_rows({
       {"head_dim past 512", call({2, 2, 2, 1, 4096}, {}), Code::kInvalidArgument, {"head_dim 4096"}},
       {"heads near 2^32", call({1, 1, 0xffffffffu, 1, 16}, {}), Code::kInvalidArgument, {"n_heads 4294967295"}},

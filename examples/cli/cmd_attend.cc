@@ -2,6 +2,7 @@
 //   q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32.
 // GQA comes from the shapes. --kv-dtype picks the storage the kernels read: f32 input narrows
 // with round-to-nearest-even, f16 input widens (to f32) or widens and rounds once (to bf16).
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +27,7 @@ constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
     "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "                      [--backend cpu|gpu]\n"
+    "                      [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
@@ -34,7 +35,10 @@ constexpr const char* kUsage =
     "  --alibi: adds -m_h * |p - j| to each logit, m_h the standard ALiBi slopes of n_heads heads\n"
     "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy; q8_0 and q4_0 quantize each row of head_dim\n"
-    "    values as llama.cpp does (blocks of 32 with an f16 scale).\n";
+    "    values as llama.cpp does (blocks of 32 with an f16 scale).\n"
+    "  --seq-lens 12,40,7: a packed batch, sequences back to back in q, k and v, each attending only\n"
+    "    within itself (positions count from its start); they sum to T_q. --kv-seq-lens gives the\n"
+    "    keys' lengths when they differ from the queries' (then they sum to T_kv).\n";
 
 struct Tensor {
   const char* path = nullptr;
@@ -123,6 +127,9 @@ struct AttendFlags {
   std::vector<float> alibi_slopes;  // [n_heads] with --alibi
   DType kv_dtype = DType::kF32;
   uint32_t threads = 1;
+  const char* seq_lens = nullptr;     // --seq-lens text
+  const char* kv_seq_lens = nullptr;  // --kv-seq-lens text
+  std::vector<uint32_t> cu_q, cu_k;   // their cumulative lengths, params.cu_seqlens_* point here
 };
 
 // Stops at the first bad flag, or at --help (help set, nothing after it read).
@@ -151,6 +158,8 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&a->kv_dtype), a->kv_dtype_set = true;
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--backend") s = flags.value_backend(&a->backend);
+    else if (f == "--seq-lens") s = flags.value(&a->seq_lens);
+    else if (f == "--kv-seq-lens") s = flags.value(&a->kv_seq_lens);
     else s = flags.unknown();
     HEADWAY_RETURN_IF_ERROR(s);
   }
@@ -205,6 +214,67 @@ Status load_sinks(AttendFlags* a, uint32_t n_heads) {
   return Status();
 }
 
+// "12,40,7" → cumulative lengths {0, 12, 52, 59} in *cu; each length a whole number >= 1, their
+// sum `total` (the tokens of `what`).
+Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu) {
+  cu->assign(1, 0);
+  uint64_t sum = 0;
+  const char* p = text;
+  for (uint32_t index = 0;; ++index) {
+    char* end = nullptr;
+    errno = 0;
+    const bool digit = *p >= '0' && *p <= '9';
+    const unsigned long long n = digit ? std::strtoull(p, &end, 10) : 0;
+    if (!digit || errno != 0 || (*end != ',' && *end != '\0') || n > UINT32_MAX) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s %s: item %u is not a whole number (expected lengths such as 12,40,7)", flag, text,
+                           index);
+    }
+    if (n == 0) {
+      return Status::error(Code::kInvalidArgument, "%s %s: item %u is 0 (each sequence needs at least one token)", flag,
+                           text, index);
+    }
+    sum += n;
+    cu->push_back(static_cast<uint32_t>(sum < total ? sum : total));  // kept only when the sum is total
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (sum != total) {
+    return Status::error(Code::kInvalidArgument, "%s %s: the lengths sum to %llu, but %s has %u tokens", flag, text,
+                         static_cast<unsigned long long>(sum), what, total);
+  }
+  return Status();
+}
+
+// --seq-lens and --kv-seq-lens into params' cumulative lengths.
+Status load_seq_lens(AttendFlags* a, const AttentionShape& shape) {
+  if (a->seq_lens == nullptr) {
+    if (a->kv_seq_lens != nullptr) {
+      return Status::error(Code::kInvalidArgument, "--kv-seq-lens needs --seq-lens (the queries' lengths)");
+    }
+    return Status();
+  }
+  HEADWAY_RETURN_IF_ERROR(parse_seq_lens("--seq-lens", a->seq_lens, shape.t_q, a->q.path, &a->cu_q));
+  AttentionParams& p = a->params;
+  p.cu_seqlens_q = a->cu_q.data();
+  p.n_seqs = static_cast<uint32_t>(a->cu_q.size() - 1);
+  if (a->kv_seq_lens == nullptr) {
+    if (shape.t_kv != shape.t_q) {
+      return Status::error(Code::kInvalidArgument,
+                           "--seq-lens %s: %s has %u keys and %s %u queries; give --kv-seq-lens for the keys",
+                           a->seq_lens, a->k.path, shape.t_kv, a->q.path, shape.t_q);
+    }
+    return Status();
+  }
+  HEADWAY_RETURN_IF_ERROR(parse_seq_lens("--kv-seq-lens", a->kv_seq_lens, shape.t_kv, a->k.path, &a->cu_k));
+  if (a->cu_k.size() != a->cu_q.size()) {
+    return Status::error(Code::kInvalidArgument, "--kv-seq-lens %s has %zu sequence(s), --seq-lens %s has %zu",
+                         a->kv_seq_lens, a->cu_k.size() - 1, a->seq_lens, a->cu_q.size() - 1);
+  }
+  p.cu_seqlens_k = a->cu_k.data();
+  return Status();
+}
+
 // Loads q, k and v and checks that they form one attention: f32 q, equal k and v shapes, one
 // head_dim, query heads a multiple of kv heads, and one K/V dtype unless --kv-dtype converts.
 Status load_inputs(AttendFlags* a, AttentionShape* shape) {
@@ -253,12 +323,13 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
     HEADWAY_RETURN_IF_ERROR(alibi_slopes(shape->n_heads, a->alibi_slopes.data(), a->alibi_max_bias));
     a->params.alibi_slopes = a->alibi_slopes.data();
   }
+  HEADWAY_RETURN_IF_ERROR(load_seq_lens(a, *shape));
   return load_sinks(a, shape->n_heads);
 }
 
 // O into *o on the chosen backend, K/V converted to --kv-dtype first where they differ.
 Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* pool, std::vector<float>* o) {
-  const Result<size_t> ws_bytes = attention_workspace_bytes(shape, pool->threads());
+  const Result<size_t> ws_bytes = attention_workspace_bytes(shape, a.params, pool->threads());
   if (!ws_bytes.ok()) return ws_bytes.status();
   std::vector<uint8_t> k_converted, v_converted;
   const void* k_data = kv_storage(a.k, a.kv_dtype, &k_converted);

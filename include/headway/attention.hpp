@@ -58,6 +58,18 @@ struct AttentionParams {
   // ones), or null. The logit of query head h at position p for key j gains −m_h · |p − j| after
   // scale and softcap (on causal rows p − j >= 0). Read at each run(), like sinks.
   const float* alibi_slopes = nullptr;
+  // A packed batch (FlashAttention's varlen layout): n_seqs sequences back to back in Q and O and
+  // in K and V, each attending only within itself. cu_seqlens_q [n_seqs + 1] holds cumulative
+  // query lengths: sequence b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] − 1; it
+  // starts at 0, rises strictly (no empty sequence) and ends at t_q. cu_seqlens_k is the same over
+  // the t_kv keys, or null: the queries' (then t_kv == t_q). Within a sequence everything is as
+  // in a call of its own (causal is bottom-right aligned to its lengths; window, sink tokens and
+  // ALiBi count positions from its start), and its O rows are bitwise what that call gives. No
+  // padding is computed and no score matrix is made. null (n_seqs 0) = one sequence. Checked at
+  // reshape() and again at each run(), which reads the arrays: they must outlive the op.
+  const uint32_t* cu_seqlens_q = nullptr;
+  const uint32_t* cu_seqlens_k = nullptr;
+  uint32_t n_seqs = 0;
 };
 
 // The standard ALiBi slopes of n_heads heads (Press et al.; BLOOM's build_alibi_tensor): for a
@@ -74,6 +86,9 @@ inline constexpr size_t kWorkspaceAlignment = kAlignment;
 // pool->threads(), or 1 without a pool). Fails on an invalid shape, with the same message as
 // attend().
 Result<size_t> attention_workspace_bytes(const AttentionShape& shape, uint32_t threads);
+// The same for a call with these parameters: a packed batch (cu_seqlens_q) needs the most that
+// one of its sequences needs, which can be more than the whole shape's.
+Result<size_t> attention_workspace_bytes(const AttentionShape& shape, const AttentionParams& params, uint32_t threads);
 
 // Computes O. `pool` may be null (the caller's thread does all the work). Errors: kInvalidArgument
 // for a bad shape, parameter, pointer or a workspace that is too small or misaligned.

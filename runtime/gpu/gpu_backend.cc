@@ -246,15 +246,12 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   if (!args.ok()) return args.status();
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
+  HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape, params));
 
   x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
   x.size = 0;
   x.pending_n = 0;
-  Status s = x.write_rows(k, v, a.kv_row_stride, kv_dtype, shape.t_kv, 0, false);
-  if (!s.ok()) return s;
   gpu::CallParams pc{};
-  pc.t_q = shape.t_q;
-  pc.t_kv = shape.t_kv;
   pc.n_heads = shape.n_heads;
   pc.group = shape.n_heads / shape.n_kv_heads;
   pc.kv_head_stride = x.plan.cache_rows * x.head_dim;
@@ -262,10 +259,28 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   pc.softcap = params.softcap;
   pc.causal = params.causal ? 1u : 0u;
   pc.window = params.window;
-  // validate_attention_args: sink tokens come with a window larger than them.
-  const uint32_t s_tokens = params.window != 0 ? params.sink_tokens : 0;
-  pc.sink_keys = s_tokens < shape.t_kv ? s_tokens : shape.t_kv;
-  s = x.run(q, x.q_width, o, x.q_width, params.sinks, params.alibi_slopes, pc);
+  // A packed batch runs one sequence at a time, its K/V in the cache's first rows.
+  const uint32_t* cu_q = params.cu_seqlens_q;
+  const uint32_t* cu_k = params.cu_seqlens_k != nullptr ? params.cu_seqlens_k : cu_q;
+  const bool packed = cu_q != nullptr;
+  const uint32_t n_seqs = packed ? params.n_seqs : 1;
+  const size_t kv_token_bytes = size_t{x.n_kv} * dtype_row_bytes(kv_dtype, x.head_dim);
+  Status s;
+  for (uint32_t b = 0; b < n_seqs; ++b) {
+    const uint32_t q_row = packed ? cu_q[b] : 0, kv_row = packed ? cu_k[b] : 0;
+    pc.t_q = packed ? cu_q[b + 1] - q_row : shape.t_q;
+    pc.t_kv = packed ? cu_k[b + 1] - kv_row : shape.t_kv;
+    const size_t kv_offset = size_t{kv_row} * kv_token_bytes;
+    s = x.write_rows(static_cast<const uint8_t*>(k) + kv_offset, static_cast<const uint8_t*>(v) + kv_offset,
+                     a.kv_row_stride, kv_dtype, pc.t_kv, 0, false);
+    if (!s.ok()) break;
+    // validate_attention_args: sink tokens come with a window larger than them.
+    const uint32_t s_tokens = params.window != 0 ? params.sink_tokens : 0;
+    pc.sink_keys = s_tokens < pc.t_kv ? s_tokens : pc.t_kv;
+    const size_t q_offset = size_t{q_row} * x.q_width;
+    s = x.run(q + q_offset, x.q_width, o + q_offset, x.q_width, params.sinks, params.alibi_slopes, pc);
+    if (!s.ok()) break;
+  }
   x.pending_n = 0;
   return s;
 }

@@ -92,8 +92,11 @@ struct Inputs {
   // The reference on the f32 values as drawn (before any f16/bf16 rounding).
   std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
                                 const std::vector<float>& sinks = {}, uint32_t sink_tokens = 0,
-                                const std::vector<double>& alibi_slopes = {}) const {
+                                const std::vector<double>& alibi_slopes = {}, const std::vector<uint32_t>& cu_q = {},
+                                const std::vector<uint32_t>& cu_k = {}) const {
     test::RefAttention p;
+    p.cu_q = cu_q;
+    p.cu_k = cu_k;
     p.t_q = s.t_q;
     p.t_kv = s.t_kv;
     p.n_heads = s.n_heads;
@@ -236,6 +239,54 @@ TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill
     // Without the feature the reference is far off: each run tests what it names.
     const std::vector<double> plain = in.reference(r.causal, r.window, 0, 0, {}, 0, {});
     CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);
+  }
+}
+
+TEST_CASE("headway attend --seq-lens and --kv-seq-lens match the reference of a packed batch") {
+  TempDir dir("cli_attend");
+  struct Run {
+    Shape shape;
+    std::string flags;
+    std::vector<uint32_t> cu_q, cu_k;
+    bool causal;
+    uint32_t window, sink_tokens;
+    bool alibi;
+  };
+  const Run runs[] = {
+      {{59, 59, 12, 12, 32}, " --seq-lens 12,40,7", {0, 12, 52, 59}, {}, false, 0, 0, false},
+      {{49, 49, 8, 2, 64}, " --seq-lens 15,16,17,1 --causal --threads 2", {0, 15, 31, 48, 49}, {}, true, 0, 0, false},
+      {{30, 30, 4, 1, 80},
+       " --seq-lens 20,10 --causal --window 6 --sink-tokens 2 --alibi",
+       {0, 20, 30},
+       {},
+       true,
+       6,
+       2,
+       true},
+      {{3, 1300, 4, 2, 128},
+       " --seq-lens 1,2 --kv-seq-lens 1200,100 --causal --threads 3",
+       {0, 1, 3},
+       {0, 1200, 1300},
+       true,
+       0,
+       0,
+       false},
+  };
+  uint32_t seed = 900;
+  for (const Run& r : runs) {
+    INFO("shape " << r.shape.t_q << "x" << r.shape.t_kv << " flags:" << r.flags);
+    const Inputs in(r.shape, seed);
+    seed += 10;
+    const RunResult res = attend_cli(dir, in.write_f32_files(dir) + " --out " + (dir / "o.npy") + r.flags);
+    REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+    CHECK(res.err.empty());
+    const std::vector<double> slopes =
+        r.alibi ? test::reference_alibi_slopes(r.shape.n_heads, 8.0) : std::vector<double>{};
+    const std::vector<double> want = in.reference(r.causal, r.window, 0, 0, {}, r.sink_tokens, slopes, r.cu_q, r.cu_k);
+    CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= 1e-4);
+    // As one sequence the reference is far off: the lengths are what the run tests.
+    const std::vector<double> whole = in.reference(r.causal, r.window, 0, 0, {}, r.sink_tokens, slopes);
+    CHECK(max_error_of(dir / "o.npy", whole, in.q_shape()) > 1e-2);
   }
 }
 

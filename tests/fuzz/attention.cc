@@ -6,8 +6,10 @@
 // Bytes: [0] t_q, [1..2] t_kv, [3] kv heads, [4] group, [5..6] head_dim, [7] flags, [8] window,
 // [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
 // from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
-// 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks); the rest seeds the data. Work is capped so the reference stays
+// 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks; bit 7: a packed batch, its lengths from the last
+// byte: see packed_lengths); the rest seeds the data. Work is capped so the reference stays
 // fast: the fuzzer explores shapes, not throughput.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -62,6 +64,21 @@ float slope_value(uint8_t b) {
   }
 }
 
+// 1 to 4 sequences over `total` rows: cumulative lengths cut at points drawn from `b` (some
+// lengths 0, which attend() must reject).
+std::vector<uint32_t> packed_lengths(uint8_t b, uint32_t salt, uint32_t total) {
+  const uint32_t n = 1 + b % 4;
+  std::vector<uint32_t> cu(n + 1, 0);
+  uint32_t x = b * 2654435761u + salt;
+  for (uint32_t i = 1; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    cu[i] = total ? (x >> 8) % (total + 1) : 0;
+  }
+  cu[n] = total;
+  std::sort(cu.begin(), cu.end());
+  return cu;
+}
+
 ThreadPool* pool() {
   static ThreadPool* p = [] {
     static ThreadPool tp;
@@ -111,6 +128,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     p.alibi_slopes = slopes.data();
   }
 
+  // A packed batch: lengths of q (and of k where t_kv differs, or bit 4 of the last byte says so);
+  // bit 7 of the last byte moves one boundary, which must then be rejected or still be valid.
+  std::vector<uint32_t> cu_q, cu_k;
+  if (special & 128) {
+    const uint8_t b = data[size - 1];
+    cu_q = packed_lengths(b, 1, s.t_q);
+    if (s.t_kv != s.t_q || (b & 16)) cu_k = packed_lengths(b, 2, s.t_kv);
+    if (b & 128) cu_q[b % cu_q.size()] += 1 + (b >> 5) % 2;
+    p.cu_seqlens_q = cu_q.data();
+    p.cu_seqlens_k = cu_k.empty() ? nullptr : cu_k.data();
+    p.n_seqs = static_cast<uint32_t>(cu_q.size() - 1);
+  }
+
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
   if (work > (uint64_t{1} << 21)) return 0;
 
@@ -155,7 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   ThreadPool* tp = threaded ? pool() : nullptr;
   const uint32_t threads = tp ? tp->threads() : 1;
-  const Result<size_t> need = attention_workspace_bytes(s, threads);
+  const Result<size_t> need = attention_workspace_bytes(s, p, threads);
   // Exactly the bytes asked for (rounded to the alignment), so ASan sees any overrun.
   const size_t ws_bytes = need.ok() ? (short_workspace && need.value() > 0 ? need.value() - 1 : need.value()) : 64;
   void* ws = std::aligned_alloc(64, (ws_bytes + 63) / 64 * 64 + 64);

@@ -188,5 +188,16 @@ shapes = [
 for i, b in enumerate(shapes):
     put("attention", "shape%d" % i, b + b"seed%d" % i)
 
+# Packed batches (special bit 7), their lengths from the last byte: 1 + b % 4 sequences, bit 4 keys'
+# own lengths, bit 7 one boundary moved.
+packed = [
+    (bytes([16, 16, 0, 2, 2, 32, 0, 0x00, 0, 0, 0, 0x80]), 0x03),  # 4 sequences, bidirectional
+    (bytes([12, 12, 0, 1, 4, 64, 0, 0x43, 5, 0, 0, 0x84]), 0x12),  # causal window 5, own key lengths, op
+    (bytes([3, 0x20, 0x04, 2, 2, 128, 0, 0x10, 0, 0, 0, 0x80]), 0x01),  # 2 sequences over 1056 keys, f16
+    (bytes([9, 9, 0, 2, 1, 80, 0, 0x01, 0, 0, 0, 0x80]), 0x83),  # a moved boundary
+]
+for i, (b, last) in enumerate(packed):
+    put("attention", "packed%d" % i, b + b"seed" + bytes([last]))
+
 if __name__ == "__main__":
     print("corpora written to", OUT)

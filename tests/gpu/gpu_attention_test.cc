@@ -67,6 +67,11 @@ struct Case {
   const float* sinks = nullptr;  // n_heads sink logits, or none
   uint32_t sink_tokens = 0;
   const float* alibi = nullptr;  // n_heads ALiBi slopes, or none
+  // A packed batch: cumulative lengths [n_seqs + 1] of the queries and the keys (null: the
+  // queries'), or none.
+  const uint32_t* cu_q = nullptr;
+  const uint32_t* cu_k = nullptr;
+  uint32_t n_seqs = 0;
 };
 
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
@@ -152,6 +157,9 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   p.sinks = c.sinks;
   p.sink_tokens = c.sink_tokens;
   p.alibi_slopes = c.alibi;
+  p.cu_seqlens_q = c.cu_q;
+  p.cu_seqlens_k = c.cu_k;
+  p.n_seqs = c.n_seqs;
   std::vector<float> o(nq, 12345.0f);
   const Status st = gpu.attend_dense(q.data(), k, v, dt, o.data(), s, p);
   REQUIRE_MESSAGE(st.ok(), st.message());
@@ -169,6 +177,8 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   if (c.sinks != nullptr) r.sinks.assign(c.sinks, c.sinks + n_heads);
   r.sink_tokens = c.sink_tokens;
   if (c.alibi != nullptr) r.alibi_slopes.assign(c.alibi, c.alibi + n_heads);
+  if (c.cu_q != nullptr) r.cu_q.assign(c.cu_q, c.cu_q + c.n_seqs + 1);
+  if (c.cu_k != nullptr) r.cu_k.assign(c.cu_k, c.cu_k + c.n_seqs + 1);
   const std::vector<double> ref = ht::reference_attention(r, q.data(), kref.data(), vref.data());
   double worst = 0.0;
   size_t worst_at = 0;
@@ -454,6 +464,44 @@ TEST_CASE("gpu sink tokens and ALiBi match the reference: split-KV over both spa
       c.sink_tokens = 0;  // the same backend without them afterwards: nothing of them stays
       c.alibi = nullptr;
       check_dense(b.gpu, sc.n_heads, sc.n_kv_heads, sc.head_dim, sc.dt, c);
+    }
+  }
+  MESSAGE(max_errors());
+}
+
+TEST_CASE("gpu packed batches match the reference: each sequence within itself, masks from its start") {
+  struct PackedCase {
+    uint32_t n_heads, n_kv_heads, head_dim;
+    DType dt;
+    std::vector<uint32_t> cu_q, cu_k;  // cu_k empty: the queries'
+    Case c;
+    uint32_t sink_tokens;
+    bool alibi;
+  };
+  const std::vector<PackedCase> cases = {
+      {12, 12, 32, DType::kF32, {0, 12, 52, 59, 60, 93}, {}, {93, 93, false}, 0, false},  // MiniLM's shape
+      {8, 2, 64, DType::kF16, {0, 15, 31, 48, 49}, {}, {49, 49, true, 9}, 0, false},
+      {4, 1, 128, DType::kQ8_0, {0, 20, 23, 32}, {}, {32, 32, true, 6}, 2, true},
+      {4, 2, 80, DType::kBF16, {0, 1, 3, 4}, {0, 1500, 1540, 2640}, {4, 2640, true, 0}, 0, false},  // split-KV
+  };
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = ht::gpu_context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (f32 storage, staging): " << fallback);
+    uint64_t seed = 700;
+    for (const PackedCase& pc : cases) {
+      std::vector<float> slopes(pc.n_heads);
+      REQUIRE(headway::alibi_slopes(pc.n_heads, slopes.data()).ok());
+      DenseBackend b;
+      make_dense(&b, ctx, pc.n_heads, pc.n_kv_heads, pc.head_dim, pc.dt, pc.c.t_q, pc.c.t_kv);
+      Case c = pc.c;
+      c.seed = seed++;
+      c.sink_tokens = pc.sink_tokens;
+      c.alibi = pc.alibi ? slopes.data() : nullptr;
+      c.cu_q = pc.cu_q.data();
+      c.cu_k = pc.cu_k.empty() ? nullptr : pc.cu_k.data();
+      c.n_seqs = static_cast<uint32_t>(pc.cu_q.size() - 1);
+      check_dense(b.gpu, pc.n_heads, pc.n_kv_heads, pc.head_dim, pc.dt, c);
     }
   }
   MESSAGE(max_errors());

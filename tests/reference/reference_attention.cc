@@ -23,11 +23,38 @@ float float_of(uint32_t b) {
 
 }  // namespace
 
+namespace {
+
+// Row i's sequence as local coordinates: its keys [k0, k1) and its position p among them.
+struct RowFrame {
+  uint32_t k0 = 0, k1 = 0;
+  int64_t p = 0;
+};
+
+RowFrame row_frame(const RefAttention& a, uint32_t i) {
+  RowFrame f;
+  if (a.cu_q.empty()) {
+    f.k1 = a.t_kv;
+    f.p = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
+    return f;
+  }
+  const std::vector<uint32_t>& ck = a.cu_k.empty() ? a.cu_q : a.cu_k;
+  uint32_t b = 0;
+  while (a.cu_q[b + 1] <= i) ++b;
+  f.k0 = ck[b];
+  f.k1 = ck[b + 1];
+  f.p = int64_t{i - a.cu_q[b]} + int64_t{f.k1 - f.k0} - int64_t{a.cu_q[b + 1] - a.cu_q[b]};
+  return f;
+}
+
+}  // namespace
+
 bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j) {
-  const int64_t p = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
-  if (j >= a.t_kv) return false;
-  if (a.causal && int64_t{j} > p) return false;
-  if (a.window > 0 && int64_t{j} <= p - int64_t{a.window} && j >= a.sink_tokens) return false;
+  const RowFrame f = row_frame(a, i);
+  if (j < f.k0 || j >= f.k1) return false;
+  const int64_t local = int64_t{j} - f.k0;
+  if (a.causal && local > f.p) return false;
+  if (a.window > 0 && local <= f.p - int64_t{a.window} && local >= a.sink_tokens) return false;
   return true;
 }
 
@@ -56,7 +83,7 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
   std::vector<double> logits(a.t_kv);
   std::vector<double> acc(d);
   for (uint32_t i = 0; i < a.t_q; ++i) {
-    const int64_t pos = int64_t{i} + int64_t{a.t_kv} - int64_t{a.t_q};
+    const RowFrame frame = row_frame(a, i);
     if (!reference_row_sees_a_key(a, i)) continue;  // no visible key: zeros
     for (uint32_t h = 0; h < a.n_heads; ++h) {
       double* o = &out[(size_t{i} * a.n_heads + h) * d];
@@ -71,7 +98,8 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
         for (size_t x = 0; x < d; ++x) s += double{qr[x]} * double{kr[x]};
         s *= a.scale;
         if (a.softcap > 0.0) s = a.softcap * std::tanh(s / a.softcap);
-        if (!a.alibi_slopes.empty()) s -= a.alibi_slopes[h] * std::fabs(static_cast<double>(pos - int64_t{j}));
+        const int64_t distance = frame.p - (int64_t{j} - frame.k0);
+        if (!a.alibi_slopes.empty()) s -= a.alibi_slopes[h] * std::fabs(static_cast<double>(distance));
         logits[j] = s;
         if (std::isnan(s) || std::isnan(m)) {
           m = std::numeric_limits<double>::quiet_NaN();

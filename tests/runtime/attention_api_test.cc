@@ -419,6 +419,232 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
         "attention: head_dim 0 is not in 1..512");
 }
 
+// ---- Packed batches ------------------------------------------------------------------------
+
+std::vector<uint32_t> cumulative(const std::vector<uint32_t>& lengths) {
+  std::vector<uint32_t> cu(1, 0);
+  for (uint32_t n : lengths) cu.push_back(cu.back() + n);
+  return cu;
+}
+
+struct PackedCase {
+  const char* name;
+  std::vector<uint32_t> q_lens, k_lens;  // k_lens empty: the queries'
+  uint32_t n_heads, n_kv_heads, head_dim;
+  AttentionParams params;
+  bool sinks = false, alibi = false;
+};
+
+// Lengths of 1, just off the vector widths and the 32-row tile, GQA groups, every mask rule, and
+// sequences of one query over long keys (their own split-KV decode).
+std::vector<PackedCase> packed_cases() {
+  AttentionParams causal, window, sink_tokens, plain, capped;
+  causal.causal = true;
+  window.causal = true;
+  window.window = 9;
+  sink_tokens.causal = true;
+  sink_tokens.window = 6;
+  sink_tokens.sink_tokens = 2;
+  capped.softcap = 2.0f;
+  capped.scale = 0.3f;
+  return {
+      {"bidirectional MiniLM shape", {12, 40, 7, 1, 33}, {}, 12, 12, 32, plain},
+      {"causal GQA 8/2 d64, lengths off the widths", {15, 16, 17, 1, 63, 64, 65}, {}, 8, 2, 64, causal},
+      {"window 9 d80", {1, 30, 8, 31}, {}, 4, 1, 80, window},
+      {"sink tokens 2, window 6, d128", {20, 3, 9}, {}, 4, 2, 128, sink_tokens},
+      {"softcap and scale, MQA d50", {5, 17, 2}, {}, 6, 1, 50, capped},
+      {"sink logits and ALiBi, causal", {10, 1, 26}, {}, 4, 4, 64, causal, true, true},
+      {"one sequence", {37}, {}, 4, 2, 64, causal},
+      {"single tokens", {1, 1, 1, 1}, {}, 4, 2, 32, plain},
+      {"decode rows over their own keys (split-KV)", {1, 2, 1}, {1500, 40, 1100}, 8, 2, 128, causal},
+      {"prefill chunks over longer keys", {16, 5}, {80, 5}, 4, 2, 64, window},
+  };
+}
+
+// A case as a Problem: its inputs, the lengths it points at, and the same case split into its
+// sequences (each a Problem of its own over the same rows).
+struct PackedProblem {
+  std::vector<uint32_t> cu_q, cu_k;
+  Problem whole;
+  PackedProblem(const PackedCase& c, DType dtype, uint32_t seed)
+      : cu_q(cumulative(c.q_lens)),
+        cu_k(c.k_lens.empty() ? std::vector<uint32_t>{} : cumulative(c.k_lens)),
+        whole({cu_q.back(), (cu_k.empty() ? cu_q : cu_k).back(), c.n_heads, c.n_kv_heads, c.head_dim}, c.params, dtype,
+              seed) {
+    whole.params.cu_seqlens_q = cu_q.data();
+    whole.params.cu_seqlens_k = cu_k.empty() ? nullptr : cu_k.data();
+    whole.params.n_seqs = static_cast<uint32_t>(c.q_lens.size());
+    for (uint32_t h = 0; c.sinks && h < c.n_heads; ++h) whole.sinks.push_back(0.5f * static_cast<float>(h) - 1.0f);
+    if (c.alibi) {
+      whole.slopes.resize(c.n_heads);
+      REQUIRE(alibi_slopes(c.n_heads, whole.slopes.data()).ok());
+    }
+  }
+
+  Status run(ThreadPool* pool, std::vector<float>* o) const {
+    const AttentionParams params = whole.call_params();
+    o->assign(whole.out_size(), -7.0f);
+    const Result<size_t> bytes = attention_workspace_bytes(whole.shape, params, pool ? pool->threads() : 1);
+    if (!bytes.ok()) return bytes.status();
+    Aligned ws(bytes.value());
+    return attend(whole.q.data(), whole.kp(), whole.vp(), whole.kv_dtype, o->data(), whole.shape, params, pool, ws.p,
+                  ws.size);
+  }
+
+  // Each sequence through attend() alone, its O rows written where the packed call writes them.
+  Status run_alone(std::vector<float>* o) const {
+    const AttentionShape& s = whole.shape;
+    const size_t q_width = size_t{s.n_heads} * s.head_dim;
+    const size_t kv_bytes = size_t{s.n_kv_heads} * dtype_row_bytes(whole.kv_dtype, s.head_dim);
+    const std::vector<uint32_t>& ck = cu_k.empty() ? cu_q : cu_k;
+    o->assign(whole.out_size(), -7.0f);
+    for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
+      const AttentionShape one{cu_q[b + 1] - cu_q[b], ck[b + 1] - ck[b], s.n_heads, s.n_kv_heads, s.head_dim};
+      AttentionParams params = whole.call_params();
+      params.cu_seqlens_q = params.cu_seqlens_k = nullptr;
+      params.n_seqs = 0;
+      const Result<size_t> bytes = attention_workspace_bytes(one, 1);
+      if (!bytes.ok()) return bytes.status();
+      Aligned ws(bytes.value());
+      const auto* kb = static_cast<const uint8_t*>(whole.kp()) + ck[b] * kv_bytes;
+      const auto* vb = static_cast<const uint8_t*>(whole.vp()) + ck[b] * kv_bytes;
+      HEADWAY_RETURN_IF_ERROR(attend(whole.q.data() + cu_q[b] * q_width, kb, vb, whole.kv_dtype,
+                                     o->data() + cu_q[b] * q_width, one, params, nullptr, ws.p, ws.size));
+    }
+    return Status();
+  }
+};
+
+TEST_CASE("packed batches: each sequence matches the reference and is bitwise what it gets alone") {
+  ThreadPool pool;
+  REQUIRE(pool.create(3).ok());
+  uint32_t seed = 100;
+  for (const PackedCase& c : packed_cases()) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+      INFO(c.name << " kv " << name_of(dtype));
+      const PackedProblem p(c, dtype, seed++);
+      std::vector<float> o, o_pool, alone;
+      const Status s = p.run(nullptr, &o);
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      CHECK(max_abs_error(o, p.whole.reference()) <= tolerance(p.whole));
+      REQUIRE(p.run_alone(&alone).ok());
+      CHECK(std::memcmp(o.data(), alone.data(), o.size() * sizeof(float)) == 0);
+      REQUIRE(p.run(&pool, &o_pool).ok());
+      CHECK(std::memcmp(o.data(), o_pool.data(), o.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("packed batches: a sequence never sees another's keys, and the reference knows it") {
+  // Two sequences of 3, bidirectional: row 0 (sequence 0) sees keys 0..2 only, row 3 keys 3..5.
+  const std::vector<uint32_t> cu = {0, 3, 6};
+  test::RefAttention r;
+  r.t_q = r.t_kv = 6;
+  r.n_heads = r.n_kv_heads = 1;
+  r.head_dim = 4;
+  r.cu_q = cu;
+  CHECK(test::reference_key_visible(r, 0, 2));
+  CHECK_FALSE(test::reference_key_visible(r, 0, 3));
+  CHECK(test::reference_key_visible(r, 3, 5));
+  CHECK_FALSE(test::reference_key_visible(r, 3, 2));
+  r.causal = true;  // positions count from each sequence's start
+  CHECK(test::reference_key_visible(r, 3, 3));
+  CHECK_FALSE(test::reference_key_visible(r, 3, 4));
+  // Changing another sequence's K/V leaves a sequence's O bitwise as it was.
+  PackedCase c{"", {7, 9}, {}, 4, 2, 64, AttentionParams{}};
+  PackedProblem p(c, DType::kF32, 7);
+  std::vector<float> before, after;
+  REQUIRE(p.run(nullptr, &before).ok());
+  const size_t kv_width = size_t{2} * 64;
+  for (size_t i = 7 * kv_width; i < p.whole.k.size(); ++i) p.whole.k[i] = p.whole.v[i] = 1e3f;
+  REQUIRE(p.run(nullptr, &after).ok());
+  const size_t q_rows0 = size_t{7} * 4 * 64;
+  CHECK(std::memcmp(before.data(), after.data(), q_rows0 * sizeof(float)) == 0);
+  CHECK(std::memcmp(before.data() + q_rows0, after.data() + q_rows0, (before.size() - q_rows0) * sizeof(float)) != 0);
+}
+
+TEST_CASE("packed batches: the workspace is the largest sequence's, and attend allocates nothing") {
+  // One query over 3000 keys splits its keys (partials in the workspace) where the whole shape,
+  // 33 queries over 3032 keys, would not.
+  const std::vector<uint32_t> cu_q = {0, 1, 33}, cu_k = {0, 3000, 3032};
+  const AttentionShape shape{33, 3032, 8, 2, 128};
+  AttentionParams p;
+  p.cu_seqlens_q = cu_q.data();
+  p.cu_seqlens_k = cu_k.data();
+  p.n_seqs = 2;
+  const size_t packed = attention_workspace_bytes(shape, p, 2).value();
+  const size_t whole = attention_workspace_bytes(shape, 2).value();
+  const size_t alone = attention_workspace_bytes({1, 3000, 8, 2, 128}, 2).value();
+  CHECK(packed == alone);
+  CHECK(packed > whole);
+  const Problem problem(shape, p, DType::kF16, 3);
+  std::vector<float> o(problem.out_size());
+  Aligned ws(packed);
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  HeapCount count;
+  const Status ok =
+      attend(problem.q.data(), problem.kp(), problem.vp(), problem.kv_dtype, o.data(), shape, p, &pool, ws.p, ws.size);
+  const Status small =
+      attend(problem.q.data(), problem.kp(), problem.vp(), problem.kv_dtype, o.data(), shape, p, &pool, ws.p, whole);
+  CHECK(count.stop() == 0);
+  CHECK_MESSAGE(ok.ok(), ok.message());
+  CHECK(std::string(small.message()).find("attention: workspace is") == 0);
+}
+
+TEST_CASE("packed batches: bad lengths are rejected by name, and a rejected reshape keeps the op") {
+  const Problem p({6, 6, 4, 2, 64}, {}, DType::kF32, 9);
+  std::vector<float> o(p.out_size());
+  Aligned ws(1 << 20);
+  auto attempt = [&](std::vector<uint32_t> cu_q, std::vector<uint32_t> cu_k, uint32_t n_seqs,
+                     AttentionShape shape = {6, 6, 4, 2, 64}) {
+    AttentionParams params;
+    params.cu_seqlens_q = cu_q.empty() ? nullptr : cu_q.data();
+    params.cu_seqlens_k = cu_k.empty() ? nullptr : cu_k.data();
+    params.n_seqs = n_seqs;
+    const Status s = attend(p.q.data(), p.kp(), p.vp(), DType::kF32, o.data(), shape, params, nullptr, ws.p, ws.size);
+    return std::string(s.ok() ? "(ok)" : s.message());
+  };
+  CHECK(attempt({0, 2, 6}, {}, 2) == "(ok)");
+  CHECK(attempt({0, 2, 6}, {0, 5, 6}, 2) == "(ok)");
+  CHECK(attempt({1, 2, 6}, {}, 2) == "attention: cu_seqlens_q[0] is 1, expected 0 (the first sequence's start)");
+  CHECK(attempt({0, 2, 2, 6}, {}, 3) ==
+        "attention: cu_seqlens_q[2] = 2 is not above cu_seqlens_q[1] = 2: sequence 1 has length 0 (each needs at "
+        "least 1)");
+  CHECK(attempt({0, 4, 2}, {}, 2)
+            .find("attention: cu_seqlens_q[2] = 2 is not above cu_seqlens_q[1] = 4: sequence "
+                  "1 has length -2") == 0);
+  CHECK(attempt({0, 2, 5}, {}, 2) ==
+        "attention: cu_seqlens_q[n_seqs = 2] is 5, but t_q is 6 (the lengths must cover every row)");
+  CHECK(attempt({0, 2, 6}, {0, 2, 7}, 2) ==
+        "attention: cu_seqlens_k[n_seqs = 2] is 7, but t_kv is 6 (the lengths must cover every row)");
+  CHECK(attempt({0, 6}, {}, 0).find("cu_seqlens_q is given with n_seqs 0") != std::string::npos);
+  CHECK(attempt({}, {0, 6}, 1) ==
+        "attention: cu_seqlens_k without cu_seqlens_q (a packed batch gives the query lengths first)");
+  CHECK(attempt({}, {}, 2) == "attention: n_seqs without cu_seqlens_q (a packed batch gives the query lengths first)");
+  CHECK(attempt({0, 2, 4}, {}, 2, {4, 6, 4, 2, 64}) ==
+        "attention: a packed batch without cu_seqlens_k needs t_kv == t_q, got t_kv 6 and t_q 4");
+
+  // A rejected reshape leaves the op as it was; lengths changed after reshape fail at run().
+  std::vector<uint32_t> cu = {0, 2, 6};
+  AttentionParams good;
+  good.cu_seqlens_q = cu.data();
+  good.n_seqs = 2;
+  AttentionOp op;
+  REQUIRE(op.reshape(p.shape, good, DType::kF32, 1).ok());
+  const size_t bytes = op.workspace_bytes();
+  std::vector<uint32_t> bad = {0, 0, 6};
+  AttentionParams rejected = good;
+  rejected.cu_seqlens_q = bad.data();
+  CHECK_FALSE(op.reshape(p.shape, rejected, DType::kF32, 1).ok());
+  CHECK(op.workspace_bytes() == bytes);
+  CHECK(op.run(p.q.data(), p.kp(), p.vp(), o.data(), nullptr, ws.p, ws.size).ok());
+  cu[1] = 7;
+  CHECK(std::string(op.run(p.q.data(), p.kp(), p.vp(), o.data(), nullptr, ws.p, ws.size).message()) ==
+        "attention: cu_seqlens_q[2] = 6 is not above cu_seqlens_q[1] = 7: sequence 1 has length -1 (each needs at "
+        "least 1)");
+}
+
 TEST_CASE("alibi_slopes: the standard rule for every head count, MPT's max bias, bad arguments write nothing") {
   for (uint32_t n = 1; n <= 70; ++n) {
     INFO("n_heads " << n);

@@ -31,7 +31,15 @@ inline bool decode_quantizes_query(const RefAttention& r, simd::KvType kv) {
   static const float kSlope = 0.0f;
   a.alibi_slopes = r.alibi_slopes.empty() ? nullptr : &kSlope;
   a.tiling = simd::AttentionTiling::kDecode;
-  return simd::attention_decode_quantizes_query(a);
+  if (r.cu_q.empty()) return simd::attention_decode_quantizes_query(a);
+  // A packed batch: the band applies when any sequence, run as its own call, quantizes its query.
+  const std::vector<uint32_t>& ck = r.cu_k.empty() ? r.cu_q : r.cu_k;
+  for (size_t b = 0; b + 1 < r.cu_q.size(); ++b) {
+    a.t_q = r.cu_q[b + 1] - r.cu_q[b];
+    a.t_kv = ck[b + 1] - ck[b];
+    if (simd::attention_decode_quantizes_query(a)) return true;
+  }
+  return false;
 }
 
 }  // namespace test
