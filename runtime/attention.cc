@@ -198,6 +198,14 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
                          "attention: sink_tokens %u needs a sliding window larger than it (window %u)", a.sink_tokens,
                          a.window);
   }
+  if (a.prefix != 0 && !a.causal) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: prefix %u needs causal (without it every row sees every key already)", a.prefix);
+  }
+  if (a.prefix > a.t_kv) {
+    return Status::error(Code::kInvalidArgument, "attention: prefix %u is longer than the %u keys (t_kv)", a.prefix,
+                         a.t_kv);
+  }
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
                          static_cast<unsigned>(a.kv_type));
@@ -350,6 +358,15 @@ Status check_packed_batch(const AttentionShape& s, const AttentionParams& p) {
                            p.n_seqs, a.cu[p.n_seqs], a.total_name, a.total);
     }
   }
+  const uint32_t* ck = p.cu_seqlens_k != nullptr ? p.cu_seqlens_k : p.cu_seqlens_q;
+  for (uint32_t b = 0; p.prefix != 0 && b < p.n_seqs; ++b) {
+    if (ck[b + 1] - ck[b] < p.prefix) {
+      return Status::error(Code::kInvalidArgument,
+                           "attention: prefix %u is longer than sequence %u's %u key%s; it counts from each "
+                           "sequence's start",
+                           p.prefix, b, ck[b + 1] - ck[b], ck[b + 1] - ck[b] == 1 ? "" : "s");
+    }
+  }
   return Status();
 }
 
@@ -410,6 +427,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   a.sinks = p.sinks;
   a.sink_tokens = p.sink_tokens;
   a.alibi_slopes = p.alibi_slopes;
+  a.prefix = p.prefix;
   return a;
 }
 

@@ -264,4 +264,58 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   return project(1, attn, y, t);
 }
 
+Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
+  if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
+  const Plan& p = *plan_;
+  const Config& c = p.config;
+  if (cu_seqlens == nullptr || n_seqs == 0) {
+    return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);
+  }
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
+  if (cu_seqlens[0] != 0) {
+    return Status::error(Code::kInvalidArgument, "layer %u: cu_seqlens[0] is %u, expected 0", layer_, cu_seqlens[0]);
+  }
+  for (uint32_t s = 0; s < n_seqs; ++s) {
+    if (cu_seqlens[s + 1] <= cu_seqlens[s]) {
+      return Status::error(Code::kInvalidArgument,
+                           "layer %u: cu_seqlens[%u] = %u is not above cu_seqlens[%u] = %u (sequence %u is empty)",
+                           layer_, s + 1, cu_seqlens[s + 1], s, cu_seqlens[s], s);
+    }
+    if (cu_seqlens[s + 1] - cu_seqlens[s] > c.max_seq) {
+      return Status::error(Code::kOutOfRange, "layer %u: sequence %u has %u tokens, past the context of %u", layer_, s,
+                           cu_seqlens[s + 1] - cu_seqlens[s], c.max_seq);
+    }
+  }
+  const uint32_t t = cu_seqlens[n_seqs];
+  if (t > p.max_tokens) {
+    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)", layer_,
+                         t, p.max_tokens);
+  }
+  float* qkv = arena_->qkv();
+  float* attn = arena_->attention_out();
+  const size_t w = p.qkv_width;
+  const uint32_t kvh = c.kv_heads();
+  HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
+  if (c.qk_norm) {
+    for (uint32_t i = 0; i < t; ++i) {
+      float* row = qkv + i * w;
+      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
+    }
+  }
+  Backend b = backend();
+  Status status;
+  for (uint32_t s = 0; s < n_seqs && status.ok(); ++s) {
+    const uint32_t first = cu_seqlens[s], n = cu_seqlens[s + 1] - first;
+    float* rows = qkv + first * w;
+    b.reset(0);
+    apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, rope_config_, rope_);
+    status = b.append(rows + p.q_width, w, rows + p.q_width + p.kv_width, w, n);
+    if (status.ok()) status = b.attend(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
+  }
+  b.reset(0);
+  HEADWAY_RETURN_IF_ERROR(status);
+  return project(1, attn, y, t);
+}
+
 }  // namespace headway

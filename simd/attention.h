@@ -10,7 +10,8 @@
 //   (bottom-right alignment). causal: it sees key j iff j ≤ i + (t_kv − t_q). window W > 0:
 //   additionally j > i + (t_kv − t_q) − W. softcap c > 0: logit = c · tanh(logit / c), applied
 //   to the scaled logit before the mask; ALiBi adds −m_h·|p − j| after it. Sink tokens S keep
-//   keys j < S visible through the window. A row with no visible key gives zeros, never NaN.
+//   keys j < S visible through the window. A causal prefix P (prefix-LM) lets every row see keys
+//   j < P as well. A row with no visible key gives zeros, never NaN.
 //   Query head h reads kv head h / (n_heads / n_kv_heads).
 #pragma once
 
@@ -94,6 +95,10 @@ struct AttentionArgs {
   // query head h at position p for key j gains −m_h · |p − j| (p − j >= 0 on causal rows) after
   // scale and softcap, before the mask; sink keys count sink_gap more.
   const float* alibi_slopes = nullptr;
+  // Prefix-LM (PaliGemma, T5-style prefixes): with causal, keys j < prefix are visible to every row
+  // as well, so the causal bound of a row at position p is max(p, prefix − 1); the window and the
+  // sink tokens bound from below as before. 0 = none; needs causal and prefix <= t_kv.
+  uint32_t prefix = 0;
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).

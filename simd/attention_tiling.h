@@ -14,10 +14,11 @@ namespace simd {
 namespace detail {
 
 // Keys [lo, hi] (inclusive, absolute; empty when lo > hi) that query token t sees. Token t sits
-// at position p = t + t_kv - t_q (bottom-right alignment): causal keeps j <= p, a window W keeps
-// j > p - W; without causal, a window only bounds from below. With sink tokens S the keys split in
-// two spans, each a range per row: the sink span [0, SinkKeys) (causal only) and the window span
-// from SinkKeys on (VisibleKeys); without them the window span is every key.
+// at position p = t + t_kv - t_q (bottom-right alignment): causal keeps j <= p (j <= max(p, P − 1)
+// with a prefix P), a window W keeps j > p - W; without causal, a window only bounds from below.
+// With sink tokens S the keys split in two spans, each a range per row: the sink span
+// [0, SinkKeys) (causal only) and the window span from SinkKeys on (VisibleKeys); without them the
+// window span is every key.
 struct KeyRange {
   int64_t lo = 0;
   int64_t hi = -1;
@@ -30,12 +31,16 @@ constexpr int64_t SinkKeys(const AttentionArgs& a) {
 constexpr int64_t QueryPosition(const AttentionArgs& a, uint32_t t) {
   return int64_t{t} + int64_t{a.t_kv} - int64_t{a.t_q};
 }
+// The highest key causal lets the row at position p see: p, or the prefix's last key past it.
+constexpr int64_t CausalBound(const AttentionArgs& a, int64_t p) {
+  return int64_t{a.prefix} - 1 > p ? int64_t{a.prefix} - 1 : p;
+}
 constexpr KeyRange VisibleKeys(const AttentionArgs& a, uint32_t t) {
   const int64_t p = QueryPosition(a, t);
   KeyRange r;
   r.lo = SinkKeys(a);
   r.hi = int64_t{a.t_kv} - 1;
-  if (a.causal && p < r.hi) r.hi = p;
+  if (a.causal && CausalBound(a, p) < r.hi) r.hi = CausalBound(a, p);
   if (a.window != 0 && p - int64_t{a.window} + 1 > r.lo) r.lo = p - int64_t{a.window} + 1;
   return r;
 }
@@ -43,7 +48,7 @@ constexpr KeyRange VisibleSinkKeys(const AttentionArgs& a, uint32_t t) {
   const int64_t p = QueryPosition(a, t);
   KeyRange r;
   r.hi = SinkKeys(a) - 1;
-  if (a.causal && p < r.hi) r.hi = p;
+  if (a.causal && CausalBound(a, p) < r.hi) r.hi = CausalBound(a, p);
   return r;
 }
 constexpr bool SeesNoKey(const AttentionArgs& a, uint32_t t) {
@@ -53,15 +58,21 @@ constexpr bool SeesNoKey(const AttentionArgs& a, uint32_t t) {
 // The fewest keys a query row of the call sees, both spans counted (0 when t_q is 0). With causal a
 // row's count never falls as its position rises (its upper bound moves as fast as the window's
 // lower bound, and its sink span grows); without, it never rises (only the window's lower bound
-// moves): the first and the last row hold the fewest.
+// moves): the first and the last row hold the fewest. A prefix P holds the causal bound at P − 1
+// up to position P − 1, where the count may fall: that row counts too.
 constexpr int64_t FewestVisibleKeys(const AttentionArgs& a) {
   if (a.t_q == 0) return 0;
   const auto count = [&a](uint32_t t) {
     const KeyRange w = VisibleKeys(a, t), s = VisibleSinkKeys(a, t);
     return (w.empty() ? 0 : w.hi - w.lo + 1) + (s.empty() ? 0 : s.hi - s.lo + 1);
   };
-  const int64_t first = count(0), last = count(a.t_q - 1);
-  return first < last ? first : last;
+  int64_t fewest = count(0);
+  if (count(a.t_q - 1) < fewest) fewest = count(a.t_q - 1);
+  const int64_t turn = int64_t{a.prefix} - 1 - (int64_t{a.t_kv} - int64_t{a.t_q});  // the row at P − 1
+  if (a.prefix != 0 && turn > 0 && turn < int64_t{a.t_q} && count(static_cast<uint32_t>(turn)) < fewest) {
+    fewest = count(static_cast<uint32_t>(turn));
+  }
+  return fewest;
 }
 
 // Decode tiling (lanes along head_dim, dot products) when a task has few rows; prefill tiling

@@ -2,7 +2,8 @@
 // with a given code and a message that names the field and the value at fault ("needles"), and,
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
-// ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits, config.json, GGUF and .npy.
+// ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches, config.json,
+// GGUF and .npy.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -482,7 +483,8 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   bad_slopes.alibi_slopes = nan_slopes;
   float slopes_out[2] = {0.0f, 0.0f};
   // Packed batches over good's 2 rows: lengths that start elsewhere, are empty, miss rows.
-  const uint32_t cu_from_1[3] = {1, 1, 2}, cu_empty[3] = {0, 0, 2}, cu_short[2] = {0, 1}, cu_huge[2] = {0, 0xffffffffu};
+  const uint32_t cu_ones[3] = {0, 1, 2}, cu_from_1[3] = {1, 1, 2}, cu_empty[3] = {0, 0, 2}, cu_short[2] = {0, 1},
+                 cu_huge[2] = {0, 0xffffffffu};
   auto packed = [](const uint32_t* cu_q, const uint32_t* cu_k, uint32_t n_seqs) {
     AttentionParams p;
     p.cu_seqlens_q = cu_q;
@@ -516,6 +518,35 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
        call(good, packed(nullptr, cu_short, 1)),
        Code::kInvalidArgument,
        {"cu_seqlens_k without cu_seqlens_q"}},
+      {"prefix without causal",
+       call(good,
+            [] {
+              AttentionParams p;
+              p.prefix = 1;
+              return p;
+            }()),
+       Code::kInvalidArgument,
+       {"prefix 1 needs causal"}},
+      {"prefix past the keys",
+       call(good,
+            [] {
+              AttentionParams p;
+              p.causal = true;
+              p.prefix = 3;
+              return p;
+            }()),
+       Code::kInvalidArgument,
+       {"prefix 3", "2 keys"}},
+      {"prefix past a sequence",
+       call(good,
+            [&] {
+              AttentionParams p = packed(cu_ones, nullptr, 2);
+              p.causal = true;
+              p.prefix = 2;
+              return p;
+            }()),
+       Code::kInvalidArgument,
+       {"prefix 2 is longer than sequence 0's 1 key;"}},
       {"packed: workspace for an empty sequence",
        [&] { return status_of(attention_workspace_bytes(good, packed(cu_empty, nullptr, 2), 1)); },
        Code::kInvalidArgument,
@@ -804,6 +835,47 @@ TEST_CASE("bad input: sink logits of AttentionLayer and CpuBackend") {
        {"attention: sinks[1] = nan is not finite"}},
   });
   CHECK(b.size() == 2);
+}
+
+TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and the arena as they were") {
+  Config c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.max_seq = 8;
+  c.rope.style = RopeStyle::kNeox;
+  PlanOptions o;
+  o.max_tokens = 8;
+  const Plan p = make_plan(c, o).value();
+  Aligned mem(p.arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
+  const std::vector<float> wq(size_t{64} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
+  LayerWeights w;
+  w.wq = {wq.data(), DType::kF32, 64, 64};
+  w.wk = {wkv.data(), DType::kF32, 32, 64};
+  w.wv = {wkv.data(), DType::kF32, 32, 64};
+  w.wo = {wq.data(), DType::kF32, 64, 64};
+  AttentionLayer layer;
+  REQUIRE(layer.init(arena, 0, w).ok());
+  std::vector<float> x(size_t{16} * 64, 1.0f), y(x.size(), 0.0f);
+  REQUIRE(layer.forward(x.data(), y.data(), 3).ok());
+  std::fill(y.begin(), y.end(), 0.0f);
+  const std::vector<uint8_t> before(static_cast<uint8_t*>(mem.p), static_cast<uint8_t*>(mem.p) + mem.size);
+  const uint32_t from_two[3] = {2, 3, 4}, shrinking[3] = {0, 5, 2}, wrapped[2] = {0, 0xffffffffu}, past[3] = {0, 4, 9};
+  auto packed = [&](const uint32_t* cu, uint32_t n) {
+    return [&layer, &x, &y, cu, n] { return layer.forward_packed(x.data(), y.data(), cu, n); };
+  };
+  check_rows({
+      {"lengths from 2", packed(from_two, 2), Code::kInvalidArgument, {"cu_seqlens[0] is 2"}},
+      {"a falling length", packed(shrinking, 2), Code::kInvalidArgument, {"cu_seqlens[2] = 2", "sequence 1 is empty"}},
+      {"a length near 2^32", packed(wrapped, 1), Code::kOutOfRange, {"4294967295 tokens", "context of 8"}},
+      {"more tokens than max_tokens", packed(past, 2), Code::kInvalidArgument, {"9 tokens", "max_tokens"}},
+      {"no lengths", packed(nullptr, 2), Code::kInvalidArgument, {"needs cu_seqlens"}},
+  });
+  CHECK(layer.position() == 3);
+  CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
+  for (const float v : y) CHECK(v == 0.0f);
 }
 
 TEST_CASE("bad input: config.json text") {

@@ -136,4 +136,34 @@ std::string npy_shape_text(const uint64_t* shape, uint32_t ndim) {
   return text;
 }
 
+Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu) {
+  cu->assign(1, 0);
+  uint64_t sum = 0;
+  const char* p = text;
+  for (uint32_t index = 0;; ++index) {
+    char* end = nullptr;
+    errno = 0;
+    const bool digit = *p >= '0' && *p <= '9';
+    const unsigned long long n = digit ? std::strtoull(p, &end, 10) : 0;
+    if (!digit || errno != 0 || (*end != ',' && *end != '\0') || n > UINT32_MAX) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s %s: item %u is not a whole number (expected lengths such as 12,40,7)", flag, text,
+                           index);
+    }
+    if (n == 0) {
+      return Status::error(Code::kInvalidArgument, "%s %s: item %u is 0 (each sequence needs at least one token)", flag,
+                           text, index);
+    }
+    sum += n;
+    cu->push_back(static_cast<uint32_t>(sum < total ? sum : total));  // kept only when the sum is total
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (sum != total) {
+    return Status::error(Code::kInvalidArgument, "%s %s: the lengths sum to %llu, but %s has %u tokens", flag, text,
+                         static_cast<unsigned long long>(sum), what, total);
+  }
+  return Status();
+}
+
 }  // namespace headway::cli

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "headway/backend.hpp"
 #include "headway/config.hpp"
@@ -59,6 +60,10 @@ std::string human_bytes(uint64_t bytes);
 
 // An .npy shape as NumPy prints it: "(2, 3, 4)", "(5,)".
 std::string npy_shape_text(const uint64_t* shape, uint32_t ndim);
+
+// `flag`'s text "12,40,7" → cumulative lengths {0, 12, 52, 59} in *cu: each length a whole number
+// >= 1, their sum `total` (the tokens of `what`, a file named in the message).
+Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu);
 
 // Memory from std::aligned_alloc (a plan's arena, a workspace), freed on every return path.
 struct AlignedBuffer {

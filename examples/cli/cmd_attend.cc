@@ -2,7 +2,6 @@
 //   q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32.
 // GQA comes from the shapes. --kv-dtype picks the storage the kernels read: f32 input narrows
 // with round-to-nearest-even, f16 input widens (to f32) or widens and rounds once (to bf16).
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +26,7 @@ constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
     "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "                      [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
+    "                      [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
@@ -36,6 +35,7 @@ constexpr const char* kUsage =
     "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy; q8_0 and q4_0 quantize each row of head_dim\n"
     "    values as llama.cpp does (blocks of 32 with an f16 scale).\n"
+    "  --prefix P (with --causal): prefix-LM, every row also sees keys 0..P-1 (of its sequence).\n"
     "  --seq-lens 12,40,7: a packed batch, sequences back to back in q, k and v, each attending only\n"
     "    within itself (positions count from its start); they sum to T_q. --kv-seq-lens gives the\n"
     "    keys' lengths when they differ from the queries' (then they sum to T_kv).\n";
@@ -153,6 +153,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--scale") s = flags.value_float(&p.scale);
     else if (f == "--sinks") s = flags.value(&a->sinks.path);
     else if (f == "--sink-tokens") s = flags.value_u32(&p.sink_tokens, 0, UINT32_MAX);
+    else if (f == "--prefix") s = flags.value_u32(&p.prefix, 0, UINT32_MAX);
     else if (f == "--alibi" && !flags.has_inline_value()) a->alibi = true;
     else if (f == "--alibi-max-bias") s = flags.value_float(&a->alibi_max_bias), a->alibi = true;
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&a->kv_dtype), a->kv_dtype_set = true;
@@ -211,38 +212,6 @@ Status load_sinks(AttendFlags* a, uint32_t n_heads) {
     }
   }
   a->params.sinks = v;
-  return Status();
-}
-
-// "12,40,7" → cumulative lengths {0, 12, 52, 59} in *cu; each length a whole number >= 1, their
-// sum `total` (the tokens of `what`).
-Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu) {
-  cu->assign(1, 0);
-  uint64_t sum = 0;
-  const char* p = text;
-  for (uint32_t index = 0;; ++index) {
-    char* end = nullptr;
-    errno = 0;
-    const bool digit = *p >= '0' && *p <= '9';
-    const unsigned long long n = digit ? std::strtoull(p, &end, 10) : 0;
-    if (!digit || errno != 0 || (*end != ',' && *end != '\0') || n > UINT32_MAX) {
-      return Status::error(Code::kInvalidArgument,
-                           "%s %s: item %u is not a whole number (expected lengths such as 12,40,7)", flag, text,
-                           index);
-    }
-    if (n == 0) {
-      return Status::error(Code::kInvalidArgument, "%s %s: item %u is 0 (each sequence needs at least one token)", flag,
-                           text, index);
-    }
-    sum += n;
-    cu->push_back(static_cast<uint32_t>(sum < total ? sum : total));  // kept only when the sum is total
-    if (*end == '\0') break;
-    p = end + 1;
-  }
-  if (sum != total) {
-    return Status::error(Code::kInvalidArgument, "%s %s: the lengths sum to %llu, but %s has %u tokens", flag, text,
-                         static_cast<unsigned long long>(sum), what, total);
-  }
   return Status();
 }
 

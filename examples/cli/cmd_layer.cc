@@ -3,6 +3,7 @@
 //   y [T, d_model] f32 = o_proj(attention(rope(q_proj x), rope(k_proj x), v_proj x)).
 // No norm before the block, no residual, no MLP: the block alone, to compare with a reference.
 // Weights are borrowed from the memory-mapped file (f32, f16 or bf16 as stored).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,12 +27,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
     "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
-    "                     [--projection highway|xnnpack] [--backend cpu|gpu]\n"
+    "                     [--projection highway|xnnpack] [--seq-lens N,N,...] [--backend cpu|gpu]\n"
     "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, attention masked as the\n"
     "  config says: causal or bidirectional, o projection; no norm, residual or MLP around it) on\n"
     "  x [T, d_model] f32 at positions P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
     "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n"
-    "  --backend gpu runs the KV cache and attention on a Vulkan device.\n";
+    "  --backend gpu runs the KV cache and attention on a Vulkan device.\n"
+    "  --seq-lens 12,40,7: x holds a packed batch of sequences (an encoder's sentences); one\n"
+    "    projection over all of them, then each attends within itself from position 0.\n";
 
 struct LayerFlags {
   const char* config_path = nullptr;
@@ -39,8 +42,10 @@ struct LayerFlags {
   const char* x_path = nullptr;
   const char* out_path = nullptr;
   const char* projection = "highway";
+  const char* seq_lens = nullptr;  // --seq-lens text
+  std::vector<uint32_t> cu;        // its cumulative lengths
   uint32_t layer = 0, start = 0, threads = 1;
-  bool layer_set = false, help = false;
+  bool layer_set = false, start_set = false, help = false;
   DType kv_dtype = DType::kF32;
   BackendKind backend = BackendKind::kCpu;
 };
@@ -60,7 +65,8 @@ Status parse_flags(int argc, char** argv, LayerFlags* l) {
     else if (f == "--x") s = flags.value(&l->x_path);
     else if (f == "--out") s = flags.value(&l->out_path);
     else if (f == "--layer") s = flags.value_u32(&l->layer, 0, UINT32_MAX - 1), l->layer_set = true;
-    else if (f == "--start-pos") s = flags.value_u32(&l->start, 0, UINT32_MAX - 1);
+    else if (f == "--start-pos") s = flags.value_u32(&l->start, 0, UINT32_MAX - 1), l->start_set = true;
+    else if (f == "--seq-lens") s = flags.value(&l->seq_lens);
     else if (f == "--threads") s = flags.value_u32(&l->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&l->kv_dtype);
     else if (f == "--projection") s = flags.value(&l->projection);
@@ -86,6 +92,11 @@ Status check_flags(const LayerFlags& l, PlanOptions* o) {
   if (l.out_path == nullptr) {
     return Status::error(Code::kInvalidArgument, "--out is required (where to write y as .npy)");
   }
+  if (l.seq_lens != nullptr && l.start_set) {
+    return Status::error(Code::kInvalidArgument,
+                         "--start-pos %u with --seq-lens: each sequence of a packed batch starts at position 0",
+                         l.start);
+  }
   return Status();
 }
 
@@ -98,8 +109,10 @@ Result<Config> model_config(const LayerFlags& l, const WeightsFile& file) {
                        l.weights_path);
 }
 
-// x [T, d_model] f32 with T >= 1, its positions start..start+T-1 inside the config's context.
-Status check_x(const LayerFlags& l, const formats::NpyArray& x, const Config& config) {
+// x [T, d_model] f32 with T >= 1, its positions start..start+T-1 inside the config's context;
+// with --seq-lens, lengths that sum to T into l->cu, each inside the context.
+Status check_x(LayerFlags* lf, const formats::NpyArray& x, const Config& config) {
+  const LayerFlags& l = *lf;
   const uint32_t d_model = config.d_model;
   if (x.ndim != 2 || x.shape[1] != d_model || x.shape[0] == 0 || x.dtype != DType::kF32) {
     return Status::error(Code::kInvalidArgument,
@@ -111,6 +124,18 @@ Status check_x(const LayerFlags& l, const formats::NpyArray& x, const Config& co
                          static_cast<unsigned long long>(x.shape[0]), l.start);
   }
   const uint32_t t = static_cast<uint32_t>(x.shape[0]);
+  if (l.seq_lens != nullptr) {
+    HEADWAY_RETURN_IF_ERROR(parse_seq_lens("--seq-lens", l.seq_lens, t, l.x_path, &lf->cu));
+    for (size_t s = 0; s + 1 < lf->cu.size(); ++s) {
+      const uint32_t n = lf->cu[s + 1] - lf->cu[s];
+      if (n > config.max_seq) {
+        return Status::error(Code::kInvalidArgument,
+                             "--seq-lens %s: sequence %zu has %u tokens, past the context of %u", l.seq_lens, s, n,
+                             config.max_seq);
+      }
+    }
+    return Status();
+  }
   if (l.start + t > config.max_seq) {
     return Status::error(Code::kInvalidArgument,
                          "--start-pos %u with %u tokens reaches position %u, past the config's context of %u", l.start,
@@ -120,13 +145,20 @@ Status check_x(const LayerFlags& l, const formats::NpyArray& x, const Config& co
 }
 
 // One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0; the cache holds
-// exactly the P + T positions this run reaches (not the model's whole context).
+// exactly the P + T positions this run reaches (not the model's whole context). A packed batch
+// runs in one call of all T tokens, each sequence's positions from 0.
 Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
   c = c.layer_alone(l.layer);
   c.max_seq = l.start + t;
   c.kv_dtype = l.kv_dtype;
   options.threads = l.threads;
   options.max_tokens = t < 512 ? t : 512;
+  if (!l.cu.empty()) {
+    // The plan's calls hold at most its context: a context of all T tokens (the cache rows the
+    // longest sequence needs, and more), or of the window where it is longer (planned, no effect).
+    c.max_seq = std::max(t, c.window);
+    options.max_tokens = t;
+  }
   options.weights_in_arena = false;
   return make_plan(c, options);
 }
@@ -156,6 +188,7 @@ Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weig
   AttentionLayer block;
   HEADWAY_RETURN_IF_ERROR(block.init(arena, 0, weights, options));
   *backend = block.backend_description();
+  if (!l.cu.empty()) return block.forward_packed(x, y, l.cu.data(), static_cast<uint32_t>(l.cu.size() - 1));
   block.reset(l.start);
   const uint32_t d_model = plan.config.d_model;
   for (uint32_t done = 0; done < t;) {
@@ -187,7 +220,7 @@ int run(int argc, char** argv) {
   if (!weights.ok()) return report("layer", weights.status());
   const Result<formats::NpyArray> x = formats::load_npy(l.x_path);
   if (!x.ok()) return report("layer", x.status());
-  s = check_x(l, x.value(), config.value());
+  s = check_x(&l, x.value(), config.value());
   if (!s.ok()) return report("layer", s);
   const uint32_t t = static_cast<uint32_t>(x->shape[0]);
   const uint32_t d_model = config->d_model;
@@ -202,10 +235,12 @@ int run(int argc, char** argv) {
   const uint64_t shape[2] = {t, d_model};
   s = formats::save_npy(l.out_path, DType::kF32, y.data(), shape, 2);
   if (!s.ok()) return report("layer", s);
-  std::printf(
-      "layer: %s layer %u, y [%u, %u] f32 -> %s (positions %u..%u, kv %s, %s projections, %u thread%s; attention %s)\n",
-      l.weights_path, l.layer, t, d_model, l.out_path, l.start, l.start + t - 1, dtype_name(l.kv_dtype),
-      projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s", backend.c_str());
+  char positions[64];
+  if (l.cu.empty()) std::snprintf(positions, sizeof(positions), "positions %u..%u", l.start, l.start + t - 1);
+  else std::snprintf(positions, sizeof(positions), "%zu sequences, each from position 0", l.cu.size() - 1);
+  std::printf("layer: %s layer %u, y [%u, %u] f32 -> %s (%s, kv %s, %s projections, %u thread%s; attention %s)\n",
+              l.weights_path, l.layer, t, d_model, l.out_path, positions, dtype_name(l.kv_dtype),
+              projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s", backend.c_str());
   return kExitOk;
 }
 

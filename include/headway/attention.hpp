@@ -9,7 +9,8 @@
 //   j iff j <= i + (t_kv − t_q); window W > 0 additionally requires j > i + (t_kv − t_q) − W;
 //   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv
 //   head h / (n_heads / n_kv_heads). Sink tokens keep the first keys visible through the window;
-//   ALiBi adds −m_h · |p − j| (AttentionParams). A query row that sees no key gets zeros.
+//   ALiBi adds −m_h · |p − j|; a prefix opens the first keys to every causal row; a packed batch
+//   keeps sequences apart (AttentionParams). A query row that sees no key gets zeros.
 //   NaN / Inf in Q, K or V are data, not errors: they reach the output rows whose computation
 //   reads them with the value IEEE arithmetic gives (a NaN query row or a NaN key a row sees
 //   makes that row NaN), and no other row, which is bitwise what it is without them. NaN / Inf
@@ -58,6 +59,12 @@ struct AttentionParams {
   // ones), or null. The logit of query head h at position p for key j gains −m_h · |p − j| after
   // scale and softcap (on causal rows p − j >= 0). Read at each run(), like sinks.
   const float* alibi_slopes = nullptr;
+  // Prefix-LM (PaliGemma, T5-style prefixes): with causal, every row also sees keys j < prefix:
+  // bidirectional over the first `prefix` keys, causal after (a row at position p sees j <=
+  // max(p, prefix − 1); a window and sink tokens bound from below as before). In a packed batch it
+  // counts from each sequence's start. 0 = none; needs causal and at most t_kv keys (in a packed
+  // batch, at most each sequence's).
+  uint32_t prefix = 0;
   // A packed batch (FlashAttention's varlen layout): n_seqs sequences back to back in Q and O and
   // in K and V, each attending only within itself. cu_seqlens_q [n_seqs + 1] holds cumulative
   // query lengths: sequence b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] − 1; it

@@ -82,6 +82,13 @@ class AttentionLayer {
   // f32 row-major into y [t, d_model]. x and y may be the same buffer. Past the context
   // (position() + t > max_seq): kOutOfRange and nothing changed.
   Status forward(const float* x, float* y, uint32_t t);
+  // A packed batch of n_seqs independent sequences (an encoder's sentences), back to back in x
+  // and y: cu_seqlens [n_seqs + 1] cumulative lengths (0, rising strictly, ending at the total t,
+  // 1..max_tokens). The projections run once over all t tokens; each sequence then starts a
+  // fresh cache at position 0 (its RoPE positions, its mask) and attends only within itself, so
+  // its rows are what forward() gives it alone after reset(0). The cache is empty afterwards
+  // (reset(0)). Bad lengths change nothing.
+  Status forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs);
 
   // Empties the cache; the next token sits at `start_position` (a fresh cache that starts
   // mid-sequence: positions start_position.. get their RoPE angles; start_position + tokens must

@@ -173,7 +173,8 @@ Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, s
   const uint32_t rows_total = cp.t_q * cp.group;
   const uint32_t tiles = (rows_total + tiling.rows - 1) / tiling.rows;
   const int64_t shift = int64_t{cp.t_kv} - cp.t_q;
-  const int64_t last = cp.t_q - 1 + shift;
+  const int64_t last_position = cp.t_q - 1 + shift;
+  const int64_t last = std::max<int64_t>(last_position, int64_t{cp.prefix_keys} - 1);  // its causal bound
   const int64_t sink_hi = cp.causal ? std::min<int64_t>(int64_t{cp.sink_keys} - 1, last) : int64_t{cp.sink_keys} - 1;
   const int64_t sink_count = sink_hi + 1 > 0 ? sink_hi + 1 : 0;
   const int64_t key_lo = cp.window ? std::max<int64_t>(cp.sink_keys, shift - cp.window + 1) : 0;

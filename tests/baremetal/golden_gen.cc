@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
       for (uint32_t h = 0; h < c.n_heads; ++h) a.sinks.push_back(ht::case_sink(c, h));
     }
     a.sink_tokens = c.sink_tokens;
+    a.prefix = c.prefix;
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) a.alibi_slopes.push_back(ht::case_alibi_slope(c, h));
     }

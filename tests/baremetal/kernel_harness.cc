@@ -160,6 +160,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
   a.sink_tokens = c.sink_tokens;
   a.alibi_slopes = c.alibi ? g_slopes : nullptr;
+  a.prefix = c.prefix;
   return a;
 }
 
@@ -174,6 +175,7 @@ void run_attend(uint32_t n) {
   params.sinks = ht::case_has_sinks(c) ? g_sinks : nullptr;
   params.sink_tokens = c.sink_tokens;
   params.alibi_slopes = c.alibi ? g_slopes : nullptr;
+  params.prefix = c.prefix;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);

@@ -93,10 +93,11 @@ struct Inputs {
   std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
                                 const std::vector<float>& sinks = {}, uint32_t sink_tokens = 0,
                                 const std::vector<double>& alibi_slopes = {}, const std::vector<uint32_t>& cu_q = {},
-                                const std::vector<uint32_t>& cu_k = {}) const {
+                                const std::vector<uint32_t>& cu_k = {}, uint32_t prefix = 0) const {
     test::RefAttention p;
     p.cu_q = cu_q;
     p.cu_k = cu_k;
+    p.prefix = prefix;
     p.t_q = s.t_q;
     p.t_kv = s.t_kv;
     p.n_heads = s.n_heads;
@@ -242,35 +243,36 @@ TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill
   }
 }
 
-TEST_CASE("headway attend --seq-lens and --kv-seq-lens match the reference of a packed batch") {
+TEST_CASE("headway attend --seq-lens, --kv-seq-lens and --prefix match the reference") {
   TempDir dir("cli_attend");
   struct Run {
     Shape shape;
     std::string flags;
-    std::vector<uint32_t> cu_q, cu_k;
-    bool causal;
-    uint32_t window, sink_tokens;
-    bool alibi;
+    std::vector<uint32_t> q_lens, k_lens;  // empty: one sequence; k_lens empty: q_lens
+    uint32_t window = 0, sink_tokens = 0, prefix = 0;
+    bool alibi = false;
   };
   const Run runs[] = {
-      {{59, 59, 12, 12, 32}, " --seq-lens 12,40,7", {0, 12, 52, 59}, {}, false, 0, 0, false},
-      {{49, 49, 8, 2, 64}, " --seq-lens 15,16,17,1 --causal --threads 2", {0, 15, 31, 48, 49}, {}, true, 0, 0, false},
+      {{59, 59, 12, 12, 32}, " --seq-lens 12,40,7", {12, 40, 7}, {}},
+      {{49, 49, 8, 2, 64}, " --seq-lens 15,16,17,1 --causal --threads 2", {15, 16, 17, 1}, {}},
       {{30, 30, 4, 1, 80},
        " --seq-lens 20,10 --causal --window 6 --sink-tokens 2 --alibi",
-       {0, 20, 30},
+       {20, 10},
        {},
-       true,
        6,
        2,
+       0,
        true},
-      {{3, 1300, 4, 2, 128},
-       " --seq-lens 1,2 --kv-seq-lens 1200,100 --causal --threads 3",
-       {0, 1, 3},
-       {0, 1200, 1300},
-       true,
-       0,
-       0,
-       false},
+      {{3, 1300, 4, 2, 128}, " --seq-lens 1,2 --kv-seq-lens 1200,100 --causal --threads 3", {1, 2}, {1200, 100}},
+      {{40, 40, 4, 2, 64}, " --causal --prefix 17", {}, {}, 0, 0, 17},
+      {{45, 45, 6, 3, 80}, " --seq-lens 30,15 --causal --prefix 9 --window 4", {30, 15}, {}, 4, 0, 9},
+      {{300, 1500, 4, 1, 64}, " --causal --prefix 1400 --threads 2", {}, {}, 0, 0, 1400},  // a chunk at 1200
+  };
+  const auto cumulative = [](const std::vector<uint32_t>& lens) {
+    std::vector<uint32_t> cu;
+    if (!lens.empty()) cu.push_back(0);
+    for (uint32_t n : lens) cu.push_back(cu.back() + n);
+    return cu;
   };
   uint32_t seed = 900;
   for (const Run& r : runs) {
@@ -280,13 +282,18 @@ TEST_CASE("headway attend --seq-lens and --kv-seq-lens match the reference of a 
     const RunResult res = attend_cli(dir, in.write_f32_files(dir) + " --out " + (dir / "o.npy") + r.flags);
     REQUIRE_MESSAGE(res.exit_code == 0, res.err);
     CHECK(res.err.empty());
+    const bool causal = r.flags.find("--causal") != std::string::npos;
     const std::vector<double> slopes =
         r.alibi ? test::reference_alibi_slopes(r.shape.n_heads, 8.0) : std::vector<double>{};
-    const std::vector<double> want = in.reference(r.causal, r.window, 0, 0, {}, r.sink_tokens, slopes, r.cu_q, r.cu_k);
+    const std::vector<uint32_t> cu_q = cumulative(r.q_lens), cu_k = cumulative(r.k_lens);
+    const std::vector<double> want =
+        in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes, cu_q, cu_k, r.prefix);
     CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= 1e-4);
-    // As one sequence the reference is far off: the lengths are what the run tests.
-    const std::vector<double> whole = in.reference(r.causal, r.window, 0, 0, {}, r.sink_tokens, slopes);
-    CHECK(max_error_of(dir / "o.npy", whole, in.q_shape()) > 1e-2);
+    // Without the prefix, or as one sequence, the reference is far off: each run tests what it names.
+    const std::vector<double> plain = r.prefix != 0
+                                          ? in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes, cu_q, cu_k)
+                                          : in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes);
+    CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);
   }
 }
 

@@ -21,3 +21,5 @@ headway_cli_test(layer-config-as-weights 2 "llama-2-7b.json: safetensors header 
   layer --weights ${data}/hf/llama-2-7b.json --config ${data}/hf/llama-2-7b.json --layer 0 --x x.npy --out y.npy)
 headway_cli_test(layer-bad-backend 2 "--backend npu is not one of cpu, gpu"
   layer --weights w.safetensors --layer 0 --x x.npy --out y.npy --backend npu)
+headway_cli_test(layer-seq-lens-start-pos 2 "--start-pos 3 with --seq-lens: each sequence of a packed batch starts at"
+  layer --weights w.safetensors --layer 0 --x x.npy --out y.npy --seq-lens 2,2 --start-pos 3)

@@ -7,7 +7,8 @@
 // [9] softcap, [10] scale, [11] special values (bit 2: through AttentionOp; bit 3: sink logits, head h's
 // from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
 // 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks; bit 7: a packed batch, its lengths from the last
-// byte: see packed_lengths); the rest seeds the data. Work is capped so the reference stays
+// byte: see packed_lengths); the second-last byte, when its top bit is set, a prefix of its low 7
+// bits; the rest seeds the data. Work is capped so the reference stays
 // fast: the fuzzer explores shapes, not throughput.
 #include <algorithm>
 #include <cmath>
@@ -140,6 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     p.cu_seqlens_k = cu_k.empty() ? nullptr : cu_k.data();
     p.n_seqs = static_cast<uint32_t>(cu_q.size() - 1);
   }
+
+  if (byte(data, size, size - 2) & 128) p.prefix = byte(data, size, size - 2) & 127;  // some past t_kv
 
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
   if (work > (uint64_t{1} << 21)) return 0;

@@ -108,6 +108,7 @@ struct Case {
   // rows after them (AttentionArgs::sink_tokens).
   uint32_t sink_tokens = 0;
   std::vector<float> alibi_slopes;  // [n_heads], or empty: none
+  uint32_t prefix = 0;              // prefix-LM (with causal)
 };
 
 std::string describe(const Case& c) {
@@ -123,6 +124,7 @@ std::string describe(const Case& c) {
   if (!c.sinks.empty()) s += " sinks";
   if (c.sink_tokens != 0) s += " sink_tokens=" + std::to_string(c.sink_tokens);
   if (!c.alibi_slopes.empty()) s += " alibi";
+  if (c.prefix != 0) s += " prefix=" + std::to_string(c.prefix);
   return s;
 }
 
@@ -154,6 +156,7 @@ ht::RefAttention ref_args(const Case& c) {
   r.sinks.assign(c.sinks.begin(), c.sinks.end());
   r.sink_tokens = c.sink_tokens;
   r.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
+  r.prefix = c.prefix;
   return r;
 }
 
@@ -313,6 +316,7 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.sinks = c.sinks.empty() ? nullptr : c.sinks.data();
   a.sink_tokens = c.sink_tokens;
   a.alibi_slopes = c.alibi_slopes.empty() ? nullptr : c.alibi_slopes.data();
+  a.prefix = c.prefix;
   a.tiling = c.tiling;
   a.generic_only = c.generic_only;
   return a;
@@ -1466,6 +1470,7 @@ Case table_case(const ht::AttentionCase& t) {
   if (t.alibi) {
     for (uint32_t h = 0; h < t.n_heads; ++h) c.alibi_slopes.push_back(ht::case_alibi_slope(t, h));
   }
+  c.prefix = t.prefix;
   return c;
 }
 

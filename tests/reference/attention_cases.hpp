@@ -37,6 +37,7 @@ struct AttentionCase {
   CaseSinks sinks = CaseSinks::kNone;
   uint32_t sink_tokens = 0;  // StreamingLLM sink tokens (with a window); 0 = none
   bool alibi = false;        // ALiBi with case_alibi_slope's slopes
+  uint32_t prefix = 0;       // prefix-LM: with causal, keys j < prefix seen by every row; 0 = none
 };
 
 // Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
@@ -48,9 +49,10 @@ struct AttentionCase {
 // split-KV with the sink keys in chunk 0 and the window in the last, bidirectional, generic sizes);
 // ALiBi (causal and bidirectional, decode, split-KV, with a window, sink tokens and sink logits);
 // K/V in ggml's q8_0 and q4_0 blocks (prefill, decode, split-KV, head_dim 80 and 50 with a short
-// last block, head_dim 1, with the other features).
+// last block, head_dim 1, with the other features); prefix-LM (prefill, a chunk past the prefix,
+// decode, split-KV with the prefix across chunks, with a window, sink tokens, ALiBi and q4_0).
 //   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
-//    alibi)}
+//    alibi, prefix)}
 inline constexpr AttentionCase kAttentionCases[] = {
     {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
     {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
@@ -135,6 +137,20 @@ inline constexpr AttentionCase kAttentionCases[] = {
     {"q4_0 length 1 head_dim 1", 1, 1, 1, 1, 1, false, 0, 0.0f, 0.0f, DType::kQ4_0, 51},
     {"q8_0 d33 GQA2 sink logits, rows that see no key", 9, 4, 4, 2, 33, true, 0, 0.0f, 0.0f, DType::kQ8_0, 52,
      CaseSinks::kMixed},
+    {"prefix 10 d64 MHA prefill", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 53, CaseSinks::kNone, 0, false,
+     10},
+    {"prefix 33 d128 GQA4 (past a 32-row tile)", 40, 40, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kF16, 54,
+     CaseSinks::kNone, 0, false, 33},
+    {"prefix 30 generic d80 GQA2 window 8, chunk at 20", 20, 40, 4, 2, 80, true, 8, 0.0f, 0.0f, DType::kBF16, 56,
+     CaseSinks::kNone, 0, false, 30},
+    {"prefix 70 decode d64 GQA2 t_kv 100", 1, 100, 4, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 57, CaseSinks::kNone, 0,
+     false, 70},
+    {"prefix 800 split-KV d64 t_kv 1100, sink logits", 2, 1100, 4, 1, 64, true, 0, 0.0f, 0.0f, DType::kF16, 58,
+     CaseSinks::kMixed, 0, false, 800},
+    {"prefix 16 d64 window 6 sink tokens 2 ALiBi", 24, 24, 4, 2, 64, true, 6, 0.0f, 0.0f, DType::kF32, 60,
+     CaseSinks::kNone, 2, true, 16},
+    {"q4_0 prefix 12 d128 GQA2", 20, 20, 4, 2, 128, true, 0, 0.0f, 0.0f, DType::kQ4_0, 61, CaseSinks::kNone, 0, false,
+     12},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 

@@ -10,8 +10,9 @@
 //   joins the softmax of query head h as one more logit with no value, after softcap and mask:
 //   o = Σ_j e^{l_j − m} v_j / (Σ_j e^{l_j − m} + e^{s_h − m}), m = max(max_j l_j, s_h).
 //   Sink tokens S (StreamingLLM, with a window): keys j < S stay visible through the window,
-//   causal still applies. ALiBi slope m_h adds −m_h · |p − j| to the logit after softcap. In a
-//   packed batch each sequence is all of this on its own rows and keys.
+//   causal still applies. ALiBi slope m_h adds −m_h · |p − j| to the logit after softcap. A prefix
+//   P (with causal) keeps keys j < P visible to every row as far as causality goes: causal keeps
+//   j <= max(p, P − 1). In a packed batch each sequence is all of this on its own rows and keys.
 //
 // K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
 // reference sees exactly the values the kernel reads.
@@ -36,6 +37,7 @@ struct RefAttention {
   std::vector<double> sinks;         // [n_heads] sink logits, or empty: none
   uint32_t sink_tokens = 0;          // 0 = none
   std::vector<double> alibi_slopes;  // [n_heads] ALiBi slopes, or empty: none
+  uint32_t prefix = 0;               // prefix-LM: with causal, keys j < prefix are seen by every row
   // A packed batch: cumulative query and key lengths [n_seqs + 1] (cu_k empty: cu_q's), or empty:
   // one sequence. Query row i of sequence b sees only keys of b, at local position
   // p = (i − cu_q[b]) + len_k(b) − len_q(b), and every rule above counts from b's start.

@@ -78,6 +78,7 @@ struct Problem {
       for (uint32_t h = 0; h < c.n_heads; ++h) sinks.push_back(test::case_sink(c, h));
     }
     params.sink_tokens = c.sink_tokens;
+    params.prefix = c.prefix;
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) slopes.push_back(test::case_alibi_slope(c, h));
     }
@@ -438,7 +439,7 @@ struct PackedCase {
 // Lengths of 1, just off the vector widths and the 32-row tile, GQA groups, every mask rule, and
 // sequences of one query over long keys (their own split-KV decode).
 std::vector<PackedCase> packed_cases() {
-  AttentionParams causal, window, sink_tokens, plain, capped;
+  AttentionParams causal, window, sink_tokens, plain, capped, prefix;
   causal.causal = true;
   window.causal = true;
   window.window = 9;
@@ -447,6 +448,8 @@ std::vector<PackedCase> packed_cases() {
   sink_tokens.sink_tokens = 2;
   capped.softcap = 2.0f;
   capped.scale = 0.3f;
+  prefix.causal = true;
+  prefix.prefix = 5;
   return {
       {"bidirectional MiniLM shape", {12, 40, 7, 1, 33}, {}, 12, 12, 32, plain},
       {"causal GQA 8/2 d64, lengths off the widths", {15, 16, 17, 1, 63, 64, 65}, {}, 8, 2, 64, causal},
@@ -458,6 +461,8 @@ std::vector<PackedCase> packed_cases() {
       {"single tokens", {1, 1, 1, 1}, {}, 4, 2, 32, plain},
       {"decode rows over their own keys (split-KV)", {1, 2, 1}, {1500, 40, 1100}, 8, 2, 128, causal},
       {"prefill chunks over longer keys", {16, 5}, {80, 5}, 4, 2, 64, window},
+      {"prefix 5 from each sequence's start", {12, 5, 40}, {}, 4, 2, 64, prefix},
+      {"prefix 5 over longer keys, decode rows", {1, 3}, {70, 5}, 8, 2, 128, prefix, true},
   };
 }
 

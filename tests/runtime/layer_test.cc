@@ -222,6 +222,91 @@ TEST_CASE("AttentionLayer rejects weights of the wrong shape, missing tensors, b
   CHECK(layer.position() == 0);
 }
 
+TEST_CASE("AttentionLayer::forward_packed: each sequence is bitwise what forward gives it alone, with no heap") {
+  const std::vector<uint32_t> cu = {0, 7, 8, 25, 40};  // lengths 7, 1, 17, 15
+  for (const Variant& v : variants()) {
+    for (Projection proj : projections()) {
+      const std::string what = std::string(v.name) + " " + projection_name(proj);
+      INFO(what);
+      Config c = v.config;
+      c.max_seq = 40;
+      PlanOptions o;
+      o.max_tokens = 40;
+      o.threads = 2;
+      o.projection = proj;
+      Result<Plan> plan = make_plan(c, o);
+      REQUIRE_MESSAGE(plan.ok(), plan.status().message());
+      Buffer buf(plan->arena_bytes);
+      Arena arena;
+      REQUIRE(arena.bind(*plan, buf.p, plan->arena_bytes).ok());
+      test::TestLayerWeights w = test::make_test_weights(c, DType::kF32, 5);
+      ThreadPool pool;
+      REQUIRE(pool.create(2).ok());
+      AttentionLayer layer;
+      REQUIRE(layer.init(arena, 0, w.view, &pool).ok());
+      const std::vector<float> x = random_x(40, c.d_model, 77);
+      std::vector<float> packed(x.size()), alone(x.size());
+      layer.reset(5);  // a cache in use: the packed call starts each sequence afresh
+      REQUIRE(layer.forward(x.data(), packed.data(), 3).ok());
+      HeapCount count;
+      const Status st = layer.forward_packed(x.data(), packed.data(), cu.data(), 4);
+      CHECK(count.stop() == 0);
+      REQUIRE_MESSAGE(st.ok(), st.message());
+      CHECK(layer.position() == 0);
+      test::RefLayer ref(c, w.ref);
+      for (size_t s = 0; s + 1 < cu.size(); ++s) {
+        const uint32_t n = cu[s + 1] - cu[s];
+        const size_t at = size_t{cu[s]} * c.d_model;
+        layer.reset(0);
+        REQUIRE(layer.forward(x.data() + at, alone.data() + at, n).ok());
+        ref.reset(0);
+        const std::vector<float> xs(x.begin() + at, x.begin() + at + size_t{n} * c.d_model);
+        const std::vector<float> ys(packed.begin() + at, packed.begin() + at + size_t{n} * c.d_model);
+        CHECK(max_rel_error(ys, ref.forward(to_double(xs), n)) < 2e-5);
+      }
+      CHECK(std::memcmp(packed.data(), alone.data(), packed.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("AttentionLayer::forward_packed rejects bad lengths by name and changes nothing") {
+  Config c = base_config();
+  c.max_seq = 16;
+  PlanOptions o;
+  o.max_tokens = 16;
+  Result<Plan> plan = make_plan(c, o);
+  REQUIRE(plan.ok());
+  Buffer buf(plan->arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(*plan, buf.p, plan->arena_bytes).ok());
+  test::TestLayerWeights w = test::make_test_weights(c, DType::kF32, 1);
+  AttentionLayer layer;
+  std::vector<float> x = random_x(20, c.d_model, 3), y(x.size(), 0.0f);
+  const uint32_t ok[3] = {0, 4, 9};
+  CHECK(layer.forward_packed(x.data(), y.data(), ok, 2).code() == Code::kFailedPrecondition);
+  REQUIRE(layer.init(arena, 0, w.view, nullptr).ok());
+  layer.reset(3);
+  REQUIRE(layer.forward(x.data(), y.data(), 2).ok());
+  const std::vector<uint8_t> kv_before(arena.kv_layer(0), arena.kv_layer(0) + plan->kv_bytes_per_layer);
+  std::fill(y.begin(), y.end(), 0.0f);
+  auto message = [&](const uint32_t* cu, uint32_t n) {
+    const Status s = layer.forward_packed(x.data(), y.data(), cu, n);
+    return std::string(s.ok() ? "(ok)" : s.message());
+  };
+  const uint32_t from_one[3] = {1, 4, 9}, empty[3] = {0, 4, 4}, too_many[3] = {0, 8, 17};
+  CHECK(message(nullptr, 1) == "layer 0: a packed batch needs cu_seqlens and n_seqs >= 1");
+  CHECK(message(ok, 0) == "layer 0: a packed batch needs cu_seqlens and n_seqs >= 1");
+  CHECK(message(from_one, 2) == "layer 0: cu_seqlens[0] is 1, expected 0");
+  CHECK(message(empty, 2) == "layer 0: cu_seqlens[2] = 4 is not above cu_seqlens[1] = 4 (sequence 1 is empty)");
+  CHECK(message(too_many, 2) == "layer 0: 17 tokens in one call, expected 1..16 (max_tokens)");
+  const uint32_t past_context[2] = {0, 17};
+  CHECK(message(past_context, 1) == "layer 0: sequence 0 has 17 tokens, past the context of 16");
+  CHECK(std::string(layer.forward_packed(nullptr, y.data(), ok, 2).message()) == "layer 0: x or y is null");
+  CHECK(layer.position() == 5);
+  CHECK(std::memcmp(kv_before.data(), arena.kv_layer(0), kv_before.size()) == 0);
+  for (float v : y) CHECK(v == 0.0f);
+}
+
 TEST_CASE("XNNPACK: the packed weights live in the arena, within the plan's bound, for every block count") {
   if (!xnnpack_built()) return;
   for (uint32_t threads : {1u, 3u, 16u}) {

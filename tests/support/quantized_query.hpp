@@ -27,6 +27,7 @@ inline bool decode_quantizes_query(const RefAttention& r, simd::KvType kv) {
   a.causal = r.causal;
   a.window = r.window;
   a.sink_tokens = r.sink_tokens;
+  a.prefix = r.prefix;
   // Any non-null pointer: the decision reads only whether ALiBi is on.
   static const float kSlope = 0.0f;
   a.alibi_slopes = r.alibi_slopes.empty() ? nullptr : &kSlope;

@@ -8,8 +8,9 @@ sentence, tokenized by the model's own tokenizer, in float64 with eager attentio
 every layer's input hidden states and the output of its attention.output.dense (the attention
 block: q/k/v projections, attention, output projection with its bias; the LayerNorm and residual
 after it are not headway's). `headway layer` runs the same block on the same hidden states, read
-from the package's model.safetensors and config.json as they ship. One line per layer,
-exit 1 on any mismatch.
+from the package's model.safetensors and config.json as they ship, once per sentence and once
+with all sentences packed in one call (`--seq-lens`), which must give each sentence bitwise what
+it gets alone. One line per layer, exit 1 on any mismatch.
 
 usage: minilm_check.py --headway path/to/headway [--keep DIR]
 """
@@ -128,10 +129,11 @@ def main():
         for layer in range(n_layers):
             layer_worst, engines = 0.0, []
             for k, (xs, ys) in enumerate(captured):
-                x_path, y_path = os.path.join(root, f"x{layer}_{k}.npy"), os.path.join(root, f"y{layer}_{k}.npy")
+                x_path = os.path.join(root, f"x{layer}_{k}.npy")
                 np.save(x_path, xs[layer].astype(np.float32))
                 ref = ys[layer]
                 for projection in PROJECTIONS:
+                    y_path = os.path.join(root, f"y{layer}_{k}_{projection}.npy")
                     cmd = [args.headway, "layer", "--weights", weights, "--config", config, "--layer", str(layer),
                            "--x", x_path, "--out", y_path, "--threads", "2", "--projection", projection]
                     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -157,8 +159,48 @@ def main():
                         failed += 1
                         print(f"FAIL  layer {layer} sentence {k} (T={ref.shape[0]}): {projection}: max abs err "
                               f"{abs_err:.3g}, rel err {rel_err:.3g} > {TOLERANCE:g}")
+            # All sentences in one call: each must be bitwise what it got alone, engine by engine.
+            x_all = np.concatenate([xs[layer] for xs, _ in captured]).astype(np.float32)
+            ref_all = np.concatenate([ys[layer] for _, ys in captured])
+            packed_x = os.path.join(root, f"x{layer}_packed.npy")
+            np.save(packed_x, x_all)
+            for projection in engines:
+                alone_all = np.concatenate([np.load(os.path.join(root, f"y{layer}_{k}_{projection}.npy"))
+                                            for k in range(len(captured))])
+                packed_y = os.path.join(root, f"y{layer}_packed_{projection}.npy")
+                cmd = [args.headway, "layer", "--weights", weights, "--config", config, "--layer", str(layer), "--x",
+                       packed_x, "--out", packed_y, "--threads", "2", "--projection", projection,
+                       "--seq-lens", ",".join(map(str, lengths))]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                runs += 1
+                if r.returncode != 0:
+                    failed += 1
+                    print(f"FAIL  layer {layer} packed: {projection}: exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                y_all = np.load(packed_y)
+                scale = max(1.0, float(np.max(np.abs(ref_all))))
+                rel = float(np.max(np.abs(y_all.astype(np.float64) - ref_all))) / scale
+                layer_worst = max(layer_worst, rel)
+                if not np.array_equal(y_all.view(np.uint32), alone_all.view(np.uint32)):
+                    failed += 1
+                    print(f"FAIL  layer {layer} packed: {projection}: not bitwise what each sentence gives alone "
+                          f"(max diff {float(np.max(np.abs(y_all - alone_all))):.3g})")
+                elif not rel <= TOLERANCE:
+                    failed += 1
+                    print(f"FAIL  layer {layer} packed: {projection}: rel err {rel:.3g} > {TOLERANCE:g}")
+            # Lengths that do not sum to x's tokens: exit 2 naming them, no output.
+            if layer == 0:
+                bad_y = os.path.join(root, "y_bad.npy")
+                cmd = [args.headway, "layer", "--weights", weights, "--config", config, "--layer", "0", "--x",
+                       packed_x, "--out", bad_y, "--seq-lens", f"{sum(lengths) - 1},2"]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                runs += 1
+                want = f"--seq-lens {sum(lengths) - 1},2: the lengths sum to {sum(lengths) + 1}, but"
+                if r.returncode != 2 or want not in r.stderr or os.path.exists(bad_y):
+                    failed += 1
+                    print(f"FAIL  bad --seq-lens: exit {r.returncode}, stderr {r.stderr.strip()!r}")
             worst = max(worst, layer_worst)
-            print(f"ok    layer {layer}: {len(captured)} sentences, T={','.join(map(str, lengths))} "
+            print(f"ok    layer {layer}: {len(captured)} sentences, T={','.join(map(str, lengths))} alone and packed "
                   f"{'+'.join(engines):16s} max rel err {layer_worst:.2e}" if layer_worst <= TOLERANCE else
                   f"FAIL  layer {layer}: max rel err {layer_worst:.2e}")
     print(f"{runs - failed} of {runs} runs of all-MiniLM-L6-v2's {n_layers} layers match transformers "

@@ -117,6 +117,7 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint has_alibi;       // 1: alibi[alibi_base + h] is query head h's ALiBi slope
   uint alibi_base;
   uint split_sink_keys; // the splits' keys: sink keys 0 .. split_sink_keys − 1, then window keys
+  uint prefix_keys;     // prefix-LM: with causal, keys 0 .. prefix_keys − 1 are every row's
 } pc;
 
 // Fixed per recorded dispatch.
@@ -139,13 +140,14 @@ shared float row_slope[ROWS];  // its ALiBi slope
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 // Keys [lo, hi] of span 0 (the sink keys) or 1 (the window keys) that query token t sees
-// (lo > hi: none). Position p = t + t_kv − t_q. Both ends grow with t.
+// (lo > hi: none). Position p = t + t_kv − t_q; causal bounds by p, or by a prefix's last key past
+// it. Both ends never fall as t grows.
 ivec2 visible_keys(uint t, uint span) {
   const int p = int(t) + int(pc.t_kv) - int(pc.t_q);
   const int sink_keys = int(pc.sink_keys);
   int lo = span == 0u ? 0 : sink_keys;
   int hi = span == 0u ? sink_keys - 1 : int(pc.t_kv) - 1;
-  if (pc.causal != 0u) hi = min(hi, p);
+  if (pc.causal != 0u) hi = min(hi, max(p, int(pc.prefix_keys) - 1));
   if (span == 1u && pc.window != 0u) lo = max(lo, p - int(pc.window) + 1);
   return ivec2(lo, hi);
 }

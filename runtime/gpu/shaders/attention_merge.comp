@@ -36,6 +36,7 @@ layout(std140, set = 0, binding = 2) uniform CallParams {
   uint has_alibi;
   uint alibi_base;
   uint split_sink_keys;
+  uint prefix_keys;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
