@@ -202,6 +202,11 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument,
                          "attention: prefix %u needs causal (without it every row sees every key already)", a.prefix);
   }
+  if (a.window_symmetric && (a.causal || a.window == 0)) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: a symmetric window needs a window and no causal (window %u, causal %s)", a.window,
+                         a.causal ? "true" : "false");
+  }
   if (a.prefix > a.t_kv) {
     return Status::error(Code::kInvalidArgument, "attention: prefix %u is longer than the %u keys (t_kv)", a.prefix,
                          a.t_kv);
@@ -428,6 +433,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   a.sink_tokens = p.sink_tokens;
   a.alibi_slopes = p.alibi_slopes;
   a.prefix = p.prefix;
+  a.window_symmetric = p.window_symmetric;
   return a;
 }
 

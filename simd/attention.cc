@@ -61,6 +61,7 @@ const char* attention_args_error(const AttentionArgs& a) {
   if (a.prefix != 0 && !a.causal) return "prefix needs causal";
   if (a.prefix > a.t_kv) return "prefix must be at most t_kv";
   if (a.prefix != 0 && a.kv_ring_rows != 0) return "prefix cannot run over a ring";
+  if (a.window_symmetric && (a.causal || a.window == 0)) return "window_symmetric needs a window and no causal";
   if (a.kv_ring_rows != 0) {
     if (a.sink_tokens >= a.kv_ring_rows) return "sink_tokens must be less than kv_ring_rows";
     if (a.kv_first_row >= a.kv_ring_rows - a.sink_tokens) return "kv_first_row is outside the ring";

@@ -99,6 +99,10 @@ struct AttentionArgs {
   // as well, so the causal bound of a row at position p is max(p, prefix − 1); the window and the
   // sink tokens bound from below as before. 0 = none; needs causal and prefix <= t_kv.
   uint32_t prefix = 0;
+  // A symmetric window (ModernBERT's local layers, Longformer-style encoders): without causal, the
+  // window also bounds from above, so a row at position p sees keys |p − j| < window. Needs a
+  // window and no causal.
+  bool window_symmetric = false;
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).

@@ -15,7 +15,8 @@ namespace detail {
 
 // Keys [lo, hi] (inclusive, absolute; empty when lo > hi) that query token t sees. Token t sits
 // at position p = t + t_kv - t_q (bottom-right alignment): causal keeps j <= p (j <= max(p, P − 1)
-// with a prefix P), a window W keeps j > p - W; without causal, a window only bounds from below.
+// with a prefix P), a window W keeps j > p - W; without causal, a window only bounds from below,
+// unless it is symmetric (j < p + W too).
 // With sink tokens S the keys split in two spans, each a range per row: the sink span
 // [0, SinkKeys) (causal only) and the window span from SinkKeys on (VisibleKeys); without them the
 // window span is every key.
@@ -42,6 +43,7 @@ constexpr KeyRange VisibleKeys(const AttentionArgs& a, uint32_t t) {
   r.hi = int64_t{a.t_kv} - 1;
   if (a.causal && CausalBound(a, p) < r.hi) r.hi = CausalBound(a, p);
   if (a.window != 0 && p - int64_t{a.window} + 1 > r.lo) r.lo = p - int64_t{a.window} + 1;
+  if (a.window_symmetric && p + int64_t{a.window} - 1 < r.hi) r.hi = p + int64_t{a.window} - 1;
   return r;
 }
 constexpr KeyRange VisibleSinkKeys(const AttentionArgs& a, uint32_t t) {

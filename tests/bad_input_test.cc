@@ -537,6 +537,26 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
             }()),
        Code::kInvalidArgument,
        {"prefix 3", "2 keys"}},
+      {"a symmetric window without a window",
+       call(good,
+            [] {
+              AttentionParams p;
+              p.window_symmetric = true;
+              return p;
+            }()),
+       Code::kInvalidArgument,
+       {"symmetric window needs a window and no causal (window 0, causal false)"}},
+      {"a symmetric causal window",
+       call(good,
+            [] {
+              AttentionParams p;
+              p.window_symmetric = true;
+              p.causal = true;
+              p.window = 2;
+              return p;
+            }()),
+       Code::kInvalidArgument,
+       {"(window 2, causal true)"}},
       {"prefix past a sequence",
        call(good,
             [&] {

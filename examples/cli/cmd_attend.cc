@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
     "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "                      [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
+    "                      [--symmetric-window] [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...]\n"
+    "                      [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
@@ -35,6 +36,7 @@ constexpr const char* kUsage =
     "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy; q8_0 and q4_0 quantize each row of head_dim\n"
     "    values as llama.cpp does (blocks of 32 with an f16 scale).\n"
+    "  --symmetric-window (with --window W, without --causal): rows see keys |p - j| < W (ModernBERT).\n"
     "  --prefix P (with --causal): prefix-LM, every row also sees keys 0..P-1 (of its sequence).\n"
     "  --seq-lens 12,40,7: a packed batch, sequences back to back in q, k and v, each attending only\n"
     "    within itself (positions count from its start); they sum to T_q. --kv-seq-lens gives the\n"
@@ -154,6 +156,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--sinks") s = flags.value(&a->sinks.path);
     else if (f == "--sink-tokens") s = flags.value_u32(&p.sink_tokens, 0, UINT32_MAX);
     else if (f == "--prefix") s = flags.value_u32(&p.prefix, 0, UINT32_MAX);
+    else if (f == "--symmetric-window" && !flags.has_inline_value()) p.window_symmetric = true;
     else if (f == "--alibi" && !flags.has_inline_value()) a->alibi = true;
     else if (f == "--alibi-max-bias") s = flags.value_float(&a->alibi_max_bias), a->alibi = true;
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&a->kv_dtype), a->kv_dtype_set = true;

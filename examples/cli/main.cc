@@ -22,7 +22,7 @@ constexpr Command kCommands[] = {
     {"attend", headway::cli::cmd_attend,
      "attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W] [--softcap C] [--scale S]\n"
      "       [--sinks s.npy] [--sink-tokens S] [--alibi] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-     "       [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
+     "       [--symmetric-window] [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...] [--backend cpu|gpu]\n"
      "                                    run attention over .npy tensors"},
     {"layer", headway::cli::cmd_layer,
      "layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy --out y.npy\n"

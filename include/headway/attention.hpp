@@ -65,6 +65,9 @@ struct AttentionParams {
   // counts from each sequence's start. 0 = none; needs causal and at most t_kv keys (in a packed
   // batch, at most each sequence's).
   uint32_t prefix = 0;
+  // A symmetric sliding window (ModernBERT's local layers): without causal, a row at position p
+  // sees keys |p − j| < window (the window bounds from above too). Needs a window and no causal.
+  bool window_symmetric = false;
   // A packed batch (FlashAttention's varlen layout): n_seqs sequences back to back in Q and O and
   // in K and V, each attending only within itself. cu_seqlens_q [n_seqs + 1] holds cumulative
   // query lengths: sequence b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] − 1; it

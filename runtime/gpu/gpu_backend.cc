@@ -260,6 +260,7 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   pc.causal = params.causal ? 1u : 0u;
   pc.window = params.window;
   pc.prefix_keys = params.prefix;
+  pc.window_symmetric = params.window_symmetric ? 1u : 0u;
   // A packed batch runs one sequence at a time, its K/V in the cache's first rows.
   const uint32_t* cu_q = params.cu_seqlens_q;
   const uint32_t* cu_k = params.cu_seqlens_k != nullptr ? params.cu_seqlens_k : cu_q;

@@ -58,8 +58,9 @@ struct CallParams {
   uint32_t alibi_base;
   uint32_t split_sink_keys;
   uint32_t prefix_keys;
+  uint32_t window_symmetric;
 };
-static_assert(sizeof(CallParams) == 84, "CallParams must match the shaders' block");
+static_assert(sizeof(CallParams) == 88, "CallParams must match the shaders' block");
 
 // attention.comp's push constants: fixed per recorded dispatch.
 struct DispatchConstants {

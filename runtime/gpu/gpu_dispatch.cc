@@ -178,7 +178,9 @@ Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, s
   const int64_t sink_hi = cp.causal ? std::min<int64_t>(int64_t{cp.sink_keys} - 1, last) : int64_t{cp.sink_keys} - 1;
   const int64_t sink_count = sink_hi + 1 > 0 ? sink_hi + 1 : 0;
   const int64_t key_lo = cp.window ? std::max<int64_t>(cp.sink_keys, shift - cp.window + 1) : 0;
-  const int64_t key_hi = cp.causal ? std::min<int64_t>(cp.t_kv - 1, last) : cp.t_kv - 1;
+  const int64_t key_hi = cp.causal             ? std::min<int64_t>(cp.t_kv - 1, last)
+                         : cp.window_symmetric ? std::min<int64_t>(cp.t_kv - 1, last_position + cp.window - 1)
+                                               : cp.t_kv - 1;
   const int64_t window_count = key_hi >= key_lo ? key_hi - key_lo + 1 : 0;
   const gpu::Split split =
       gpu::choose_split(0, sink_count + window_count - 1, rows_total, n_kv, tiling, max_splits, ctx->split_kv_min_keys);

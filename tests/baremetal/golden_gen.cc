@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     }
     a.sink_tokens = c.sink_tokens;
     a.prefix = c.prefix;
+    a.window_symmetric = c.window_symmetric;
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) a.alibi_slopes.push_back(ht::case_alibi_slope(c, h));
     }

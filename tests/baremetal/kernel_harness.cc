@@ -161,6 +161,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.sink_tokens = c.sink_tokens;
   a.alibi_slopes = c.alibi ? g_slopes : nullptr;
   a.prefix = c.prefix;
+  a.window_symmetric = c.window_symmetric;
   return a;
 }
 
@@ -176,6 +177,7 @@ void run_attend(uint32_t n) {
   params.sink_tokens = c.sink_tokens;
   params.alibi_slopes = c.alibi ? g_slopes : nullptr;
   params.prefix = c.prefix;
+  params.window_symmetric = c.window_symmetric;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);

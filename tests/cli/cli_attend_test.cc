@@ -93,8 +93,10 @@ struct Inputs {
   std::vector<double> reference(bool causal, uint32_t window, double softcap, double scale,
                                 const std::vector<float>& sinks = {}, uint32_t sink_tokens = 0,
                                 const std::vector<double>& alibi_slopes = {}, const std::vector<uint32_t>& cu_q = {},
-                                const std::vector<uint32_t>& cu_k = {}, uint32_t prefix = 0) const {
+                                const std::vector<uint32_t>& cu_k = {}, uint32_t prefix = 0,
+                                bool window_symmetric = false) const {
     test::RefAttention p;
+    p.window_symmetric = window_symmetric;
     p.cu_q = cu_q;
     p.cu_k = cu_k;
     p.prefix = prefix;
@@ -243,14 +245,14 @@ TEST_CASE("headway attend --sink-tokens and --alibi match the reference (prefill
   }
 }
 
-TEST_CASE("headway attend --seq-lens, --kv-seq-lens and --prefix match the reference") {
+TEST_CASE("headway attend --seq-lens, --kv-seq-lens, --prefix and --symmetric-window match the reference") {
   TempDir dir("cli_attend");
   struct Run {
     Shape shape;
     std::string flags;
     std::vector<uint32_t> q_lens, k_lens;  // empty: one sequence; k_lens empty: q_lens
     uint32_t window = 0, sink_tokens = 0, prefix = 0;
-    bool alibi = false;
+    bool alibi = false, symmetric = false;
   };
   const Run runs[] = {
       {{59, 59, 12, 12, 32}, " --seq-lens 12,40,7", {12, 40, 7}, {}},
@@ -267,6 +269,8 @@ TEST_CASE("headway attend --seq-lens, --kv-seq-lens and --prefix match the refer
       {{40, 40, 4, 2, 64}, " --causal --prefix 17", {}, {}, 0, 0, 17},
       {{45, 45, 6, 3, 80}, " --seq-lens 30,15 --causal --prefix 9 --window 4", {30, 15}, {}, 4, 0, 9},
       {{300, 1500, 4, 1, 64}, " --causal --prefix 1400 --threads 2", {}, {}, 0, 0, 1400},  // a chunk at 1200
+      {{60, 60, 12, 12, 32}, " --window 9 --symmetric-window --seq-lens 25,35", {25, 35}, {}, 9, 0, 0, false, true},
+      {{40, 40, 4, 2, 64}, " --window 5 --symmetric-window", {}, {}, 5, 0, 0, false, true},
   };
   const auto cumulative = [](const std::vector<uint32_t>& lens) {
     std::vector<uint32_t> cu;
@@ -287,10 +291,11 @@ TEST_CASE("headway attend --seq-lens, --kv-seq-lens and --prefix match the refer
         r.alibi ? test::reference_alibi_slopes(r.shape.n_heads, 8.0) : std::vector<double>{};
     const std::vector<uint32_t> cu_q = cumulative(r.q_lens), cu_k = cumulative(r.k_lens);
     const std::vector<double> want =
-        in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes, cu_q, cu_k, r.prefix);
+        in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes, cu_q, cu_k, r.prefix, r.symmetric);
     CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= 1e-4);
-    // Without the prefix, or as one sequence, the reference is far off: each run tests what it names.
-    const std::vector<double> plain = r.prefix != 0
+    // Without the prefix or the symmetric bound, or as one sequence, the reference is far off: each
+    // run tests what it names.
+    const std::vector<double> plain = r.prefix != 0 || r.symmetric
                                           ? in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes, cu_q, cu_k)
                                           : in.reference(causal, r.window, 0, 0, {}, r.sink_tokens, slopes);
     CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);

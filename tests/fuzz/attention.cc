@@ -8,8 +8,8 @@
 // from byte 12 + h; bit 4: sink tokens, byte 8 / 16 of them; bit 5: ALiBi, head h's slope from byte
 // 12 + h as well; bit 6: K/V in q8_0 or q4_0 blocks; bit 7: a packed batch, its lengths from the last
 // byte: see packed_lengths); the second-last byte, when its top bit is set, a prefix of its low 7
-// bits; the rest seeds the data. Work is capped so the reference stays
-// fast: the fuzzer explores shapes, not throughput.
+// bits; the third-last's top two bits set, a symmetric window; the rest seeds the data. Work is capped so the reference
+// stays fast: the fuzzer explores shapes, not throughput.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -143,6 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   if (byte(data, size, size - 2) & 128) p.prefix = byte(data, size, size - 2) & 127;  // some past t_kv
+  p.window_symmetric = (byte(data, size, size - 3) & 0xC0) == 0xC0;  // often without a window, or causal
 
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
   if (work > (uint64_t{1} << 21)) return 0;

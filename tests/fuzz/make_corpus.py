@@ -200,6 +200,8 @@ for i, (b, last) in enumerate(packed):
     put("attention", "packed%d" % i, b + b"seed" + bytes([last]))
 # A prefix (the second-last byte's top bit, its low 7 bits): causal prefill, and a packed batch.
 put("attention", "prefix0", bytes([16, 16, 0, 2, 2, 64, 0, 0x01, 0, 0, 0, 0x00]) + b"seed" + bytes([0x89, 0x00]))
+# A symmetric window (the third-last byte's top two bits): bidirectional, window 9.
+put("attention", "symmetric0", bytes([20, 20, 0, 2, 2, 64, 0, 0x02, 9, 0, 0, 0x00]) + b"seed" + bytes([0xC0, 0, 0]))
 put("attention", "prefix1", bytes([12, 12, 0, 1, 4, 32, 0, 0x01, 0, 0, 0, 0x80]) + b"seed" + bytes([0x83, 0x02]))
 
 if __name__ == "__main__":

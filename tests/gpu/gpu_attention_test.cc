@@ -73,6 +73,7 @@ struct Case {
   const uint32_t* cu_k = nullptr;
   uint32_t n_seqs = 0;
   uint32_t prefix = 0;  // prefix-LM (with causal)
+  bool window_symmetric = false;
 };
 
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
@@ -162,6 +163,7 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   p.cu_seqlens_k = c.cu_k;
   p.n_seqs = c.n_seqs;
   p.prefix = c.prefix;
+  p.window_symmetric = c.window_symmetric;
   std::vector<float> o(nq, 12345.0f);
   const Status st = gpu.attend_dense(q.data(), k, v, dt, o.data(), s, p);
   REQUIRE_MESSAGE(st.ok(), st.message());
@@ -180,6 +182,7 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   r.sink_tokens = c.sink_tokens;
   if (c.alibi != nullptr) r.alibi_slopes.assign(c.alibi, c.alibi + n_heads);
   r.prefix = c.prefix;
+  r.window_symmetric = c.window_symmetric;
   if (c.cu_q != nullptr) r.cu_q.assign(c.cu_q, c.cu_q + c.n_seqs + 1);
   if (c.cu_k != nullptr) r.cu_k.assign(c.cu_k, c.cu_k + c.n_seqs + 1);
   const std::vector<double> ref = ht::reference_attention(r, q.data(), kref.data(), vref.data());
@@ -326,6 +329,7 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     c.sinks = ht::case_has_sinks(t) ? sinks.data() : nullptr;
     c.sink_tokens = t.sink_tokens;
     c.prefix = t.prefix;
+    c.window_symmetric = t.window_symmetric;
     c.alibi = t.alibi ? slopes.data() : nullptr;
     check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }

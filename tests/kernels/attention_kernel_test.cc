@@ -109,6 +109,7 @@ struct Case {
   uint32_t sink_tokens = 0;
   std::vector<float> alibi_slopes;  // [n_heads], or empty: none
   uint32_t prefix = 0;              // prefix-LM (with causal)
+  bool window_symmetric = false;    // the window bounds from above too (without causal)
 };
 
 std::string describe(const Case& c) {
@@ -125,6 +126,7 @@ std::string describe(const Case& c) {
   if (c.sink_tokens != 0) s += " sink_tokens=" + std::to_string(c.sink_tokens);
   if (!c.alibi_slopes.empty()) s += " alibi";
   if (c.prefix != 0) s += " prefix=" + std::to_string(c.prefix);
+  if (c.window_symmetric) s += " symmetric";
   return s;
 }
 
@@ -157,6 +159,7 @@ ht::RefAttention ref_args(const Case& c) {
   r.sink_tokens = c.sink_tokens;
   r.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
   r.prefix = c.prefix;
+  r.window_symmetric = c.window_symmetric;
   return r;
 }
 
@@ -317,6 +320,7 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.sink_tokens = c.sink_tokens;
   a.alibi_slopes = c.alibi_slopes.empty() ? nullptr : c.alibi_slopes.data();
   a.prefix = c.prefix;
+  a.window_symmetric = c.window_symmetric;
   a.tiling = c.tiling;
   a.generic_only = c.generic_only;
   return a;
@@ -1471,6 +1475,7 @@ Case table_case(const ht::AttentionCase& t) {
     for (uint32_t h = 0; h < t.n_heads; ++h) c.alibi_slopes.push_back(ht::case_alibi_slope(t, h));
   }
   c.prefix = t.prefix;
+  c.window_symmetric = t.window_symmetric;
   return c;
 }
 

@@ -35,9 +35,10 @@ struct AttentionCase {
   DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs every one)
   uint64_t seed;
   CaseSinks sinks = CaseSinks::kNone;
-  uint32_t sink_tokens = 0;  // StreamingLLM sink tokens (with a window); 0 = none
-  bool alibi = false;        // ALiBi with case_alibi_slope's slopes
-  uint32_t prefix = 0;       // prefix-LM: with causal, keys j < prefix seen by every row; 0 = none
+  uint32_t sink_tokens = 0;       // StreamingLLM sink tokens (with a window); 0 = none
+  bool alibi = false;             // ALiBi with case_alibi_slope's slopes
+  uint32_t prefix = 0;            // prefix-LM: with causal, keys j < prefix seen by every row; 0 = none
+  bool window_symmetric = false;  // without causal: |p − j| < window (ModernBERT's local layers)
 };
 
 // Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
@@ -50,9 +51,10 @@ struct AttentionCase {
 // ALiBi (causal and bidirectional, decode, split-KV, with a window, sink tokens and sink logits);
 // K/V in ggml's q8_0 and q4_0 blocks (prefill, decode, split-KV, head_dim 80 and 50 with a short
 // last block, head_dim 1, with the other features); prefix-LM (prefill, a chunk past the prefix,
-// decode, split-KV with the prefix across chunks, with a window, sink tokens, ALiBi and q4_0).
+// decode, split-KV with the prefix across chunks, with a window, sink tokens, ALiBi and q4_0);
+// symmetric windows (prefill, a chunk, decode rows, split-KV, sink tokens, ALiBi, q8_0).
 //   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
-//    alibi, prefix)}
+//    alibi, prefix, window_symmetric)}
 inline constexpr AttentionCase kAttentionCases[] = {
     {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
     {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
@@ -151,6 +153,18 @@ inline constexpr AttentionCase kAttentionCases[] = {
      CaseSinks::kNone, 2, true, 16},
     {"q4_0 prefix 12 d128 GQA2", 20, 20, 4, 2, 128, true, 0, 0.0f, 0.0f, DType::kQ4_0, 61, CaseSinks::kNone, 0, false,
      12},
+    {"symmetric window 9 generic d32 MHA (ModernBERT local)", 40, 40, 4, 4, 32, false, 9, 0.0f, 0.0f, DType::kF32, 62,
+     CaseSinks::kNone, 0, false, 0, true},
+    {"symmetric window 65 d64 GQA2, 200 tokens", 200, 200, 4, 2, 64, false, 65, 0.0f, 0.0f, DType::kF16, 63,
+     CaseSinks::kNone, 0, false, 0, true},
+    {"symmetric window 5 d128 chunk of 9 at 31", 9, 40, 4, 1, 128, false, 5, 0.0f, 0.0f, DType::kBF16, 64,
+     CaseSinks::kNone, 0, false, 0, true},
+    {"symmetric window 300 split-KV, 2 rows at 1098", 2, 1100, 4, 1, 64, false, 300, 0.0f, 0.0f, DType::kF16, 65,
+     CaseSinks::kMixed, 0, false, 0, true},
+    {"symmetric window 6 sink tokens 2 ALiBi generic d80", 24, 24, 4, 2, 80, false, 6, 0.0f, 0.0f, DType::kF32, 66,
+     CaseSinks::kNone, 2, true, 0, true},
+    {"q8_0 symmetric window 17 d64", 50, 50, 4, 2, 64, false, 17, 0.0f, 0.0f, DType::kQ8_0, 67, CaseSinks::kNone, 0,
+     false, 0, true},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 

@@ -24,6 +24,7 @@ inline RefAttention ref_args(const AttentionShape& s, const AttentionParams& p) 
   r.sink_tokens = p.sink_tokens;
   if (p.alibi_slopes != nullptr) r.alibi_slopes.assign(p.alibi_slopes, p.alibi_slopes + s.n_heads);
   r.prefix = p.prefix;
+  r.window_symmetric = p.window_symmetric;
   if (p.cu_seqlens_q != nullptr) r.cu_q.assign(p.cu_seqlens_q, p.cu_seqlens_q + p.n_seqs + 1);
   if (p.cu_seqlens_k != nullptr) r.cu_k.assign(p.cu_seqlens_k, p.cu_seqlens_k + p.n_seqs + 1);
   return r;

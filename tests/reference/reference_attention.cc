@@ -55,6 +55,7 @@ bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j) {
   const int64_t local = int64_t{j} - f.k0;
   if (a.causal && local > f.p && local >= int64_t{a.prefix}) return false;
   if (a.window > 0 && local <= f.p - int64_t{a.window} && local >= a.sink_tokens) return false;
+  if (a.window_symmetric && local >= f.p + int64_t{a.window} && local >= a.sink_tokens) return false;
   return true;
 }
 

@@ -38,6 +38,7 @@ struct RefAttention {
   uint32_t sink_tokens = 0;          // 0 = none
   std::vector<double> alibi_slopes;  // [n_heads] ALiBi slopes, or empty: none
   uint32_t prefix = 0;               // prefix-LM: with causal, keys j < prefix are seen by every row
+  bool window_symmetric = false;     // without causal, the window bounds from above too: |p − j| < W
   // A packed batch: cumulative query and key lengths [n_seqs + 1] (cu_k empty: cu_q's), or empty:
   // one sequence. Query row i of sequence b sees only keys of b, at local position
   // p = (i − cu_q[b]) + len_k(b) − len_q(b), and every rule above counts from b's start.

@@ -79,6 +79,7 @@ struct Problem {
     }
     params.sink_tokens = c.sink_tokens;
     params.prefix = c.prefix;
+    params.window_symmetric = c.window_symmetric;
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) slopes.push_back(test::case_alibi_slope(c, h));
     }

@@ -28,6 +28,7 @@ inline bool decode_quantizes_query(const RefAttention& r, simd::KvType kv) {
   a.window = r.window;
   a.sink_tokens = r.sink_tokens;
   a.prefix = r.prefix;
+  a.window_symmetric = r.window_symmetric;
   // Any non-null pointer: the decision reads only whether ALiBi is on.
   static const float kSlope = 0.0f;
   a.alibi_slopes = r.alibi_slopes.empty() ? nullptr : &kSlope;

@@ -118,6 +118,7 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint alibi_base;
   uint split_sink_keys; // the splits' keys: sink keys 0 .. split_sink_keys − 1, then window keys
   uint prefix_keys;     // prefix-LM: with causal, keys 0 .. prefix_keys − 1 are every row's
+  uint window_symmetric; // 1: the window bounds from above too (|p − j| < window)
 } pc;
 
 // Fixed per recorded dispatch.
@@ -149,6 +150,7 @@ ivec2 visible_keys(uint t, uint span) {
   int hi = span == 0u ? sink_keys - 1 : int(pc.t_kv) - 1;
   if (pc.causal != 0u) hi = min(hi, max(p, int(pc.prefix_keys) - 1));
   if (span == 1u && pc.window != 0u) lo = max(lo, p - int(pc.window) + 1);
+  if (span == 1u && pc.window_symmetric != 0u) hi = min(hi, p + int(pc.window) - 1);
   return ivec2(lo, hi);
 }
 

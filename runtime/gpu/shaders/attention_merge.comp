@@ -37,6 +37,7 @@ layout(std140, set = 0, binding = 2) uniform CallParams {
   uint alibi_base;
   uint split_sink_keys;
   uint prefix_keys;
+  uint window_symmetric;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
