@@ -578,16 +578,18 @@ TEST_CASE("packed batches: the workspace is the largest sequence's, and attend a
   p.cu_seqlens_q = cu_q.data();
   p.cu_seqlens_k = cu_k.data();
   p.n_seqs = 2;
-  const size_t packed = attention_workspace_bytes(shape, p, 2).value();
-  const size_t whole = attention_workspace_bytes(shape, 2).value();
-  const size_t alone = attention_workspace_bytes({1, 3000, 8, 2, 128}, 2).value();
+  // Sized for the pool's threads (a build without threads gives a pool of one).
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  const uint32_t threads = pool.threads();
+  const size_t packed = attention_workspace_bytes(shape, p, threads).value();
+  const size_t whole = attention_workspace_bytes(shape, threads).value();
+  const size_t alone = attention_workspace_bytes({1, 3000, 8, 2, 128}, threads).value();
   CHECK(packed == alone);
   CHECK(packed > whole);
   const Problem problem(shape, p, DType::kF16, 3);
   std::vector<float> o(problem.out_size());
   Aligned ws(packed);
-  ThreadPool pool;
-  REQUIRE(pool.create(2).ok());
   HeapCount count;
   const Status ok =
       attend(problem.q.data(), problem.kp(), problem.vp(), problem.kv_dtype, o.data(), shape, p, &pool, ws.p, ws.size);
