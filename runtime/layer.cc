@@ -231,6 +231,24 @@ Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_
   return Status();
 }
 
+// The fused Q/K/V rows of t tokens into the arena's qkv region, q and k RMS-normed per head when
+// the config says so (before RoPE, which the callers apply at their positions).
+Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
+  const Plan& p = *plan_;
+  const Config& c = p.config;
+  float* qkv = arena_->qkv();
+  const size_t w = p.qkv_width;
+  HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
+  if (c.qk_norm) {
+    for (uint32_t i = 0; i < t; ++i) {
+      float* row = qkv + i * w;
+      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      rms_norm_heads(row + p.q_width, c.kv_heads(), p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
+    }
+  }
+  return Status();
+}
+
 Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
@@ -247,15 +265,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;
-  const uint32_t kvh = c.kv_heads();
-  HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
-  if (c.qk_norm) {
-    for (uint32_t i = 0; i < t; ++i) {
-      float* row = qkv + i * w;
-      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
-    }
-  }
+  HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
   Backend b = backend();
   apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), rope_config_, rope_);
@@ -294,15 +304,7 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;
-  const uint32_t kvh = c.kv_heads();
-  HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
-  if (c.qk_norm) {
-    for (uint32_t i = 0; i < t; ++i) {
-      float* row = qkv + i * w;
-      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_width, kvh, p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
-    }
-  }
+  HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
   Backend b = backend();
   Status status;
   for (uint32_t s = 0; s < n_seqs && status.ok(); ++s) {

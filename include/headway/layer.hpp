@@ -107,6 +107,7 @@ class AttentionLayer {
 
  private:
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
+  Status project_qkv(const float* x, uint32_t t);
   Status init_backend(uint32_t layer, const LayerOptions& options);
   Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }
 
