@@ -492,6 +492,17 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
     p.n_seqs = n_seqs;
     return p;
   };
+  // Prefix and symmetric windows that the call cannot run.
+  AttentionParams prefix_alone, prefix_past_keys, symmetric_no_window, symmetric_causal;
+  prefix_alone.prefix = 1;
+  prefix_past_keys.causal = true;
+  prefix_past_keys.prefix = 3;
+  symmetric_no_window.window_symmetric = true;
+  symmetric_causal.window_symmetric = symmetric_causal.causal = true;
+  symmetric_causal.window = 2;
+  AttentionParams prefix_past_sequence = packed(cu_ones, nullptr, 2);
+  prefix_past_sequence.causal = true;
+  prefix_past_sequence.prefix = 2;
   check_rows({
       {"packed: cu_seqlens_q from 1",
        call(good, packed(cu_from_1, nullptr, 2)),
@@ -518,53 +529,15 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
        call(good, packed(nullptr, cu_short, 1)),
        Code::kInvalidArgument,
        {"cu_seqlens_k without cu_seqlens_q"}},
-      {"prefix without causal",
-       call(good,
-            [] {
-              AttentionParams p;
-              p.prefix = 1;
-              return p;
-            }()),
-       Code::kInvalidArgument,
-       {"prefix 1 needs causal"}},
-      {"prefix past the keys",
-       call(good,
-            [] {
-              AttentionParams p;
-              p.causal = true;
-              p.prefix = 3;
-              return p;
-            }()),
-       Code::kInvalidArgument,
-       {"prefix 3", "2 keys"}},
+      {"prefix without causal", call(good, prefix_alone), Code::kInvalidArgument, {"prefix 1 needs causal"}},
+      {"prefix past the keys", call(good, prefix_past_keys), Code::kInvalidArgument, {"prefix 3", "2 keys"}},
       {"a symmetric window without a window",
-       call(good,
-            [] {
-              AttentionParams p;
-              p.window_symmetric = true;
-              return p;
-            }()),
+       call(good, symmetric_no_window),
        Code::kInvalidArgument,
        {"symmetric window needs a window and no causal (window 0, causal false)"}},
-      {"a symmetric causal window",
-       call(good,
-            [] {
-              AttentionParams p;
-              p.window_symmetric = true;
-              p.causal = true;
-              p.window = 2;
-              return p;
-            }()),
-       Code::kInvalidArgument,
-       {"(window 2, causal true)"}},
+      {"a symmetric causal window", call(good, symmetric_causal), Code::kInvalidArgument, {"(window 2, causal true)"}},
       {"prefix past a sequence",
-       call(good,
-            [&] {
-              AttentionParams p = packed(cu_ones, nullptr, 2);
-              p.causal = true;
-              p.prefix = 2;
-              return p;
-            }()),
+       call(good, prefix_past_sequence),
        Code::kInvalidArgument,
        {"prefix 2 is longer than sequence 0's 1 key;"}},
       {"packed: workspace for an empty sequence",
