@@ -211,6 +211,15 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
     return Status::error(Code::kInvalidArgument, "attention: prefix %u is longer than the %u keys (t_kv)", a.prefix,
                          a.t_kv);
   }
+  if (a.mask_bool != nullptr && a.mask_additive != nullptr) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: mask_bool and mask_additive are both set (one general mask per call)");
+  }
+  if ((a.mask_bool != nullptr || a.mask_additive != nullptr) && a.mask_row_stride < a.t_kv) {
+    return Status::error(Code::kInvalidArgument,
+                         "attention: mask_row_stride %zu is less than t_kv %u (a mask row holds an entry per key)",
+                         a.mask_row_stride, a.t_kv);
+  }
   if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
     return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
                          static_cast<unsigned>(a.kv_type));
@@ -395,10 +404,21 @@ PackedSequence packed_sequence(const AttentionShape& s, const AttentionParams& p
   return q;
 }
 
-AttentionParams one_sequence(AttentionParams p) {
+// The parameters of one sequence of a packed batch (its general mask still the whole batch's
+// rows: its stride resolved against the whole t_kv).
+AttentionParams one_sequence(AttentionParams p, const AttentionShape& s) {
   p.cu_seqlens_q = p.cu_seqlens_k = nullptr;
   p.n_seqs = 0;
+  if (p.mask_row_stride == 0) p.mask_row_stride = s.t_kv;
   return p;
+}
+
+// The same for sequence seq: its block on the general mask's diagonal.
+AttentionParams sequence_params(AttentionParams single, const PackedSequence& seq) {
+  const size_t at = size_t{seq.q_row} * single.mask_row_stride + seq.kv_row;
+  if (single.mask_bool != nullptr) single.mask_bool += at;
+  if (single.mask_additive != nullptr) single.mask_additive += at;
+  return single;
 }
 
 }  // namespace
@@ -434,6 +454,9 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
   a.alibi_slopes = p.alibi_slopes;
   a.prefix = p.prefix;
   a.window_symmetric = p.window_symmetric;
+  a.mask_bool = p.mask_bool;
+  a.mask_additive = p.mask_additive;
+  a.mask_row_stride = p.mask_row_stride != 0 ? p.mask_row_stride : s.t_kv;
   return a;
 }
 
@@ -441,7 +464,7 @@ Status AttentionOp::reshape(const AttentionShape& shape, const AttentionParams& 
                             uint32_t threads) {
   // Stand-in tensors: only the shape and the parameters are checked here.
   float stand_in = 0.0f;
-  const AttentionParams single = one_sequence(params);
+  const AttentionParams single = one_sequence(params, shape);
   const Result<simd::AttentionArgs> args =
       token_major_args(&stand_in, &stand_in, &stand_in, kv_dtype, &stand_in, shape, single);
   if (!args.ok()) return args.status();
@@ -482,7 +505,7 @@ Status AttentionOp::run(const float* q, const void* k, const void* v, float* o, 
   // The lengths are read and checked again: changed ones run as they now are or fail (a workspace
   // too small for them included), never read past the tensors.
   HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape_, params_));
-  const AttentionParams single = one_sequence(params_);
+  const AttentionParams single = one_sequence(params_, shape_);
   const size_t q_width = size_t{shape_.n_heads} * shape_.head_dim;
   const size_t kv_token_bytes = size_t{shape_.n_kv_heads} * dtype_row_bytes(kv_dtype_, shape_.head_dim);
   for (uint32_t b = 0; b < params_.n_seqs; ++b) {
@@ -491,7 +514,7 @@ Status AttentionOp::run(const float* q, const void* k, const void* v, float* o, 
     PreparedAttention call;
     call.args = token_major_args(q + seq.q_row * q_width, static_cast<const uint8_t*>(k) + kv_offset,
                                  static_cast<const uint8_t*>(v) + kv_offset, kv_dtype_, o + seq.q_row * q_width,
-                                 seq.shape, single)
+                                 seq.shape, sequence_params(single, seq))
                     .value();
     call.split = attention_split(call.args, threads_);
     call.threads = threads_;

@@ -78,6 +78,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
         }
         for (; x < d; ++x) out[x] += w * o[x];
       }
+      if (l_sum == 0.0f) continue;  // the general mask hid every key the row sees: zeros
       for (size_t x = 0; x < d; ++x) out[x] /= l_sum;
     }
   }

@@ -62,6 +62,10 @@ const char* attention_args_error(const AttentionArgs& a) {
   if (a.prefix > a.t_kv) return "prefix must be at most t_kv";
   if (a.prefix != 0 && a.kv_ring_rows != 0) return "prefix cannot run over a ring";
   if (a.window_symmetric && (a.causal || a.window == 0)) return "window_symmetric needs a window and no causal";
+  if (a.mask_bool != nullptr && a.mask_additive != nullptr) return "mask_bool and mask_additive are both set";
+  if ((a.mask_bool != nullptr || a.mask_additive != nullptr) && a.mask_row_stride < a.t_kv) {
+    return "mask_row_stride is less than t_kv";
+  }
   if (a.kv_ring_rows != 0) {
     if (a.sink_tokens >= a.kv_ring_rows) return "sink_tokens must be less than kv_ring_rows";
     if (a.kv_first_row >= a.kv_ring_rows - a.sink_tokens) return "kv_first_row is outside the ring";

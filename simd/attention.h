@@ -11,7 +11,8 @@
 //   additionally j > i + (t_kv − t_q) − W. softcap c > 0: logit = c · tanh(logit / c), applied
 //   to the scaled logit before the mask; ALiBi adds −m_h·|p − j| after it. Sink tokens S keep
 //   keys j < S visible through the window. A causal prefix P (prefix-LM) lets every row see keys
-//   j < P as well. A row with no visible key gives zeros, never NaN.
+//   j < P as well. A general mask (mask_bool, mask_additive) hides keys or adds to the logits of
+//   single entries. A row with no visible key gives zeros, never NaN.
 //   Query head h reads kv head h / (n_heads / n_kv_heads).
 #pragma once
 
@@ -103,6 +104,18 @@ struct AttentionArgs {
   // window also bounds from above, so a row at position p sees keys |p − j| < window. Needs a
   // window and no causal.
   bool window_symmetric = false;
+  // A general mask (BERT's attention_mask made [t_q, t_kv], or any other pattern), broadcast over
+  // heads and combined with everything above: entry [t][j] for query token t and key j sits at
+  // t · mask_row_stride + j. mask_bool: one byte per entry, nonzero = visible (PyTorch's True =
+  // attend). mask_additive: f32 added to the logit after scale, softcap and ALiBi; −inf hides the
+  // key (+inf or NaN make the row NaN). At most one of the two; null = none. A key the mask hides
+  // gets weight exactly 0 (its V enters as 0 · V, so a non-finite V under it makes the row NaN,
+  // as in PyTorch's scaled_dot_product_attention); a row whose every key is hidden, by the mask
+  // or the structured masks, gives zeros. Decode does not quantize the query under a mask (it can
+  // leave a row a handful of keys, as ALiBi can).
+  const uint8_t* mask_bool = nullptr;
+  const float* mask_additive = nullptr;
+  size_t mask_row_stride = 0;  // entries, >= t_kv
 
   // Testing and benchmarking only; production callers keep the defaults, and then the kernel is
   // a function of the shapes alone (see attention_kernel_name).

@@ -211,7 +211,8 @@ HWY_INLINE void DotTile(Task& t, int64_t tb, size_t row_bytes, const char** krow
   size_t ca = 0, cb = 0;
   DotTileRanges(t, tb, i0, i1, ca, cb);
   if constexpr (kStride != 0) {
-    if (i0 == 0 && i1 == kTile && ca == 0 && cb == kTile && !(a.softcap > 0.0f) && a.alibi_slopes == nullptr) {
+    if (i0 == 0 && i1 == kTile && ca == 0 && cb == kTile && !(a.softcap > 0.0f) && a.alibi_slopes == nullptr &&
+        !detail::HasGeneralMask(a)) {
       return DotFullTile<kDim, kType>(t, krow, vrow, TilePrefetch<kStride>{vrow[0], kTile * kStride},
                                       TilePrefetch<kStride>{pf_k[0], n_pf * kStride});
     }

@@ -312,7 +312,9 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
   // Whole vectors around [a, b), at fixed places in the tile (kTile is a multiple of 16).
   const size_t v0 = a / n * n, v1 = (b + n - 1) / n * n;
   VF mt = neg_inf;
-  if (!softcap && slopes == nullptr && v0 == a && v1 == b) {
+  const AttentionArgs& args = *t.a;
+  const bool general_mask = detail::HasGeneralMask(args);
+  if (!softcap && slopes == nullptr && !general_mask && v0 == a && v1 == b) {
     // Whole vectors, all visible (every tile of a long decode): the masked pass below would
     // store back the same values; two running maxima halve the dependency chain.
     VF mt1 = neg_inf;
@@ -336,6 +338,19 @@ inline void DotRowSoftmax(const Task& t, size_t r, size_t a, size_t b) {
       if (slopes != nullptr) {
         const VF dist = hn::Abs(hn::ConvertTo(df, hn::Sub(prel, kk)));
         sv = hn::IfThenElse(vis, hn::NegMulAdd(slope, dist, sv), neg_inf);
+      }
+      if (general_mask) {
+        // Entries past [a, b) are never read (they may lie past the mask's row).
+        HWY_ALIGN float entry[kAttnMaxLanes];
+        const size_t token = t.t0 + r / t.group;
+        for (size_t i = 0; i < n; ++i) {
+          const size_t key = k + i;
+          entry[i] = key >= a && key < b
+                         ? detail::GeneralMaskEntry(args, token, t.tile_base + static_cast<int64_t>(key))
+                         : 0.0f;
+        }
+        const VF ev = hn::Load(df, entry);
+        sv = hn::IfThenElse(hn::Eq(ev, neg_inf), neg_inf, hn::Add(sv, ev));
       }
       hn::StoreU(sv, df, s + k);
       mt = hn::Max(mt, sv);

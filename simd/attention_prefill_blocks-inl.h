@@ -81,6 +81,19 @@ HWY_INLINE void RowsAlibi(const Task& t, size_t c, size_t b0, size_t b1) {
   }
 }
 
+// The general mask over the scores of the rows [c0, c1) of the tile's keys each row sees (the
+// others are −inf already). Rows are lanes of different tokens: one entry at a time.
+HWY_INLINE void RowsGeneralMask(const Task& t, size_t c0, size_t c1) {
+  const AttentionArgs& a = *t.a;
+  for (size_t r = c0; r < c1 && r < t.rows; ++r) {
+    const size_t token = t.t0 + r / t.group;
+    for (int32_t k = t.lo[r]; k <= t.hi[r]; ++k) {
+      float* sk = t.s + static_cast<size_t>(k) * t.rpad + r;
+      *sk = detail::GeneralMaskLogit(detail::GeneralMaskEntry(a, token, t.tile_base + k), *sk);
+    }
+  }
+}
+
 // Score of tile key k for the row vector at c: softcap, mask, store into Sᵀ.
 HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, VI hi, bool masked) {
   const DF df;
@@ -264,6 +277,7 @@ inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t
   if (t.a->alibi_slopes != nullptr) {
     for (size_t c = col; c < col + kRV * hn::Lanes(DF()); c += hn::Lanes(DF())) RowsAlibi(t, c, b0, b1);
   }
+  if (detail::HasGeneralMask(*t.a)) RowsGeneralMask(t, col, col + kRV * hn::Lanes(DF()));
   const VF alpha0 = RowsSoftmax(t, col, b0, b1);
   const VF alpha1 = kRV == 2 ? RowsSoftmax(t, col + hn::Lanes(DF()), b0, b1) : alpha0;
   if (masked) {

@@ -191,7 +191,9 @@ inline HEADWAY_KERNEL_SHARED void WriteOutput(const Task& t) {
     const size_t token = t.t0 + r / t.group;
     const size_t head = size_t{t.g} * t.group + r % t.group;
     float* out = a.o + token * a.o_token_stride + head * a.head_dim;
-    if (detail::SeesNoKey(a, static_cast<uint32_t>(token))) {
+    // l is 0 only where every key the row sees was hidden by the general mask (the maximum's own
+    // weight is 1, a sink's too).
+    if (detail::SeesNoKey(a, static_cast<uint32_t>(token)) || t.l[r] == 0.0f) {
       for (size_t x = 0; x < t.d; ++x) out[x] = 0.0f;
       continue;
     }

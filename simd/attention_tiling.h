@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "headway/attention_policy.hpp"
 #include "simd/attention.h"
@@ -75,6 +76,19 @@ constexpr int64_t FewestVisibleKeys(const AttentionArgs& a) {
     fewest = count(static_cast<uint32_t>(turn));
   }
   return fewest;
+}
+
+// The general mask (AttentionArgs::mask_bool, mask_additive) for query token t and key j: what
+// it adds to the logit, −inf where it hides the key. A hiding entry beats any logit, NaN
+// included, as the structured masks do.
+constexpr bool HasGeneralMask(const AttentionArgs& a) { return a.mask_bool != nullptr || a.mask_additive != nullptr; }
+inline float GeneralMaskEntry(const AttentionArgs& a, size_t t, int64_t j) {
+  const size_t at = t * a.mask_row_stride + static_cast<size_t>(j);
+  if (a.mask_bool != nullptr) return a.mask_bool[at] != 0 ? 0.0f : -std::numeric_limits<float>::infinity();
+  return a.mask_additive[at];
+}
+inline float GeneralMaskLogit(float entry, float logit) {
+  return entry == -std::numeric_limits<float>::infinity() ? entry : logit + entry;
 }
 
 // Decode tiling (lanes along head_dim, dot products) when a task has few rows; prefill tiling

@@ -500,6 +500,14 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
   symmetric_no_window.window_symmetric = true;
   symmetric_causal.window_symmetric = symmetric_causal.causal = true;
   symmetric_causal.window = 2;
+  // General masks the call cannot read: both kinds at once, rows shorter than the keys.
+  const uint8_t visible[4] = {1, 1, 1, 1};
+  const float additive[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  AttentionParams two_masks, short_mask_rows;
+  two_masks.mask_bool = visible;
+  two_masks.mask_additive = additive;
+  short_mask_rows.mask_additive = additive;
+  short_mask_rows.mask_row_stride = 1;
   AttentionParams prefix_past_sequence = packed(cu_ones, nullptr, 2);
   prefix_past_sequence.causal = true;
   prefix_past_sequence.prefix = 2;
@@ -540,6 +548,14 @@ TEST_CASE("bad input: attend and attention_workspace_bytes with hostile shapes a
        call(good, prefix_past_sequence),
        Code::kInvalidArgument,
        {"prefix 2 is longer than sequence 0's 1 key;"}},
+      {"a bool and an additive mask",
+       call(good, two_masks),
+       Code::kInvalidArgument,
+       {"mask_bool and mask_additive are both set"}},
+      {"mask rows shorter than t_kv",
+       call(good, short_mask_rows),
+       Code::kInvalidArgument,
+       {"mask_row_stride 1 is less than t_kv 2"}},
       {"packed: workspace for an empty sequence",
        [&] { return status_of(attention_workspace_bytes(good, packed(cu_empty, nullptr, 2), 1)); },
        Code::kInvalidArgument,

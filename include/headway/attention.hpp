@@ -10,7 +10,8 @@
 //   softcap c > 0 applies c · tanh(logit / c) to the scaled logit. GQA: query head h reads kv
 //   head h / (n_heads / n_kv_heads). Sink tokens keep the first keys visible through the window;
 //   ALiBi adds −m_h · |p − j|; a prefix opens the first keys to every causal row; a packed batch
-//   keeps sequences apart (AttentionParams). A query row that sees no key gets zeros.
+//   keeps sequences apart, and a general mask (bool or additive) hides keys or shifts logits
+//   (AttentionParams). A query row that sees no key gets zeros.
 //   NaN / Inf in Q, K or V are data, not errors: they reach the output rows whose computation
 //   reads them with the value IEEE arithmetic gives (a NaN query row or a NaN key a row sees
 //   makes that row NaN), and no other row, which is bitwise what it is without them. NaN / Inf
@@ -80,6 +81,18 @@ struct AttentionParams {
   const uint32_t* cu_seqlens_q = nullptr;
   const uint32_t* cu_seqlens_k = nullptr;
   uint32_t n_seqs = 0;
+  // A general mask [t_q, t_kv] (a BERT attention_mask broadcast to rows, a document mask, any
+  // pattern), broadcast over heads and combined with every mask above: entry [i][j] for query row
+  // i and key j of the whole call sits at i · mask_row_stride + j (0 = t_kv). In a packed batch a
+  // sequence reads its own block on the diagonal; entries off it are never read. mask_bool: one
+  // byte per entry, nonzero = visible (PyTorch's True = attend). mask_additive: f32 added to the
+  // logit after scale, softcap and ALiBi, −inf hides the key (finite values or −inf; +inf or NaN
+  // make the row NaN). At most one of the two. A key the mask hides gets weight exactly 0 (a
+  // non-finite V under it still makes the row NaN, as 0 · V does in PyTorch); a row whose every
+  // key is hidden gives zeros. Read at each run(), like sinks; the GPU backend takes it too.
+  const uint8_t* mask_bool = nullptr;
+  const float* mask_additive = nullptr;
+  size_t mask_row_stride = 0;
 };
 
 // The standard ALiBi slopes of n_heads heads (Press et al.; BLOOM's build_alibi_tensor): for a

@@ -18,6 +18,8 @@
 //   dense  attend_dense(q, k, v, ...) runs one attention over whole tensors, attend()'s contract
 //          (any t_q, t_kv within the plan, the mask given per call, no RoPE). It replaces the
 //          K/V the backend held: the cache is empty afterwards. dense_plan() sizes a plan for it.
+//          The GPU backend refuses a general mask (AttentionParams::mask_bool, mask_additive) with
+//          kUnsupported: the CPU runs those calls.
 //
 //   headway::GpuContext gpu;                              // once per process: device and queue
 //   HEADWAY_RETURN_IF_ERROR(gpu.create());

@@ -247,6 +247,12 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
   HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape, params));
+  if (params.mask_bool != nullptr || params.mask_additive != nullptr) {
+    return Status::error(
+        Code::kUnsupported,
+        "gpu backend: a general mask (mask_bool or mask_additive) does not run on the GPU backend yet; "
+        "run the call on the CPU (attend())");
+  }
 
   x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
   x.size = 0;

@@ -73,6 +73,13 @@ int main(int argc, char** argv) {
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) a.alibi_slopes.push_back(ht::case_alibi_slope(c, h));
     }
+    ht::generate_mask(c, [&](uint64_t, float e) {
+      if (c.mask == ht::CaseMask::kBool) {
+        a.mask_bool.push_back(e == 0.0f ? 1 : 0);
+      } else {
+        a.mask_additive.push_back(e);
+      }
+    });
     const std::vector<double> o = ht::reference_attention(a, q.data(), k.data(), v.data());
     std::fprintf(f, "// %s\ninline constexpr float kGoldenO%u[] = {", c.name, n);
     for (size_t i = 0; i < o.size(); ++i)

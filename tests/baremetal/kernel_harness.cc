@@ -48,6 +48,9 @@ constexpr uint64_t split_rows(const ht::AttentionCase& c) {
 }
 constexpr uint64_t split_o(const ht::AttentionCase& c) { return split_rows(c) * c.head_dim; }
 constexpr uint64_t n_heads(const ht::AttentionCase& c) { return c.n_heads; }
+constexpr uint64_t mask_entries(const ht::AttentionCase& c) {
+  return ht::case_has_mask(c) ? uint64_t{c.t_q} * c.t_kv : 1;
+}
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
 
@@ -61,6 +64,8 @@ alignas(64) float g_pl[max_of(split_rows)];
 alignas(64) float g_po[max_of(split_o)];
 float g_sinks[max_of(n_heads)];
 float g_slopes[max_of(n_heads)];
+uint8_t g_mask_bool[max_of(mask_entries)];
+float g_mask_additive[max_of(mask_entries)];
 
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
@@ -73,6 +78,10 @@ double tolerance(headway::DType kv) {
 void load_inputs(const ht::AttentionCase& c) {
   for (uint32_t h = 0; h < c.n_heads; ++h) g_sinks[h] = ht::case_sink(c, h);
   for (uint32_t h = 0; h < c.n_heads; ++h) g_slopes[h] = ht::case_alibi_slope(c, h);
+  ht::generate_mask(c, [](uint64_t i, float e) {
+    g_mask_bool[i] = e == 0.0f ? 1 : 0;
+    g_mask_additive[i] = e;
+  });
   ht::generate_inputs(c, [&](int which, uint64_t i, float x) {
     if (which == 0) {
       g_q[i] = x;
@@ -162,6 +171,9 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.alibi_slopes = c.alibi ? g_slopes : nullptr;
   a.prefix = c.prefix;
   a.window_symmetric = c.window_symmetric;
+  a.mask_bool = c.mask == ht::CaseMask::kBool ? g_mask_bool : nullptr;
+  a.mask_additive = c.mask == ht::CaseMask::kAdditive ? g_mask_additive : nullptr;
+  a.mask_row_stride = c.t_kv;
   return a;
 }
 
@@ -178,6 +190,8 @@ void run_attend(uint32_t n) {
   params.alibi_slopes = c.alibi ? g_slopes : nullptr;
   params.prefix = c.prefix;
   params.window_symmetric = c.window_symmetric;
+  params.mask_bool = c.mask == ht::CaseMask::kBool ? g_mask_bool : nullptr;
+  params.mask_additive = c.mask == ht::CaseMask::kAdditive ? g_mask_additive : nullptr;
   const uint32_t width = c.n_heads * c.head_dim;
   fill_o(c.t_q, width);
   const headway::Result<size_t> ws = headway::attention_workspace_bytes(shape, 1);

@@ -336,6 +336,27 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
   MESSAGE(max_errors());
 }
 
+// The cases runs_on_gpu leaves out: a general mask is refused, naming it, and O is not written.
+TEST_CASE("gpu dense attention refuses a general mask with kUnsupported") {
+  GpuContext* ctx = ht::gpu_context(false);
+  if (ctx == nullptr) return;
+  DenseBackend b;
+  make_dense(&b, ctx, 2, 2, 64, DType::kF32, 4, 4);
+  const AttentionShape shape{4, 4, 2, 2, 64};
+  std::vector<float> q(4 * 2 * 64, 0.5f), kv(q.size(), 0.25f), o(q.size(), 7.0f);
+  const std::vector<uint8_t> visible(16, 1);
+  const std::vector<float> additive(16, 0.0f);
+  for (int kind = 0; kind < 2; ++kind) {
+    AttentionParams p;
+    if (kind == 0) p.mask_bool = visible.data();
+    else p.mask_additive = additive.data();
+    const Status st = b.gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), shape, p);
+    CHECK(st.code() == headway::Code::kUnsupported);
+    CHECK(std::string(st.message()).find("general mask") != std::string::npos);
+    CHECK(o[0] == 7.0f);
+  }
+}
+
 TEST_CASE("gpu dense attention matches the reference: GQA groups 1, 2, 4, 7, 8") {
   GpuContext* ctx = ht::gpu_context(false);
   if (ctx == nullptr) return;

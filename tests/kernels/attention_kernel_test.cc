@@ -110,6 +110,10 @@ struct Case {
   std::vector<float> alibi_slopes;  // [n_heads], or empty: none
   uint32_t prefix = 0;              // prefix-LM (with causal)
   bool window_symmetric = false;    // the window bounds from above too (without causal)
+  // A general mask [t_q, mask_stride] (entries past t_kv unread), one of the two or none.
+  std::vector<uint8_t> mask_bool;
+  std::vector<float> mask_additive;
+  size_t mask_stride = 0;
 };
 
 std::string describe(const Case& c) {
@@ -127,6 +131,8 @@ std::string describe(const Case& c) {
   if (!c.alibi_slopes.empty()) s += " alibi";
   if (c.prefix != 0) s += " prefix=" + std::to_string(c.prefix);
   if (c.window_symmetric) s += " symmetric";
+  if (!c.mask_bool.empty()) s += " bool mask";
+  if (!c.mask_additive.empty()) s += " additive mask";
   return s;
 }
 
@@ -160,6 +166,12 @@ ht::RefAttention ref_args(const Case& c) {
   r.alibi_slopes.assign(c.alibi_slopes.begin(), c.alibi_slopes.end());
   r.prefix = c.prefix;
   r.window_symmetric = c.window_symmetric;
+  for (size_t i = 0; i < c.t_q; ++i) {
+    for (size_t j = 0; j < c.t_kv; ++j) {
+      if (!c.mask_bool.empty()) r.mask_bool.push_back(c.mask_bool[i * c.mask_stride + j]);
+      if (!c.mask_additive.empty()) r.mask_additive.push_back(c.mask_additive[i * c.mask_stride + j]);
+    }
+  }
   return r;
 }
 
@@ -321,6 +333,9 @@ hs::AttentionArgs args_for(const Data& d, float* o) {
   a.alibi_slopes = c.alibi_slopes.empty() ? nullptr : c.alibi_slopes.data();
   a.prefix = c.prefix;
   a.window_symmetric = c.window_symmetric;
+  a.mask_bool = c.mask_bool.empty() ? nullptr : c.mask_bool.data();
+  a.mask_additive = c.mask_additive.empty() ? nullptr : c.mask_additive.data();
+  a.mask_row_stride = c.mask_stride;
   a.tiling = c.tiling;
   a.generic_only = c.generic_only;
   return a;
@@ -1476,6 +1491,21 @@ Case table_case(const ht::AttentionCase& t) {
   }
   c.prefix = t.prefix;
   c.window_symmetric = t.window_symmetric;
+  if (ht::case_has_mask(t)) {
+    // Rows 3 entries longer than t_kv, the extra ones NaN / hiding: a kernel that reads past a row
+    // or takes t_kv for the stride gets them.
+    c.mask_stride = size_t{t.t_kv} + 3;
+    for (uint32_t i = 0; i < t.t_q; ++i) {
+      for (size_t j = 0; j < c.mask_stride; ++j) {
+        const float e = j < t.t_kv ? ht::case_mask_entry(t, i, static_cast<uint32_t>(j)) : kNaN;
+        if (t.mask == ht::CaseMask::kBool) {
+          c.mask_bool.push_back(j < t.t_kv && e == 0.0f ? 1 : 0);
+        } else {
+          c.mask_additive.push_back(e);
+        }
+      }
+    }
+  }
   return c;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "headway/config.hpp"
 #include "tests/support/test_rng.hpp"
@@ -25,6 +26,10 @@ namespace test {
 // then all of them); large negative (-40, -48, -56: no visible effect).
 enum class CaseSinks : uint8_t { kNone, kMixed, kLargePositive, kLargeNegative };
 
+// A general mask [t_q, t_kv] of a case (case_mask_entry below): none, bool (PyTorch's True =
+// visible), or additive f32.
+enum class CaseMask : uint8_t { kNone, kBool, kAdditive };
+
 struct AttentionCase {
   const char* name;
   uint32_t t_q, t_kv, n_heads, n_kv_heads, head_dim;
@@ -35,10 +40,11 @@ struct AttentionCase {
   DType kv;         // the K/V storage the kernel, GPU and bare-metal runs use (the API suite runs every one)
   uint64_t seed;
   CaseSinks sinks = CaseSinks::kNone;
-  uint32_t sink_tokens = 0;       // StreamingLLM sink tokens (with a window); 0 = none
-  bool alibi = false;             // ALiBi with case_alibi_slope's slopes
-  uint32_t prefix = 0;            // prefix-LM: with causal, keys j < prefix seen by every row; 0 = none
-  bool window_symmetric = false;  // without causal: |p − j| < window (ModernBERT's local layers)
+  uint32_t sink_tokens = 0;         // StreamingLLM sink tokens (with a window); 0 = none
+  bool alibi = false;               // ALiBi with case_alibi_slope's slopes
+  uint32_t prefix = 0;              // prefix-LM: with causal, keys j < prefix seen by every row; 0 = none
+  bool window_symmetric = false;    // without causal: |p − j| < window (ModernBERT's local layers)
+  CaseMask mask = CaseMask::kNone;  // a general mask, entries from case_mask_entry
 };
 
 // Named by what each one is there for: head_dim 64 and 128 (specialized) and generic sizes up to
@@ -53,8 +59,11 @@ struct AttentionCase {
 // last block, head_dim 1, with the other features); prefix-LM (prefill, a chunk past the prefix,
 // decode, split-KV with the prefix across chunks, with a window, sink tokens, ALiBi and q4_0);
 // symmetric windows (prefill, a chunk, decode rows, split-KV, sink tokens, ALiBi, q8_0).
+// General masks, bool and additive (MHA and GQA, d64, d128 and generic, prefill, decode, split-KV,
+// causal, window, prefix, softcap, ALiBi, sink logits and tokens, q8_0; rows and tiles the mask
+// hides entirely).
 //   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
-//    alibi, prefix, window_symmetric)}
+//    alibi, prefix, window_symmetric, mask)}
 inline constexpr AttentionCase kAttentionCases[] = {
     {"prefill d64 MHA causal", 40, 40, 2, 2, 64, true, 0, 0.0f, 0.0f, DType::kF32, 1},
     {"prefill d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 2},
@@ -165,6 +174,22 @@ inline constexpr AttentionCase kAttentionCases[] = {
      CaseSinks::kNone, 2, true, 0, true},
     {"q8_0 symmetric window 17 d64", 50, 50, 4, 2, 64, false, 17, 0.0f, 0.0f, DType::kQ8_0, 67, CaseSinks::kNone, 0,
      false, 0, true},
+    {"bool mask d64 MHA bidirectional", 40, 40, 2, 2, 64, false, 0, 0.0f, 0.0f, DType::kF32, 68, CaseSinks::kNone, 0,
+     false, 0, false, CaseMask::kBool},
+    {"additive mask d128 GQA4 causal", 24, 24, 4, 1, 128, true, 0, 0.0f, 0.0f, DType::kF16, 69, CaseSinks::kNone, 0,
+     false, 0, false, CaseMask::kAdditive},
+    {"bool mask generic d32 12 heads (MiniLM), 32 tokens", 32, 32, 12, 12, 32, false, 0, 0.0f, 0.0f, DType::kF32, 70,
+     CaseSinks::kNone, 0, false, 0, false, CaseMask::kBool},
+    {"additive mask decode d64 GQA2 t_kv 100 softcap", 1, 100, 4, 2, 64, true, 0, 30.0f, 0.0f, DType::kBF16, 71,
+     CaseSinks::kNone, 0, false, 0, false, CaseMask::kAdditive},
+    {"bool mask split-KV d64 t_kv 1100, sink logits", 2, 1100, 4, 1, 64, true, 0, 0.0f, 0.0f, DType::kF16, 72,
+     CaseSinks::kMixed, 0, false, 0, false, CaseMask::kBool},
+    {"additive mask generic d80 chunk of 20 at 20, window 8 ALiBi", 20, 40, 4, 2, 80, true, 8, 0.0f, 0.0f, DType::kF32,
+     73, CaseSinks::kNone, 0, true, 0, false, CaseMask::kAdditive},
+    {"bool mask d64 GQA2 prefix 10 sink tokens 2 window 12", 30, 30, 4, 2, 64, true, 12, 0.0f, 0.0f, DType::kF32, 74,
+     CaseSinks::kNone, 2, false, 10, false, CaseMask::kBool},
+    {"q8_0 additive mask decode d128 4 rows t_kv 300", 4, 300, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kQ8_0, 75,
+     CaseSinks::kNone, 0, false, 0, false, CaseMask::kAdditive},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 
@@ -189,6 +214,22 @@ constexpr float case_alibi_slope(const AttentionCase&, uint32_t h) {
   return 0.0625f * static_cast<float>(1 + (h * 3 + 1) % 8);
 }
 
+// Entry [i][j] of a case's general mask, as an additive value (a bool mask's entries are 0 or
+// −inf: visible or not). Hidden: every key of each row i with i % 13 == 7 (a row the mask hides
+// entirely), keys in every third block of 64 for even rows (whole tiles hidden), and about one
+// entry in five; an additive mask's other entries are in [−2, 1.875] in steps of 1/8 (exact in f32).
+constexpr float case_mask_entry(const AttentionCase& c, uint32_t i, uint32_t j) {
+  uint64_t x = c.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t{i} << 32 | j);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  const bool hidden = i % 13 == 7 || (i % 2 == 0 && j / 64 % 3 == 1) || x % 5 == 0;
+  if (hidden) return -std::numeric_limits<float>::infinity();
+  if (c.mask == CaseMask::kBool) return 0.0f;
+  return static_cast<float>(static_cast<int32_t>(x >> 8 & 31) - 16) * 0.125f;
+}
+constexpr bool case_has_mask(const AttentionCase& c) { return c.mask != CaseMask::kNone; }
+
 // ---- Which backend runs which case ---------------------------------------------------------
 // The kernel and API suites run every case; the GPU suite those runs_on_gpu keeps. The Cortex-M harness keeps its
 // static buffers (Q, K, V, O, split-KV partials) and its goldens (in flash) within the boards' memory (mps3-an547: 2
@@ -205,8 +246,9 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case: sink logits, sink tokens, ALiBi and q8_0 and q4_0 K/V included.
-constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
+// The Vulkan backend runs every case but those with a general mask, which it refuses (kUnsupported):
+// sink logits, sink tokens, ALiBi and q8_0 and q4_0 K/V included.
+constexpr bool runs_on_gpu(const AttentionCase& c) { return !case_has_mask(c); }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 
@@ -227,6 +269,16 @@ void generate_inputs(const AttentionCase& c, Sink&& sink) {
   for (uint64_t i = 0; i < nq; ++i) sink(0, i, exact_input(rng));
   for (uint64_t i = 0; i < nkv; ++i) sink(1, i, exact_input(rng));
   for (uint64_t i = 0; i < nkv; ++i) sink(2, i, exact_input(rng));
+}
+
+// The general mask of a case that has one, dense [t_q, t_kv]: sink(i · t_kv + j, entry) with
+// case_mask_entry's entry (a bool mask's visible entries are those equal to 0).
+template <class Sink>
+void generate_mask(const AttentionCase& c, Sink&& sink) {
+  if (!case_has_mask(c)) return;
+  for (uint32_t i = 0; i < c.t_q; ++i) {
+    for (uint32_t j = 0; j < c.t_kv; ++j) sink(uint64_t{i} * c.t_kv + j, case_mask_entry(c, i, j));
+  }
 }
 
 }  // namespace test

@@ -27,6 +27,14 @@ inline RefAttention ref_args(const AttentionShape& s, const AttentionParams& p) 
   r.window_symmetric = p.window_symmetric;
   if (p.cu_seqlens_q != nullptr) r.cu_q.assign(p.cu_seqlens_q, p.cu_seqlens_q + p.n_seqs + 1);
   if (p.cu_seqlens_k != nullptr) r.cu_k.assign(p.cu_seqlens_k, p.cu_seqlens_k + p.n_seqs + 1);
+  const size_t stride = p.mask_row_stride != 0 ? p.mask_row_stride : s.t_kv;
+  for (uint32_t i = 0; (p.mask_bool != nullptr || p.mask_additive != nullptr) && i < s.t_q; ++i) {
+    const size_t row = i * stride;
+    if (p.mask_bool != nullptr) r.mask_bool.insert(r.mask_bool.end(), p.mask_bool + row, p.mask_bool + row + s.t_kv);
+    if (p.mask_additive != nullptr) {
+      r.mask_additive.insert(r.mask_additive.end(), p.mask_additive + row, p.mask_additive + row + s.t_kv);
+    }
+  }
   return r;
 }
 

@@ -56,6 +56,9 @@ bool reference_key_visible(const RefAttention& a, uint32_t i, uint32_t j) {
   if (a.causal && local > f.p && local >= int64_t{a.prefix}) return false;
   if (a.window > 0 && local <= f.p - int64_t{a.window} && local >= a.sink_tokens) return false;
   if (a.window_symmetric && local >= f.p + int64_t{a.window} && local >= a.sink_tokens) return false;
+  const size_t entry = size_t{i} * a.t_kv + j;
+  if (!a.mask_bool.empty() && a.mask_bool[entry] == 0) return false;
+  if (!a.mask_additive.empty() && a.mask_additive[entry] == -std::numeric_limits<double>::infinity()) return false;
   return true;
 }
 
@@ -101,6 +104,7 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
         if (a.softcap > 0.0) s = a.softcap * std::tanh(s / a.softcap);
         const int64_t distance = frame.p - (int64_t{j} - frame.k0);
         if (!a.alibi_slopes.empty()) s -= a.alibi_slopes[h] * std::fabs(static_cast<double>(distance));
+        if (!a.mask_additive.empty()) s += a.mask_additive[size_t{i} * a.t_kv + j];
         logits[j] = s;
         if (std::isnan(s) || std::isnan(m)) {
           m = std::numeric_limits<double>::quiet_NaN();

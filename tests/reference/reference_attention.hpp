@@ -13,6 +13,8 @@
 //   causal still applies. ALiBi slope m_h adds −m_h · |p − j| to the logit after softcap. A prefix
 //   P (with causal) keeps keys j < P visible to every row as far as causality goes: causal keeps
 //   j <= max(p, P − 1). In a packed batch each sequence is all of this on its own rows and keys.
+//   A general mask [t_q, t_kv] hides key j from row i (bool 0, additive −inf) or adds its entry to
+//   the logit after ALiBi.
 //
 // K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
 // reference sees exactly the values the kernel reads.
@@ -43,6 +45,10 @@ struct RefAttention {
   // one sequence. Query row i of sequence b sees only keys of b, at local position
   // p = (i − cu_q[b]) + len_k(b) − len_q(b), and every rule above counts from b's start.
   std::vector<uint32_t> cu_q, cu_k;
+  // A general mask [t_q, t_kv] over the whole call, or empty: none. mask_bool: 0 hides key j from
+  // row i. mask_additive: added to the logit after ALiBi; −inf hides the key.
+  std::vector<uint8_t> mask_bool;
+  std::vector<double> mask_additive;
 };
 
 // q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns

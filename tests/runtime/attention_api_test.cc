@@ -52,6 +52,8 @@ struct Problem {
   std::vector<float> kq, vq;       // K, V as the kernel sees them (after rounding)
   std::vector<float> sinks;        // [n_heads] sink logits of a table case that has them
   std::vector<float> slopes;       // [n_heads] ALiBi slopes of a table case that has them
+  std::vector<uint8_t> mask_bool;  // [t_q, t_kv] general mask of a table case that has one
+  std::vector<float> mask_additive;
 
   Problem(AttentionShape s, AttentionParams p, DType dtype, uint32_t seed) : shape(s), params(p), kv_dtype(dtype) {
     std::mt19937 rng(seed);
@@ -83,6 +85,13 @@ struct Problem {
     if (c.alibi) {
       for (uint32_t h = 0; h < c.n_heads; ++h) slopes.push_back(test::case_alibi_slope(c, h));
     }
+    test::generate_mask(c, [&](uint64_t, float e) {
+      if (c.mask == test::CaseMask::kBool) {
+        mask_bool.push_back(e == 0.0f ? 1 : 0);
+      } else {
+        mask_additive.push_back(e);
+      }
+    });
     round_kv();
   }
 
@@ -91,6 +100,8 @@ struct Problem {
     AttentionParams p = params;
     if (!sinks.empty()) p.sinks = sinks.data();
     if (!slopes.empty()) p.alibi_slopes = slopes.data();
+    if (!mask_bool.empty()) p.mask_bool = mask_bool.data();
+    if (!mask_additive.empty()) p.mask_additive = mask_additive.data();
     return p;
   }
 
@@ -435,6 +446,7 @@ struct PackedCase {
   uint32_t n_heads, n_kv_heads, head_dim;
   AttentionParams params;
   bool sinks = false, alibi = false;
+  test::CaseMask mask = test::CaseMask::kNone;  // a general mask over the whole batch
 };
 
 // Lengths of 1, just off the vector widths and the 32-row tile, GQA groups, every mask rule, and
@@ -464,6 +476,26 @@ std::vector<PackedCase> packed_cases() {
       {"prefill chunks over longer keys", {16, 5}, {80, 5}, 4, 2, 64, window},
       {"prefix 5 from each sequence's start", {12, 5, 40}, {}, 4, 2, 64, prefix},
       {"prefix 5 over longer keys, decode rows", {1, 3}, {70, 5}, 8, 2, 128, prefix, true},
+      {"bool mask, bidirectional MiniLM shape",
+       {12, 40, 7, 1, 33},
+       {},
+       12,
+       12,
+       32,
+       plain,
+       false,
+       false,
+       test::CaseMask::kBool},
+      {"additive mask, causal, decode rows over longer keys",
+       {1, 20, 2},
+       {1300, 20, 70},
+       8,
+       2,
+       64,
+       causal,
+       false,
+       false,
+       test::CaseMask::kAdditive},
   };
 }
 
@@ -484,6 +516,30 @@ struct PackedProblem {
     if (c.alibi) {
       whole.slopes.resize(c.n_heads);
       REQUIRE(alibi_slopes(c.n_heads, whole.slopes.data()).ok());
+    }
+    if (c.mask != test::CaseMask::kNone) make_mask(c.mask == test::CaseMask::kBool, seed);
+  }
+
+  // A mask over the whole batch: on each sequence's diagonal block about one entry in four and
+  // every row i % 11 == 4 hidden, the rest visible (additive: in [−2, 2]); off the blocks NaN or
+  // hidden, which no sequence may read.
+  void make_mask(bool boolean, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::vector<uint32_t>& ck = cu_k.empty() ? cu_q : cu_k;
+    for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
+      for (uint32_t i = cu_q[b]; i < cu_q[b + 1]; ++i) {
+        for (uint32_t j = 0; j < ck.back(); ++j) {
+          const bool mine = j >= ck[b] && j < ck[b + 1];
+          const bool hidden = rng() % 4 == 0 || i % 11 == 4;
+          if (boolean) {
+            whole.mask_bool.push_back(mine && !hidden ? 1 : 0);
+          } else {
+            whole.mask_additive.push_back(!mine    ? std::nanf("")
+                                          : hidden ? -std::numeric_limits<float>::infinity()
+                                                   : static_cast<float>(static_cast<int>(rng() % 33) - 16) * 0.125f);
+          }
+        }
+      }
     }
   }
 
@@ -509,6 +565,11 @@ struct PackedProblem {
       AttentionParams params = whole.call_params();
       params.cu_seqlens_q = params.cu_seqlens_k = nullptr;
       params.n_seqs = 0;
+      // The sequence's block of the batch's mask: its rows, its keys, the batch's row stride.
+      const size_t mask_at = size_t{cu_q[b]} * s.t_kv + ck[b];
+      if (params.mask_bool != nullptr) params.mask_bool += mask_at;
+      if (params.mask_additive != nullptr) params.mask_additive += mask_at;
+      params.mask_row_stride = s.t_kv;
       const Result<size_t> bytes = attention_workspace_bytes(one, 1);
       if (!bytes.ok()) return bytes.status();
       Aligned ws(bytes.value());

@@ -32,6 +32,9 @@ inline bool decode_quantizes_query(const RefAttention& r, simd::KvType kv) {
   // Any non-null pointer: the decision reads only whether ALiBi is on.
   static const float kSlope = 0.0f;
   a.alibi_slopes = r.alibi_slopes.empty() ? nullptr : &kSlope;
+  static const uint8_t kVisible = 1;  // likewise whether a general mask is set
+  a.mask_bool = r.mask_bool.empty() && r.mask_additive.empty() ? nullptr : &kVisible;
+  a.mask_row_stride = r.t_kv;
   a.tiling = simd::AttentionTiling::kDecode;
   if (r.cu_q.empty()) return simd::attention_decode_quantizes_query(a);
   // A packed batch: the band applies when any sequence, run as its own call, quantizes its query.
