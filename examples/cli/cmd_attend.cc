@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
     "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
     "                      [--symmetric-window] [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...]\n"
-    "                      [--backend cpu|gpu]\n"
+    "                      [--mask mask.npy] [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
@@ -40,7 +40,10 @@ constexpr const char* kUsage =
     "  --prefix P (with --causal): prefix-LM, every row also sees keys 0..P-1 (of its sequence).\n"
     "  --seq-lens 12,40,7: a packed batch, sequences back to back in q, k and v, each attending only\n"
     "    within itself (positions count from its start); they sum to T_q. --kv-seq-lens gives the\n"
-    "    keys' lengths when they differ from the queries' (then they sum to T_kv).\n";
+    "    keys' lengths when they differ from the queries' (then they sum to T_kv).\n"
+    "  --mask mask.npy: a general mask [T_q, T_kv] over every head, with the masks above: bool (True =\n"
+    "    the key is visible, as PyTorch) or f32 added to each logit (-inf hides the key). A packed batch\n"
+    "    reads each sequence's block on the diagonal.\n";
 
 struct Tensor {
   const char* path = nullptr;
@@ -119,7 +122,7 @@ Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, 
 }
 
 struct AttendFlags {
-  Tensor q, k, v, sinks;  // sinks: optional
+  Tensor q, k, v, sinks, mask;  // sinks, mask: optional
   const char* out_path = nullptr;
   BackendKind backend = BackendKind::kCpu;
   AttentionParams params;
@@ -154,6 +157,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--softcap") s = flags.value_float(&p.softcap);
     else if (f == "--scale") s = flags.value_float(&p.scale);
     else if (f == "--sinks") s = flags.value(&a->sinks.path);
+    else if (f == "--mask") s = flags.value(&a->mask.path);
     else if (f == "--sink-tokens") s = flags.value_u32(&p.sink_tokens, 0, UINT32_MAX);
     else if (f == "--prefix") s = flags.value_u32(&p.prefix, 0, UINT32_MAX);
     else if (f == "--symmetric-window" && !flags.has_inline_value()) p.window_symmetric = true;
@@ -215,6 +219,50 @@ Status load_sinks(AttendFlags* a, uint32_t n_heads) {
     }
   }
   a->params.sinks = v;
+  return Status();
+}
+
+// --mask, when given: [T_q, T_kv], bool or f32 whose values are finite or -inf where the call
+// reads them (after --seq-lens: each sequence's block); params' general mask then points into it.
+Status load_mask(AttendFlags* a, const AttentionShape& shape) {
+  Tensor& t = a->mask;
+  if (t.path == nullptr) return Status();
+  Result<formats::NpyArray> r = formats::load_npy(t.path, formats::NpyBool::kAccept);
+  if (!r.ok()) return Status::error(r.status().code(), "--mask: %s", r.status().message());
+  t.array = std::move(r.value());
+  const formats::NpyArray& x = t.array;
+  if (x.ndim != 2 || x.shape[0] != shape.t_q || x.shape[1] != shape.t_kv) {
+    return Status::error(Code::kInvalidArgument,
+                         "--mask %s: shape %s, expected [%u, %u] (T_q of --q by T_kv of --k: one entry per query and "
+                         "key)",
+                         t.path, npy_shape_text(x.shape, x.ndim).c_str(), shape.t_q, shape.t_kv);
+  }
+  if (x.boolean) {
+    a->params.mask_bool = x.data.data();
+    return Status();
+  }
+  if (x.dtype != DType::kF32) {
+    return Status::error(
+        Code::kInvalidArgument,
+        "--mask %s: dtype %s, expected bool ('|b1', True = visible) or f32 ('<f4', added to the logit)", t.path,
+        dtype_name(x.dtype));
+  }
+  // The entries the call reads: every one, or in a packed batch each sequence's diagonal block.
+  const float* m = x.f32();
+  const std::vector<uint32_t>& cu_k = a->cu_k.empty() ? a->cu_q : a->cu_k;
+  for (uint32_t i = 0, b = 0; i < shape.t_q; ++i) {
+    while (!a->cu_q.empty() && a->cu_q[b + 1] <= i) ++b;
+    const uint32_t j0 = a->cu_q.empty() ? 0 : cu_k[b], j1 = a->cu_q.empty() ? shape.t_kv : cu_k[b + 1];
+    for (uint32_t j = j0; j < j1; ++j) {
+      const float e = m[size_t{i} * shape.t_kv + j];
+      if (std::isnan(e) || e == HUGE_VALF) {
+        return Status::error(Code::kInvalidArgument,
+                             "--mask %s: mask[%u][%u] = %g; an additive mask holds finite values or -inf (hidden)",
+                             t.path, i, j, static_cast<double>(e));
+      }
+    }
+  }
+  a->params.mask_additive = m;
   return Status();
 }
 
@@ -296,6 +344,7 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
     a->params.alibi_slopes = a->alibi_slopes.data();
   }
   HEADWAY_RETURN_IF_ERROR(load_seq_lens(a, *shape));
+  HEADWAY_RETURN_IF_ERROR(load_mask(a, *shape));
   return load_sinks(a, shape->n_heads);
 }
 

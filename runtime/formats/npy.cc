@@ -134,7 +134,7 @@ class HeaderParser {
   const char* source_;
 };
 
-Status parse_header(const char* text, size_t size, const char* source, NpyArray* out) {
+Status parse_header(const char* text, size_t size, const char* source, NpyBool bools, NpyArray* out) {
   HeaderParser h(text, size, source);
   h.skip_ws();
   if (!h.accept('{')) {
@@ -176,7 +176,15 @@ Status parse_header(const char* text, size_t size, const char* source, NpyArray*
   if (!have_fortran) return Status::error(Code::kDataLoss, "npy file %s: header has no 'fortran_order' key", source);
   if (!have_shape) return Status::error(Code::kDataLoss, "npy file %s: header has no 'shape' key", source);
 
-  if (std::strcmp(descr, "<f4") == 0) {
+  if (std::strcmp(descr, "|b1") == 0) {
+    if (bools != NpyBool::kAccept) {
+      return Status::error(Code::kUnsupported,
+                           "npy file %s: descr '|b1' (bool) is not supported here: this input is f32 ('<f4') or f16 "
+                           "('<f2'); convert with arr.astype(np.float32)",
+                           source);
+    }
+    out->boolean = true;
+  } else if (std::strcmp(descr, "<f4") == 0) {
     out->dtype = DType::kF32;
   } else if (std::strcmp(descr, "<f2") == 0) {
     out->dtype = DType::kF16;
@@ -215,7 +223,7 @@ void format_npy_shape(const uint64_t* shape, uint32_t ndim, char* out, size_t ou
 
 // Checks the whole file and fills everything but array->data; *data_start is where the array
 // bytes begin.
-static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* source, NpyArray* out,
+static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* source, NpyBool bools, NpyArray* out,
                                size_t* data_start) {
   if (size == 0) return Status::error(Code::kDataLoss, "npy file %s is empty", source);
   const size_t magic_seen = size < sizeof(kMagic) ? size : sizeof(kMagic);
@@ -245,7 +253,7 @@ static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* so
   }
   NpyArray& array = *out;
   HEADWAY_RETURN_IF_ERROR(
-      parse_header(reinterpret_cast<const char*>(bytes + header_start), header_len, source, &array));
+      parse_header(reinterpret_cast<const char*>(bytes + header_start), header_len, source, bools, &array));
 
   char shape_text[256];
   format_npy_shape(array.shape, array.ndim, shape_text, sizeof(shape_text));
@@ -253,8 +261,8 @@ static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* so
   for (uint32_t i = 0; i < array.ndim; ++i) {
     if (__builtin_mul_overflow(elements, array.shape[i], &elements)) elements = UINT64_MAX;
   }
-  if (elements == UINT64_MAX || __builtin_mul_overflow(elements, uint64_t{dtype_bytes(array.dtype)}, &need) ||
-      need > kMaxNpyBytes) {
+  const uint64_t item_bytes = array.boolean ? 1 : dtype_bytes(array.dtype);
+  if (elements == UINT64_MAX || __builtin_mul_overflow(elements, item_bytes, &need) || need > kMaxNpyBytes) {
     return Status::error(Code::kDataLoss, "npy file %s: shape %s is too large (more than %llu bytes of data)", source,
                          shape_text, static_cast<unsigned long long>(kMaxNpyBytes));
   }
@@ -262,22 +270,22 @@ static Status parse_npy_header(const uint8_t* bytes, size_t size, const char* so
   const size_t have = size - *data_start;
   if (have != need) {
     return Status::error(Code::kDataLoss, "npy file %s %s: shape %s of %s needs %llu bytes of data, the file has %zu",
-                         source, have < need ? "is truncated" : "has extra bytes", shape_text, dtype_name(array.dtype),
-                         static_cast<unsigned long long>(need), have);
+                         source, have < need ? "is truncated" : "has extra bytes", shape_text,
+                         array.boolean ? "bool" : dtype_name(array.dtype), static_cast<unsigned long long>(need), have);
   }
   array.elements = elements;
   return Status();
 }
 
-Result<NpyArray> parse_npy(const uint8_t* bytes, size_t size, const char* source) {
+Result<NpyArray> parse_npy(const uint8_t* bytes, size_t size, const char* source, NpyBool bools) {
   NpyArray array;
   size_t data_start = 0;
-  HEADWAY_RETURN_IF_ERROR(parse_npy_header(bytes, size, source, &array, &data_start));
+  HEADWAY_RETURN_IF_ERROR(parse_npy_header(bytes, size, source, bools, &array, &data_start));
   array.data.assign(bytes + data_start, bytes + size);
   return array;
 }
 
-Result<NpyArray> load_npy(const char* path) {
+Result<NpyArray> load_npy(const char* path, NpyBool bools) {
   // 2^40 does not fit a 32-bit size_t (armv7: it would cast to 0); there SIZE_MAX is the limit.
   constexpr size_t kMaxRead = kMaxNpyBytes < SIZE_MAX ? static_cast<size_t>(kMaxNpyBytes) : SIZE_MAX;
   Result<FileBytes> file = read_file(path, kMaxRead, "an .npy file");
@@ -285,25 +293,28 @@ Result<NpyArray> load_npy(const char* path) {
   std::vector<uint8_t>& bytes = file.value().bytes;
   NpyArray array;
   size_t data_start = 0;
-  HEADWAY_RETURN_IF_ERROR(parse_npy_header(bytes.data(), bytes.size(), path, &array, &data_start));
+  HEADWAY_RETURN_IF_ERROR(parse_npy_header(bytes.data(), bytes.size(), path, bools, &array, &data_start));
   // Move the array bytes to the front of the buffer (aligned for float) instead of copying.
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(data_start));
   array.data = std::move(bytes);
   return array;
 }
 
-std::vector<uint8_t> encode_npy(DType dtype, const void* data, const uint64_t* shape, uint32_t ndim) {
+namespace {
+
+// A version 1.0 file of `descr` elements of item_bytes each.
+std::vector<uint8_t> encode_npy_descr(const char* descr, size_t item_bytes, const void* data, const uint64_t* shape,
+                                      uint32_t ndim) {
   char shape_text[256];
   format_npy_shape(shape, ndim, shape_text, sizeof(shape_text));
   char dict[384];
-  size_t n = format_to(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                       dtype == DType::kF16 ? "<f2" : "<f4", shape_text);
+  size_t n = format_to(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape_text);
   // Pad with spaces so that 10 + header ends on a 64-byte boundary, the last byte a newline.
   const size_t total = (10 + n + 1 + 63) / 64 * 64;
   const size_t header_len = total - 10;
   uint64_t elements = 1;
   for (uint32_t i = 0; i < ndim; ++i) elements *= shape[i];
-  const size_t data_bytes = static_cast<size_t>(elements) * (dtype == DType::kF16 ? 2 : 4);
+  const size_t data_bytes = static_cast<size_t>(elements) * item_bytes;
   std::vector<uint8_t> out(total + data_bytes, ' ');
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
   out[6] = 1;
@@ -314,6 +325,17 @@ std::vector<uint8_t> encode_npy(DType dtype, const void* data, const uint64_t* s
   out[total - 1] = '\n';
   if (data_bytes > 0) std::memcpy(out.data() + total, data, data_bytes);
   return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_npy(DType dtype, const void* data, const uint64_t* shape, uint32_t ndim) {
+  return dtype == DType::kF16 ? encode_npy_descr("<f2", 2, data, shape, ndim)
+                              : encode_npy_descr("<f4", 4, data, shape, ndim);
+}
+
+std::vector<uint8_t> encode_npy_bool(const uint8_t* data, const uint64_t* shape, uint32_t ndim) {
+  return encode_npy_descr("|b1", 1, data, shape, ndim);
 }
 
 Status save_npy(const char* path, DType dtype, const void* data, const uint64_t* shape, uint32_t ndim) {

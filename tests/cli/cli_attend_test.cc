@@ -302,6 +302,88 @@ TEST_CASE("headway attend --seq-lens, --kv-seq-lens, --prefix and --symmetric-wi
   }
 }
 
+// --mask: bool and additive masks [T_q, T_kv], alone, with causal, over a packed batch (the blocks
+// off the diagonal hold NaN or hide everything: never read) and over a split-KV decode.
+TEST_CASE("headway attend --mask (bool and f32) matches the reference") {
+  TempDir dir("cli_attend");
+  struct Run {
+    Shape shape;
+    std::string flags;
+    bool boolean;
+    std::vector<uint32_t> q_lens;  // a packed batch (keys: the same lengths), or empty
+  };
+  const Run runs[] = {
+      {{40, 40, 4, 4, 64}, "", true, {}},
+      {{24, 60, 8, 2, 128}, " --causal", false, {}},
+      {{33, 33, 12, 12, 32}, " --seq-lens 12,21", false, {12, 21}},
+      {{33, 33, 4, 2, 80}, " --seq-lens 20,13 --causal", true, {20, 13}},
+      {{1, 1500, 4, 1, 64}, " --threads 2", true, {}},
+  };
+  uint32_t seed = 1300;
+  for (const Run& r : runs) {
+    INFO("shape " << r.shape.t_q << "x" << r.shape.t_kv << (r.boolean ? " bool" : " f32") << " flags:" << r.flags);
+    const Inputs in(r.shape, seed);
+    std::mt19937 rng(seed);
+    seed += 10;
+    const size_t n = size_t{r.shape.t_q} * r.shape.t_kv;
+    std::vector<uint8_t> visible(n);
+    std::vector<float> additive(n);
+    std::vector<uint32_t> cu = {0};
+    for (uint32_t len : r.q_lens) cu.push_back(cu.back() + len);
+    const auto sequence = [&](uint32_t i) {
+      uint32_t b = 0;
+      while (cu.size() > 1 && cu[b + 1] <= i) ++b;
+      return b;
+    };
+    for (uint32_t i = 0; i < r.shape.t_q; ++i) {
+      for (uint32_t j = 0; j < r.shape.t_kv; ++j) {
+        const size_t e = size_t{i} * r.shape.t_kv + j;
+        const bool hidden = rng() % 4 == 0 || i % 9 == 5;  // row 5 (and 14, 23, 32) hidden entirely
+        visible[e] = hidden ? 0 : 1;
+        additive[e] = hidden ? -INFINITY : static_cast<float>(static_cast<int>(rng() % 33) - 16) * 0.125f;
+        if (cu.size() > 1 && sequence(i) != sequence(j)) {  // off the diagonal: never read
+          visible[e] = 0;
+          additive[e] = std::nanf("");
+        }
+      }
+    }
+    const std::vector<uint64_t> mask_shape = {r.shape.t_q, r.shape.t_kv};
+    if (r.boolean) {
+      write_bytes(dir / "mask.npy", formats::encode_npy_bool(visible.data(), mask_shape.data(), 2));
+    } else {
+      write_f32(dir / "mask.npy", additive, mask_shape);
+    }
+    const RunResult res = attend_cli(
+        dir, in.write_f32_files(dir) + " --out " + (dir / "o.npy") + " --mask " + (dir / "mask.npy") + r.flags);
+    REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+    CHECK(res.err.empty());
+    test::RefAttention p;
+    p.t_q = r.shape.t_q;
+    p.t_kv = r.shape.t_kv;
+    p.n_heads = r.shape.n_heads;
+    p.n_kv_heads = r.shape.n_kv_heads;
+    p.head_dim = r.shape.head_dim;
+    p.scale = 1.0 / std::sqrt(static_cast<double>(r.shape.head_dim));
+    p.causal = r.flags.find("--causal") != std::string::npos;
+    if (cu.size() > 1) p.cu_q = cu;
+    const std::vector<double> plain = test::reference_attention(p, in.q.data(), in.k.data(), in.v.data());
+    if (r.boolean) {
+      p.mask_bool = visible;
+    } else {
+      p.mask_additive.assign(additive.begin(), additive.end());
+    }
+    const std::vector<double> want = test::reference_attention(p, in.q.data(), in.k.data(), in.v.data());
+    CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= 1e-4);
+    CHECK(max_error_of(dir / "o.npy", plain, in.q_shape()) > 1e-2);  // the mask is what the run tests
+    const Result<NpyArray> o = formats::load_npy((dir / "o.npy").c_str());
+    REQUIRE(o.ok());
+    const size_t width = size_t{r.shape.n_heads} * r.shape.head_dim;
+    for (uint32_t i = 5; i < r.shape.t_q; i += 9) {  // rows the mask hides entirely: zeros
+      for (size_t x = 0; x < width; ++x) CHECK(o->f32()[i * width + x] == 0.0f);
+    }
+  }
+}
+
 // --kv-dtype q8_0 / q4_0 quantize each (token, kv head) row as ggml does; the reference reads the
 // same rows quantized and dequantized by the library's row functions.
 TEST_CASE("headway attend --kv-dtype q8_0 and q4_0 match the reference on the quantized K/V") {
@@ -364,6 +446,19 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
   write_f16(dir / "sinks16.npy", {0.5f, -1.0f, 2.0f, 0.0f}, {4});
   write_f32(dir / "sinks_nan.npy", {0.5f, -1.0f, std::nanf(""), 0.0f}, {4});
   write_f32(dir / "sinks_inf.npy", {0.5f, -INFINITY, 2.0f, 0.0f}, {4});
+  {
+    const std::vector<uint64_t> mask_shape = {4, 6}, wrong_shape = {6, 4};
+    const std::vector<uint8_t> visible(24, 1);
+    write_bytes(dir / "mask_bool.npy", formats::encode_npy_bool(visible.data(), mask_shape.data(), 2));
+    write_bytes(dir / "q_bool.npy", formats::encode_npy_bool(visible.data(), mask_shape.data(), 2));
+    write_f32(dir / "mask_t.npy", std::vector<float>(24), wrong_shape);
+    write_f16(dir / "mask16.npy", std::vector<float>(24), mask_shape);
+    std::vector<float> with_nan(24, 0.0f), with_inf(24, 0.0f);
+    with_nan[7] = std::nanf("");
+    with_inf[13] = INFINITY;
+    write_f32(dir / "mask_nan.npy", with_nan, mask_shape);
+    write_f32(dir / "mask_inf.npy", with_inf, mask_shape);
+  }
 
   // Files the encoder will not write: patch a valid one's header in place (same length).
   const std::string good_text = slurp(dir / "q.npy");
@@ -409,6 +504,15 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
       {ok + " --backend gpu",
        headway::GpuContext::compiled() ? "no Vulkan device" : "backend gpu is not available in this build"},
       {ok + " --backend tpu", "--backend tpu is not one of cpu, gpu"},
+      {ok + " --mask " + (dir / "mask_t.npy"),
+       "--mask " + (dir / "mask_t.npy") + ": shape (6, 4), expected [4, 6] (T_q of --q by T_kv of --k"},
+      {ok + " --mask " + (dir / "mask16.npy"), "--mask " + (dir / "mask16.npy") + ": dtype f16, expected bool"},
+      {ok + " --mask " + (dir / "mask_nan.npy"), "mask[1][1] = nan; an additive mask holds finite values or -inf"},
+      {ok + " --mask " + (dir / "mask_inf.npy"), "mask[2][1] = inf; an additive mask holds finite values or -inf"},
+      {ok + " --mask " + (dir / "none.npy"), "--mask: cannot open"},
+      {with_q("q_bool.npy"), "descr '|b1' (bool) is not supported here"},
+      {ok + " --mask " + (dir / "mask_bool.npy") + " --backend gpu",
+       headway::GpuContext::compiled() ? "no Vulkan device" : "backend gpu is not available in this build"},
       {with_k("k_short.npy"), "k and v shapes differ: " + (dir / "k_short.npy") + " is (5, 2, 16)"},
       {with_k("k_d8.npy") + " --v " + (dir / "k_d8.npy"),
        "head_dim differs: " + (dir / "q.npy") + " has 16, " + (dir / "k_d8.npy") + " has 8"},

@@ -76,6 +76,32 @@ TEST_CASE("f32 and f16 arrays round-trip through the encoder and parser") {
   CHECK(rs->f32()[0] == 4.0f);
 }
 
+TEST_CASE("bool arrays ('|b1') parse only where the caller accepts them") {
+  const uint8_t m[6] = {1, 0, 1, 1, 0, 0};
+  const uint64_t shape[2] = {2, 3};
+  const std::vector<uint8_t> bytes = encode_npy_bool(m, shape, 2);
+  const std::string dict = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }";
+  CHECK(std::string(bytes.begin() + 10, bytes.begin() + 10 + static_cast<long>(dict.size())) == dict);
+  REQUIRE(bytes.size() == 128 + sizeof(m));
+  const Result<NpyArray> r = parse_npy(bytes.data(), bytes.size(), "m.npy", NpyBool::kAccept);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(r->boolean);
+  CHECK(r->elements == 6);
+  CHECK(std::memcmp(r->data.data(), m, sizeof(m)) == 0);
+  // A reader of floats never takes the bytes for floats.
+  const Result<NpyArray> refused = parse_npy(bytes.data(), bytes.size(), "m.npy");
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == Code::kUnsupported);
+  CHECK(std::string(refused.status().message()) ==
+        "npy file m.npy: descr '|b1' (bool) is not supported here: this input is f32 ('<f4') or f16 ('<f2'); "
+        "convert with arr.astype(np.float32)");
+  // One byte short: the bool element size is what the data is checked against.
+  const Result<NpyArray> short_data = parse_npy(bytes.data(), bytes.size() - 1, "m.npy", NpyBool::kAccept);
+  REQUIRE(!short_data.ok());
+  CHECK(std::string(short_data.status().message()).find("shape (2, 3) of bool needs 6 bytes of data, the file has 5") !=
+        std::string::npos);
+}
+
 TEST_CASE("versions 2.0 and 3.0, other spellings numpy has written") {
   for (uint8_t major : {1, 2, 3}) {
     CAPTURE(major);
