@@ -145,6 +145,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (byte(data, size, size - 2) & 128) p.prefix = byte(data, size, size - 2) & 127;  // some past t_kv
   p.window_symmetric = (byte(data, size, size - 3) & 0xC0) == 0xC0;  // often without a window, or causal
 
+  // A general mask: bool, additive or (rejected) both; rows of t_kv entries, 2 more, or (rejected
+  // where there are keys) 1 fewer.
+  const uint8_t mask_bits = byte(data, size, size - 4);
+  const uint32_t mask_kind = mask_bits & 3;
+  const size_t mask_stride = (mask_bits & 4) && s.t_kv > 0 ? s.t_kv - 1 : s.t_kv + ((mask_bits & 8) ? 2 : 0);
+
   const uint64_t work = uint64_t{s.t_q} * s.t_kv * s.n_heads * s.head_dim;
   if (work > (uint64_t{1} << 21)) return 0;
 
@@ -158,7 +164,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (float& x : v) x = rng.normal();
   // One NaN in Q or V at a chosen place: it must reach exactly the rows the reference says.
   if ((special & 3) == 1 && !q.empty()) q[special % q.size()] = std::numeric_limits<float>::quiet_NaN();
-  if ((special & 3) == 2 && !v.empty()) v[(special * 7u) % v.size()] = std::numeric_limits<float>::quiet_NaN();
+  // (Not with a mask: a key only the mask hides still enters as 0 · V, where the reference skips it.)
+  if ((special & 3) == 2 && !v.empty() && mask_kind == 0) {
+    v[(special * 7u) % v.size()] = std::numeric_limits<float>::quiet_NaN();
+  }
+  std::vector<uint8_t> mask_bool;
+  std::vector<float> mask_additive;
+  if (mask_kind != 0) {
+    // About one entry in three hidden, the rest in [−2, 2); a row in seven hidden entirely.
+    const size_t entries = size_t{s.t_q} * mask_stride;
+    for (size_t e = 0; e < entries; ++e) {
+      const uint64_t x = rng.next();
+      const bool hidden = x % 3 == 0 || e / (mask_stride ? mask_stride : 1) % 7 == 3;
+      if (mask_kind & 1) mask_bool.push_back(hidden ? 0 : 1);
+      if (mask_kind & 2) {
+        mask_additive.push_back(hidden ? -std::numeric_limits<float>::infinity()
+                                       : static_cast<float>(static_cast<int>(x >> 40 & 31) - 16) * 0.125f);
+      }
+    }
+    p.mask_bool = mask_kind & 1 ? mask_bool.data() : nullptr;
+    p.mask_additive = mask_kind & 2 ? mask_additive.data() : nullptr;
+    if (entries == 0) {
+      p.mask_bool = nullptr;
+      p.mask_additive = nullptr;
+    }
+    p.mask_row_stride = mask_stride;
+  }
 
   std::vector<uint16_t> k16(k.size()), v16(v.size());
   std::vector<float> kq = k, vq = v;  // K, V as stored

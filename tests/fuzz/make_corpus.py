@@ -203,6 +203,13 @@ put("attention", "prefix0", bytes([16, 16, 0, 2, 2, 64, 0, 0x01, 0, 0, 0, 0x00])
 # A symmetric window (the third-last byte's top two bits): bidirectional, window 9.
 put("attention", "symmetric0", bytes([20, 20, 0, 2, 2, 64, 0, 0x02, 9, 0, 0, 0x00]) + b"seed" + bytes([0xC0, 0, 0]))
 put("attention", "prefix1", bytes([12, 12, 0, 1, 4, 32, 0, 0x01, 0, 0, 0, 0x80]) + b"seed" + bytes([0x83, 0x02]))
+# A general mask (the fourth-last byte: bit 0 bool, bit 1 additive, both rejected; bit 2 rows one
+# entry short, rejected; bit 3 rows two entries long): bidirectional bool, a causal split-KV decode
+# with an additive mask in long rows, both kinds, and a packed batch under an additive mask.
+put("attention", "mask0", bytes([16, 16, 0, 2, 2, 64, 0, 0x00, 0, 0, 0, 0x00]) + b"seed" + bytes([0x01, 0, 0, 0]))
+put("attention", "mask1", bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0x01, 0, 0, 0, 0x00]) + b"seed" + bytes([0x0A, 0, 0, 0]))
+put("attention", "mask2", bytes([4, 9, 0, 1, 2, 32, 0, 0x01, 0, 0, 0, 0x00]) + b"seed" + bytes([0x03, 0, 0, 0]))
+put("attention", "mask3", bytes([16, 16, 0, 2, 2, 32, 0, 0x00, 0, 0, 0, 0x80]) + b"seed" + bytes([0x02, 0, 0, 0x03]))
 
 if __name__ == "__main__":
     print("corpora written to", OUT)
