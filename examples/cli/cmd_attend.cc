@@ -115,7 +115,8 @@ Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, 
   const Result<Plan> plan = dense_plan(shape, kv_dtype);
   if (!plan.ok()) return plan.status();
   GpuBackend gpu;
-  HEADWAY_RETURN_IF_ERROR(gpu.create(&context, plan.value()));
+  const bool masked = params.mask_bool != nullptr || params.mask_additive != nullptr;
+  HEADWAY_RETURN_IF_ERROR(gpu.create(&context, plan.value(), masked));
   HEADWAY_RETURN_IF_ERROR(gpu.attend_dense(q, k, v, kv_dtype, o, shape, params));
   std::printf("attend: %s\n", gpu.description());
   return Status();

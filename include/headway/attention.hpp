@@ -89,7 +89,8 @@ struct AttentionParams {
   // logit after scale, softcap and ALiBi, −inf hides the key (finite values or −inf; +inf or NaN
   // make the row NaN). At most one of the two. A key the mask hides gets weight exactly 0 (a
   // non-finite V under it still makes the row NaN, as 0 · V does in PyTorch); a row whose every
-  // key is hidden gives zeros. Read at each run(), like sinks; the GPU backend takes it too.
+  // key is hidden gives zeros. Read at each run(), like sinks; the GPU backend takes it too (made
+  // with dense_masks).
   const uint8_t* mask_bool = nullptr;
   const float* mask_additive = nullptr;
   size_t mask_row_stride = 0;

@@ -18,8 +18,8 @@
 //   dense  attend_dense(q, k, v, ...) runs one attention over whole tensors, attend()'s contract
 //          (any t_q, t_kv within the plan, the mask given per call, no RoPE). It replaces the
 //          K/V the backend held: the cache is empty afterwards. dense_plan() sizes a plan for it.
-//          The GPU backend refuses a general mask (AttentionParams::mask_bool, mask_additive) with
-//          kUnsupported: the CPU runs those calls.
+//          A general mask (AttentionParams::mask_bool, mask_additive) needs a GPU backend created
+//          with dense_masks.
 //
 //   headway::GpuContext gpu;                              // once per process: device and queue
 //   HEADWAY_RETURN_IF_ERROR(gpu.create());
@@ -190,7 +190,10 @@ class GpuBackend {
 
   // context must outlive the backend. Fails (kUnsupported) when the plan needs more than the
   // device allows (a K/V buffer past maxStorageBufferRange, head_dim past shared memory).
-  Status create(GpuContext* context, const Plan& plan);
+  // dense_masks: room for attend_dense's general masks (AttentionParams::mask_bool,
+  // mask_additive), one f32 per query and key of the plan's largest call (max_tokens ×
+  // cache_rows); without it attend_dense refuses a mask (kFailedPrecondition).
+  Status create(GpuContext* context, const Plan& plan, bool dense_masks = false);
 
   // The shader variant and tiling: "attn_<kv storage>_<d64|d128|generic>_r<rows>t<threads per
   // row>k<keys per tile>", e.g. "attn_f16_d128_r16t8k32".

@@ -105,7 +105,7 @@ void GpuBackend::destroy() {
   }
 }
 
-Status GpuBackend::create(GpuContext* context, const Plan& plan) {
+Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_masks) {
   if (context == nullptr || !context->created()) {
     return Status::error(Code::kFailedPrecondition, "gpu backend: the GpuContext is %s (create it first)",
                          context == nullptr ? "null" : "not created");
@@ -130,6 +130,7 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan) {
   Impl* x = new (std::nothrow) Impl;
   if (x == nullptr) return Status::error(Code::kInternal, "gpu backend: cannot allocate its state");
   x->ctx = context->impl();
+  x->dense_masks = dense_masks;
   x->info = &context->info();
   const Status s = x->build(plan);
   if (!s.ok()) {
@@ -247,11 +248,11 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
   const simd::AttentionArgs& a = args.value();
   HEADWAY_RETURN_IF_ERROR(validate_attention_args(a));
   HEADWAY_RETURN_IF_ERROR(check_packed_batch(shape, params));
-  if (params.mask_bool != nullptr || params.mask_additive != nullptr) {
-    return Status::error(
-        Code::kUnsupported,
-        "gpu backend: a general mask (mask_bool or mask_additive) does not run on the GPU backend yet; "
-        "run the call on the CPU (attend())");
+  const bool masked = params.mask_bool != nullptr || params.mask_additive != nullptr;
+  if (masked && !x.dense_masks) {
+    return Status::error(Code::kFailedPrecondition,
+                         "gpu backend: a general mask (mask_bool or mask_additive) needs the backend created with "
+                         "dense_masks (create(context, plan, true))");
   }
 
   x.start = 0;  // the dense K/V replace the cache; it is empty afterwards
@@ -286,7 +287,12 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
     const uint32_t s_tokens = params.window != 0 ? params.sink_tokens : 0;
     pc.sink_keys = s_tokens < pc.t_kv ? s_tokens : pc.t_kv;
     const size_t q_offset = size_t{q_row} * x.q_width;
-    s = x.run(q + q_offset, x.q_width, o + q_offset, x.q_width, params.sinks, params.alibi_slopes, pc);
+    // The sequence's block of the mask: its rows, its keys, the whole call's row stride.
+    gpu::MaskRows mask{params.mask_bool, params.mask_additive, a.mask_row_stride};
+    const size_t mask_at = size_t{q_row} * mask.row_stride + kv_row;
+    if (mask.bools != nullptr) mask.bools += mask_at;
+    if (mask.additive != nullptr) mask.additive += mask_at;
+    s = x.run(q + q_offset, x.q_width, o + q_offset, x.q_width, params.sinks, params.alibi_slopes, pc, &mask);
     if (!s.ok()) break;
   }
   x.pending_n = 0;

@@ -20,8 +20,10 @@
 //   sinks    [n_heads] f32, a call's sink logits  } mapped: written by the host before the
 //   params   CallParams, the call's values        } submit; staged: updated in the command buffer
 //   indirect (mapped only) two VkDispatchIndirectCommand: attention, merge (0 groups: no split)
-//   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O],
-//            stage_tokens = min(cache_rows, max(max_tokens, 1024))
+//   mask     a dense call's general mask [t_q, t_kv] f32 (0 or −inf for a bool one), rows t_kv
+//            apart: max_tokens × cache_rows floats with dense_masks, else a 16-byte stand-in
+//   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O]
+//            [mask, with dense_masks], stage_tokens = min(cache_rows, max(max_tokens, 1024))
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -59,8 +61,17 @@ struct CallParams {
   uint32_t split_sink_keys;
   uint32_t prefix_keys;
   uint32_t window_symmetric;
+  uint32_t has_mask;
 };
-static_assert(sizeof(CallParams) == 88, "CallParams must match the shaders' block");
+static_assert(sizeof(CallParams) == 92, "CallParams must match the shaders' block");
+
+// A dense call's general mask: entry [t][j] at t · row_stride + j, bool (nonzero = visible) or
+// additive f32; both null: none.
+struct MaskRows {
+  const uint8_t* bools = nullptr;
+  const float* additive = nullptr;
+  size_t row_stride = 0;
+};
 
 // attention.comp's push constants: fixed per recorded dispatch.
 struct DispatchConstants {
@@ -84,10 +95,11 @@ struct GpuBackend::Impl {
   // cache_rows < max_seq), as KvCache: 0 without.
   uint32_t fixed_rows = 0;
   float* plan_slopes = nullptr;  // the plan's n_heads ALiBi slopes (KvCache::make_alibi_slopes), or null
+  bool dense_masks = false;      // the mask buffer holds max_tokens × cache_rows entries
 
-  gpu::Buffer k, v, q, o, staging, partials, sinks, alibi, params, indirect;
+  gpu::Buffer k, v, q, o, staging, partials, sinks, alibi, params, indirect, mask;
   uint32_t max_splits = 0;  // what `partials` holds; < 2: calls never split
-  VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0;
+  VkDeviceSize stage_k = 0, stage_v = 0, stage_q = 0, stage_o = 0, stage_mask = 0;
   uint32_t stage_tokens = 0;
 
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -158,13 +170,18 @@ struct GpuBackend::Impl {
   Status begin(VkCommandBuffer c, VkCommandBufferUsageFlags flags);
   Status record_resubmitted();
   Status submit_and_wait(VkCommandBuffer c);
-  // cp: the call's values but the split's and ALiBi's, which run() fills in. sinks_in: n_heads
-  // sink logits, or null. slopes: plan_slopes (on the device since create), a dense call's n_heads
-  // ALiBi slopes (written to the alibi buffer's second half), or null (none).
+  // cp: the call's values but the split's, ALiBi's and the mask's, which run() fills in.
+  // sinks_in: n_heads sink logits, or null. slopes: plan_slopes (on the device since create), a
+  // dense call's n_heads ALiBi slopes (written to the alibi buffer's second half), or null
+  // (none). mask: a dense call's general mask (dense_masks only), or null.
   Status run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
-             const float* slopes, gpu::CallParams cp);
+             const float* slopes, gpu::CallParams cp, const gpu::MaskRows* mask = nullptr);
   Status record_call(const gpu::CallParams& cp, const float* sinks_in, const float* call_slopes, uint32_t tiles,
                      uint32_t n_splits);
+  // Bytes of the mask buffer.
+  VkDeviceSize mask_bytes() const {
+    return dense_masks ? VkDeviceSize{plan.max_tokens} * plan.cache_rows * sizeof(float) : 16;
+  }
 };
 
 }  // namespace headway

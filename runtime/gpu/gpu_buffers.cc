@@ -1,6 +1,6 @@
 // GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V, Q and
-// O, the sink logits, the ALiBi slopes and the call's values (and the indirect dispatch sizes
-// where mapped), the staging buffer and its copy regions where memory is not host-mapped, and the
+// O, the sink logits, the ALiBi slopes, the general mask and the call's values (and the indirect
+// dispatch sizes where mapped), the staging buffer and its copy regions where memory is not host-mapped, and the
 // split-KV partials.
 #include <cstring>
 #include <new>
@@ -38,6 +38,7 @@ Status GpuBackend::Impl::create_buffers() {
     if (plan_slopes == nullptr) return Status::error(Code::kInternal, "gpu: cannot allocate the ALiBi slopes");
     KvCache::make_alibi_slopes(p, plan_slopes);
   }
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(mask_bytes(), in, use, "general mask", &mask));
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(align64(sizeof(gpu::CallParams)),
                                              VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, use,
                                              "call parameters", &params));
@@ -55,7 +56,8 @@ Status GpuBackend::Impl::create_buffers() {
   stage_v = kv_stage;
   stage_q = 2 * kv_stage;
   stage_o = stage_q + align64(qo_bytes);
-  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(stage_o + qo_bytes,
+  stage_mask = stage_o + align64(qo_bytes);
+  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(stage_mask + (dense_masks ? mask_bytes() : 0),
                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                              gpu::MemoryUse::kStaging, "staging", &staging));
   k_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
@@ -111,6 +113,7 @@ void GpuBackend::Impl::destroy_buffers() {
   ctx->destroy_buffer(&alibi);
   ctx->destroy_buffer(&params);
   ctx->destroy_buffer(&indirect);
+  ctx->destroy_buffer(&mask);
   delete[] k_regions;
   delete[] v_regions;
   delete[] plan_slopes;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "runtime/gpu/gpu_backend_impl.hpp"
@@ -129,6 +130,10 @@ Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sin
     vkCmdUpdateBuffer(cmd, params.buffer, 0, sizeof(cp), &cp);
     VkBufferCopy qc{stage_q, 0, cp.t_q * row};
     vkCmdCopyBuffer(cmd, staging.buffer, q.buffer, 1, &qc);
+    if (cp.has_mask != 0) {
+      VkBufferCopy mc{stage_mask, 0, VkDeviceSize{cp.t_q} * cp.t_kv * sizeof(float)};
+      vkCmdCopyBuffer(cmd, staging.buffer, mask.buffer, 1, &mc);
+    }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_UNIFORM_READ_BIT);
   }
@@ -162,10 +167,26 @@ Status GpuBackend::Impl::record_call(const gpu::CallParams& cp, const float* sin
 }
 
 Status GpuBackend::Impl::run(const float* q_in, size_t q_stride, float* o_out, size_t o_stride, const float* sinks_in,
-                             const float* slopes, gpu::CallParams cp) {
+                             const float* slopes, gpu::CallParams cp, const gpu::MaskRows* mask_in) {
   const size_t row = size_t{q_width} * sizeof(float);
   uint8_t* q_dst = mapped ? q.mapped : staging.mapped + stage_q;
   for (uint32_t t = 0; t < cp.t_q; ++t) std::memcpy(q_dst + t * row, q_in + t * q_stride, row);
+  // The mask's rows, t_kv entries apart, as f32: a bool entry is 0 or −inf.
+  cp.has_mask = mask_in != nullptr && (mask_in->bools != nullptr || mask_in->additive != nullptr) ? 1u : 0u;
+  if (cp.has_mask != 0) {
+    float* m_dst = reinterpret_cast<float*>(mapped ? mask.mapped : staging.mapped + stage_mask);
+    for (uint32_t t = 0; t < cp.t_q; ++t) {
+      const size_t from = t * mask_in->row_stride;
+      float* dst = m_dst + size_t{t} * cp.t_kv;
+      if (mask_in->additive != nullptr) {
+        std::memcpy(dst, mask_in->additive + from, size_t{cp.t_kv} * sizeof(float));
+      } else {
+        for (uint32_t j = 0; j < cp.t_kv; ++j) {
+          dst[j] = mask_in->bools[from + j] != 0 ? 0.0f : -std::numeric_limits<float>::infinity();
+        }
+      }
+    }
+  }
 
   // The keys the call's rows see altogether, in the two spans of the shader: the sink keys up to
   // the last query's highest, and the window keys from the first query's lowest to the last

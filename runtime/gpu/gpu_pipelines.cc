@@ -6,12 +6,12 @@
 
 namespace headway {
 
-// Attention binds Q, K, V, O, partials, sinks (storage, 0..5), the call's values (uniform, 6)
-// and the ALiBi slopes (storage, 7) and pushes its row_tile_base; the merge binds partials, O
-// (storage, 0, 1) and the call's values (uniform, 2).
+// Attention binds Q, K, V, O, partials, sinks (storage, 0..5), the call's values (uniform, 6),
+// the ALiBi slopes and the general mask (storage, 7, 8) and pushes its row_tile_base; the merge
+// binds partials, O (storage, 0, 1) and the call's values (uniform, 2).
 Status GpuBackend::Impl::create_layouts() {
-  VkDescriptorSetLayoutBinding bindings[8]{};
-  for (uint32_t i = 0; i < 8; ++i) {
+  VkDescriptorSetLayoutBinding bindings[9]{};
+  for (uint32_t i = 0; i < 9; ++i) {
     bindings[i].binding = i;
     bindings[i].descriptorType = i == 6 ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     bindings[i].descriptorCount = 1;
@@ -19,7 +19,7 @@ Status GpuBackend::Impl::create_layouts() {
   }
   VkDescriptorSetLayoutCreateInfo sl{};
   sl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  sl.bindingCount = 8;
+  sl.bindingCount = 9;
   sl.pBindings = bindings;
   HEADWAY_VK(vkCreateDescriptorSetLayout(device(), &sl, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
   VkDescriptorSetLayoutBinding merge_bindings[3] = {bindings[0], bindings[1], bindings[6]};
@@ -48,7 +48,7 @@ Status GpuBackend::Impl::create_layouts() {
 Status GpuBackend::Impl::create_descriptor_sets() {
   VkDescriptorPoolSize ps[2]{};
   ps[0].type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps[0].descriptorCount = 9;
+  ps[0].descriptorCount = 10;
   ps[1].type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
   ps[1].descriptorCount = 2;
   VkDescriptorPoolCreateInfo dp{};
@@ -65,23 +65,23 @@ Status GpuBackend::Impl::create_descriptor_sets() {
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &set), "vkAllocateDescriptorSets");
   da.pSetLayouts = &merge_set_layout;
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &merge_set), "vkAllocateDescriptorSets");
-  // Attention: Q, K, V, O, partials, sinks, params, ALiBi slopes at bindings 0..7; the merge:
-  // partials, O, params at 0..2.
-  const gpu::Buffer* bufs[11] = {&q, &k, &v, &o, &partials, &sinks, &params, &alibi, &partials, &o, &params};
-  VkDescriptorBufferInfo bi[11]{};
-  VkWriteDescriptorSet writes[11]{};
-  for (uint32_t i = 0; i < 11; ++i) {
-    const bool uniform = i == 6 || i == 10;
+  // Attention: Q, K, V, O, partials, sinks, params, ALiBi slopes, mask at bindings 0..8; the
+  // merge: partials, O, params at 0..2.
+  const gpu::Buffer* bufs[12] = {&q, &k, &v, &o, &partials, &sinks, &params, &alibi, &mask, &partials, &o, &params};
+  VkDescriptorBufferInfo bi[12]{};
+  VkWriteDescriptorSet writes[12]{};
+  for (uint32_t i = 0; i < 12; ++i) {
+    const bool uniform = i == 6 || i == 11;
     bi[i].buffer = bufs[i]->buffer;
     bi[i].range = VK_WHOLE_SIZE;
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = i < 8 ? set : merge_set;
-    writes[i].dstBinding = i < 8 ? i : i - 8;
+    writes[i].dstSet = i < 9 ? set : merge_set;
+    writes[i].dstBinding = i < 9 ? i : i - 9;
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = uniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &bi[i];
   }
-  vkUpdateDescriptorSets(device(), 11, writes, 0, nullptr);
+  vkUpdateDescriptorSets(device(), 12, writes, 0, nullptr);
   return Status();
 }
 

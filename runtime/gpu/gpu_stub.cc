@@ -18,7 +18,7 @@ Status GpuContext::create(const GpuOptions&) { return not_built(); }
 
 GpuBackend::~GpuBackend() = default;
 void GpuBackend::destroy() {}
-Status GpuBackend::create(GpuContext*, const Plan&) { return not_built(); }
+Status GpuBackend::create(GpuContext*, const Plan&, bool) { return not_built(); }
 const char* GpuBackend::kernel_name() const { return "none"; }
 const char* GpuBackend::description() const { return "gpu: not available in this build"; }
 uint32_t GpuBackend::size() const { return 0; }

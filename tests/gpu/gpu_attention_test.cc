@@ -74,6 +74,10 @@ struct Case {
   uint32_t n_seqs = 0;
   uint32_t prefix = 0;  // prefix-LM (with causal)
   bool window_symmetric = false;
+  // A general mask [t_q, t_kv] (rows t_kv apart), one of the two or none; the backend must be
+  // made with dense masks.
+  const uint8_t* mask_bool = nullptr;
+  const float* mask_additive = nullptr;
 };
 
 std::string describe(const AttentionShape& s, DType dt, const Case& c) {
@@ -164,6 +168,8 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   p.n_seqs = c.n_seqs;
   p.prefix = c.prefix;
   p.window_symmetric = c.window_symmetric;
+  p.mask_bool = c.mask_bool;
+  p.mask_additive = c.mask_additive;
   std::vector<float> o(nq, 12345.0f);
   const Status st = gpu.attend_dense(q.data(), k, v, dt, o.data(), s, p);
   REQUIRE_MESSAGE(st.ok(), st.message());
@@ -185,6 +191,9 @@ void check_dense(GpuBackend& gpu, uint32_t n_heads, uint32_t n_kv_heads, uint32_
   r.window_symmetric = c.window_symmetric;
   if (c.cu_q != nullptr) r.cu_q.assign(c.cu_q, c.cu_q + c.n_seqs + 1);
   if (c.cu_k != nullptr) r.cu_k.assign(c.cu_k, c.cu_k + c.n_seqs + 1);
+  const size_t entries = size_t{c.t_q} * c.t_kv;
+  if (c.mask_bool != nullptr) r.mask_bool.assign(c.mask_bool, c.mask_bool + entries);
+  if (c.mask_additive != nullptr) r.mask_additive.assign(c.mask_additive, c.mask_additive + entries);
   const std::vector<double> ref = ht::reference_attention(r, q.data(), kref.data(), vref.data());
   double worst = 0.0;
   size_t worst_at = 0;
@@ -212,9 +221,9 @@ struct DenseBackend {
   bool ok = false;
 };
 
-// A backend for dense calls up to t_q_max × t_kv_max.
+// A backend for dense calls up to t_q_max × t_kv_max (with room for general masks where asked).
 void make_dense(DenseBackend* b, GpuContext* ctx, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, DType dt,
-                uint32_t t_q_max, uint32_t t_kv_max) {
+                uint32_t t_q_max, uint32_t t_kv_max, bool dense_masks = false) {
   AttentionShape s;
   s.t_q = t_q_max;
   s.t_kv = t_kv_max;
@@ -223,7 +232,7 @@ void make_dense(DenseBackend* b, GpuContext* ctx, uint32_t n_heads, uint32_t n_k
   s.head_dim = head_dim;
   const headway::Result<Plan> plan = headway::dense_plan(s, dt);
   REQUIRE_MESSAGE(plan.ok(), plan.status().message());
-  const Status st = b->gpu.create(ctx, plan.value());
+  const Status st = b->gpu.create(ctx, plan.value(), dense_masks);
   REQUIRE_MESSAGE(st.ok(), st.message());
   b->ok = true;
 }
@@ -319,8 +328,17 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     if (!ht::runs_on_gpu(t)) continue;
     INFO(t.name);
     DenseBackend b;
-    make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv);
+    make_dense(&b, ctx, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, t.t_q, t.t_kv, ht::case_has_mask(t));
     std::vector<float> sinks(t.n_heads), slopes(t.n_heads);
+    std::vector<uint8_t> mask_bool;
+    std::vector<float> mask_additive;
+    ht::generate_mask(t, [&](uint64_t, float e) {
+      if (t.mask == ht::CaseMask::kBool) {
+        mask_bool.push_back(e == 0.0f ? 1 : 0);
+      } else {
+        mask_additive.push_back(e);
+      }
+    });
     for (uint32_t h = 0; h < t.n_heads; ++h) {
       sinks[h] = ht::case_sink(t, h);
       slopes[h] = ht::case_alibi_slope(t, h);
@@ -331,13 +349,15 @@ TEST_CASE("gpu dense attention matches the reference: every case of the table") 
     c.prefix = t.prefix;
     c.window_symmetric = t.window_symmetric;
     c.alibi = t.alibi ? slopes.data() : nullptr;
+    c.mask_bool = mask_bool.empty() ? nullptr : mask_bool.data();
+    c.mask_additive = mask_additive.empty() ? nullptr : mask_additive.data();
     check_dense(b.gpu, t.n_heads, t.n_kv_heads, t.head_dim, t.kv, c, &t);
   }
   MESSAGE(max_errors());
 }
 
-// The cases runs_on_gpu leaves out: a general mask is refused, naming it, and O is not written.
-TEST_CASE("gpu dense attention refuses a general mask with kUnsupported") {
+// A backend made without dense masks has no room for one: refused, naming it, O not written.
+TEST_CASE("gpu dense attention refuses a general mask on a backend made without dense masks") {
   GpuContext* ctx = ht::gpu_context(false);
   if (ctx == nullptr) return;
   DenseBackend b;
@@ -351,8 +371,8 @@ TEST_CASE("gpu dense attention refuses a general mask with kUnsupported") {
     if (kind == 0) p.mask_bool = visible.data();
     else p.mask_additive = additive.data();
     const Status st = b.gpu.attend_dense(q.data(), kv.data(), kv.data(), DType::kF32, o.data(), shape, p);
-    CHECK(st.code() == headway::Code::kUnsupported);
-    CHECK(std::string(st.message()).find("general mask") != std::string::npos);
+    CHECK(st.code() == headway::Code::kFailedPrecondition);
+    CHECK(std::string(st.message()).find("needs the backend created with dense_masks") != std::string::npos);
     CHECK(o[0] == 7.0f);
   }
 }
@@ -506,12 +526,24 @@ TEST_CASE("gpu packed batches match the reference: each sequence within itself, 
     Case c;
     uint32_t sink_tokens;
     bool alibi;
+    ht::CaseMask mask = ht::CaseMask::kNone;  // over the whole batch, off the diagonal NaN or hidden
   };
   const std::vector<PackedCase> cases = {
       {12, 12, 32, DType::kF32, {0, 12, 52, 59, 60, 93}, {}, {93, 93, false}, 0, false},  // MiniLM's shape
       {8, 2, 64, DType::kF16, {0, 15, 31, 48, 49}, {}, {49, 49, true, 9}, 0, false},
       {4, 1, 128, DType::kQ8_0, {0, 20, 23, 32}, {}, {32, 32, true, 6}, 2, true},
       {4, 2, 80, DType::kBF16, {0, 1, 3, 4}, {0, 1500, 1540, 2640}, {4, 2640, true, 0}, 0, false},  // split-KV
+      {12, 12, 32, DType::kF32, {0, 12, 52, 59, 60, 93}, {}, {93, 93, false}, 0, false, ht::CaseMask::kBool},
+      {4,
+       2,
+       64,
+       DType::kF16,
+       {0, 1, 3, 4},
+       {0, 1500, 1540, 2640},
+       {4, 2640, true, 0},
+       0,
+       false,
+       ht::CaseMask::kAdditive},
   };
   for (bool fallback : {false, true}) {
     GpuContext* ctx = ht::gpu_context(fallback);
@@ -522,8 +554,30 @@ TEST_CASE("gpu packed batches match the reference: each sequence within itself, 
       std::vector<float> slopes(pc.n_heads);
       REQUIRE(headway::alibi_slopes(pc.n_heads, slopes.data()).ok());
       DenseBackend b;
-      make_dense(&b, ctx, pc.n_heads, pc.n_kv_heads, pc.head_dim, pc.dt, pc.c.t_q, pc.c.t_kv);
+      make_dense(&b, ctx, pc.n_heads, pc.n_kv_heads, pc.head_dim, pc.dt, pc.c.t_q, pc.c.t_kv,
+                 pc.mask != ht::CaseMask::kNone);
+      // The mask: a quarter of each sequence's own entries and every row 4 mod 11 hidden, the
+      // rest visible (additive: in [−2, 2)); entries off the diagonal blocks hidden or NaN.
+      std::vector<uint8_t> mask_bool;
+      std::vector<float> mask_additive;
+      const std::vector<uint32_t>& ck = pc.cu_k.empty() ? pc.cu_q : pc.cu_k;
+      Rng mask_rng(seed);
+      for (size_t s = 0; pc.mask != ht::CaseMask::kNone && s + 1 < pc.cu_q.size(); ++s) {
+        for (uint32_t i = pc.cu_q[s]; i < pc.cu_q[s + 1]; ++i) {
+          for (uint32_t j = 0; j < ck.back(); ++j) {
+            const bool mine = j >= ck[s] && j < ck[s + 1];
+            const uint64_t x = mask_rng.next();
+            const bool hidden = x % 4 == 0 || i % 11 == 4;
+            mask_bool.push_back(mine && !hidden ? 1 : 0);
+            mask_additive.push_back(!mine    ? std::nanf("")
+                                    : hidden ? -INFINITY
+                                             : static_cast<float>(static_cast<int>(x >> 40 & 31) - 16) * 0.125f);
+          }
+        }
+      }
       Case c = pc.c;
+      if (pc.mask == ht::CaseMask::kBool) c.mask_bool = mask_bool.data();
+      if (pc.mask == ht::CaseMask::kAdditive) c.mask_additive = mask_additive.data();
       c.seed = seed++;
       c.sink_tokens = pc.sink_tokens;
       c.alibi = pc.alibi ? slopes.data() : nullptr;

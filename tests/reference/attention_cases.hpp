@@ -246,9 +246,9 @@ constexpr bool runs_on_baremetal(const AttentionCase& c) {
          case_q_elems(c) <= kBareMetalMaxQElems && case_work(c) <= kBareMetalMaxWork;
 }
 
-// The Vulkan backend runs every case but those with a general mask, which it refuses (kUnsupported):
-// sink logits, sink tokens, ALiBi and q8_0 and q4_0 K/V included.
-constexpr bool runs_on_gpu(const AttentionCase& c) { return !case_has_mask(c); }
+// The Vulkan backend runs every case: sink logits, sink tokens, ALiBi, general masks and q8_0 and
+// q4_0 K/V included.
+constexpr bool runs_on_gpu(const AttentionCase&) { return true; }
 
 // ---- Inputs ----------------------------------------------------------------------------------
 

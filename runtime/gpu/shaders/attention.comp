@@ -14,6 +14,8 @@
 //   the tile loop runs the sink span's tiles, then the window span's, so the keys between them are
 //   never loaded. ALiBi (has_alibi): the logit of query head h at position p for key j gains
 //   −m_h·|p − j| after scale and softcap (one fma, as the CPU's), sink keys sink_gap more.
+//   A dense call's general mask (has_mask): entry [t][j] added to the logit after ALiBi, −inf
+//   hiding the key (its weight 0, its V times 0, as the CPU kernels).
 //
 // Split-KV (decode with few workgroups): the keys the call's rows see, in order (its sink keys
 // 0 .. split_sink_keys − 1, then its window keys from kv_split_lo), are cut into chunks of
@@ -92,6 +94,9 @@ layout(std430, set = 0, binding = 4) writeonly buffer PartBuf { float part[]; };
 layout(std430, set = 0, binding = 5) readonly buffer SinkBuf { float sinks[]; };
 // ALiBi slopes [2, n_heads]: the plan's, then a dense call's; head h's at alibi_base + h.
 layout(std430, set = 0, binding = 7) readonly buffer AlibiBuf { float alibi[]; };
+// A dense call's general mask [t_q, t_kv], read where has_mask is set: added to the logit after
+// ALiBi; −inf hides the key, whatever its logit (a bool mask comes as 0 and −inf).
+layout(std430, set = 0, binding = 8) readonly buffer MaskBuf { float mask[]; };
 
 // The call's values, written before each submit (a decode step resubmits one command buffer
 // recorded at create, so nothing that changes per call is recorded in it). The same block as
@@ -119,6 +124,7 @@ layout(std140, set = 0, binding = 6) uniform CallParams {
   uint split_sink_keys; // the splits' keys: sink keys 0 .. split_sink_keys − 1, then window keys
   uint prefix_keys;     // prefix-LM: with causal, keys 0 .. prefix_keys − 1 are every row's
   uint window_symmetric; // 1: the window bounds from above too (|p − j| < window)
+  uint has_mask;        // 1: mask[t · t_kv + j] is added to the logit of token t and key j
 } pc;
 
 // Fixed per recorded dispatch.
@@ -320,6 +326,10 @@ void main() {
             if (pc.softcap > 0.0) s = soft_cap(s, pc.softcap);
             // The distance is an integer below 2^24: exact in f32.
             if (pc.has_alibi != 0u) s = fma(-row_slope[r], abs(float(row_pos[r] + gap - key)), s);
+            if (pc.has_mask != 0u) {
+              const float e = mask[((row0 + r) / pc.group) * pc.t_kv + uint(key)];
+              s = e == NEG_INF ? NEG_INF : s + e;
+            }
           }
         }
         s_tile[i] = s;
@@ -343,6 +353,9 @@ void main() {
             s_tile[r * KV_TILE + j] = p;
             sum += p;
           }
+        } else {
+          // Every key so far hidden (the general mask hides keys the row's range holds): P = 0.
+          for (uint j = 0; j < KV_TILE; ++j) s_tile[r * KV_TILE + j] = 0.0;
         }
         row_max[r] = m_new;
         row_sum[r] = row_sum[r] * alpha + sum;

@@ -38,6 +38,7 @@ layout(std140, set = 0, binding = 2) uniform CallParams {
   uint split_sink_keys;
   uint prefix_keys;
   uint window_symmetric;
+  uint has_mask;
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
