@@ -135,6 +135,7 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.kv_row_stride = dtype_row_values(c.kv_dtype, plan_.head_dim);  // values; block formats whole blocks
   a.kv_head_stride = size_t{plan_.cache_rows} * a.kv_row_stride;
   a.window = c.window;
+  a.window_symmetric = c.window != 0 && c.window_symmetric;
   a.sink_tokens = c.window != 0 ? c.sink_tokens : 0;
   if (is_ring(plan_)) {
     a.kv_ring_rows = plan_.cache_rows;

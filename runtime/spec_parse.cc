@@ -71,7 +71,8 @@ bool parse_bool(const char* s, bool* out) {
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
     "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, sliding_pattern, nope_interval, "
-    "rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, alibi_times_scale";
+    "rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, alibi_times_scale, "
+    "window_symmetric";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
@@ -141,7 +142,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
                                       {"qk_norm", &Config::qk_norm},
                                       {"sinks", &Config::sinks},
                                       {"alibi", &Config::alibi},
-                                      {"alibi_times_scale", &Config::alibi_times_scale}};
+                                      {"alibi_times_scale", &Config::alibi_times_scale},
+                                      {"window_symmetric", &Config::window_symmetric}};
   for (const BoolKey& k : kBool) {
     if (equal(t.key, k.key)) return parse_bool(t.value, &(c.*k.field)) ? Status() : bad_value(t, "0, 1, true or false");
   }

@@ -209,6 +209,12 @@ Status validate(const Config& c) {
                                        : "sink_tokens %u must be less than sliding_window %u",
                          c.sink_tokens, c.window);
   }
+  if (c.window_symmetric && (c.causal || c.window == 0)) {
+    return Status::error(Code::kInvalidArgument,
+                         "window_symmetric needs a bidirectional model with a sliding window (causal %s, "
+                         "sliding_window %u): it bounds the window from above as well",
+                         c.causal ? "true" : "false", c.window);
+  }
   if (c.alibi && (!finite(c.alibi_max_bias) || c.alibi_max_bias <= 0.0f)) {
     return Status::error(Code::kInvalidArgument, "alibi_bias_max %g must be a positive number (the standard is 8)",
                          static_cast<double>(c.alibi_max_bias));

@@ -145,14 +145,16 @@ Status check_x(LayerFlags* lf, const formats::NpyArray& x, const Config& config)
 }
 
 // One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0; the cache holds
-// exactly the P + T positions this run reaches (not the model's whole context). A packed batch
-// runs in one call of all T tokens, each sequence's positions from 0.
+// exactly the P + T positions this run reaches (not the model's whole context). A causal model's
+// tokens run in calls of up to 512; a bidirectional one's in one call (a query sees the keys after
+// it, which a later call would bring too late). A packed batch runs in one call of all T tokens,
+// each sequence's positions from 0.
 Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
   c = c.layer_alone(l.layer);
   c.max_seq = l.start + t;
   c.kv_dtype = l.kv_dtype;
   options.threads = l.threads;
-  options.max_tokens = t < 512 ? t : 512;
+  options.max_tokens = !c.causal || t < 512 ? t : 512;
   if (!l.cu.empty()) {
     // The plan's calls hold at most its context: a context of all T tokens (the cache rows the
     // longest sequence needs, and more), or of the window where it is longer (planned, no effect).

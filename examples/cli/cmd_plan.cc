@@ -37,6 +37,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   j["n_layers"] = c.n_layers;
   j["causal"] = c.causal;
   j["window"] = c.window;
+  j["window_symmetric"] = c.window_symmetric;
   j["softcap"] = c.softcap;
   j["scale"] = c.logit_scale();
   j["rope"] = {{"style", rope_style_name(c.rope.style)},
@@ -83,7 +84,7 @@ void print_table(const Plan& p) {
               p.kv_width, p.kv_width, p.qkv_width);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
-  if (p.sliding_layers) std::printf(", sliding window %u", c.window);
+  if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);
   if (p.sliding_layers && p.sliding_layers != c.n_layers) {
     std::printf(" (on %u of %u layers)", p.sliding_layers, c.n_layers);
   }

@@ -118,11 +118,14 @@ struct Config {
   float query_pre_attn_scalar = 0.0f;  // scale = 1/sqrt(this); 0 = head_dim (Gemma 2: 256 or 224)
   float scale = 0.0f;                  // explicit logit scale; 0 = from query_pre_attn_scalar / head_dim
   bool causal = true;                  // false: bidirectional (BERT)
-  bool qkv_bias = false;               // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
-  bool o_bias = false;                 // output projection carries a bias (BERT, GPT-2, Phi-2)
-  bool qk_norm = false;                // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
-  float rms_norm_eps = 1e-6f;          // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
-  float qk_norm_offset = 0.0f;         // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
+  // Bidirectional sliding layers bound from above too: a row at p sees keys |p − j| < window
+  // (ModernBERT's local layers: local_attention 128 is window 65). Needs a window and no causal.
+  bool window_symmetric = false;
+  bool qkv_bias = false;        // q/k/v projections carry a bias (Qwen2, BERT, GPT-2, Phi-2)
+  bool o_bias = false;          // output projection carries a bias (BERT, GPT-2, Phi-2)
+  bool qk_norm = false;         // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
+  float rms_norm_eps = 1e-6f;   // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
+  float qk_norm_offset = 0.0f;  // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
   DType kv_dtype = DType::kF16;
   LayerKinds layers;  // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
@@ -194,6 +197,7 @@ struct Config {
   constexpr Config layer_alone(uint32_t i) const {
     Config c = *this;
     c.window = layer_slides(i) ? window : 0;
+    c.window_symmetric = layer_slides(i) && window_symmetric;
     c.sink_tokens = layer_slides(i) ? sink_tokens : 0;
     c.rope = layer_rope(i);
     c.layers = LayerKinds{};
@@ -231,8 +235,9 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
 // per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1),
-// alibi_max_bias and alibi_times_scale (0|1). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown
-// keys and bad numbers are errors that name the key.
+// alibi_max_bias, alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a
+// window). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors
+// that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);
 

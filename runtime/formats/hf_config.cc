@@ -352,15 +352,31 @@ Status read_attention_extras(const Where& w, const json& obj, const std::string&
   return Status();
 }
 
+// ModernBERT: bidirectional; its local layers see |i − j| <= local_attention / 2, a symmetric
+// window of local_attention / 2 + 1 keys each way (ModernBertAttention's sliding_window); the
+// global layers' RoPE base is global_rope_theta (transformers 5: rope_parameters, read as any
+// model's). Which layers are local, and their base, read_layer_kinds reads.
+Status read_modernbert(const Where& w, const json& obj, Config* cfg) {
+  cfg->causal = false;
+  uint32_t local = formats::kModernBertLocalAttention;
+  if (const json* v = lookup(obj, "local_attention")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "local_attention", *v, 1, &local));
+  }
+  cfg->window = local / 2 + 1;
+  cfg->window_symmetric = true;
+  const json* params = formats::rope_parameters(obj, "full_attention");
+  if (const json* v = lookup(obj, "global_rope_theta")) {
+    double t = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "global_rope_theta", *v, false, &t));
+    cfg->rope.theta = static_cast<float>(t);
+  } else if (lookup(obj, "rope_theta") == nullptr && (params == nullptr || lookup(*params, "rope_theta") == nullptr)) {
+    cfg->rope.theta = formats::kModernBertGlobalRopeTheta;
+  }
+  return Status();
+}
+
 Result<Config> parse_object(const Where& w, const json& obj, const std::string& model_type) {
   HEADWAY_RETURN_IF_ERROR(reject_mla(w, obj, model_type));
-  if (model_type == "modernbert") {  // read as a decoder, it would run causal with one RoPE base
-    return Status::error(Code::kUnsupported,
-                         "%s: model_type modernbert is not supported: its local layers' symmetric window "
-                         "(local_attention) and two RoPE bases (global_rope_theta, local_rope_theta) are not "
-                         "read by headway",
-                         w.source);
-  }
   if (model_type == "bert") {
     const json* pos = lookup(obj, "position_embedding_type");
     if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {
@@ -395,6 +411,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, model_type, &cfg));
+  if (model_type == "modernbert") HEADWAY_RETURN_IF_ERROR(read_modernbert(w, obj, &cfg));
   HEADWAY_RETURN_IF_ERROR(formats::read_layer_kinds(w, obj, model_type, &cfg));
 
   if (is_encoder(model_type)) {

@@ -105,6 +105,20 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
     cfg->layers.sliding_pattern = kGemma3SlidingPattern;
     return Status();
   }
+  if (model_type == "modernbert") {  // ModernBertConfig: layer i is global when i % N == 0
+    uint32_t every = kModernBertGlobalEvery;
+    if (const json* v = lookup(obj, "global_attn_every_n_layers")) {
+      HEADWAY_RETURN_IF_ERROR(read_count(w, "global_attn_every_n_layers", *v, 1, &every));
+    }
+    if (every == 1) {
+      cfg->window = 0;  // every layer global
+      return Status();
+    }
+    HEADWAY_RETURN_IF_ERROR(list_fits(w, "global_attn_every_n_layers", *cfg));
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.sliding.set(i, i % every != 0);
+    cfg->layers.sliding.count = cfg->n_layers;
+    return Status();
+  }
   return read_max_window_layers(w, obj, model_type, cfg);
 }
 
@@ -148,10 +162,12 @@ const json* rope_parameters(const json& obj, const char* layer_type) {
 
 Status read_layer_kinds(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   HEADWAY_RETURN_IF_ERROR(read_sliding_layers(w, obj, model_type, cfg));
-  // The sliding layers' base: Gemma 3's rope_local_base_freq, or transformers 5's
-  // rope_parameters.sliding_attention.rope_theta where it differs from the full layers'.
+  // The sliding layers' base: Gemma 3's rope_local_base_freq, ModernBERT's local_rope_theta, or
+  // transformers 5's rope_parameters.sliding_attention.rope_theta where it differs from the full
+  // layers'.
   const char* key = "rope_local_base_freq";
   const json* v = lookup(obj, key);
+  if (v == nullptr && model_type == "modernbert") v = lookup(obj, key = "local_rope_theta");
   const json* sliding = rope_parameters(obj, "sliding_attention");
   if (v == nullptr && sliding != nullptr) v = lookup(*sliding, key = "rope_theta");
   if (v != nullptr) {
@@ -160,6 +176,8 @@ Status read_layer_kinds(const Where& w, const json& obj, const std::string& mode
     set_local_rope_theta(static_cast<float>(theta), cfg);
   } else if (is_gemma3(model_type)) {
     set_local_rope_theta(kGemma3LocalRopeTheta, cfg);  // Gemma3TextConfig's default
+  } else if (model_type == "modernbert") {
+    set_local_rope_theta(kModernBertLocalRopeTheta, cfg);
   }
   HEADWAY_RETURN_IF_ERROR(read_rope_layers(w, obj, model_type, cfg));
   if (model_type == "smollm3" && cfg->window != 0 && lookup(obj, "layer_types") == nullptr) {

@@ -22,6 +22,14 @@ inline constexpr uint32_t kGemma3SlidingPattern = 6;
 inline constexpr float kGemma3LocalRopeTheta = 10000.0f;
 // Gemma3TextConfig's full layers' base where config.json names no rope_theta.
 inline constexpr float kGemma3RopeTheta = 1000000.0f;
+// ModernBertConfig's defaults: layer i is global (full) when i % 3 == 0 (global_attn_every_n_layers),
+// the others local with a window of local_attention = 128 keys in all (|i − j| <= 64); global
+// layers rotate at base 160000 (global_rope_theta), local ones at 10000 (local_rope_theta).
+inline constexpr uint32_t kModernBertGlobalEvery = 3;
+inline constexpr uint32_t kModernBertLocalAttention = 128;
+inline constexpr float kModernBertGlobalRopeTheta = 160000.0f;
+inline constexpr float kModernBertLocalRopeTheta = 10000.0f;
+
 // Cohere2Config's sliding_window_pattern, llama.cpp's cohere2: every fourth layer full.
 inline constexpr uint32_t kCohere2SlidingPattern = 4;
 // GptOssConfig's default layer_types, llama.cpp's gpt-oss: even layers slide.

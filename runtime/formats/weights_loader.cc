@@ -15,48 +15,61 @@ struct Slot {
   enum Rows : uint8_t { kQ, kKv, kModel, kHead, kHeads } rows;  // the out dim (1-D: the length)
   enum Cols : uint8_t { kNone, kInModel, kInQ } cols;           // the in dim; kNone: 1-D
   enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks } need;
-  const char* layout;               // for messages
-  const char* names[kNamingCount];  // indexed by Naming
+  enum Part : uint8_t { kWhole, kQPart, kKPart, kVPart } part;  // its rows of a fused Q/K/V tensor
+  const char* layout;                                           // for messages
+  const char* names[kNamingCount];                              // indexed by Naming
 };
 
-// Names: decoders (Llama, Qwen, Gemma, gpt-oss...), BERT/RoBERTa/MiniLM/ELECTRA, DistilBERT, GGUF.
-// One slot per three lines, its names in naming order.
+// Names: decoders (Llama, Qwen, Gemma, gpt-oss...), BERT/RoBERTa/MiniLM/ELECTRA, DistilBERT,
+// ModernBERT, GGUF. One slot per four lines, its names in naming order. ModernBERT fuses Q, K and
+// V in one tensor (Wqkv, rows q then k then v): each of wq/wk/wv (bq/bk/bv) is its part.
 // clang-format off
 constexpr Slot kSlots[] = {
-    {&LayerWeights::wq, Slot::kQ, Slot::kInModel, Slot::kAlways, "[n_heads*head_dim, d_model]",
+    {&LayerWeights::wq, Slot::kQ, Slot::kInModel, Slot::kAlways, Slot::kQPart, "[n_heads*head_dim, d_model]",
      {"model.layers.%u.self_attn.q_proj.weight", "encoder.layer.%u.attention.self.query.weight",
-      "transformer.layer.%u.attention.q_lin.weight", "blk.%u.attn_q.weight"}},
-    {&LayerWeights::wk, Slot::kKv, Slot::kInModel, Slot::kAlways, "[n_kv_heads*head_dim, d_model]",
+      "transformer.layer.%u.attention.q_lin.weight", "layers.%u.attn.Wqkv.weight",
+      "blk.%u.attn_q.weight"}},
+    {&LayerWeights::wk, Slot::kKv, Slot::kInModel, Slot::kAlways, Slot::kKPart, "[n_kv_heads*head_dim, d_model]",
      {"model.layers.%u.self_attn.k_proj.weight", "encoder.layer.%u.attention.self.key.weight",
-      "transformer.layer.%u.attention.k_lin.weight", "blk.%u.attn_k.weight"}},
-    {&LayerWeights::wv, Slot::kKv, Slot::kInModel, Slot::kAlways, "[n_kv_heads*head_dim, d_model]",
+      "transformer.layer.%u.attention.k_lin.weight", "layers.%u.attn.Wqkv.weight",
+      "blk.%u.attn_k.weight"}},
+    {&LayerWeights::wv, Slot::kKv, Slot::kInModel, Slot::kAlways, Slot::kVPart, "[n_kv_heads*head_dim, d_model]",
      {"model.layers.%u.self_attn.v_proj.weight", "encoder.layer.%u.attention.self.value.weight",
-      "transformer.layer.%u.attention.v_lin.weight", "blk.%u.attn_v.weight"}},
-    {&LayerWeights::wo, Slot::kModel, Slot::kInQ, Slot::kAlways, "[d_model, n_heads*head_dim]",
+      "transformer.layer.%u.attention.v_lin.weight", "layers.%u.attn.Wqkv.weight",
+      "blk.%u.attn_v.weight"}},
+    {&LayerWeights::wo, Slot::kModel, Slot::kInQ, Slot::kAlways, Slot::kWhole, "[d_model, n_heads*head_dim]",
      {"model.layers.%u.self_attn.o_proj.weight", "encoder.layer.%u.attention.output.dense.weight",
-      "transformer.layer.%u.attention.out_lin.weight", "blk.%u.attn_output.weight"}},
-    {&LayerWeights::bq, Slot::kQ, Slot::kNone, Slot::kQkvBias, "[n_heads*head_dim]",
+      "transformer.layer.%u.attention.out_lin.weight", "layers.%u.attn.Wo.weight",
+      "blk.%u.attn_output.weight"}},
+    {&LayerWeights::bq, Slot::kQ, Slot::kNone, Slot::kQkvBias, Slot::kQPart, "[n_heads*head_dim]",
      {"model.layers.%u.self_attn.q_proj.bias", "encoder.layer.%u.attention.self.query.bias",
-      "transformer.layer.%u.attention.q_lin.bias", "blk.%u.attn_q.bias"}},
-    {&LayerWeights::bk, Slot::kKv, Slot::kNone, Slot::kQkvBias, "[n_kv_heads*head_dim]",
+      "transformer.layer.%u.attention.q_lin.bias", "layers.%u.attn.Wqkv.bias",
+      "blk.%u.attn_q.bias"}},
+    {&LayerWeights::bk, Slot::kKv, Slot::kNone, Slot::kQkvBias, Slot::kKPart, "[n_kv_heads*head_dim]",
      {"model.layers.%u.self_attn.k_proj.bias", "encoder.layer.%u.attention.self.key.bias",
-      "transformer.layer.%u.attention.k_lin.bias", "blk.%u.attn_k.bias"}},
-    {&LayerWeights::bv, Slot::kKv, Slot::kNone, Slot::kQkvBias, "[n_kv_heads*head_dim]",
+      "transformer.layer.%u.attention.k_lin.bias", "layers.%u.attn.Wqkv.bias",
+      "blk.%u.attn_k.bias"}},
+    {&LayerWeights::bv, Slot::kKv, Slot::kNone, Slot::kQkvBias, Slot::kVPart, "[n_kv_heads*head_dim]",
      {"model.layers.%u.self_attn.v_proj.bias", "encoder.layer.%u.attention.self.value.bias",
-      "transformer.layer.%u.attention.v_lin.bias", "blk.%u.attn_v.bias"}},
-    {&LayerWeights::bo, Slot::kModel, Slot::kNone, Slot::kOBias, "[d_model]",
+      "transformer.layer.%u.attention.v_lin.bias", "layers.%u.attn.Wqkv.bias",
+      "blk.%u.attn_v.bias"}},
+    {&LayerWeights::bo, Slot::kModel, Slot::kNone, Slot::kOBias, Slot::kWhole, "[d_model]",
      {"model.layers.%u.self_attn.o_proj.bias", "encoder.layer.%u.attention.output.dense.bias",
-      "transformer.layer.%u.attention.out_lin.bias", "blk.%u.attn_output.bias"}},
-    {&LayerWeights::q_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, "[head_dim]",
+      "transformer.layer.%u.attention.out_lin.bias", "layers.%u.attn.Wo.bias",
+      "blk.%u.attn_output.bias"}},
+    {&LayerWeights::q_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
      {"model.layers.%u.self_attn.q_norm.weight", nullptr,
-      nullptr, "blk.%u.attn_q_norm.weight"}},
-    {&LayerWeights::k_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, "[head_dim]",
+      nullptr, nullptr,
+      "blk.%u.attn_q_norm.weight"}},
+    {&LayerWeights::k_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
      {"model.layers.%u.self_attn.k_norm.weight", nullptr,
-      nullptr, "blk.%u.attn_k_norm.weight"}},
+      nullptr, nullptr,
+      "blk.%u.attn_k_norm.weight"}},
     // llama.cpp's converter names gpt-oss's sinks attn_sinks.weight (a .weight suffix HF's lacks).
-    {&LayerWeights::sinks, Slot::kHeads, Slot::kNone, Slot::kSinks, "[n_heads]",
+    {&LayerWeights::sinks, Slot::kHeads, Slot::kNone, Slot::kSinks, Slot::kWhole, "[n_heads]",
      {"model.layers.%u.self_attn.sinks", nullptr,
-      nullptr, "blk.%u.attn_sinks.weight"}},
+      nullptr, nullptr,
+      "blk.%u.attn_sinks.weight"}},
 };
 // clang-format on
 
@@ -65,10 +78,14 @@ const char* naming_text(Naming n) {
     case Naming::kHfDecoder: return "Hugging Face decoder";
     case Naming::kHfBert: return "BERT-family";
     case Naming::kHfDistilBert: return "DistilBERT";
+    case Naming::kHfModernBert: return "ModernBERT";
     case Naming::kGguf: return "GGUF";
   }
   return "";
 }
+
+// Namings whose q, k and v projections are one tensor.
+bool fuses_qkv(Naming n) { return n == Naming::kHfModernBert; }
 
 const char* need_text(Slot::Need need, WeightFormat format) {
   const bool gguf = format == WeightFormat::kGguf;
@@ -128,7 +145,7 @@ Status WeightFile::parse(const uint8_t* data, uint64_t size, const char* source)
   format_ = WeightFormat::kSafetensors;
   // The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
   bool found = false;
-  for (const Naming n : {Naming::kHfDecoder, Naming::kHfBert, Naming::kHfDistilBert}) {
+  for (const Naming n : {Naming::kHfDecoder, Naming::kHfBert, Naming::kHfDistilBert, Naming::kHfModernBert}) {
     char anchor[96];
     std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(n)], 0u);
     const size_t a = std::strlen(anchor);
@@ -244,22 +261,33 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                          : s.rows == Slot::kModel ? config.d_model
                          : s.rows == Slot::kHeads ? config.n_heads
                                                   : hd;
+    // A fused tensor holds q, k and v rows in that order; this slot takes its part.
+    const bool fused = fuses_qkv(file.naming()) && s.part != Slot::kWhole;
+    const uint64_t tensor_out = fused ? q_width + 2 * kv_width : out;
     const uint64_t in = s.cols == Slot::kInModel ? config.d_model : s.cols == Slot::kInQ ? q_width : 0;
     const uint32_t want_rank = s.cols == Slot::kNone ? 1 : 2;
-    const bool ok =
-        s.cols == Slot::kNone ? (rank == 1 && t->cols == out) : (rank == 2 && t->rows == out && t->cols == in);
+    const bool ok = s.cols == Slot::kNone ? (rank == 1 && t->cols == tensor_out)
+                                          : (rank == 2 && t->rows == tensor_out && t->cols == in);
     if (!ok) {
       char found[64], expected[64];
       describe(file.format(), rank, t->rows, t->cols, found, sizeof(found));
-      if (want_rank == 1) describe(file.format(), 1, 1, out, expected, sizeof(expected));
-      else describe(file.format(), 2, out, in, expected, sizeof(expected));
+      if (want_rank == 1) describe(file.format(), 1, 1, tensor_out, expected, sizeof(expected));
+      else describe(file.format(), 2, tensor_out, in, expected, sizeof(expected));
       return Status::error(Code::kInvalidArgument,
-                           "%s: tensor '%s' has %s, expected %s (row-major %s with d_model %u, n_heads %u, "
+                           "%s: tensor '%s' has %s, expected %s (row-major %s%s with d_model %u, n_heads %u, "
                            "n_kv_heads %u, head_dim %u)",
-                           file.path(), name, found, expected, s.layout, config.d_model, config.n_heads,
-                           config.kv_heads(), hd);
+                           file.path(), name, found, expected, fused ? "q, k and v rows of " : "", s.layout,
+                           config.d_model, config.n_heads, config.kv_heads(), hd);
     }
-    w.*s.member = t.value();
+    TensorRef r = t.value();
+    if (fused) {
+      const uint64_t first = s.part == Slot::kQPart ? 0 : s.part == Slot::kKPart ? q_width : q_width + kv_width;
+      const uint64_t per_row = s.cols == Slot::kNone ? 1 : r.cols;
+      r.data = static_cast<const uint8_t*>(r.data) + first * per_row * dtype_bytes(r.dtype);
+      if (s.cols == Slot::kNone) r.cols = static_cast<uint32_t>(out);
+      else r.rows = static_cast<uint32_t>(out);
+    }
+    w.*s.member = r;
   }
   return w;
 }

@@ -31,8 +31,8 @@ enum class WeightFormat : uint8_t { kNone = 0, kSafetensors, kGguf };
 // Which family's tensor names a file uses. A safetensors file's is the one whose layer-0 query
 // projection it holds, after any prefix (a task head's "bert.", a multimodal wrapper's
 // "language_model."); decoders' when it holds none, so that the message names what is missing.
-enum class Naming : uint8_t { kHfDecoder = 0, kHfBert, kHfDistilBert, kGguf };
-constexpr size_t kNamingCount = 4;
+enum class Naming : uint8_t { kHfDecoder = 0, kHfBert, kHfDistilBert, kHfModernBert, kGguf };
+constexpr size_t kNamingCount = 5;
 
 class WeightFile {
  public:

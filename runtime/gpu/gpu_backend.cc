@@ -203,6 +203,7 @@ Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_
   pc.softcap = c.softcap;
   pc.causal = c.causal ? 1u : 0u;
   pc.window = c.window;
+  pc.window_symmetric = c.window != 0 && c.window_symmetric ? 1u : 0u;
   const uint32_t s_tokens = sink_tokens(x.plan);
   pc.sink_keys = s_tokens < pc.t_kv ? s_tokens : pc.t_kv;
   if (is_ring(x.plan)) {

@@ -24,6 +24,8 @@ headway_cli_bad(plan-empty-spec plan --spec "")
 headway_cli_bad(plan-spec-not-number plan --spec "d_model=abc heads=4 ctx=8")
 headway_cli_bad(plan-spec-huge plan --spec "d_model=4294967295 heads=1 ctx=4294967295 layers=4294967295")
 headway_cli_bad(plan-spec-overflow plan --spec "d_model=99999999999999999999 heads=4 ctx=8")
+headway_cli_bad(plan-spec-symmetric-causal plan --spec "d_model=256 heads=4 ctx=64 window=5 window_symmetric=1")
+headway_cli_bad(plan-spec-symmetric-no-window plan --spec "d_model=256 heads=4 ctx=64 causal=0 window_symmetric=1")
 headway_cli_bad(plan-spec-negative plan --spec "d_model=-64 heads=4 ctx=8")
 headway_cli_bad(plan-spec-prime-d-model plan --spec "d_model=2016666689 heads=6 ctx=128")  # took seconds
 headway_cli_bad(plan-threads-word plan --preset gpt2 --threads many)

@@ -335,12 +335,44 @@ TEST_CASE("hf: DeepSeek-V2-Lite is rejected as MLA naming the file and kv_lora_r
   CHECK_HAS(s, "qk_rope_head_dim 64");
 }
 
-TEST_CASE("hf: ModernBERT is refused, not read as a causal decoder with one RoPE base") {
-  const Status s = load_error("modernbert-base.json");
-  CHECK(s.code() == Code::kUnsupported);
-  CHECK_HAS(s, "modernbert-base.json: model_type modernbert is not supported");
-  CHECK_HAS(s, "local_attention");
-  CHECK_HAS(s, "global_rope_theta, local_rope_theta");
+// ModernBERT: bidirectional, every third layer global (RoPE base 160000), the others local with
+// a symmetric window of |i − j| <= 64 (local_attention 128: window 65) at base 10000.
+TEST_CASE("hf: ModernBERT's global/local layers, symmetric window and two RoPE bases") {
+  const Config c = load_valid("modernbert-base.json");
+  CHECK(c.d_model == 768);
+  CHECK(c.n_heads == 12);
+  CHECK(c.head_size() == 64);
+  CHECK(c.n_layers == 22);
+  CHECK(c.max_seq == 8192);
+  CHECK_FALSE(c.causal);
+  CHECK(c.window == 65);
+  CHECK(c.window_symmetric);
+  CHECK_FALSE(c.qkv_bias);
+  CHECK_FALSE(c.o_bias);
+  CHECK(c.rope.style == RopeStyle::kNeox);
+  for (uint32_t i = 0; i < c.n_layers; ++i) {
+    INFO("layer " << i);
+    CHECK(c.layer_slides(i) == (i % 3 != 0));
+    CHECK(c.layer_rope_theta(i) == (i % 3 != 0 ? 10000.0f : 160000.0f));
+    const Config one = c.layer_alone(i);
+    CHECK(one.window == (i % 3 != 0 ? 65u : 0u));
+    CHECK(one.window_symmetric == (i % 3 != 0));
+    CHECK(validate(one).ok());
+  }
+}
+
+// The same keys as transformers 5 writes them: layer_types and rope_parameters per layer type.
+TEST_CASE("hf: ModernBERT as transformers 5 saves it (layer_types, rope_parameters)") {
+  const Config c = load_valid("modernbert-transformers5.json");
+  CHECK(c.n_layers == 7);
+  CHECK(c.window == 33);
+  CHECK(c.window_symmetric);
+  CHECK_FALSE(c.causal);
+  for (uint32_t i = 0; i < c.n_layers; ++i) {
+    INFO("layer " << i);
+    CHECK(c.layer_slides(i) == (i % 2 != 0));
+    CHECK(c.layer_rope_theta(i) == (i % 2 != 0 ? 5000.0f : 80000.0f));
+  }
 }
 
 TEST_CASE("hf: Llama 3.2's llama3 rope_scaling is read with its factors") {

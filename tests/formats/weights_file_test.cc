@@ -776,6 +776,65 @@ TEST_CASE("weights: encoder files' errors name the tensor under its prefix") {
   }
 }
 
+// ModernBERT: one Wqkv [3·d_model, d_model] (rows q, k, v) and Wo, under the masked-LM head's
+// "model." prefix; wq, wk, wv (and their biases) are row ranges of it, bytes in place.
+TEST_CASE("weights: ModernBERT's fused Wqkv is sliced into q, k and v") {
+  Config c = encoder_config();
+  c.rope.style = RopeStyle::kNeox;
+  const uint64_t d = c.d_model;
+  TempDir dir("weights");
+  WeightFile file;
+  auto layer = [&](uint32_t i, bool bias) {
+    const std::string base = "model.layers." + std::to_string(i) + ".attn.";
+    std::vector<StTensor> ts = {st(base + "Wqkv.weight", "F16", {3 * d, d}, 3),
+                                st(base + "Wo.weight", "F16", {d, d}, 4)};
+    if (bias) {
+      ts.push_back(st(base + "Wqkv.bias", "F16", {3 * d}, 5));
+      ts.push_back(st(base + "Wo.bias", "F16", {d}, 6));
+    }
+    return ts;
+  };
+  SUBCASE("with biases, layer 1") {
+    std::vector<StTensor> ts = layer(1, true);
+    const std::vector<StTensor> layer0 = layer(0, true);
+    ts.insert(ts.end(), layer0.begin(), layer0.end());
+    ts.push_back(st("model.embeddings.tok_embeddings.weight", "F16", {10, d}));
+    const Result<LayerWeights> w = load(dir, st_file(ts), c, 1, &file);
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(file.naming() == Naming::kHfModernBert);
+    CHECK(file.name_prefix() == "model.");
+    const size_t row = d * 2;  // bytes of one f16 row
+    const TensorRef* parts[3] = {&w->wq, &w->wk, &w->wv};
+    const TensorRef* biases[3] = {&w->bq, &w->bk, &w->bv};
+    for (int p = 0; p < 3; ++p) {
+      INFO("part " << p);
+      CHECK(parts[p]->rows == d);
+      CHECK(parts[p]->cols == d);
+      CHECK(std::memcmp(parts[p]->data, ts[0].bytes.data() + p * d * row, d * row) == 0);
+      CHECK(biases[p]->cols == d);
+      CHECK(std::memcmp(biases[p]->data, ts[2].bytes.data() + p * row, row) == 0);
+    }
+    CHECK(std::memcmp(w->wo.data, ts[1].bytes.data(), ts[1].bytes.size()) == 0);
+    CHECK(std::memcmp(w->bo.data, ts[3].bytes.data(), ts[3].bytes.size()) == 0);
+  }
+  SUBCASE("a Wqkv of the wrong height names the fused layout") {
+    Config plain = c;
+    plain.qkv_bias = plain.o_bias = false;
+    std::vector<StTensor> ts = layer(0, false);
+    ts[0].shape = {2 * d, d};
+    ts[0].bytes.resize(2 * d * d * 2);
+    CHECK_HAS(load(dir, st_file(ts), plain, 0, &file).status(),
+              "tensor 'model.layers.0.attn.Wqkv.weight' has shape [128, 64], expected shape [192, 64] (row-major q, "
+              "k and v rows of [n_heads*head_dim, d_model]");
+  }
+  SUBCASE("a bias the config does not have") {
+    Config plain = c;
+    plain.qkv_bias = plain.o_bias = false;
+    CHECK_HAS(load(dir, st_file(layer(0, true)), plain, 0, &file).status(),
+              "tensor 'model.layers.0.attn.Wqkv.bias' is in the file, but the config has no q/k/v bias");
+  }
+}
+
 // A Qwen3-like GGUF: metadata, and layer 0's tensors in llama.cpp's names and ne order.
 GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
   const uint64_t q = uint64_t{c.n_heads} * c.head_size(), kv = uint64_t{c.kv_heads()} * c.head_size();

@@ -40,6 +40,8 @@ specs = [
     "d_model=256 heads=4 ctx=2048 window=4 sink_tokens=4",
     "d_model=256 heads=4 ctx=2048 sink_tokens=1",
     "d_model=256 heads=4 ctx=2048 alibi=1 alibi_max_bias=0",
+    "d_model=256 heads=4 ctx=2048 causal=0 window=65 window_symmetric=1 layer_types=fss rope_local_theta=10000",
+    "d_model=256 heads=4 ctx=2048 window=65 window_symmetric=1",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)
@@ -47,7 +49,7 @@ for i, s in enumerate(specs):
 # config.json: a few real ones, small.
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
              "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding",
-             "bloom-560m", "mpt-7b", "falcon-rw-1b"]:
+             "bloom-560m", "mpt-7b", "falcon-rw-1b", "modernbert-base", "modernbert-transformers5"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 

@@ -337,7 +337,7 @@ def layer_reference(c, config, module, heads, x, start):
     builder = modeling_bloom if c["family"] == "bloom" else modeling_falcon
     ones = torch.ones(1, start + t, dtype=torch.long)
     alibi = builder.build_alibi_tensor(ones, heads, torch.float64)[:, :, start:].contiguous()
-    mask = hf_blocks.additive_mask(t, None)
+    mask = hf_blocks.additive_mask(t, hf_blocks.masking_utils.causal_mask_function)
     if c["family"] == "bloom":
         y, _ = module(h, residual=torch.zeros_like(h), alibi=alibi, attention_mask=mask)
     else:

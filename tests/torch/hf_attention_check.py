@@ -72,6 +72,13 @@ def gpt_oss_yarn(original):
 GPT_OSS = dict(head_dim=64, attention_bias=True, rope_theta=150000.0,
                layer_types=["sliding_attention", "full_attention"], num_local_experts=4, num_experts_per_tok=2)
 
+# ModernBERT: bidirectional; every third layer global (base 160000 here 80000), the others local,
+# |i - j| <= local_attention / 2 (headway: a symmetric window of local_attention / 2 + 1) at their
+# own base; Q, K and V in one Wqkv tensor, saved as model.layers.N.attn.Wqkv. Layer 0 is global,
+# layer 1 local. 600 tokens run as one call (a bidirectional layer cannot be cut in chunks).
+MODERNBERT = dict(rope_theta=None, num_key_value_heads=None, global_rope_theta=80000.0, local_rope_theta=5000.0,
+                  norm_eps=1e-5, attention_bias=False)
+
 CASES = [
     case("llama GQA 8/2 d64", "llama", 512, 8, 2, rope_theta=500000.0),
     case("llama 3.2 rope_scaling llama3", "llama", 256, 4, 2, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING,
@@ -156,6 +163,19 @@ CASES = [
          sliding_window=128, rope_scaling=gpt_oss_yarn(64), **GPT_OSS),
     case("gpt-oss full layer 1, bf16 weights", "gpt_oss", 256, 4, 2, layer=1, dtype="BF16", sliding_window=T,
          rope_scaling=gpt_oss_yarn(4096), max_position_embeddings=131072, **GPT_OSS),
+    case("modernbert global layer 0", "modernbert", 256, 4, 4, layer=0, local_attention=8, **MODERNBERT),
+    case("modernbert local layer 1, |i-j| <= 4", "modernbert", 256, 4, 4, layer=1, local_attention=8, **MODERNBERT),
+    case("modernbert local layer 1, 200 tokens, local_attention 128", "modernbert", 256, 4, 4, layer=1,
+         tokens=200, local_attention=128, **MODERNBERT),
+    case("modernbert global layer 0, 600 tokens in one call", "modernbert", 128, 2, 2, layer=0, tokens=600,
+         local_attention=128, **MODERNBERT),
+    case("modernbert attention_bias, bf16, head_dim 32", "modernbert", 128, 4, 4, layer=1, dtype="BF16",
+         local_attention=6, **{**MODERNBERT, "attention_bias": True}),
+    case("modernbert as transformers 5 saves it: layer_types, rope_parameters", "modernbert", 256, 4, 4, layer=2,
+         num_hidden_layers=3, local_attention=8, rope_theta=None, num_key_value_heads=None,
+         layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 80000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}}),
     case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
     case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
     case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),
@@ -176,7 +196,8 @@ def write_model(c, workdir, gen):
         args = ["--weights", weights]
     else:
         weights = os.path.join(workdir, "model.safetensors")
-        save_file({f"model.layers.{i}.self_attn.{k}": v.contiguous() for i, (_, stored) in enumerate(layers)
+        block = "attn" if c["config"]["model_type"] == "modernbert" else "self_attn"
+        save_file({f"model.layers.{i}.{block}.{k}": v.contiguous() for i, (_, stored) in enumerate(layers)
                    for k, v in stored.items()}, weights, metadata={"format": "pt"})
         args = ["--weights", weights, "--config", os.path.join(workdir, "config.json")]
     return config, layers[c["layer"]][0], args

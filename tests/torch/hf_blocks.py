@@ -28,6 +28,7 @@ FAMILIES = {
     "stablelm": "StableLm",
     "olmo": "Olmo",
     "gpt_oss": "GptOss",
+    "modernbert": "ModernBert",
 }
 
 
@@ -86,11 +87,22 @@ def layer_window(module, config):
     return getattr(config, "sliding_window", None)
 
 
-def additive_mask(t, window):
-    """[1, 1, t, t] for t tokens at the start of a fresh cache (keys are the same t tokens), from
-    masking_utils' causal and sliding-window mask functions, as eager_mask lays it out (0 where a
-    key is seen, the dtype's lowest value where not)."""
-    fn = masking_utils.sliding_window_causal_mask_function(window) if window else masking_utils.causal_mask_function
+def mask_function(module, config):
+    """masking_utils' function of the mask the family's model builds for this layer: causal, with its
+    sliding window; or, for a bidirectional encoder (ModernBERT), every key, or |i - j| <= the
+    config's half-window on its sliding layers (create_bidirectional_sliding_window_mask)."""
+    if getattr(module, "is_causal", True) is False:
+        if config.layer_types[module.layer_idx] == "sliding_attention":
+            return masking_utils.sliding_window_bidirectional_mask_function(config.sliding_window)
+        return masking_utils.bidirectional_mask_function
+    window = layer_window(module, config)
+    return masking_utils.sliding_window_causal_mask_function(window) if window else masking_utils.causal_mask_function
+
+
+def additive_mask(t, fn):
+    """[1, 1, t, t] for t tokens at the start of a fresh cache (keys are the same t tokens), from a
+    masking_utils mask function, as eager_mask lays it out (0 where a key is seen, the dtype's
+    lowest value where not)."""
     q = torch.arange(t).view(-1, 1)
     kv = torch.arange(t).view(1, -1)
     seen = fn(0, 0, q, kv)
@@ -110,5 +122,5 @@ def reference(config, module, x, start):
         cos, sin = rotary(h, position_ids, layer_type=config.layer_types[module.layer_idx])
     else:
         cos, sin = rotary(h, position_ids)
-    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, layer_window(module, config)))
+    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, mask_function(module, config)))
     return y[0].numpy()
