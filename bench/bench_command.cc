@@ -35,12 +35,14 @@ constexpr const char* kUsage =
     "usage: headway bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu]\n"
     "                     [--layout cache|dense] [--target NAME] [--json] [--svg FILE] [--llc-mib N]\n"
     "                     [--device N]\n"
-    "  --case NAME   run this case (repeatable; default: every case, see --list)\n"
+    "  --case NAME   run this case (repeatable; default: every case, see --list; the encoder\n"
+    "                batches are CPU only, which --backend gpu leaves out)\n"
     "  --threads N   CPU threads for the attention and for the measured peak (default 1)\n"
     "  --reps N      timed repetitions after one warm-up (default: 5..200, about 0.25 s a case)\n"
     "  --backend     cpu (default) or gpu (the Vulkan backend; no peak is measured for it)\n"
     "  --layout      CPU K/V layout: cache (default; the KV cache's [kv_heads, t_kv, head_dim], what\n"
-    "                sessions decode from) or dense (attend() on token-major [t_kv, kv_heads, head_dim])\n"
+    "                sessions decode from) or dense (attend() on token-major [t_kv, kv_heads, head_dim]);\n"
+    "                an encoder batch is always dense\n"
     "  --target NAME the CPU SIMD target to run instead of the best this CPU has (e.g. AVX2, SSE4,\n"
     "                SCALAR; a wrong name lists the ones there are): kernels, projections and roofs\n"
     "  --json        one JSON object per case on stdout\n"
@@ -75,6 +77,7 @@ struct Group {
   unsigned colour;
 };
 Group group_of(const bench::BenchCase& c) {
+  if (c.kind == bench::CaseKind::kEncoder) return {"encoder batch (32 sentences)", 4};
   if (std::strncmp(c.name, "smollm2", 7) == 0) return {"SmolLM2-135M (9/3 heads)", 2};
   if (c.head_dim != 64 && c.head_dim != 128) return {"generic head_dim (80, 256)", 3};
   return c.kind == bench::CaseKind::kDecode ? Group{"decode", 1} : Group{"prefill", 0};
@@ -155,8 +158,12 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
 void print_header(const Options& o, const Machine& m) {
   std::FILE* out = o.json ? stderr : stdout;
   if (m.measured) {
-    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s\n", m.target.c_str(), m.peak.threads,
-                 m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout));
+    // The encoder batches run token-major whatever --layout says (bench/runner.hpp).
+    bool encoder = false;
+    for (const bench::BenchCase* c : o.cases) encoder |= c->batch != bench::Batch::kNone;
+    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s%s\n", m.target.c_str(), m.peak.threads,
+                 m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout),
+                 encoder && o.layout != bench::KvLayout::kDense ? " (the encoder batches dense)" : "");
     std::fprintf(out,
                  "peak, measured now: %.1f GFLOP/s FMA (%u chains x %u f32 lanes, %s), %.1f GB/s read (%s buffer; "
                  "last-level cache %s)\n",
@@ -393,8 +400,18 @@ int run(int argc, char** argv) {
     }
     if (Status s = bench::pin_simd_target(o.target); !s.ok()) return report("bench", s);
   }
+  // An encoder batch is a packed attend() call, which only the CPU runs (bench/runner.hpp).
+  for (const bench::BenchCase* c : o.cases) {
+    if (o.gpu && c->batch != bench::Batch::kNone) {
+      return report("bench",
+                    Status::error(Code::kInvalidArgument,
+                                  "--case %s: an encoder batch runs on the CPU only, not --backend gpu", c->name));
+    }
+  }
   if (o.cases.empty()) {
-    for (const bench::BenchCase& c : bench::bench_cases()) o.cases.push_back(&c);
+    for (const bench::BenchCase& c : bench::bench_cases()) {
+      if (!o.gpu || c.batch == bench::Batch::kNone) o.cases.push_back(&c);
+    }
   }
 
   Machine m;

@@ -1,9 +1,31 @@
 #include "bench/cases.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace headway::bench {
 namespace {
+
+// The encoder cases' batch: 32 sentences of 12..128 tokens, drawn once (Python:
+// `r = random.Random(0); [r.randint(12, 128) for _ in range(32)]`) and written here, so that every
+// run and machine times the same batch. The longest, 128, is the padded case's length.
+constexpr uint32_t kEncoderLengths[] = {120, 61,  109, 125, 65, 17, 45, 77,  74, 63, 112, 118, 50,  73, 57,  86,
+                                        126, 128, 39,  76,  29, 48, 29, 108, 24, 91, 114, 44,  128, 80, 102, 115};
+constexpr uint32_t kEncoderSentences = std::size(kEncoderLengths);
+
+constexpr uint32_t encoder_longest() {
+  return *std::max_element(std::begin(kEncoderLengths), std::end(kEncoderLengths));
+}
+constexpr uint32_t encoder_tokens() {
+  uint32_t n = 0;
+  for (const uint32_t len : kEncoderLengths) n += len;
+  return n;
+}
+constexpr uint32_t kPackedRows = encoder_tokens();
+constexpr uint32_t kPaddedRows = kEncoderSentences * encoder_longest();
+// The encoder cases' names say these.
+static_assert(kEncoderSentences == 32 && kPackedRows == 2533 && kPaddedRows == 4096);
 
 // Prefill: causal, t_q = t_kv. Decode: t_q = 1 and causal, which for one query after the whole
 // cache masks nothing. Every case reads its K/V cold (bench/runner.hpp: the copies).
@@ -107,11 +129,42 @@ constexpr BenchCase kCases[] = {
      CaseKind::kDecode, 1, 8192, 32, 32, 128, DType::kF16, true, true},
     {"decode-t8192-h32x8-d128-f16-alibi", "GQA 4 with ALiBi, one token against 8192 cached", CaseKind::kDecode, 1, 8192,
      32, 8, 128, DType::kF16, true, true},
+    // An encoder layer's attention over a batch of 32 sentences (kEncoderLengths), bidirectional,
+    // f32 K/V as the projections leave them: packed, then padded to the longest as a PyTorch
+    // batch is, then packed at head_dim 64 (the same width, 384) for the specialized kernel.
+    {"minilm-packed32-t2533-h12x12-d32-f32",
+     "all-MiniLM-L6-v2 layer (12 heads x 32), 32 sentences of 12..128 tokens packed back to back", CaseKind::kEncoder,
+     kPackedRows, kPackedRows, 12, 12, 32, DType::kF32, false, false, Batch::kPacked},
+    {"minilm-padded32-t4096-h12x12-d32-f32",
+     "all-MiniLM-L6-v2 layer, the same 32 sentences each padded to 128, pad keys masked", CaseKind::kEncoder,
+     kPaddedRows, kPaddedRows, 12, 12, 32, DType::kF32, false, false, Batch::kPadded},
+    {"encoder-packed32-t2533-h6x6-d64-f32",
+     "the same packed batch at width 384 as 6 heads x 64 (the specialized head_dim)", CaseKind::kEncoder, kPackedRows,
+     kPackedRows, 6, 6, 64, DType::kF32, false, false, Batch::kPacked},
 };
+
+// Query-key pairs of one sequence of t_q queries over t_kv keys: every one, or those a bottom-right
+// aligned causal mask lets through (query i sees keys j <= i + (t_kv - t_q), at most t_kv).
+double sequence_pairs(uint32_t t_q, uint32_t t_kv, bool causal) {
+  if (!causal) return static_cast<double>(t_q) * t_kv;
+  double pairs = 0;
+  for (uint32_t i = 0; i < t_q; ++i) {
+    const int64_t last = int64_t{i} + t_kv - t_q;
+    const int64_t seen = last < 0 ? 0 : last + 1 > t_kv ? t_kv : last + 1;
+    pairs += static_cast<double>(seen);
+  }
+  return pairs;
+}
 
 }  // namespace
 
-const char* case_kind_name(CaseKind kind) { return kind == CaseKind::kDecode ? "decode" : "prefill"; }
+const char* case_kind_name(CaseKind kind) {
+  switch (kind) {
+    case CaseKind::kDecode: return "decode";
+    case CaseKind::kEncoder: return "encoder";
+    default: return "prefill";
+  }
+}
 
 std::span<const BenchCase> bench_cases() { return kCases; }
 
@@ -122,15 +175,20 @@ const BenchCase* find_bench_case(const char* name) {
   return nullptr;
 }
 
+std::span<const uint32_t> encoder_lengths() { return kEncoderLengths; }
+
+uint32_t encoder_row(const BenchCase& c, uint32_t b) {
+  if (c.batch == Batch::kPadded) return b * encoder_longest();
+  uint32_t row = 0;
+  for (uint32_t i = 0; i < b; ++i) row += kEncoderLengths[i];
+  return row;
+}
+
 double visible_pairs(const BenchCase& c) {
-  if (!c.causal) return static_cast<double>(c.t_q) * c.t_kv;
-  // Query i sees keys j <= i + (t_kv - t_q), at most t_kv of them.
+  if (c.batch == Batch::kNone) return sequence_pairs(c.t_q, c.t_kv, c.causal);
+  // The sentences' own tokens: a padded batch computes more, which is the waste it shows.
   double pairs = 0;
-  for (uint32_t i = 0; i < c.t_q; ++i) {
-    const int64_t last = int64_t{i} + c.t_kv - c.t_q;
-    const int64_t seen = last < 0 ? 0 : last + 1 > c.t_kv ? c.t_kv : last + 1;
-    pairs += static_cast<double>(seen);
-  }
+  for (const uint32_t len : kEncoderLengths) pairs += sequence_pairs(len, len, c.causal);
   return pairs;
 }
 

@@ -1,9 +1,12 @@
 // The named benchmark cases of `headway bench`: attention shapes of the models headway targets,
-// each a prefill (causal, t_q = t_kv) or a decode step (t_q = 1 against a filled cache).
+// each a prefill (causal, t_q = t_kv), a decode step (t_q = 1 against a filled cache) or an
+// encoder's batch of sentences (bidirectional, packed back to back or padded to the longest).
 // Names read as what they are: <kind>-t<t_kv>-h<n_heads>x<n_kv_heads>-d<head_dim>-<kv dtype>
 // (f32, f16, or ggml's q8_0 / q4_0 blocks),
 // with a model prefix where the shape is one model's (smollm2-135m-decode-t2048-h9x3-d64-f16)
-// and an -alibi suffix where the logits carry ALiBi's biases (the standard slopes).
+// and an -alibi suffix where the logits carry ALiBi's biases (the standard slopes). An encoder
+// case's kind says how its sentences are stored and how many there are (packed32, padded32), and
+// t<t_kv> counts the rows stored: minilm-packed32-t2533-h12x12-d32-f32.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +21,19 @@ namespace headway::bench {
 enum class CaseKind : uint8_t {
   kPrefill = 0,  // t_q = t_kv, causal: every K/V tile serves a block of queries
   kDecode,       // t_q = 1 against a filled cache: each K/V byte serves the group's query heads
+  kEncoder,      // a batch of sentences (Batch), each attending only within itself, in one call
 };
-const char* case_kind_name(CaseKind kind);  // "prefill", "decode"
+const char* case_kind_name(CaseKind kind);  // "prefill", "decode", "encoder"
+
+// How an encoder case stores its sentences (encoder_lengths(), in order) in Q, K, V and O.
+enum class Batch : uint8_t {
+  kNone = 0,  // one sequence: prefill and decode
+  // Back to back, no padding: one attend() over cu_seqlens_q (FlashAttention's varlen layout).
+  kPacked,
+  // Each padded to the longest: one attend() over equal sequences whose bool mask hides the pad
+  // keys, what a padded PyTorch batch computes (the pad rows' queries included).
+  kPadded,
+};
 
 struct BenchCase {
   const char* name;
@@ -29,16 +43,25 @@ struct BenchCase {
   DType kv_dtype;
   bool causal;
   bool alibi = false;
+  Batch batch = Batch::kNone;  // kEncoder: t_q = t_kv = the rows stored, padding included
 };
 
 std::span<const BenchCase> bench_cases();
 const BenchCase* find_bench_case(const char* name);  // nullptr when there is none of that name
 
-// Query-key pairs the mask lets through (bottom-right aligned causal mask): the work done.
+// The real lengths of the sentences of every encoder case, in order (bench/cases.cc).
+std::span<const uint32_t> encoder_lengths();
+// The first row of sentence b of an encoder case (0 <= b <= its count: the last is t_q): the
+// lengths before it, packed, or b · the longest, padded. cu_seqlens_q is these rows.
+uint32_t encoder_row(const BenchCase& c, uint32_t b);
+
+// Query-key pairs the mask lets through (bottom-right aligned causal mask): the work done. An
+// encoder batch counts its sentences' real tokens only, padded or not: the useful work.
 double visible_pairs(const BenchCase& c);
 // 4 · head_dim · n_heads · visible pairs: Q·Kᵀ and P·V, a multiply and an add each.
 double case_flops(const BenchCase& c);
-// Unique bytes of K and V: 2 · t_kv · n_kv_heads · head_dim · sizeof(kv_dtype).
+// Unique bytes of K and V as stored: 2 · t_kv · n_kv_heads · head_dim · sizeof(kv_dtype) (a padded
+// batch's pad rows included).
 uint64_t case_kv_bytes(const BenchCase& c);
 
 }  // namespace headway::bench

@@ -71,16 +71,6 @@ void finish(const BenchCase& c, CaseResult* r) {
   r->intensity = case_flops(c) / bytes;
 }
 
-AttentionShape shape_of(const BenchCase& c) {
-  AttentionShape shape;
-  shape.t_q = c.t_q;
-  shape.t_kv = c.t_kv;
-  shape.n_heads = c.n_heads;
-  shape.n_kv_heads = c.n_kv_heads;
-  shape.head_dim = c.head_dim;
-  return shape;
-}
-
 std::vector<float> random_floats(size_t n, uint64_t seed) {
   std::vector<float> x(n);
   Lcg rng{seed};
@@ -88,11 +78,12 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   return x;
 }
 
-// The kernel attend() runs for this case (production defaults: the shapes alone choose).
-const char* cpu_kernel_name(const BenchCase& c) {
+// The kernel attend() runs for t_q queries of this case (production defaults: the shapes alone
+// choose).
+const char* cpu_kernel_name(const BenchCase& c, uint32_t t_q) {
   simd::AttentionArgs a;
-  a.t_q = c.t_q;
-  a.t_kv = c.t_kv;
+  a.t_q = t_q;
+  a.t_kv = c.batch == Batch::kNone ? c.t_kv : t_q;
   a.n_heads = c.n_heads;
   a.n_kv_heads = c.n_kv_heads;
   a.head_dim = c.head_dim;
@@ -100,9 +91,69 @@ const char* cpu_kernel_name(const BenchCase& c) {
   return simd::attention_kernel_name(a);
 }
 
+// An encoder batch runs each sentence as a call of its own, whose kernel its length chooses
+// (monotonically: the decode tiling below a few query rows): the shortest's and the longest's,
+// "a/b" where they differ.
+void cpu_kernel_label(const BenchCase& c, char* out, size_t size) {
+  if (c.batch == Batch::kNone) {
+    std::snprintf(out, size, "%s", cpu_kernel_name(c, c.t_q));
+    return;
+  }
+  uint32_t shortest = UINT32_MAX, longest = 0;
+  for (uint32_t b = 0; b < encoder_lengths().size(); ++b) {
+    const uint32_t rows = encoder_row(c, b + 1) - encoder_row(c, b);
+    shortest = std::min(shortest, rows);
+    longest = std::max(longest, rows);
+  }
+  const char* first = cpu_kernel_name(c, shortest);
+  const char* last = cpu_kernel_name(c, longest);
+  if (std::strcmp(first, last) == 0) std::snprintf(out, size, "%s", first);
+  else std::snprintf(out, size, "%s/%s", first, last);
+}
+
 }  // namespace
 
 const char* kv_layout_name(KvLayout layout) { return layout == KvLayout::kCache ? "cache" : "dense"; }
+
+Status make_case_call(const BenchCase& c, CaseCall* call) {
+  call->shape.t_q = c.t_q;
+  call->shape.t_kv = c.t_kv;
+  call->shape.n_heads = c.n_heads;
+  call->shape.n_kv_heads = c.n_kv_heads;
+  call->shape.head_dim = c.head_dim;
+  call->params = AttentionParams();
+  call->params.causal = c.causal;
+  call->alibi_slopes.assign(c.alibi ? c.n_heads : 0, 0.0f);
+  if (c.alibi) {
+    const Status st = alibi_slopes(c.n_heads, call->alibi_slopes.data());
+    if (!st.ok()) return Status::error(st.code(), "bench case %s: %s", c.name, st.message());
+    call->params.alibi_slopes = call->alibi_slopes.data();
+  }
+  call->cu_seqlens.clear();
+  call->mask.clear();
+  if (c.batch == Batch::kNone) return Status();
+  const uint32_t n = static_cast<uint32_t>(encoder_lengths().size());
+  call->cu_seqlens.resize(n + 1);
+  for (uint32_t b = 0; b <= n; ++b) call->cu_seqlens[b] = encoder_row(c, b);
+  if (call->cu_seqlens[n] != c.t_q || c.t_q != c.t_kv) {
+    return Status::error(Code::kInternal, "bench case %s: its sentences take %u rows, its shape %u queries and %u keys",
+                         c.name, call->cu_seqlens[n], c.t_q, c.t_kv);
+  }
+  call->params.cu_seqlens_q = call->cu_seqlens.data();
+  call->params.n_seqs = n;
+  if (c.batch == Batch::kPadded) {
+    call->mask.assign(size_t{c.t_q} * c.t_kv, 0);
+    for (uint32_t b = 0; b < n; ++b) {
+      const uint32_t first = call->cu_seqlens[b], last = call->cu_seqlens[b + 1];
+      for (uint32_t i = first; i < last; ++i) {
+        std::memset(call->mask.data() + size_t{i} * c.t_kv + first, 1, encoder_lengths()[b]);
+      }
+    }
+    call->params.mask_bool = call->mask.data();
+    call->params.mask_row_stride = c.t_kv;
+  }
+  return Status();
+}
 
 uint64_t kv_pool_bytes(std::span<const BenchCase* const> cases, uint64_t llc_bytes) {
   uint64_t largest = 0;
@@ -127,11 +178,17 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
   CaseResult r;
   r.backend = "cpu";
   r.threads = run.pool != nullptr ? run.pool->threads() : 1;
-  std::snprintf(r.kernel, sizeof(r.kernel), "%s", cpu_kernel_name(c));
-  r.kv_layout = kv_layout_name(run.layout);
-  const AttentionShape shape = shape_of(c);
-  // The same for both layouts: the work split is a function of the shape alone.
-  const Result<size_t> ws = attention_workspace_bytes(shape, r.threads);
+  cpu_kernel_label(c, r.kernel, sizeof(r.kernel));
+  // An encoder batch is token-major whatever the run asked (bench/runner.hpp).
+  const KvLayout layout = c.batch == Batch::kNone ? run.layout : KvLayout::kDense;
+  r.kv_layout = kv_layout_name(layout);
+  CaseCall call;
+  HEADWAY_RETURN_IF_ERROR(make_case_call(c, &call));
+  const AttentionShape& shape = call.shape;
+  const AttentionParams& params = call.params;
+  // The same for both layouts: the work split is a function of the shape alone (a packed batch
+  // needs the most one of its sequences does).
+  const Result<size_t> ws = attention_workspace_bytes(shape, params, r.threads);
   if (!ws.ok()) return Status::error(Code::kInvalidArgument, "bench case %s: %s", c.name, ws.status().message());
 
   const uint64_t stride = copy_stride(c);
@@ -153,17 +210,9 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
   }
   std::memset(workspace, 0, ws_bytes);
 
-  AttentionParams params;
-  params.causal = c.causal;
-  std::vector<float> slopes(c.alibi ? c.n_heads : 0);
-  if (c.alibi) {
-    const Status st = alibi_slopes(c.n_heads, slopes.data());
-    if (!st.ok()) return Status::error(st.code(), "bench case %s: %s", c.name, st.message());
-    params.alibi_slopes = slopes.data();
-  }
-  const Status s = time_calls(run.reps, &r, [&](uint32_t call) {
-    const uint8_t* base = run.kv->data() + (call % r.kv_copies) * stride;
-    if (run.layout == KvLayout::kCache) {  // as KvCache holds them: rows = t_kv, no ring
+  const Status s = time_calls(run.reps, &r, [&](uint32_t rep) {
+    const uint8_t* base = run.kv->data() + (rep % r.kv_copies) * stride;
+    if (layout == KvLayout::kCache) {  // as KvCache holds them: rows = t_kv, no ring
       const Result<simd::AttentionArgs> a =
           strided_attention_args(q.data(), base, base + v_offset, c.kv_dtype, o.data(), shape, params,
                                  size_t{c.t_kv} * c.head_dim, c.head_dim);
@@ -178,6 +227,12 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
 }
 
 Result<CaseResult> run_gpu_case(const BenchCase& c, GpuContext* context, uint32_t reps) {
+  if (c.batch != Batch::kNone) {
+    return Status::error(Code::kUnsupported,
+                         "bench case %s: an encoder batch runs on the CPU only (the GPU backend's cache calls take "
+                         "one sequence)",
+                         c.name);
+  }
   CaseResult r;
   r.backend = "gpu";
   r.threads = 1;

@@ -12,6 +12,11 @@
 // at least the last-level cache (kv_cold) every repetition streams its K/V from memory. Q, O and
 // the workspace are allocated and touched before timing too.
 //
+// An encoder case (a batch of sentences, bench/cases.hpp) is one attend() call on token-major
+// tensors whichever layout the run asks for: an encoder keeps no cache (its K/V are the
+// projections' rows, token-major), and a packed batch is attend()'s (cu_seqlens), which the
+// cache layout's call does not take. Its lengths and, padded, its mask are made before timing.
+//
 // GPU: the Vulkan backend in cache use, as a runtime decodes: K/V appended once (resident on the
 // device), then each repetition is one attend() call: Q upload, dispatch, O read-back, fence
 // wait. K/V are not rotated there: a decode case whose K/V fit in the GPU's L2 reads them warm.
@@ -19,9 +24,11 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "bench/buffer.hpp"
 #include "bench/cases.hpp"
+#include "headway/attention.hpp"
 #include "headway/backend.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -59,6 +66,24 @@ uint64_t kv_pool_bytes(std::span<const BenchCase* const> cases, uint64_t llc_byt
 // as f16, bf16 or (in pairs) f32: every case's K/V can be carved from it.
 Status make_kv_pool(BenchBuffer* pool, uint64_t bytes);
 
+// What a CPU call of case c passes attend() beside its tensors: the shape, the parameters and
+// the arrays they point into, which the timed calls only read. An encoder batch: cu_seqlens_q at
+// encoder_row() of each sentence; padded, a bool mask [t_q, t_kv] (row stride t_kv) that shows
+// each sequence its sentence's real keys, from every row of it (pad queries included, as a padded
+// PyTorch batch's key mask does), and hides the pad keys; its blocks off the diagonal, which
+// attend() never reads, are 0. Not copyable: params points into it.
+struct CaseCall {
+  AttentionShape shape;
+  AttentionParams params;
+  std::vector<float> alibi_slopes;   // [n_heads], or empty
+  std::vector<uint32_t> cu_seqlens;  // [sentences + 1], or empty
+  std::vector<uint8_t> mask;         // [t_q, t_kv], or empty
+  CaseCall() = default;
+  CaseCall(const CaseCall&) = delete;
+  CaseCall& operator=(const CaseCall&) = delete;
+};
+Status make_case_call(const BenchCase& c, CaseCall* call);
+
 struct CpuRun {
   ThreadPool* pool = nullptr;       // null: one thread
   const BenchBuffer* kv = nullptr;  // make_kv_pool's buffer
@@ -68,7 +93,8 @@ struct CpuRun {
 };
 Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run);
 
-// context: created by the caller (it fails on a machine without a usable device).
+// context: created by the caller (it fails on a machine without a usable device). An encoder case
+// is an error (kUnsupported): the backend's cache calls take one sequence.
 Result<CaseResult> run_gpu_case(const BenchCase& c, GpuContext* context, uint32_t reps);
 
 }  // namespace headway::bench
