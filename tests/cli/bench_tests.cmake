@@ -12,6 +12,13 @@ add_test(NAME "cli: bench-json-dense"
           "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;decode-t512-h32x8-d64-f16;--layout;dense;--reps;2;--llc-mib;8;--json"
           -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
 set_tests_properties("cli: bench-json-dense" PROPERTIES TIMEOUT 60)
+# The encoder batches (packed, padded, packed at head_dim 64): one attend() over token-major K/V
+# whatever the layout, so every line says dense.
+add_test(NAME "cli: bench-json-encoder"
+  COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=3 -DEXPECT_LAYOUT=dense "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+          "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;minilm-packed32-t2533-h12x12-d32-f32;--case;minilm-padded32-t4096-h12x12-d32-f32;--case;encoder-packed32-t2533-h6x6-d64-f32;--reps;2;--threads;2;--llc-mib;8;--json"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+set_tests_properties("cli: bench-json-encoder" PROPERTIES TIMEOUT 60)
 # --target pins the kernels, projections and roofs to one SIMD target: the portable SCALAR code
 # (bare metal's), which every host build compiles and every CPU runs. (Cross builds: 32-bit ARM's
 # run-time detection knows no target to pin.)
@@ -27,6 +34,9 @@ headway_cli_test(bench-bad-target 2 "--target NOPE( is not one of [A-Z0-9_, ]+ \
 headway_cli_test(bench-target-gpu 2 "--target SCALAR: a CPU SIMD target, and --backend gpu times the GPU"
                  bench --target SCALAR --backend gpu)
 headway_cli_test(bench-list 0 "decode-t8192-h32x8-d128-f16 +decode" bench --list)
+headway_cli_test(bench-list-encoder 0 "minilm-padded32-t4096-h12x12-d32-f32 +encoder" bench --list)
+headway_cli_test(bench-encoder-gpu 2 "--case minilm-packed32-t2533-h12x12-d32-f32: an encoder batch runs on the CPU only"
+                 bench --backend gpu --case minilm-packed32-t2533-h12x12-d32-f32)
 headway_cli_test(bench-unknown-case 2 "--case prefill-t9-nope: no case of that name" bench --case prefill-t9-nope)
 headway_cli_test(bench-bad-backend 2 "--backend tpu is not one of cpu, gpu" bench --backend tpu)
 headway_cli_test(bench-bad-reps 2 "--reps 0 is not a whole number" bench --reps 0)
