@@ -74,6 +74,12 @@ Status Session::prefill(const float* x, uint32_t t, float* y) {
                          "was run",
                          t, position(), p.config.max_seq);
   }
+  if (!p.config.causal && t > p.max_tokens) {
+    return Status::error(Code::kInvalidArgument,
+                         "session: %u tokens of a bidirectional model, the plan runs %u per call (max_tokens): its "
+                         "queries see later keys, so its tokens cannot run in chunks; plan max_tokens >= %u",
+                         t, p.max_tokens, t);
+  }
   const size_t d = p.config.d_model;
   for (uint32_t done = 0; done < t;) {
     const uint32_t n = t - done < p.max_tokens ? t - done : p.max_tokens;
@@ -83,17 +89,35 @@ Status Session::prefill(const float* x, uint32_t t, float* y) {
   return Status();
 }
 
-// h = x; for each layer h += attn(h); y = h. The stream h and the block output live in the
-// arena's activation region (plan.stream_offset, plan.block_out_offset).
-Status Session::run_chunk(const float* x, uint32_t t, float* y) {
+Status Session::encode(const float* x, const uint32_t* cu_seqlens, uint32_t n_seqs, float* y) {
+  if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "session: encode before init");
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "session: x or y is null");
+  if (cu_seqlens == nullptr || n_seqs == 0) {
+    return Status::error(Code::kInvalidArgument, "session: an encoder batch needs cu_seqlens and n_seqs >= 1");
+  }
+  // The first layer checks the lengths (forward_packed's messages) before anything is written.
+  const uint32_t t = cu_seqlens[n_seqs];
+  return run_stack(x, t, y, cu_seqlens, n_seqs);
+}
+
+Status Session::run_chunk(const float* x, uint32_t t, float* y) { return run_stack(x, t, y, nullptr, 0); }
+
+// The stream h and the block output live in the arena's activation region (plan.stream_offset,
+// plan.block_out_offset), sized for max_tokens rows.
+Status Session::run_stack(const float* x, uint32_t t, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
   const Plan& p = arena_->plan();
+  if (t > p.max_tokens) {
+    return Status::error(Code::kInvalidArgument, "session: %u tokens in one call, the plan holds %u (max_tokens)", t,
+                         p.max_tokens);
+  }
   uint8_t* base = arena_->weights() - p.weights_offset;
   float* h = reinterpret_cast<float*>(base + p.stream_offset);
   float* out = reinterpret_cast<float*>(base + p.block_out_offset);
   const size_t n = size_t{t} * p.config.d_model;
   std::memcpy(h, x, n * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    HEADWAY_RETURN_IF_ERROR(layers_[l].forward(h, out, t));
+    HEADWAY_RETURN_IF_ERROR(cu_seqlens != nullptr ? layers_[l].forward_packed(h, out, cu_seqlens, n_seqs)
+                                                  : layers_[l].forward(h, out, t));
     for (size_t i = 0; i < n; ++i) h[i] += out[i];
   }
   std::memmove(y, h, n * sizeof(float));

@@ -136,6 +136,10 @@ std::string npy_shape_text(const uint64_t* shape, uint32_t ndim) {
   return text;
 }
 
+namespace {
+constexpr uint64_t kAnySeqLensTotal = uint64_t{1} << 24;
+}  // namespace
+
 Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu) {
   cu->assign(1, 0);
   uint64_t sum = 0;
@@ -155,11 +159,16 @@ Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const 
                            text, index);
     }
     sum += n;
-    cu->push_back(static_cast<uint32_t>(sum < total ? sum : total));  // kept only when the sum is total
+    const uint64_t cap = total != 0 ? total : kAnySeqLensTotal;
+    cu->push_back(static_cast<uint32_t>(sum < cap ? sum : cap));  // kept only when the sum is right
     if (*end == '\0') break;
     p = end + 1;
   }
-  if (sum != total) {
+  if (total == 0 && sum > kAnySeqLensTotal) {
+    return Status::error(Code::kInvalidArgument, "%s %s: the lengths sum to %llu, more than %llu tokens", flag, text,
+                         static_cast<unsigned long long>(sum), static_cast<unsigned long long>(kAnySeqLensTotal));
+  }
+  if (total != 0 && sum != total) {
     return Status::error(Code::kInvalidArgument, "%s %s: the lengths sum to %llu, but %s has %u tokens", flag, text,
                          static_cast<unsigned long long>(sum), what, total);
   }

@@ -62,7 +62,8 @@ std::string human_bytes(uint64_t bytes);
 std::string npy_shape_text(const uint64_t* shape, uint32_t ndim);
 
 // `flag`'s text "12,40,7" → cumulative lengths {0, 12, 52, 59} in *cu: each length a whole number
-// >= 1, their sum `total` (the tokens of `what`, a file named in the message).
+// >= 1, their sum `total` (the tokens of `what`, a file named in the message), or any sum up to
+// 2^24 where total is 0.
 Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu);
 
 // Memory from std::aligned_alloc (a plan's arena, a workspace), freed on every return path.

@@ -9,6 +9,7 @@
 // context preset does not plan a 128k KV cache for a 160-token run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +42,7 @@ constexpr const char* kUsage =
     "                   [--threads N] [--ctx N] [--max-tokens N] [--weight-dtype f32|f16|bf16]\n"
     "                   [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
     "                   [--sink-tokens S] [--backend cpu|gpu] [--seed S] [--json]\n"
+    "                   [--sentences N] [--seq-min N] [--seq-max N] [--seq-lens N,N,...]\n"
     "  prefills N prompt tokens (default 128) and decodes M tokens (default 32) through the model's\n"
     "  attention stack (residual adds between blocks; no MLPs, norms or embeddings), then prints\n"
     "  tokens/s, the arena the plan promised and the bytes of it the run touched, and the heap\n"
@@ -48,7 +50,11 @@ constexpr const char* kUsage =
     "  (borrowed from the mapped file; a GGUF file also gives the config). --max-arena (default\n"
     "  4GiB; K/M/G/KiB/MiB/GiB suffixes) refuses bigger plans with exit 2. --backend gpu runs each\n"
     "  layer's KV cache and attention on a Vulkan device (projections stay on the CPU). --sink-tokens\n"
-    "  keeps the first S positions of each sliding layer visible through its window (StreamingLLM).\n";
+    "  keeps the first S positions of each sliding layer visible through its window (StreamingLLM).\n"
+    "  A bidirectional (encoder) model runs a batch of sentences instead, packed back to back in one\n"
+    "  call and each attending within itself, with no decode: --sentences N (default 32) of seeded\n"
+    "  lengths in --seq-min..--seq-max (default 12..128), or --seq-lens 12,40,7; the plan holds the\n"
+    "  batch (max_tokens) and its longest sentence (context). It prints tokens/s and sentences/s.\n";
 
 struct RunFlags {
   ConfigSource source;
@@ -58,6 +64,11 @@ struct RunFlags {
   uint32_t prompt = 128, tokens = 32, layers = 0, ctx = 0, seed = 1;
   uint32_t sink_tokens = 0;
   bool json = false, help = false, kv_dtype_set = false, wdtype_set = false, sink_tokens_set = false;
+  // An encoder's batch (a bidirectional model): its sentences' lengths, drawn or given.
+  uint32_t sentences = 32, seq_min = 12, seq_max = 128;
+  const char* seq_lens = nullptr;
+  const char* batch_flag = nullptr;   // the first batch flag given (for the message of a causal model)
+  const char* tokens_flag = nullptr;  // --prompt or --tokens where given (for an encoder's)
   DType kv_dtype = DType::kF16;
   BackendKind backend = BackendKind::kCpu;
   PlanOptions options;
@@ -78,8 +89,12 @@ Status parse_flags(int argc, char** argv, RunFlags* r) {
     if (r->source.take(&flags, &s)) {
       // --preset, --config, --gguf or --spec: the value is in source
     } else if (f == "--weights") s = flags.value(&r->weights_path);
-    else if (f == "--prompt") s = flags.value_u32(&r->prompt, 0, 1u << 24);
-    else if (f == "--tokens") s = flags.value_u32(&r->tokens, 0, 1u << 24);
+    else if (f == "--prompt") s = flags.value_u32(&r->prompt, 0, 1u << 24), r->tokens_flag = "--prompt";
+    else if (f == "--tokens") s = flags.value_u32(&r->tokens, 0, 1u << 24), r->tokens_flag = "--tokens";
+    else if (f == "--sentences") s = flags.value_u32(&r->sentences, 1, 1u << 16), r->batch_flag = "--sentences";
+    else if (f == "--seq-min") s = flags.value_u32(&r->seq_min, 1, 1u << 24), r->batch_flag = "--seq-min";
+    else if (f == "--seq-max") s = flags.value_u32(&r->seq_max, 1, 1u << 24), r->batch_flag = "--seq-max";
+    else if (f == "--seq-lens") s = flags.value(&r->seq_lens), r->batch_flag = "--seq-lens";
     else if (f == "--layers") s = flags.value_u32(&r->layers, 1, 1u << 16);
     else if (f == "--threads") s = flags.value_u32(&o.threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--ctx") s = flags.value_u32(&r->ctx, 1, 1u << 30);
@@ -147,6 +162,59 @@ Result<Config> config_for_run(const RunFlags& r, Config c) {
     }
     c.max_seq = r.ctx;
   }
+  if (c.n_layers > Session::kMaxLayers) {
+    return Status::error(Code::kUnsupported, "%u layers; a Session holds at most %u (use --layers)", c.n_layers,
+                         Session::kMaxLayers);
+  }
+  return c;
+}
+
+// An encoder's batch: the cumulative lengths of --seq-lens, or of --sentences lengths drawn from
+// --seed in --seq-min..--seq-max.
+Status encoder_batch(const RunFlags& r, std::vector<uint32_t>* cu) {
+  if (r.seq_lens != nullptr) return parse_seq_lens("--seq-lens", r.seq_lens, 0, nullptr, cu);
+  if (r.seq_min > r.seq_max) {
+    return Status::error(Code::kInvalidArgument, "--seq-min %u is more than --seq-max %u", r.seq_min, r.seq_max);
+  }
+  uint64_t s = uint64_t{r.seed} * 0x9E3779B97F4A7C15ull + 1;
+  cu->assign(1, 0);
+  for (uint32_t i = 0; i < r.sentences; ++i) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const uint32_t len = r.seq_min + static_cast<uint32_t>((s >> 11) % (uint64_t{r.seq_max} - r.seq_min + 1));
+    if (uint64_t{cu->back()} + len > (uint64_t{1} << 24)) {
+      return Status::error(Code::kInvalidArgument, "--sentences %u of up to %u tokens: more than %u tokens in all",
+                           r.sentences, r.seq_max, 1u << 24);
+    }
+    cu->push_back(cu->back() + len);
+  }
+  return Status();
+}
+
+// The config and options an encoder batch plans: a context of its longest sentence (or the
+// window, or --ctx), and the whole batch in one call (max_tokens; --max-tokens may not be less).
+Result<Config> config_for_encoder(const RunFlags& r, Config c, const std::vector<uint32_t>& cu, PlanOptions* o) {
+  if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
+  if (r.layers != 0 && r.layers < c.n_layers) c.keep_first_layers(r.layers);
+  uint32_t longest = 0;
+  for (size_t b = 0; b + 1 < cu.size(); ++b) longest = std::max(longest, cu[b + 1] - cu[b]);
+  const uint32_t total = cu.back();
+  if (longest > c.max_seq) {
+    return Status::error(Code::kInvalidArgument, "a sentence of %u tokens is longer than the model's context of %u",
+                         longest, c.max_seq);
+  }
+  if (r.ctx != 0 && r.ctx < longest) {
+    return Status::error(Code::kInvalidArgument, "--ctx %u is less than the longest sentence, %u tokens", r.ctx,
+                         longest);
+  }
+  c.max_seq = r.ctx != 0 ? r.ctx : std::max(longest, c.window);
+  if (o->max_tokens != 0 && o->max_tokens < total) {
+    return Status::error(Code::kInvalidArgument,
+                         "--max-tokens %u is less than the batch's %u tokens, which run in one call", o->max_tokens,
+                         total);
+  }
+  o->max_tokens = total;
   if (c.n_layers > Session::kMaxLayers) {
     return Status::error(Code::kUnsupported, "%u layers; a Session holds at most %u (use --layers)", c.n_layers,
                          Session::kMaxLayers);
@@ -281,6 +349,44 @@ Status run_tokens(Session* session, uint32_t max_tokens, uint32_t d, uint32_t pr
   return st;
 }
 
+// --prompt and --tokens are a decoder's run, the batch flags an encoder's: each refused for the
+// other kind of model, naming it.
+Status check_mode_flags(const RunFlags& r, const Config& c) {
+  if (c.causal && r.batch_flag != nullptr) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s is a causal model, which runs a prompt and decodes (--prompt, --tokens); the batch "
+                         "flags are for a bidirectional (encoder) model",
+                         r.batch_flag, c.name);
+  }
+  if (!c.causal && r.tokens_flag != nullptr) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s is a bidirectional (encoder) model, which runs a batch of sentences (--sentences, "
+                         "--seq-min, --seq-max, --seq-lens), not a prompt and decode",
+                         r.tokens_flag, c.name);
+  }
+  return Status();
+}
+
+// One untimed batch (first calls), then kEncodeReps timed ones: the median time, and the heap
+// calls over the timed ones.
+Status run_batch(Session* session, const std::vector<uint32_t>& cu, const float* x, float* y, RunReport* out) {
+  using Clock = std::chrono::steady_clock;
+  const uint32_t n_seqs = static_cast<uint32_t>(cu.size() - 1);
+  HEADWAY_RETURN_IF_ERROR(session->encode(x, cu.data(), n_seqs, y));
+  double seconds[kEncodeReps];
+  Status st;
+  HeapCount count;
+  for (int i = 0; i < kEncodeReps && st.ok(); ++i) {
+    const Clock::time_point t0 = Clock::now();
+    st = session->encode(x, cu.data(), n_seqs, y);
+    seconds[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  out->heap_calls = count.stop();
+  std::sort(seconds, seconds + kEncodeReps);
+  out->encode_s = seconds[kEncodeReps / 2];
+  return st;
+}
+
 Status check_finite(const std::vector<float>& y) {
   for (float v : y) {
     if (!std::isfinite(v)) return Status::error(Code::kInternal, "the stack produced a non-finite value");
@@ -303,10 +409,17 @@ int run(int argc, char** argv) {
   }
   const Result<Config> file_config = model_config(r, file);
   if (!file_config.ok()) return report("run", file_config.status());
-  const Result<Config> config = config_for_run(r, file_config.value());
+  const bool encoder = !file_config->causal;
+  if (Status s = check_mode_flags(r, file_config.value()); !s.ok()) return report("run", s);
+  std::vector<uint32_t> cu;
+  PlanOptions options = r.options;
+  if (encoder) {
+    if (Status s = encoder_batch(r, &cu); !s.ok()) return report("run", s);
+  }
+  const Result<Config> config =
+      encoder ? config_for_encoder(r, file_config.value(), cu, &options) : config_for_run(r, file_config.value());
   if (!config.ok()) return report("run", config.status());
   const Config& c = config.value();
-  PlanOptions options = r.options;
   if (Status s = choose_projection(r.projection, &options); !s.ok()) return report("run", s);
   FileWeights fw;
   if (r.weights_path != nullptr) {
@@ -319,11 +432,13 @@ int run(int argc, char** argv) {
 
   Stack stack;
   if (Status s = build_stack(p, options, r, &fw, &stack); !s.ok()) return report("run", s);
-  const size_t n = (size_t{r.prompt} + r.tokens) * c.d_model;
+  const size_t n = (encoder ? size_t{cu.back()} : size_t{r.prompt} + r.tokens) * c.d_model;
   const std::vector<float> x = random_inputs(r.seed, n);
   std::vector<float> y(n);
   RunReport out;
-  Status st = run_tokens(stack.session.get(), p.max_tokens, c.d_model, r.prompt, r.tokens, x.data(), y.data(), &out);
+  Status st =
+      encoder ? run_batch(stack.session.get(), cu, x.data(), y.data(), &out)
+              : run_tokens(stack.session.get(), p.max_tokens, c.d_model, r.prompt, r.tokens, x.data(), y.data(), &out);
   if (st.ok()) st = check_finite(y);
   if (!st.ok()) return report("run", st);
 
@@ -335,6 +450,8 @@ int run(int argc, char** argv) {
   out.backend_description = stack.session->layer(0).backend_description();
   out.prompt = r.prompt;
   out.tokens = r.tokens;
+  out.encoder = encoder;
+  out.batch = &cu;
   out.arena = measure_arena(p, static_cast<const uint8_t*>(stack.buffer.p));
   if (r.json) print_run_json(out);
   else print_run_table(out);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "headway/backend.hpp"
 #include "headway/config.hpp"
@@ -33,9 +34,16 @@ struct RunReport {
   const char* backend_description = nullptr;  // the first layer's backend
   uint32_t prompt = 0, tokens = 0;
   double prefill_s = 0, decode_s = 0;
+  // An encoder's batch instead of prompt and decode: its cumulative lengths, the median time of
+  // one batch.
+  bool encoder = false;
+  const std::vector<uint32_t>* batch = nullptr;
+  double encode_s = 0;
   long heap_calls = 0;
   ArenaUse arena;
 };
+// The timed batches an encoder run takes the median of.
+inline constexpr int kEncodeReps = 3;
 void print_run_table(const RunReport& r);
 void print_run_json(const RunReport& r);
 

@@ -74,7 +74,9 @@ constexpr uint64_t xnn_packed_bytes_bound(uint64_t out, uint64_t in, uint32_t bl
 
 struct PlanOptions {
   uint32_t threads = 1;
-  uint32_t max_tokens = 0;           // most tokens per prefill call; 0 = min(512, max_seq)
+  // Most tokens per prefill call; 0 = min(512, max_seq). At most max_seq, but for a bidirectional
+  // model: there an encoder's packed batch (Session::encode) holds sentences of up to max_seq each.
+  uint32_t max_tokens = 0;
   DType weight_dtype = DType::kF32;  // projection weights as the runtime keeps them
   bool weights_in_arena = true;      // false: weights are borrowed (memory-mapped), not copied
   Projection projection = Projection::kHighway;
@@ -239,7 +241,9 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.kv_width = static_cast<uint32_t>(kvw);
   p.qkv_width = static_cast<uint32_t>(qkvw);
   p.max_tokens = o.max_tokens ? o.max_tokens : 512;
-  if (p.max_tokens > c.max_seq) p.max_tokens = c.max_seq;
+  // A causal call's tokens are positions of one sequence; a bidirectional model's may be an
+  // encoder's batch of sequences (Session::encode), each within max_seq.
+  if (p.max_tokens > c.max_seq && (c.causal || o.max_tokens == 0)) p.max_tokens = c.max_seq;
   p.sliding_layers = c.sliding_layers_before(c.n_layers);
   p.ring_rows = c.max_seq;
   if (c.window) {

@@ -54,10 +54,18 @@ class Session {
   Status init(const Arena& arena, LayerWeightsFn fn, void* ctx, const LayerOptions& options);
 
   // x [t, d_model] f32 at positions position()..; y [t, d_model] (may alias x). t may exceed
-  // plan.max_tokens: it runs in chunks of max_tokens (same result as one call per chunk).
+  // plan.max_tokens: it runs in chunks of max_tokens (same result as one call per chunk), except
+  // in a bidirectional model (whose queries see later keys): there t > max_tokens is an error.
   Status prefill(const float* x, uint32_t t, float* y);
   Status decode(const float* x, float* y) { return prefill(x, 1, y); }
   void reset();
+
+  // An encoder's batch: n_seqs sentences back to back in x [cu_seqlens[n_seqs], d_model], each
+  // through every block as a sequence of its own from position 0 (AttentionLayer::
+  // forward_packed: one projection over the batch, attention within each sentence), y likewise
+  // (may alias x). The whole batch is one call: at most plan.max_tokens tokens, each sentence at
+  // most max_seq. Nothing stays cached (position() is 0 after). Allocates nothing.
+  Status encode(const float* x, const uint32_t* cu_seqlens, uint32_t n_seqs, float* y);
 
   uint32_t position() const { return n_layers_ ? layers_[0].position() : 0; }
   uint32_t n_layers() const { return n_layers_; }
@@ -65,6 +73,8 @@ class Session {
 
  private:
   Status run_chunk(const float* x, uint32_t t, float* y);
+  // h = x; for each layer h += attn(h); y = h: one chunk, or (cu_seqlens set) a packed batch.
+  Status run_stack(const float* x, uint32_t t, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs);
 
   const Arena* arena_ = nullptr;
   uint32_t n_layers_ = 0;

@@ -25,6 +25,24 @@ elseif(HEADWAY_LAVAPIPE_ICD)
   set_tests_properties("cli: run-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT
     "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache;${sanitizer_env}")
 endif()
+# An encoder config runs a batch of sentences in one call, no decode, no heap: all-MiniLM-like BERT
+# (no RoPE) and ModernBERT (global and local layers, symmetric window, two RoPE bases).
+headway_cli_test(run-encoder-bert-json 0 "\"mode\":\"encode\",\"sentences\":6,\"batch_tokens\":[0-9]+,.*\"heap_allocations\":0"
+  run --config ${data}/hf/bert-base-uncased.json --layers 2 --sentences 6 --seq-min 3 --seq-max 40 --threads 2 --json)
+headway_cli_test(run-encoder-modernbert 0 "encode +5 sentences of 3\\.\\.90 tokens \\(150 in all, one call\\).*heap +0 allocations during the timed batches"
+  run --config ${data}/hf/modernbert-base.json --layers 3 --seq-lens 3,90,20,30,7 --threads 2)
+headway_cli_test(run-encoder-prompt 2 "--prompt: bert is a bidirectional \\(encoder\\) model, which runs a batch of sentences"
+  run --config ${data}/hf/bert-base-uncased.json --prompt 8)
+headway_cli_test(run-decoder-sentences 2 "--sentences: gpt2 is a causal model, which runs a prompt and decodes"
+  run --preset gpt2 --sentences 4)
+headway_cli_test(run-encoder-seq-range 2 "--seq-min 50 is more than --seq-max 10"
+  run --config ${data}/hf/bert-base-uncased.json --seq-min 50 --seq-max 10)
+headway_cli_test(run-encoder-seq-lens-zero 2 "--seq-lens 4,0: item 1 is 0"
+  run --config ${data}/hf/bert-base-uncased.json --seq-lens 4,0)
+headway_cli_test(run-encoder-past-context 2 "a sentence of 600 tokens is longer than the model's context of 512"
+  run --config ${data}/hf/bert-base-uncased.json --seq-lens 600)
+headway_cli_test(run-encoder-max-tokens 2 "--max-tokens 8 is less than the batch's 12 tokens, which run in one call"
+  run --config ${data}/hf/bert-base-uncased.json --seq-lens 6,6 --max-tokens 8)
 # Layers that differ (sliding and full, a NoPE layer, a local RoPE base): run with no heap.
 headway_cli_test(run-layer-kinds 0 "heap +0 allocations during prefill and decode"
   run --spec "d_model=64 heads=4 kv_heads=2 ctx=256 layers=4 rope_theta=1e6 window=16 sliding_pattern=2 nope_interval=4 rope_local_theta=100"

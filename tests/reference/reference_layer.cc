@@ -91,6 +91,7 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
   a.softcap = c_.softcap;
   a.causal = c_.causal;
   a.window = c_.window;
+  a.window_symmetric = c_.window != 0 && c_.window_symmetric;
   if (c_.sinks) a.sinks = w_.sinks;
   a.sink_tokens = c_.window != 0 ? c_.sink_tokens : 0;
   if (c_.alibi) {

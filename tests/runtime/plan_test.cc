@@ -200,11 +200,19 @@ TEST_CASE("the plan's scratch holds attention's workspace for every call it allo
   }
 }
 
-TEST_CASE("max_tokens is clamped to the context") {
+// A causal call's tokens are one sequence's: at most the context. A bidirectional model's may be a
+// batch of sentences (Session::encode), each within the context: an explicit max_tokens holds.
+TEST_CASE("max_tokens is clamped to the context, but an encoder's batch may pass it") {
   Config c = presets::bert_base();
   PlanOptions o;
   o.max_tokens = 4096;
+  CHECK(make_plan(c, o).value().max_tokens == 4096);
+  c.causal = true;
   CHECK(make_plan(c, o).value().max_tokens == 512);
+  c.causal = false;
+  c.max_seq = 300;
+  o.max_tokens = 0;
+  CHECK(make_plan(c, o).value().max_tokens == 300);
 }
 
 }  // namespace

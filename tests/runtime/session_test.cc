@@ -120,6 +120,94 @@ TEST_CASE("Session: the residual stack matches the reference, a long prompt runs
   }
 }
 
+// An encoder's batch: bidirectional, layer 0 full at the global base, layers 1 and 2 with a
+// symmetric window of 5 at a local base (ModernBERT's kinds). Four sentences packed in one call
+// of 25 tokens, more than the context of 12 (max_tokens may pass max_seq in a bidirectional
+// model): each matches the reference stack over it alone from position 0, and is bitwise what a
+// prefill of it alone gives; no heap; nothing stays cached.
+TEST_CASE("Session::encode: a packed batch of sentences, each as alone through every block") {
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  Config c = stack_config();
+  c.causal = false;
+  c.max_seq = 12;
+  c.window = 5;
+  c.window_symmetric = true;
+  c.layers.sliding.count = 3;
+  c.layers.sliding.set(1, true);
+  c.layers.sliding.set(2, true);
+  c.layers.local_rope_theta = 100.0f;
+  REQUIRE(validate(c).ok());
+  const std::vector<uint32_t> cu = {0, 7, 8, 20, 25};
+  for (Projection proj : projections()) {
+    INFO(projection_name(proj));
+    PlanOptions o;
+    o.threads = 2;
+    o.max_tokens = 25;
+    o.projection = proj;
+    Stack* s = make_stack(c, o, &pool);
+    CHECK(s->plan.max_tokens == 25);
+    const std::vector<float> x = random_x(25, c.d_model, 9);
+    std::vector<float> y(x.size());
+    HeapCount count;
+    REQUIRE(s->session.encode(x.data(), cu.data(), 4, y.data()).ok());
+    CHECK(count.stop() == 0);
+    CHECK(s->session.position() == 0);
+    for (size_t b = 0; b + 1 < cu.size(); ++b) {
+      INFO("sentence " << b);
+      const uint32_t t = cu[b + 1] - cu[b];
+      const size_t at = size_t{cu[b]} * c.d_model, n = size_t{t} * c.d_model;
+      std::vector<test::RefLayer> ref;
+      for (uint32_t l = 0; l < c.n_layers; ++l) ref.emplace_back(c.layer_alone(l), s->weights[l].ref);
+      const std::vector<double> want =
+          test::reference_stack(ref, std::vector<double>(x.begin() + at, x.begin() + at + n), t);
+      CHECK(max_rel_error(std::vector<float>(y.begin() + at, y.begin() + at + n), want) < 5e-5);
+      std::vector<float> alone(n);
+      s->session.reset();
+      REQUIRE(s->session.prefill(x.data() + at, t, alone.data()).ok());
+      CHECK(std::memcmp(alone.data(), y.data() + at, n * sizeof(float)) == 0);
+    }
+    // A symmetric window looks ahead: dropping it (or the sentence boundaries) changes the result.
+    std::vector<test::RefLayer> one_sided;
+    Config causal_view = c;
+    causal_view.window_symmetric = false;
+    for (uint32_t l = 0; l < c.n_layers; ++l) one_sided.emplace_back(causal_view.layer_alone(l), s->weights[l].ref);
+    const std::vector<double> wrong = test::reference_stack(
+        one_sided, std::vector<double>(x.begin() + 8 * c.d_model, x.begin() + 20 * c.d_model), 12);
+    CHECK(max_rel_error(std::vector<float>(y.begin() + 8 * c.d_model, y.begin() + 20 * c.d_model), wrong) > 1e-3);
+    // Bad batches: an empty sentence, one past the context, more tokens than the plan's; y unchanged.
+    const auto message = [](const Status& st) { return std::string(st.ok() ? "ok" : st.message()); };
+    const std::vector<float> before = y;
+    const std::vector<uint32_t> empty = {0, 7, 7, 25}, too_long = {0, 13, 25}, too_many = {0, 10, 20, 26};
+    const std::vector<float> big(26 * c.d_model, 0.5f);
+    CHECK(message(s->session.encode(x.data(), empty.data(), 3, y.data())).find("sequence 1 is empty") !=
+          std::string::npos);
+    CHECK(message(s->session.encode(x.data(), too_long.data(), 2, y.data()))
+              .find("sequence 0 has 13 tokens, past the context of 12") != std::string::npos);
+    CHECK(message(s->session.encode(big.data(), too_many.data(), 3, y.data()))
+              .find("26 tokens in one call, the plan holds 25") != std::string::npos);
+    CHECK(y == before);
+    delete s;
+  }
+}
+
+// A bidirectional model's queries see later keys: its tokens never run in chunks.
+TEST_CASE("Session: a bidirectional prefill longer than max_tokens is refused, nothing run") {
+  Config c = stack_config();
+  c.causal = false;
+  PlanOptions o;
+  o.max_tokens = 4;
+  Stack* s = make_stack(c, o, nullptr);
+  const std::vector<float> x = random_x(9, c.d_model, 3);
+  std::vector<float> y(x.size(), 7.0f);
+  const Status st = s->session.prefill(x.data(), 9, y.data());
+  REQUIRE_FALSE(st.ok());
+  CHECK(std::string(st.message()).find("its tokens cannot run in chunks; plan max_tokens >= 9") != std::string::npos);
+  CHECK(s->session.position() == 0);
+  CHECK(y[0] == 7.0f);
+  delete s;
+}
+
 TEST_CASE("Session: decoding token by token equals one prefill of the same tokens") {
   const Config c = stack_config();
   for (Projection proj : projections()) {
