@@ -274,14 +274,13 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   return project(1, attn, y, t);
 }
 
-Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
+Status AttentionLayer::check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs) const {
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
   const Config& c = p.config;
   if (cu_seqlens == nullptr || n_seqs == 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);
   }
-  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
   if (cu_seqlens[0] != 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: cu_seqlens[0] is %u, expected 0", layer_, cu_seqlens[0]);
   }
@@ -301,6 +300,15 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)", layer_,
                          t, p.max_tokens);
   }
+  return Status();
+}
+
+Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
+  HEADWAY_RETURN_IF_ERROR(check_packed(cu_seqlens, n_seqs));
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
+  const Plan& p = *plan_;
+  const Config& c = p.config;
+  const uint32_t t = cu_seqlens[n_seqs];
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;

@@ -92,12 +92,9 @@ Status Session::prefill(const float* x, uint32_t t, float* y) {
 Status Session::encode(const float* x, const uint32_t* cu_seqlens, uint32_t n_seqs, float* y) {
   if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "session: encode before init");
   if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "session: x or y is null");
-  if (cu_seqlens == nullptr || n_seqs == 0) {
-    return Status::error(Code::kInvalidArgument, "session: an encoder batch needs cu_seqlens and n_seqs >= 1");
-  }
-  // The first layer checks the lengths (forward_packed's messages) before anything is written.
-  const uint32_t t = cu_seqlens[n_seqs];
-  return run_stack(x, t, y, cu_seqlens, n_seqs);
+  // The lengths (forward_packed's checks and messages) before anything is written.
+  HEADWAY_RETURN_IF_ERROR(layers_[0].check_packed(cu_seqlens, n_seqs));
+  return run_stack(x, cu_seqlens[n_seqs], y, cu_seqlens, n_seqs);
 }
 
 Status Session::run_chunk(const float* x, uint32_t t, float* y) { return run_stack(x, t, y, nullptr, 0); }

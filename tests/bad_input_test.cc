@@ -2,8 +2,8 @@
 // with a given code and a message that names the field and the value at fault ("needles"), and,
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
-// ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches, config.json,
-// GGUF and .npy.
+// ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
+// Session::encode, config.json, GGUF and .npy.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "headway/backend.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/layer.hpp"
+#include "headway/session.hpp"
 #include "headway/model_files.hpp"
 #include "headway/npy.hpp"
 #include "headway/plan.hpp"
@@ -883,6 +885,66 @@ TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and
       {"no lengths", packed(nullptr, 2), Code::kInvalidArgument, {"needs cu_seqlens"}},
   });
   CHECK(layer.position() == 3);
+  CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
+  for (const float v : y) CHECK(v == 0.0f);
+}
+
+TEST_CASE("bad input: Session::encode lengths and pointers leave the session and the arena as they were") {
+  Config c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.max_seq = 8;
+  c.n_layers = 2;
+  c.causal = false;
+  c.rope.style = RopeStyle::kNeox;
+  PlanOptions o;
+  o.max_tokens = 12;  // a bidirectional model's batch may pass its context
+  const Plan p = make_plan(c, o).value();
+  Aligned mem(p.arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
+  const std::vector<float> wq(size_t{64} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
+  LayerWeights w;
+  w.wq = {wq.data(), DType::kF32, 64, 64};
+  w.wk = {wkv.data(), DType::kF32, 32, 64};
+  w.wv = {wkv.data(), DType::kF32, 32, 64};
+  w.wo = {wq.data(), DType::kF32, 64, 64};
+  const LayerWeights layers[2] = {w, w};
+  auto session = std::make_unique<Session>();
+  Session never_initialized;
+  REQUIRE(session->init(arena, layers, 2).ok());
+  std::vector<float> x(size_t{16} * 64, 1.0f), y(x.size(), 0.0f);
+  const uint32_t good[3] = {0, 5, 12};
+  REQUIRE(session->encode(x.data(), good, 2, y.data()).ok());
+  std::fill(y.begin(), y.end(), 0.0f);
+  const std::vector<uint8_t> before(static_cast<uint8_t*>(mem.p), static_cast<uint8_t*>(mem.p) + mem.size);
+  const uint32_t from_two[3] = {2, 3, 4}, shrinking[3] = {0, 5, 2}, wrapped[2] = {0, 0xffffffffu},
+                 long_one[3] = {0, 9, 12}, past[3] = {0, 6, 13};
+  auto encode = [&](Session* s, const float* in, const uint32_t* cu, uint32_t n) {
+    return [s, in, &y, cu, n] { return s->encode(in, cu, n, y.data()); };
+  };
+  check_rows({
+      {"lengths from 2", encode(session.get(), x.data(), from_two, 2), Code::kInvalidArgument, {"cu_seqlens[0] is 2"}},
+      {"a falling length",
+       encode(session.get(), x.data(), shrinking, 2),
+       Code::kInvalidArgument,
+       {"cu_seqlens[2] = 2", "sequence 1 is empty"}},
+      {"a length near 2^32",
+       encode(session.get(), x.data(), wrapped, 1),
+       Code::kOutOfRange,
+       {"4294967295 tokens", "context of 8"}},
+      {"a sentence past the context",
+       encode(session.get(), x.data(), long_one, 2),
+       Code::kOutOfRange,
+       {"sequence 0 has 9 tokens", "context of 8"}},
+      {"more tokens than max_tokens", encode(session.get(), x.data(), past, 2), Code::kInvalidArgument, {"13 tokens"}},
+      {"no lengths", encode(session.get(), x.data(), nullptr, 2), Code::kInvalidArgument, {"needs cu_seqlens"}},
+      {"no sentences", encode(session.get(), x.data(), good, 0), Code::kInvalidArgument, {"n_seqs >= 1"}},
+      {"x null", encode(session.get(), nullptr, good, 2), Code::kInvalidArgument, {"x or y is null"}},
+      {"before init", encode(&never_initialized, x.data(), good, 2), Code::kFailedPrecondition, {"before init"}},
+  });
+  CHECK(session->position() == 0);
   CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
   for (const float v : y) CHECK(v == 0.0f);
 }

@@ -89,6 +89,8 @@ class AttentionLayer {
   // its rows are what forward() gives it alone after reset(0). The cache is empty afterwards
   // (reset(0)). Bad lengths change nothing.
   Status forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs);
+  // forward_packed's checks of the lengths alone (Session::encode makes them before it writes).
+  Status check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs) const;
 
   // Empties the cache; the next token sits at `start_position` (a fresh cache that starts
   // mid-sequence: positions start_position.. get their RoPE angles; start_position + tokens must

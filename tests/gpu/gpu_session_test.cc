@@ -424,6 +424,49 @@ TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked pre
   }
 }
 
+// An encoder's batch (Session::encode): bidirectional, layer 0 full, layers 1 and 2 with a
+// symmetric window of 5 at a local RoPE base (ModernBERT's kinds), four sentences in one call of
+// more tokens than the context.
+TEST_CASE("a Session's encoder batch on the GPU matches the CPU's: symmetric windows, two RoPE bases") {
+  GpuContext* gpu = context();
+  if (gpu == nullptr) return;
+  for (DType kv : {DType::kF32, DType::kF16}) {
+    INFO("kv " << std::string(dtype_name(kv)));
+    Config c = stack_config(kv, 5);
+    c.causal = false;
+    c.window_symmetric = true;
+    c.max_seq = 24;
+    c.layers.sliding.count = 3;
+    c.layers.sliding.set(1, true);
+    c.layers.sliding.set(2, true);
+    c.layers.local_rope_theta = 500.0f;
+    PlanOptions po;
+    po.max_tokens = 45;
+    const Plan p = make_plan(c, po).value();
+    REQUIRE(p.max_tokens == 45);
+    std::vector<test::TestLayerWeights> w;
+    std::vector<LayerWeights> views;
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      w.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
+      views.push_back(w.back().view);
+    }
+    Stack on_cpu, on_gpu;
+    REQUIRE(on_cpu.init(p, views, LayerOptions{}).ok());
+    LayerOptions go;
+    go.backend = BackendKind::kGpu;
+    go.gpu = gpu;
+    const Status st = on_gpu.init(p, views, go);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    const std::vector<uint32_t> cu = {0, 9, 10, 34, 45};
+    const std::vector<float> x = random_x(45, c.d_model, 8);
+    std::vector<float> y_cpu(x.size()), y_gpu(x.size());
+    REQUIRE(on_cpu.session->encode(x.data(), cu.data(), 4, y_cpu.data()).ok());
+    REQUIRE(on_gpu.session->encode(x.data(), cu.data(), 4, y_gpu.data()).ok());
+    CHECK(relative_error(y_gpu, y_cpu) <= stack_tolerance(kv));
+    CHECK(on_gpu.session->position() == 0);
+  }
+}
+
 TEST_CASE("an AttentionLayer on the GPU that starts at position P matches the CPU's") {
   GpuContext* gpu = context();
   if (gpu == nullptr) return;
