@@ -848,27 +848,40 @@ TEST_CASE("bad input: sink logits of AttentionLayer and CpuBackend") {
   CHECK(b.size() == 2);
 }
 
-TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and the arena as they were") {
-  Config c;
-  c.d_model = 64;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.max_seq = 8;
-  c.rope.style = RopeStyle::kNeox;
-  PlanOptions o;
-  o.max_tokens = 8;
-  const Plan p = make_plan(c, o).value();
-  Aligned mem(p.arena_bytes);
+// A small stack in its own arena for the packed-batch rows: d_model 64, 4/2 heads of 16, a
+// context of 8, constant weights (each layer the same).
+struct SmallStack {
+  Plan plan;
+  std::unique_ptr<Aligned> mem;
   Arena arena;
-  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
-  const std::vector<float> wq(size_t{64} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
+  std::vector<float> wq = std::vector<float>(size_t{64} * 64, 0.01f), wkv = std::vector<float>(size_t{32} * 64, 0.01f);
   LayerWeights w;
-  w.wq = {wq.data(), DType::kF32, 64, 64};
-  w.wk = {wkv.data(), DType::kF32, 32, 64};
-  w.wv = {wkv.data(), DType::kF32, 32, 64};
-  w.wo = {wq.data(), DType::kF32, 64, 64};
+  SmallStack(bool causal, uint32_t n_layers, uint32_t max_tokens) {
+    Config c;
+    c.d_model = 64;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.max_seq = 8;
+    c.n_layers = n_layers;
+    c.causal = causal;
+    c.rope.style = RopeStyle::kNeox;
+    PlanOptions o;
+    o.max_tokens = max_tokens;
+    plan = make_plan(c, o).value();
+    mem = std::make_unique<Aligned>(plan.arena_bytes);
+    REQUIRE(arena.bind(plan, mem->p, mem->size).ok());
+    w.wq = {wq.data(), DType::kF32, 64, 64};
+    w.wk = {wkv.data(), DType::kF32, 32, 64};
+    w.wv = {wkv.data(), DType::kF32, 32, 64};
+    w.wo = {wq.data(), DType::kF32, 64, 64};
+  }
+};
+
+TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and the arena as they were") {
+  SmallStack st(true, 1, 8);
+  const Aligned& mem = *st.mem;
   AttentionLayer layer;
-  REQUIRE(layer.init(arena, 0, w).ok());
+  REQUIRE(layer.init(st.arena, 0, st.w).ok());
   std::vector<float> x(size_t{16} * 64, 1.0f), y(x.size(), 0.0f);
   REQUIRE(layer.forward(x.data(), y.data(), 3).ok());
   std::fill(y.begin(), y.end(), 0.0f);
@@ -890,30 +903,12 @@ TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and
 }
 
 TEST_CASE("bad input: Session::encode lengths and pointers leave the session and the arena as they were") {
-  Config c;
-  c.d_model = 64;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.max_seq = 8;
-  c.n_layers = 2;
-  c.causal = false;
-  c.rope.style = RopeStyle::kNeox;
-  PlanOptions o;
-  o.max_tokens = 12;  // a bidirectional model's batch may pass its context
-  const Plan p = make_plan(c, o).value();
-  Aligned mem(p.arena_bytes);
-  Arena arena;
-  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
-  const std::vector<float> wq(size_t{64} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
-  LayerWeights w;
-  w.wq = {wq.data(), DType::kF32, 64, 64};
-  w.wk = {wkv.data(), DType::kF32, 32, 64};
-  w.wv = {wkv.data(), DType::kF32, 32, 64};
-  w.wo = {wq.data(), DType::kF32, 64, 64};
-  const LayerWeights layers[2] = {w, w};
+  SmallStack st(false, 2, 12);  // a bidirectional model's batch may pass its context of 8
+  const Aligned& mem = *st.mem;
+  const LayerWeights layers[2] = {st.w, st.w};
   auto session = std::make_unique<Session>();
   Session never_initialized;
-  REQUIRE(session->init(arena, layers, 2).ok());
+  REQUIRE(session->init(st.arena, layers, 2).ok());
   std::vector<float> x(size_t{16} * 64, 1.0f), y(x.size(), 0.0f);
   const uint32_t good[3] = {0, 5, 12};
   REQUIRE(session->encode(x.data(), good, 2, y.data()).ok());

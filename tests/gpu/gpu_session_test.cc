@@ -327,6 +327,26 @@ struct Stack {
   }
 };
 
+// The same plan and seeded weights (layer l's seed: seed + l) as one Session on the CPU backend
+// and one on the GPU.
+struct StackPair {
+  std::vector<test::TestLayerWeights> weights;
+  std::vector<LayerWeights> views;
+  Stack on_cpu, on_gpu;
+};
+void make_pair(StackPair* pair, const Plan& p, GpuContext* gpu, uint64_t seed) {
+  for (uint32_t l = 0; l < p.config.n_layers; ++l) {
+    pair->weights.push_back(test::make_test_weights(p.config, DType::kF32, seed + l));
+    pair->views.push_back(pair->weights.back().view);
+  }
+  REQUIRE(pair->on_cpu.init(p, pair->views, LayerOptions{}).ok());
+  LayerOptions go;
+  go.backend = BackendKind::kGpu;
+  go.gpu = gpu;
+  const Status st = pair->on_gpu.init(p, pair->views, go);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+}
+
 std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
   test::Rng rng(seed);
   std::vector<float> x(size_t{t} * d);
@@ -379,19 +399,10 @@ TEST_CASE("a Session on the GPU matches the same Session on the CPU: chunked pre
       PlanOptions po;
       po.max_tokens = 8;
       const Plan p = make_plan(c, po).value();
-      std::vector<test::TestLayerWeights> w;
-      std::vector<LayerWeights> views;
-      for (uint32_t l = 0; l < c.n_layers; ++l) {
-        w.push_back(test::make_test_weights(c, DType::kF32, 21 + l));
-        views.push_back(w.back().view);
-      }
-      Stack on_cpu, on_gpu;
-      REQUIRE(on_cpu.init(p, views, LayerOptions{}).ok());
-      LayerOptions go;
-      go.backend = BackendKind::kGpu;
-      go.gpu = gpu;
-      const Status st = on_gpu.init(p, views, go);
-      REQUIRE_MESSAGE(st.ok(), st.message());
+      StackPair pair;
+      make_pair(&pair, p, gpu, 21);
+      Stack& on_cpu = pair.on_cpu;
+      Stack& on_gpu = pair.on_gpu;
       CHECK(on_gpu.session->layer(0).backend_kind() == BackendKind::kGpu);
       CHECK(on_cpu.session->layer(0).backend_kind() == BackendKind::kCpu);
       INFO(on_gpu.session->layer(0).backend_description());
@@ -444,19 +455,10 @@ TEST_CASE("a Session's encoder batch on the GPU matches the CPU's: symmetric win
     po.max_tokens = 45;
     const Plan p = make_plan(c, po).value();
     REQUIRE(p.max_tokens == 45);
-    std::vector<test::TestLayerWeights> w;
-    std::vector<LayerWeights> views;
-    for (uint32_t l = 0; l < c.n_layers; ++l) {
-      w.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
-      views.push_back(w.back().view);
-    }
-    Stack on_cpu, on_gpu;
-    REQUIRE(on_cpu.init(p, views, LayerOptions{}).ok());
-    LayerOptions go;
-    go.backend = BackendKind::kGpu;
-    go.gpu = gpu;
-    const Status st = on_gpu.init(p, views, go);
-    REQUIRE_MESSAGE(st.ok(), st.message());
+    StackPair pair;
+    make_pair(&pair, p, gpu, 31);
+    Stack& on_cpu = pair.on_cpu;
+    Stack& on_gpu = pair.on_gpu;
     const std::vector<uint32_t> cu = {0, 9, 10, 34, 45};
     const std::vector<float> x = random_x(45, c.d_model, 8);
     std::vector<float> y_cpu(x.size()), y_gpu(x.size());
