@@ -126,8 +126,8 @@ inline constexpr int64_t kDecodeQuantizedQueryMinKeys = 64;
 // Whether decode on this target and CPU quantizes the query for a: K in a block format, head_dim
 // whole blocks and at least two (the quantized row must fit in the f32 row's place), no ALiBi, and
 // every row seeing at least kDecodeQuantizedQueryMinKeys keys (so no general mask, which can leave
-// a row fewer). A function of the shapes and the
-// CPU, so every task and every chunk of a call agrees.
+// a row fewer). A function of the shapes and the CPU, so every task and every chunk of a call
+// agrees.
 inline bool DecodeQuantizesQuery(const AttentionArgs& a) {
   return DecodeIntegerDotAvailable() && KvTypeIsBlock(a.kv_type) && a.head_dim >= 2 * kKvBlockValues &&
          a.head_dim % kKvBlockValues == 0 && a.alibi_slopes == nullptr && !detail::HasGeneralMask(a) &&
