@@ -2,83 +2,20 @@
 #include <cstdio>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "examples/cli/config_source.hpp"
 #include "examples/cli/plan_layers.hpp"
 #include "headway/plan.hpp"
+#include "headway/plan_json.hpp"
 
 namespace headway::cli {
 namespace {
 
-const char* attention_kind(const Plan& p) {
-  if (p.group_size == 1) return "MHA";
-  if (p.config.kv_heads() == 1) return "MQA";
-  return "GQA";
-}
-
-nlohmann::ordered_json plan_json(const Plan& p) {
-  const Config& c = p.config;
-  nlohmann::ordered_json j;
-  j["model"] = c.name;
-  j["d_model"] = c.d_model;
-  j["n_heads"] = c.n_heads;
-  j["n_kv_heads"] = c.kv_heads();
-  j["head_dim"] = p.head_dim;
-  j["group_size"] = p.group_size;
-  j["attention"] = attention_kind(p);
-  j["q_width"] = p.q_width;
-  j["kv_width"] = p.kv_width;
-  j["qkv_width"] = p.qkv_width;
-  j["kernel"] = kernel_name(p.kernel);
-  j["max_seq"] = c.max_seq;
-  j["n_layers"] = c.n_layers;
-  j["causal"] = c.causal;
-  j["window"] = c.window;
-  j["window_symmetric"] = c.window_symmetric;
-  j["softcap"] = c.softcap;
-  j["scale"] = c.logit_scale();
-  j["rope"] = {{"style", rope_style_name(c.rope.style)},
-               {"theta", c.rope.theta},
-               {"rotary_dim", c.rotary_dims()},
-               {"scaling", rope_scaling_name(c.rope.scaling)}};
-  j["kv_dtype"] = dtype_name(c.kv_dtype);
-  j["weight_dtype"] = dtype_name(p.options.weight_dtype);
-  j["threads"] = p.options.threads;
-  j["max_tokens"] = p.max_tokens;
-  j["cache_rows"] = p.cache_rows;
-  j["kv_bytes_per_token"] = p.kv_bytes_per_token;
-  j["kv_bytes_per_layer"] = p.kv_bytes_per_layer;
-  j["kv_cache_bytes"] = p.kv_cache_bytes;
-  j["weight_bytes"] = p.weight_bytes;
-  j["projection"] = projection_name(p.options.projection);
-  j["packed_bytes"] = p.packed_bytes;
-  j["activation_bytes"] = p.activation_bytes;
-  j["scratch_bytes_per_thread"] = p.scratch_bytes_per_thread;
-  j["scratch_bytes"] = p.scratch_bytes;
-  j["arena_bytes"] = p.arena_bytes;
-  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-  for (uint32_t h = 0; h < c.n_heads; ++h) {
-    const HeadLayout l = p.head(h);
-    heads.push_back({{"q_head", l.q_head},
-                     {"kv_head", l.kv_head},
-                     {"qkv_q_offset", l.qkv_q_offset},
-                     {"qkv_k_offset", l.qkv_k_offset},
-                     {"qkv_v_offset", l.qkv_v_offset},
-                     {"cache_k_offset", l.cache_k_offset},
-                     {"cache_v_offset", l.cache_v_offset}});
-  }
-  j["heads"] = heads;
-  add_layers_json(p, &j);
-  return j;
-}
-
 void print_table(const Plan& p) {
   const Config& c = p.config;
   std::printf("model %s\n\n", c.name);
-  std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind(p), c.n_heads,
+  std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind_name(p), c.n_heads,
               c.kv_heads(), p.group_size, p.head_dim, c.head_dim ? " (explicit)" : "");
   std::printf("widths      d_model %u -> q %u, k %u, v %u (fused qkv row %u floats)\n", c.d_model, p.q_width,
               p.kv_width, p.kv_width, p.qkv_width);
@@ -184,7 +121,7 @@ int cmd_plan(int argc, char** argv) {
   const Result<Plan> plan = make_plan(c, options);
   if (!plan.ok()) return report("plan", plan.status());
   if (json) {
-    std::printf("%s\n", plan_json(plan.value()).dump().c_str());
+    std::printf("%s\n", plan_json(plan.value()).c_str());
   } else {
     print_table(plan.value());
   }

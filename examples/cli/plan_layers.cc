@@ -4,6 +4,7 @@
 #include <string>
 
 #include "examples/cli/cli_common.hpp"
+#include "headway/plan_json.hpp"
 
 namespace headway::cli {
 namespace {
@@ -16,12 +17,6 @@ uint32_t listed_layers(const Plan& p) {
 bool same_kind(const LayerPlan& a, const LayerPlan& b) {
   return a.sliding == b.sliding && a.window == b.window && a.rope == b.rope && a.rope_theta == b.rope_theta &&
          a.kv_rows == b.kv_rows && a.sinks == b.sinks && a.sink_tokens == b.sink_tokens && a.alibi == b.alibi;
-}
-
-std::string layer_list(const LayerBits& bits, char on, char off) {
-  std::string s;
-  for (uint32_t i = 0; i < bits.count; ++i) s += bits.get(i) ? on : off;
-  return s;
 }
 
 std::string describe(const LayerPlan& l) {
@@ -49,41 +44,6 @@ std::string describe(const LayerPlan& l) {
 }
 
 }  // namespace
-
-void add_layers_json(const Plan& p, nlohmann::ordered_json* j) {
-  const Config& c = p.config;
-  const LayerKinds& k = c.layers;
-  (*j)["layer_kinds"] = {{"sliding_pattern", k.sliding_pattern},
-                         {"nope_interval", k.nope_interval},
-                         {"rope_local_theta", k.local_rope_theta},
-                         {"layer_types", layer_list(k.sliding, 's', 'f')},
-                         {"rope_layers", layer_list(k.rope, '1', '0')}};
-  (*j)["sinks"] = c.sinks;
-  (*j)["sink_tokens"] = c.sink_tokens;
-  (*j)["alibi"] = c.alibi;
-  (*j)["alibi_max_bias"] = c.alibi_max_bias;
-  (*j)["alibi_times_scale"] = c.alibi_times_scale;
-  (*j)["sliding_layers"] = p.sliding_layers;
-  (*j)["ring_rows"] = p.ring_rows;
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  const uint32_t n = listed_layers(p);
-  for (uint32_t i = 0; i < n; ++i) {
-    const LayerPlan l = p.layer(i);
-    layers.push_back({{"index", l.index},
-                      {"attention", l.sliding ? "sliding" : "full"},
-                      {"window", l.window},
-                      {"rope", rope_style_name(l.rope)},
-                      {"rope_theta", l.rope_theta},
-                      {"kv_rows", l.kv_rows},
-                      {"kv_bytes", l.kv_bytes},
-                      {"kv_offset", l.kv_offset},
-                      {"sinks", l.sinks},
-                      {"sink_tokens", l.sink_tokens},
-                      {"alibi", l.alibi}});
-  }
-  if (n < c.n_layers) (*j)["layers_listed"] = n;
-  (*j)["layers"] = layers;
-}
 
 void print_layer_groups(const Plan& p) {
   const uint32_t n = listed_layers(p);

@@ -336,6 +336,11 @@ constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   return q;
 }
 
+// "MHA" (one query head per kv head), "MQA" (one kv head) or "GQA".
+constexpr const char* attention_kind_name(const Plan& p) {
+  return p.group_size == 1 ? "MHA" : p.config.kv_heads() == 1 ? "MQA" : "GQA";
+}
+
 // validate() + plan_for(): the plan, or the Status that says why the config cannot work.
 Result<Plan> make_plan(const Config& config, const PlanOptions& options = {});
 

@@ -1,0 +1,31 @@
+// A plan as one JSON object (hosted tools layer, headway::tools): what `headway plan --json`
+// prints, the C API's headway_plan_json and the Python package's headway.plan() return.
+//
+//   model, d_model, n_heads, n_kv_heads, head_dim, group_size, attention ("MHA"|"GQA"|"MQA"),
+//   q_width, kv_width, qkv_width, kernel, max_seq, n_layers, causal, window, window_symmetric,
+//   softcap, scale, rope {style, theta, rotary_dim, scaling}, kv_dtype, weight_dtype, threads,
+//   max_tokens, cache_rows, kv_bytes_per_token, kv_bytes_per_layer, kv_cache_bytes, weight_bytes,
+//   projection, packed_bytes, activation_bytes, scratch_bytes_per_thread, scratch_bytes,
+//   arena_bytes, heads [{q_head, kv_head, qkv_q_offset, qkv_k_offset, qkv_v_offset,
+//   cache_k_offset, cache_v_offset}], layer_kinds {sliding_pattern, nope_interval,
+//   rope_local_theta, layer_types ("s"/"f" per layer), rope_layers ("1"/"0" per layer)}, sinks,
+//   sink_tokens, alibi, alibi_max_bias, alibi_times_scale, sliding_layers, ring_rows, layers
+//   [{index, attention ("full"|"sliding"), window, rope, rope_theta, kv_rows, kv_bytes, kv_offset,
+//   sinks, sink_tokens, alibi}] and, for a plan deeper than kMaxListedLayers, layers_listed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "headway/plan.hpp"
+
+namespace headway {
+
+// The most layers the JSON lists one by one; a deeper (synthetic) plan lists its first ones and
+// says so in "layers_listed".
+inline constexpr uint32_t kMaxListedLayers = 65536;
+
+// The object above, compact (no spaces or newlines), floats in their shortest round-trip form.
+std::string plan_json(const Plan& plan);
+
+}  // namespace headway

@@ -1,0 +1,113 @@
+#include "headway/plan_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace headway {
+namespace {
+
+uint32_t listed_layers(const Plan& p) {
+  return p.config.n_layers < kMaxListedLayers ? p.config.n_layers : kMaxListedLayers;
+}
+
+std::string layer_list(const LayerBits& bits, char on, char off) {
+  std::string s;
+  for (uint32_t i = 0; i < bits.count; ++i) s += bits.get(i) ? on : off;
+  return s;
+}
+
+void add_layers(const Plan& p, nlohmann::ordered_json* j) {
+  const Config& c = p.config;
+  const LayerKinds& k = c.layers;
+  (*j)["layer_kinds"] = {{"sliding_pattern", k.sliding_pattern},
+                         {"nope_interval", k.nope_interval},
+                         {"rope_local_theta", k.local_rope_theta},
+                         {"layer_types", layer_list(k.sliding, 's', 'f')},
+                         {"rope_layers", layer_list(k.rope, '1', '0')}};
+  (*j)["sinks"] = c.sinks;
+  (*j)["sink_tokens"] = c.sink_tokens;
+  (*j)["alibi"] = c.alibi;
+  (*j)["alibi_max_bias"] = c.alibi_max_bias;
+  (*j)["alibi_times_scale"] = c.alibi_times_scale;
+  (*j)["sliding_layers"] = p.sliding_layers;
+  (*j)["ring_rows"] = p.ring_rows;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  const uint32_t n = listed_layers(p);
+  for (uint32_t i = 0; i < n; ++i) {
+    const LayerPlan l = p.layer(i);
+    layers.push_back({{"index", l.index},
+                      {"attention", l.sliding ? "sliding" : "full"},
+                      {"window", l.window},
+                      {"rope", rope_style_name(l.rope)},
+                      {"rope_theta", l.rope_theta},
+                      {"kv_rows", l.kv_rows},
+                      {"kv_bytes", l.kv_bytes},
+                      {"kv_offset", l.kv_offset},
+                      {"sinks", l.sinks},
+                      {"sink_tokens", l.sink_tokens},
+                      {"alibi", l.alibi}});
+  }
+  if (n < c.n_layers) (*j)["layers_listed"] = n;
+  (*j)["layers"] = layers;
+}
+
+nlohmann::ordered_json plan_object(const Plan& p) {
+  const Config& c = p.config;
+  nlohmann::ordered_json j;
+  j["model"] = c.name;
+  j["d_model"] = c.d_model;
+  j["n_heads"] = c.n_heads;
+  j["n_kv_heads"] = c.kv_heads();
+  j["head_dim"] = p.head_dim;
+  j["group_size"] = p.group_size;
+  j["attention"] = attention_kind_name(p);
+  j["q_width"] = p.q_width;
+  j["kv_width"] = p.kv_width;
+  j["qkv_width"] = p.qkv_width;
+  j["kernel"] = kernel_name(p.kernel);
+  j["max_seq"] = c.max_seq;
+  j["n_layers"] = c.n_layers;
+  j["causal"] = c.causal;
+  j["window"] = c.window;
+  j["window_symmetric"] = c.window_symmetric;
+  j["softcap"] = c.softcap;
+  j["scale"] = c.logit_scale();
+  j["rope"] = {{"style", rope_style_name(c.rope.style)},
+               {"theta", c.rope.theta},
+               {"rotary_dim", c.rotary_dims()},
+               {"scaling", rope_scaling_name(c.rope.scaling)}};
+  j["kv_dtype"] = dtype_name(c.kv_dtype);
+  j["weight_dtype"] = dtype_name(p.options.weight_dtype);
+  j["threads"] = p.options.threads;
+  j["max_tokens"] = p.max_tokens;
+  j["cache_rows"] = p.cache_rows;
+  j["kv_bytes_per_token"] = p.kv_bytes_per_token;
+  j["kv_bytes_per_layer"] = p.kv_bytes_per_layer;
+  j["kv_cache_bytes"] = p.kv_cache_bytes;
+  j["weight_bytes"] = p.weight_bytes;
+  j["projection"] = projection_name(p.options.projection);
+  j["packed_bytes"] = p.packed_bytes;
+  j["activation_bytes"] = p.activation_bytes;
+  j["scratch_bytes_per_thread"] = p.scratch_bytes_per_thread;
+  j["scratch_bytes"] = p.scratch_bytes;
+  j["arena_bytes"] = p.arena_bytes;
+  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+  for (uint32_t h = 0; h < c.n_heads; ++h) {
+    const HeadLayout l = p.head(h);
+    heads.push_back({{"q_head", l.q_head},
+                     {"kv_head", l.kv_head},
+                     {"qkv_q_offset", l.qkv_q_offset},
+                     {"qkv_k_offset", l.qkv_k_offset},
+                     {"qkv_v_offset", l.qkv_v_offset},
+                     {"cache_k_offset", l.cache_k_offset},
+                     {"cache_v_offset", l.cache_v_offset}});
+  }
+  j["heads"] = heads;
+  add_layers(p, &j);
+  return j;
+}
+
+}  // namespace
+
+std::string plan_json(const Plan& plan) { return plan_object(plan).dump(); }
+
+}  // namespace headway
