@@ -77,7 +77,7 @@ clean:
 
 # .clang-format over every tracked C++ source: format rewrites them, format-check (CI) lists the
 # files that differ and fails.
-FORMAT_FILES = git ls-files '*.cc' '*.h' '*.hpp' '*.cpp'
+FORMAT_FILES = git ls-files '*.c' '*.cc' '*.h' '*.hpp' '*.cpp'
 format:
 	bash toolchains/install-deps.sh format
 	$(FORMAT_FILES) | xargs clang-format-14 -i

@@ -9,6 +9,7 @@
 #                      layout: plain constexpr numbers that the plan and the kernels share)
 #   runtime/ (formats) headway/, runtime/, and the kernels through their dispatch headers
 #                      simd/attention.h and simd/matmul.h (never a per-target -inl.h)
+#   runtime/capi/      headway/, runtime/
 #   runtime/gpu/       headway/, runtime/
 #   examples/          headway/ and its own folder's headers
 # tests/ and bench/ may include anything.
@@ -23,6 +24,7 @@ set(rules
   "kernels@simd/*@^(simd/|hwy/|headway/attention_policy\\.hpp$)"
   "runtime@runtime/*@^(headway/|runtime/|simd/attention\\.h$|simd/matmul\\.h$)"
   "runtime formats@runtime/formats/*@^(headway/|runtime/)"
+  "C API@runtime/capi/*@^(headway/|runtime/)"
   "gpu backend@runtime/gpu/*@^(headway/|runtime/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"

@@ -15,6 +15,19 @@ const char* dtype_name(DType t) {
   return "unknown";
 }
 
+bool dtype_from_name(const char* name, DType* out) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    const char* n = dtype_name(t);
+    size_t i = 0;
+    while (name && name[i] && name[i] == n[i]) ++i;
+    if (name && name[i] == '\0' && n[i] == '\0') {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* rope_style_name(RopeStyle s) {
   switch (s) {
     case RopeStyle::kNone: return "none";

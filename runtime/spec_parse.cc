@@ -170,12 +170,7 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     return Status();
   }
   if (equal(t.key, "kv_dtype")) {
-    if (equal(t.value, "f32")) c.kv_dtype = DType::kF32;
-    else if (equal(t.value, "f16")) c.kv_dtype = DType::kF16;
-    else if (equal(t.value, "bf16")) c.kv_dtype = DType::kBF16;
-    else if (equal(t.value, "q8_0")) c.kv_dtype = DType::kQ8_0;
-    else if (equal(t.value, "q4_0")) c.kv_dtype = DType::kQ4_0;
-    else return bad_value(t, "one of f32, f16, bf16, q8_0, q4_0");
+    if (!dtype_from_name(t.value, &c.kv_dtype)) return bad_value(t, "one of f32, f16, bf16, q8_0, q4_0");
     return Status();
   }
   return Status::error(Code::kInvalidArgument, "spec: unknown key '%s' (known keys: %s)", t.key, kKnownKeys);

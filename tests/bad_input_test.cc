@@ -3,7 +3,8 @@
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
 // ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
-// Session::encode, config.json, GGUF and .npy.
+// Session::encode, config.json, GGUF, .npy and the C API (headway.h: the same checks, through
+// codes and caller-owned memory).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "headway/arena.hpp"
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
+#include "headway/headway.h"
 #include "headway/kv_cache.hpp"
 #include "headway/layer.hpp"
 #include "headway/session.hpp"
@@ -942,6 +944,214 @@ TEST_CASE("bad input: Session::encode lengths and pointers leave the session and
   CHECK(session->position() == 0);
   CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
   for (const float v : y) CHECK(v == 0.0f);
+}
+
+// A C API call as a Status: its code and the message it wrote into its headway_error.
+std::function<Status()> c_call(std::function<headway_status(headway_error*)> fn) {
+  return [fn] {
+    headway_error e{};
+    const headway_status code = fn(&e);
+    if (code == HEADWAY_OK) return Status();
+    if (e.code != code)
+      return Status::error(Code::kInternal, "headway_error.code %d is not the returned %d", e.code, code);
+    return Status::error(static_cast<Code>(code), "%s", e.message);
+  };
+}
+
+TEST_CASE("bad input: the C API answers with the C++ API's codes and messages and changes nothing") {
+  Aligned config_mem(headway_config_object_bytes()), plan_mem(headway_plan_object_bytes()), spare(4096);
+  headway_config* config = nullptr;
+  headway_plan* plan = nullptr;
+  REQUIRE(headway_config_from_spec(config_mem.p, config_mem.size, "d_model=64 heads=4 kv_heads=2 ctx=8 layers=1",
+                                   &config, nullptr) == HEADWAY_OK);
+  REQUIRE(headway_plan_create(plan_mem.p, plan_mem.size, config, nullptr, &plan, nullptr) == HEADWAY_OK);
+  size_t cache_bytes = 0;
+  REQUIRE(headway_kv_cache_memory_bytes(plan, 0, 1, &cache_bytes, nullptr) == HEADWAY_OK);
+  Aligned cache_mem(cache_bytes);
+  headway_kv_cache* cache = nullptr;
+  REQUIRE(headway_kv_cache_create(cache_mem.p, cache_mem.size, plan, 0, nullptr, &cache, nullptr) == HEADWAY_OK);
+  std::vector<float> kv(size_t{16} * 32, 0.5f), q(size_t{2} * 64, 0.5f), o(q.size(), 0.0f);
+  REQUIRE(headway_kv_cache_append(cache, kv.data(), kv.data(), 2, nullptr) == HEADWAY_OK);
+  const std::vector<uint8_t> cache_before(static_cast<uint8_t*>(cache_mem.p),
+                                          static_cast<uint8_t*>(cache_mem.p) + cache_mem.size);
+  const std::vector<uint8_t> plan_before(static_cast<uint8_t*>(plan_mem.p),
+                                         static_cast<uint8_t*>(plan_mem.p) + plan_mem.size);
+  headway_config* no_config = nullptr;
+  headway_plan* no_plan = nullptr;
+  headway_pool* no_pool = nullptr;
+  headway_kv_cache* no_cache = nullptr;
+  headway_session* no_session = nullptr;
+  headway_plan_options options;
+  headway_plan_options_init(&options);
+  headway_plan_options bad_weight_dtype = options;
+  bad_weight_dtype.weight_dtype = HEADWAY_Q8_0;
+  headway_plan_options old_size = options;
+  old_size.struct_size = 2;
+  headway_plan_info info{};
+  headway_head_layout layout{};
+  char json[16];
+  size_t length = 0;
+  headway_dtype dtype = HEADWAY_F16;
+  const headway_attention_shape shape{2, 2, 4, 2, 16};
+  headway_attention_params params;
+  headway_attention_params_init(&params);
+  params.struct_size = sizeof(params) + 8;
+  headway_layer_weights weights;
+  headway_layer_weights_init(&weights);
+  weights.wq.data = kv.data();
+  weights.wq.dtype = HEADWAY_Q4_0;
+  const char* broken_json = "{\"hidden_size\": 64,";
+  check_rows({
+      {"config from a null spec",
+       c_call([&](headway_error* e) { return headway_config_from_spec(spare.p, spare.size, nullptr, &no_config, e); }),
+       Code::kInvalidArgument,
+       {"headway_config_from_spec", "spec is null"}},
+      {"config into short memory",
+       c_call([&](headway_error* e) {
+         return headway_config_from_spec(spare.p, headway_config_object_bytes() - 1, "d_model=64 heads=4", &no_config,
+                                         e);
+       }),
+       Code::kInvalidArgument,
+       {"memory is", "it needs"}},
+      {"config into misaligned memory",
+       c_call([&](headway_error* e) {
+         return headway_config_from_spec(static_cast<char*>(spare.p) + 4, 1024, "d_model=64 heads=4", &no_config, e);
+       }),
+       Code::kInvalidArgument,
+       {"16-byte aligned"}},
+      {"config with an unknown key",
+       c_call([&](headway_error* e) {
+         return headway_config_from_spec(spare.p, spare.size, "heads=4 hue=3", &no_config, e);
+       }),
+       Code::kInvalidArgument,
+       {"unknown key 'hue'"}},
+      {"an unknown preset",
+       c_call(
+           [&](headway_error* e) { return headway_config_from_preset(spare.p, spare.size, "gpt-9", &no_config, e); }),
+       Code::kNotFound,
+       {"no preset named 'gpt-9'"}},
+      {"config.json cut short",
+       c_call([&](headway_error* e) {
+         return headway_config_from_hf_json(spare.p, spare.size, broken_json, std::strlen(broken_json), &no_config, e);
+       }),
+       Code::kInvalidArgument,
+       {"config.json"}},
+      {"a kv dtype out of the enum",
+       c_call([&](headway_error* e) { return headway_config_set_kv_dtype(config, static_cast<headway_dtype>(5), e); }),
+       Code::kInvalidArgument,
+       {"dtype 5", "q4_0"}},
+      {"a dtype name",
+       c_call([&](headway_error* e) { return headway_dtype_parse("fp8", &dtype, e); }),
+       Code::kInvalidArgument,
+       {"'fp8' is not one of f32, f16, bf16, q8_0, q4_0"}},
+      {"a row into too few bytes",
+       c_call(
+           [&](headway_error* e) { return headway_convert_row(HEADWAY_Q8_0, kv.data(), 64, json, sizeof(json), e); }),
+       Code::kInvalidArgument,
+       {"16"}},
+      {"plan options from an unknown header",
+       c_call(
+           [&](headway_error* e) { return headway_plan_create(spare.p, spare.size, config, &old_size, &no_plan, e); }),
+       Code::kInvalidArgument,
+       {"options->struct_size 2"}},
+      {"plan weights in q8_0",
+       c_call([&](headway_error* e) {
+         return headway_plan_create(spare.p, spare.size, config, &bad_weight_dtype, &no_plan, e);
+       }),
+       Code::kInvalidArgument,
+       {"weight dtype q8_0"}},
+      {"plan info of size 0",
+       c_call([&](headway_error* e) { return headway_plan_get_info(plan, &info, e); }),
+       Code::kInvalidArgument,
+       {"info->struct_size 0"}},
+      {"head past n_heads",
+       c_call([&](headway_error* e) { return headway_plan_head(plan, 4, &layout, e); }),
+       Code::kOutOfRange,
+       {"head 4", "n_heads 4"}},
+      {"plan JSON into 16 bytes",
+       c_call([&](headway_error* e) { return headway_plan_json(plan, json, sizeof(json), &length, e); }),
+       Code::kOutOfRange,
+       {"text is 16 bytes", "the JSON needs"}},
+      {"a pool of 0 threads",
+       c_call([&](headway_error* e) { return headway_pool_create(spare.p, spare.size, 0, &no_pool, e); }),
+       Code::kInvalidArgument,
+       {"threads"}},
+      {"attend with params from a newer header",
+       c_call([&](headway_error* e) {
+         return headway_attend(q.data(), kv.data(), kv.data(), HEADWAY_F32, o.data(), &shape, &params, nullptr, spare.p,
+                               spare.size, e);
+       }),
+       Code::kInvalidArgument,
+       {"params->struct_size"}},
+      {"attend with a kv dtype out of the enum",
+       c_call([&](headway_error* e) {
+         return headway_attend(q.data(), kv.data(), kv.data(), static_cast<headway_dtype>(9), o.data(), &shape, nullptr,
+                               nullptr, spare.p, spare.size, e);
+       }),
+       Code::kInvalidArgument,
+       {"kv_dtype 9"}},
+      {"attend without a shape",
+       c_call([&](headway_error* e) {
+         return headway_attend(q.data(), kv.data(), kv.data(), HEADWAY_F32, o.data(), nullptr, nullptr, nullptr,
+                               spare.p, spare.size, e);
+       }),
+       Code::kInvalidArgument,
+       {"shape is null"}},
+      {"cache memory of layer 1 of 1",
+       c_call([&](headway_error* e) { return headway_kv_cache_memory_bytes(plan, 1, 1, &length, e); }),
+       Code::kOutOfRange,
+       {"layer 1", "n_layers 1"}},
+      {"a cache in short memory",
+       c_call([&](headway_error* e) {
+         return headway_kv_cache_create(spare.p, spare.size, plan, 0, nullptr, &no_cache, e);
+       }),
+       Code::kInvalidArgument,
+       {"memory is 4096 bytes"}},
+      {"append past the context",
+       c_call([&](headway_error* e) { return headway_kv_cache_append(cache, kv.data(), kv.data(), 7, e); }),
+       Code::kOutOfRange,
+       {"8"}},
+      {"append of null K",
+       c_call([&](headway_error* e) { return headway_kv_cache_append(cache, nullptr, kv.data(), 1, e); }),
+       Code::kInvalidArgument,
+       {"null"}},
+      {"attend more queries than appended",
+       c_call([&](headway_error* e) { return headway_kv_cache_attend(cache, q.data(), o.data(), 3, nullptr, e); }),
+       Code::kInvalidArgument,
+       {"3"}},
+      {"a session of 2 layers on a 1-layer plan",
+       c_call([&](headway_error* e) {
+         return headway_session_create(spare.p, spare.size, plan, spare.p, spare.size, &weights, 2, nullptr,
+                                       &no_session, e);
+       }),
+       Code::kInvalidArgument,
+       {"n_layers 2", "plan's 1"}},
+      {"a session with q4_0 weights",
+       c_call([&](headway_error* e) {
+         Aligned session_mem(headway_session_object_bytes());
+         headway_plan_info p{};
+         p.struct_size = sizeof(p);
+         headway_plan_get_info(plan, &p, nullptr);
+         Aligned arena(p.arena_bytes);
+         return headway_session_create(session_mem.p, session_mem.size, plan, arena.p, arena.size, &weights, 1, nullptr,
+                                       &no_session, e);
+       }),
+       Code::kInvalidArgument,
+       {"layer 0", "dtype 4"}},
+      {"prefill of no session",
+       c_call([&](headway_error* e) { return headway_session_prefill(nullptr, q.data(), 1, o.data(), e); }),
+       Code::kInvalidArgument,
+       {"session is null"}},
+  });
+  CHECK(no_config == nullptr);
+  CHECK(no_plan == nullptr);
+  CHECK(no_cache == nullptr);
+  CHECK(no_session == nullptr);
+  CHECK(dtype == HEADWAY_F16);
+  CHECK(headway_kv_cache_size(cache) == 2);
+  CHECK(std::memcmp(cache_before.data(), cache_mem.p, cache_before.size()) == 0);
+  CHECK(std::memcmp(plan_before.data(), plan_mem.p, plan_before.size()) == 0);
+  for (const float v : o) CHECK(v == 0.0f);
 }
 
 TEST_CASE("bad input: config.json text") {

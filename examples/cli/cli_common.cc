@@ -81,13 +81,8 @@ Status Flags::value_dtype(DType* out) {
 Status Flags::value_kv_dtype(DType* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-    if (std::strcmp(text, dtype_name(t)) == 0) {
-      *out = t;
-      return Status();
-    }
-  }
-  return Status::error(Code::kInvalidArgument, "%s %s is not one of f32, f16, bf16, q8_0, q4_0", name_.c_str(), text);
+  if (dtype_from_name(text, out)) return Status();
+  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kDTypeNames);
 }
 
 Status Flags::value_backend(BackendKind* out) {

@@ -102,10 +102,9 @@ class CpuBackend {
                 const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
+  const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
 
  private:
-  const Plan& plan() const { return cache_.plan(); }
-
   KvCache cache_{};  // holds the plan
   ThreadPool* pool_ = nullptr;
   uint8_t* workspace_ = nullptr;

@@ -29,6 +29,9 @@ constexpr uint64_t dtype_row_values(DType t, uint64_t n) {
   return dtype_is_block(t) ? (n + kDTypeBlockValues - 1) / kDTypeBlockValues * kDTypeBlockValues : n;
 }
 const char* dtype_name(DType t);  // "f32", "f16", "bf16", "q8_0", "q4_0"
+// The dtype dtype_name() calls `name`; false (and *out unchanged) for any other text.
+bool dtype_from_name(const char* name, DType* out);
+inline constexpr const char* kDTypeNames = "f32, f16, bf16, q8_0, q4_0";  // for messages
 
 enum class RopeStyle : uint8_t {
   kNone = 0,  // no rotary embedding (BERT, GPT-2: learned absolute positions)

@@ -1,0 +1,71 @@
+// The C API's plain calls: version, names, dtypes and row conversion.
+#include "headway/build_info.hpp"
+#include "headway/dtype_convert.hpp"
+#include "headway/quantize.hpp"
+#include "runtime/capi/capi_objects.hpp"
+
+using namespace headway;
+
+extern "C" {
+
+const char* headway_version(void) {
+  static constexpr char kVersion[] = {'0' + HEADWAY_VERSION_MAJOR, '.', '0' + HEADWAY_VERSION_MINOR, '.',
+                                      '0' + HEADWAY_VERSION_PATCH, '\0'};
+  return kVersion;
+}
+
+const char* headway_status_name(headway_status code) {
+  if (static_cast<unsigned>(code) > HEADWAY_INTERNAL) return "unknown";
+  return code_name(static_cast<Code>(code));
+}
+
+const char* headway_dtype_name(headway_dtype dtype) {
+  if (static_cast<unsigned>(dtype) > HEADWAY_Q4_0) return nullptr;
+  return dtype_name(static_cast<DType>(dtype));
+}
+
+headway_status headway_dtype_parse(const char* name, headway_dtype* dtype, headway_error* error) {
+  if (dtype == nullptr) return capi::report(capi::null_argument("headway_dtype_parse", "dtype"), error);
+  DType t{};
+  if (!dtype_from_name(name, &t)) {
+    return capi::report(Status::error(Code::kInvalidArgument, "headway_dtype_parse: '%s' is not one of %s",
+                                      name ? name : "(null)", kDTypeNames),
+                        error);
+  }
+  *dtype = static_cast<headway_dtype>(t);
+  return capi::report(Status(), error);
+}
+
+size_t headway_dtype_row_bytes(headway_dtype dtype, size_t n) {
+  if (static_cast<unsigned>(dtype) > HEADWAY_Q4_0) return 0;
+  return static_cast<size_t>(dtype_row_bytes(static_cast<DType>(dtype), n));
+}
+
+headway_status headway_convert_row(headway_dtype dtype, const float* x, size_t n, void* out, size_t out_bytes,
+                                   headway_error* error) {
+  constexpr const char* kCall = "headway_convert_row";
+  Status s = capi::check_dtype(kCall, "dtype", dtype);
+  if (s.ok() && x == nullptr) s = capi::null_argument(kCall, "x");
+  if (s.ok() && out == nullptr) s = capi::null_argument(kCall, "out");
+  const DType t = static_cast<DType>(dtype);
+  if (s.ok() && dtype_is_block(t)) {
+    s = quantize_row(quant_type_of(t), x, n, out, out_bytes);
+  } else if (s.ok()) {
+    const size_t need = static_cast<size_t>(dtype_row_bytes(t, n));
+    if (out_bytes < need) {
+      s = Status::error(Code::kInvalidArgument, "%s: out is %zu bytes, %zu %s values need %zu", kCall, out_bytes, n,
+                        dtype_name(t), need);
+    } else if (t == DType::kF32) {
+      for (size_t i = 0; i < n; ++i) static_cast<float*>(out)[i] = x[i];
+    } else if (t == DType::kF16) {
+      f32_to_f16(x, static_cast<uint16_t*>(out), n);
+    } else {
+      f32_to_bf16(x, static_cast<uint16_t*>(out), n);
+    }
+  }
+  return capi::report(s, error);
+}
+
+const char* headway_kernel_target(void) { return kernel_target_name(); }
+
+}  // extern "C"

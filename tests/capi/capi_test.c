@@ -1,0 +1,451 @@
+/* The C API from C99 (-std=c99 -pedantic -Werror): a small attention, a KV cache and a Session
+ * against a naive double-precision reference written here, the plan's figures and JSON, and bad
+ * input answered with the C++ API's codes and messages. Built against the build tree's headers
+ * and libheadway.so (ctest), and against an installed copy of both (tests/consumer). */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headway/headway.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/* A call that must succeed; its message when it does not. */
+#define OK(call)                                                                                                       \
+  do {                                                                                                                 \
+    headway_status s_ = (call);                                                                                        \
+    if (s_ != HEADWAY_OK) {                                                                                            \
+      fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call, headway_status_name(s_), err.message); \
+      ++failures;                                                                                                      \
+    }                                                                                                                  \
+  } while (0)
+
+static headway_error err;
+
+/* Memory at HEADWAY_ARENA_ALIGNMENT (which covers HEADWAY_OBJECT_ALIGNMENT), zeroed, kept
+ * until release_all() at the end of each test. */
+static void* allocations[256];
+static int n_allocations = 0;
+static void* aligned(size_t bytes) {
+  void* p = NULL;
+  if (n_allocations == 256 || posix_memalign(&p, HEADWAY_ARENA_ALIGNMENT, bytes ? bytes : 1) != 0) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, bytes ? bytes : 1);
+  allocations[n_allocations++] = p;
+  return p;
+}
+static void release_all(void) {
+  while (n_allocations > 0) free(allocations[--n_allocations]);
+}
+
+static uint32_t rng_state = 12345u;
+static float uniform(void) { /* in [-1, 1) */
+  rng_state = rng_state * 1664525u + 1013904223u;
+  return (float)((rng_state >> 8) & 0xFFFFFF) / 8388608.0f - 1.0f;
+}
+static float* random_floats(size_t n) {
+  size_t i;
+  float* x = (float*)aligned(n * sizeof(float));
+  for (i = 0; i < n; ++i) x[i] = uniform();
+  return x;
+}
+
+/* o[t_q, h, d] = softmax(scale q kᵀ) v over the keys query i sees: causal bottom-right aligned
+ * (j <= i + t_kv - t_q), window w > 0 (j > i + t_kv - t_q - w), softcap c > 0. */
+static void reference_attention(const float* q, const float* k, const float* v, float* o, uint32_t t_q, uint32_t t_kv,
+                                uint32_t n_heads, uint32_t n_kv_heads, uint32_t d, int causal, uint32_t window,
+                                double softcap) {
+  uint32_t i, h, j, c;
+  const uint32_t group = n_heads / n_kv_heads;
+  const double scale = 1.0 / sqrt((double)d);
+  double* logits = (double*)malloc(t_kv * sizeof(double));
+  for (i = 0; i < t_q; ++i) {
+    const long last = (long)i + (long)t_kv - (long)t_q;
+    for (h = 0; h < n_heads; ++h) {
+      const uint32_t kvh = h / group;
+      double max = -INFINITY, sum = 0.0;
+      for (j = 0; j < t_kv; ++j) {
+        double l = 0.0;
+        int visible = 1;
+        if (causal && (long)j > last) visible = 0;
+        if (window > 0 && (long)j <= last - (long)window) visible = 0;
+        for (c = 0; c < d; ++c)
+          l += (double)q[((size_t)i * n_heads + h) * d + c] * k[((size_t)j * n_kv_heads + kvh) * d + c];
+        l *= scale;
+        if (softcap > 0) l = softcap * tanh(l / softcap);
+        logits[j] = visible ? l : -INFINITY;
+        if (logits[j] > max) max = logits[j];
+      }
+      for (c = 0; c < d; ++c) o[((size_t)i * n_heads + h) * d + c] = 0.0f;
+      if (max == -INFINITY) continue;
+      for (j = 0; j < t_kv; ++j) sum += exp(logits[j] - max);
+      for (c = 0; c < d; ++c) {
+        double acc = 0.0;
+        for (j = 0; j < t_kv; ++j) acc += exp(logits[j] - max) / sum * v[((size_t)j * n_kv_heads + kvh) * d + c];
+        o[((size_t)i * n_heads + h) * d + c] = (float)acc;
+      }
+    }
+  }
+  free(logits);
+}
+
+static double max_abs_diff(const float* a, const float* b, size_t n) {
+  size_t i;
+  double m = 0.0;
+  for (i = 0; i < n; ++i) {
+    const double diff = fabs((double)a[i] - (double)b[i]);
+    if (!(diff <= m)) m = diff;
+  }
+  return m;
+}
+
+static int contains(const char* text, const char* part) { return strstr(text, part) != NULL; }
+
+static headway_config* config_from_spec(const char* spec) {
+  headway_config* config = NULL;
+  OK(headway_config_from_spec(aligned(headway_config_object_bytes()), headway_config_object_bytes(), spec, &config,
+                              &err));
+  return config;
+}
+
+static headway_plan* plan_of(const headway_config* config) {
+  headway_plan* plan = NULL;
+  OK(headway_plan_create(aligned(headway_plan_object_bytes()), headway_plan_object_bytes(), config, NULL, &plan, &err));
+  return plan;
+}
+
+static void test_basics(void) {
+  headway_dtype t = HEADWAY_F32;
+  CHECK(strcmp(headway_version(), "0.1.0") == 0);
+  CHECK(strcmp(headway_status_name(HEADWAY_INVALID_ARGUMENT), "invalid argument") == 0);
+  CHECK(strcmp(headway_dtype_name(HEADWAY_Q4_0), "q4_0") == 0);
+  CHECK(headway_dtype_parse("q8_0", &t, &err) == HEADWAY_OK && t == HEADWAY_Q8_0);
+  CHECK(headway_dtype_parse("int8", &t, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(err.code == HEADWAY_INVALID_ARGUMENT &&
+        contains(err.message, "'int8' is not one of f32, f16, bf16, q8_0, q4_0"));
+  CHECK(t == HEADWAY_Q8_0); /* unchanged */
+  CHECK(headway_dtype_row_bytes(HEADWAY_Q8_0, 64) == 68 && headway_dtype_row_bytes(HEADWAY_Q4_0, 80) == 54);
+  CHECK(headway_preset_count() > 10 && headway_preset_name(headway_preset_count()) == NULL);
+  CHECK(strlen(headway_kernel_target()) > 0);
+}
+
+static void test_plan(void) {
+  headway_config* config = config_from_spec("d_model=64 heads=4 kv_heads=2 ctx=64 layers=2 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  headway_plan_info info;
+  headway_head_layout head;
+  char json[16384];
+  size_t length = 0;
+  void* memory = aligned(headway_config_object_bytes());
+  headway_config* bad = NULL;
+  headway_plan* no_plan = NULL;
+
+  info.struct_size = sizeof(info);
+  OK(headway_plan_get_info(plan, &info, &err));
+  CHECK(info.head_dim == 16 && info.group_size == 2 && info.q_width == 64 && info.kv_width == 32);
+  CHECK(info.n_layers == 2 && info.max_seq == 64 && info.kv_dtype == HEADWAY_F32 && info.causal == 1);
+  CHECK(info.kv_bytes_per_token == 2u * 2u * 32u * 4u); /* layers × (K, V) × kv_width × f32 */
+  CHECK(info.arena_bytes > info.kv_cache_bytes && info.arena_bytes % 64 == 0);
+  OK(headway_plan_head(plan, 3, &head, &err));
+  CHECK(head.q_head == 3 && head.kv_head == 1 && head.qkv_q_offset == 3u * 16u * 4u);
+  CHECK(headway_plan_head(plan, 4, &head, &err) == HEADWAY_OUT_OF_RANGE && contains(err.message, "head 4"));
+
+  CHECK(headway_plan_json(plan, json, 8, &length, &err) == HEADWAY_OUT_OF_RANGE && length > 100);
+  OK(headway_plan_json(plan, json, sizeof(json), &length, &err));
+  CHECK(strlen(json) == length && contains(json, "\"n_kv_heads\":2") && contains(json, "\"head_dim\":16"));
+
+  /* The message of the C++ API's validate(), through headway_plan_create. */
+  OK(headway_config_from_spec(memory, headway_config_object_bytes(), "d_model=800 heads=12 ctx=2048", &bad, &err));
+  CHECK(headway_config_validate(bad, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "hidden_size 800 is not divisible by num_heads 12"));
+  CHECK(headway_plan_create(aligned(headway_plan_object_bytes()), headway_plan_object_bytes(), bad, NULL, &no_plan,
+                            &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(no_plan == NULL && contains(err.message, "hidden_size 800"));
+  CHECK(headway_config_from_spec(memory, headway_config_object_bytes(), "d_model=64 heads=4 colour=red", &bad, &err) ==
+        HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "unknown key 'colour'"));
+  CHECK(headway_config_from_preset(memory, headway_config_object_bytes(), "llama-9", &bad, &err) == HEADWAY_NOT_FOUND);
+  CHECK(headway_config_from_preset(memory, headway_config_object_bytes() - 1, "llama-3-8b", &bad, &err) ==
+        HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "memory is"));
+  CHECK(headway_config_from_preset((char*)memory + 1, headway_config_object_bytes(), "llama-3-8b", &bad, &err) ==
+        HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "aligned"));
+  OK(headway_config_from_preset(memory, headway_config_object_bytes(), "llama-3-8b", &bad, &err));
+  CHECK(headway_config_set_kv_dtype(bad, (headway_dtype)9, &err) == HEADWAY_INVALID_ARGUMENT);
+  {
+    const char* hf =
+        "{\"model_type\": \"llama\", \"hidden_size\": 256, \"num_attention_heads\": 8, "
+        "\"num_key_value_heads\": 2, \"num_hidden_layers\": 3, \"max_position_embeddings\": 512}";
+    headway_config* from_json = NULL;
+    headway_plan* p = NULL;
+    OK(headway_config_from_hf_json(aligned(headway_config_object_bytes()), headway_config_object_bytes(), hf,
+                                   strlen(hf), &from_json, &err));
+    p = plan_of(from_json);
+    if (p != NULL) {
+      OK(headway_plan_get_info(p, &info, &err));
+      CHECK(info.n_kv_heads == 2 && info.head_dim == 32 && info.n_layers == 3 && info.max_seq == 512);
+    }
+  }
+}
+
+static void test_attend(void) {
+  const uint32_t t_q = 5, t_kv = 19, n_heads = 4, n_kv_heads = 2, d = 24;
+  float* q = random_floats((size_t)t_q * n_heads * d);
+  float* k = random_floats((size_t)t_kv * n_kv_heads * d);
+  float* v = random_floats((size_t)t_kv * n_kv_heads * d);
+  float* o = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+  float* ref = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+  headway_attention_shape shape;
+  headway_attention_params params;
+  size_t bytes = 0;
+  void* workspace;
+  int variant;
+
+  shape.t_q = t_q;
+  shape.t_kv = t_kv;
+  shape.n_heads = n_heads;
+  shape.n_kv_heads = n_kv_heads;
+  shape.head_dim = d;
+  for (variant = 0; variant < 3; ++variant) {
+    headway_attention_params_init(&params);
+    params.causal = variant != 0;
+    params.window = variant == 2 ? 7 : 0;
+    params.softcap = variant == 2 ? 5.0f : 0.0f;
+    OK(headway_attention_workspace_bytes(&shape, &params, 1, &bytes, &err));
+    workspace = aligned(bytes);
+    OK(headway_attend(q, k, v, HEADWAY_F32, o, &shape, &params, NULL, workspace, bytes, &err));
+    reference_attention(q, k, v, ref, t_q, t_kv, n_heads, n_kv_heads, d, params.causal, params.window, params.softcap);
+    CHECK(max_abs_diff(o, ref, (size_t)t_q * n_heads * d) < 1e-5);
+  }
+
+  /* f16 K/V converted by the library: the reference over the same rounded values. */
+  {
+    const size_t n = (size_t)t_kv * n_kv_heads * d;
+    uint16_t* k16 = (uint16_t*)aligned(n * 2);
+    uint16_t* v16 = (uint16_t*)aligned(n * 2);
+    headway_attention_params_init(&params);
+    OK(headway_convert_row(HEADWAY_F16, k, n, k16, n * 2, &err));
+    OK(headway_convert_row(HEADWAY_F16, v, n, v16, n * 2, &err));
+    OK(headway_attention_workspace_bytes(&shape, &params, 1, &bytes, &err));
+    workspace = aligned(bytes);
+    OK(headway_attend(q, k16, v16, HEADWAY_F16, o, &shape, &params, NULL, workspace, bytes, &err));
+    reference_attention(q, k, v, ref, t_q, t_kv, n_heads, n_kv_heads, d, 0, 0, 0.0);
+    CHECK(max_abs_diff(o, ref, (size_t)t_q * n_heads * d) < 2e-3);
+
+    /* Bad input: the C++ API's code and message, nothing written. */
+    memset(o, 0, (size_t)t_q * n_heads * d * sizeof(float));
+    shape.n_kv_heads = 3;
+    CHECK(headway_attend(q, k16, v16, HEADWAY_F16, o, &shape, &params, NULL, workspace, bytes, &err) ==
+          HEADWAY_INVALID_ARGUMENT);
+    CHECK(err.code == HEADWAY_INVALID_ARGUMENT && contains(err.message, "n_kv_heads 3"));
+    shape.n_kv_heads = n_kv_heads;
+    CHECK(headway_attend(q, k16, v16, HEADWAY_F16, o, &shape, &params, NULL, workspace, 64, &err) ==
+          HEADWAY_INVALID_ARGUMENT);
+    CHECK(contains(err.message, "workspace"));
+    params.struct_size = 3;
+    CHECK(headway_attend(q, k16, v16, HEADWAY_F16, o, &shape, &params, NULL, workspace, bytes, &err) ==
+          HEADWAY_INVALID_ARGUMENT);
+    CHECK(contains(err.message, "struct_size 3"));
+    CHECK(headway_attend(q, k16, v16, (headway_dtype)7, o, &shape, NULL, NULL, workspace, bytes, &err) ==
+          HEADWAY_INVALID_ARGUMENT);
+    CHECK(contains(err.message, "kv_dtype 7"));
+    CHECK(max_abs_diff(o, ref, 0) == 0.0 && o[0] == 0.0f);
+  }
+  /* A pool: the same result bitwise as no pool. */
+  {
+    headway_pool* pool = NULL;
+    float* o2 = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+    OK(headway_pool_create(aligned(headway_pool_object_bytes()), headway_pool_object_bytes(), 2, &pool, &err));
+    headway_attention_params_init(&params);
+    params.causal = 1;
+    OK(headway_attention_workspace_bytes(&shape, &params, headway_pool_threads(pool), &bytes, &err));
+    workspace = aligned(bytes);
+    OK(headway_attend(q, k, v, HEADWAY_F32, o, &shape, &params, NULL, workspace, bytes, &err));
+    OK(headway_attend(q, k, v, HEADWAY_F32, o2, &shape, &params, pool, workspace, bytes, &err));
+    CHECK(memcmp(o, o2, (size_t)t_q * n_heads * d * sizeof(float)) == 0);
+    CHECK(headway_pool_create(aligned(headway_pool_object_bytes()), headway_pool_object_bytes(), 0, &pool, &err) ==
+          HEADWAY_INVALID_ARGUMENT);
+    headway_pool_destroy(pool);
+  }
+}
+
+static void test_kv_cache(void) {
+  headway_config* config = config_from_spec("d_model=64 heads=4 kv_heads=2 ctx=16 layers=1 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  const uint32_t n_heads = 4, n_kv_heads = 2, d = 16, n = 9, t_q = 3;
+  float* k = random_floats((size_t)n * n_kv_heads * d);
+  float* v = random_floats((size_t)n * n_kv_heads * d);
+  float* q = random_floats((size_t)t_q * n_heads * d);
+  float* o = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+  float* ref = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+  size_t bytes = 0;
+  void* memory;
+  headway_kv_cache* cache = NULL;
+
+  OK(headway_kv_cache_memory_bytes(plan, 0, 1, &bytes, &err));
+  memory = aligned(bytes);
+  CHECK(headway_kv_cache_create(memory, bytes - 1, plan, 0, NULL, &cache, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(headway_kv_cache_memory_bytes(plan, 1, 1, &bytes, &err) == HEADWAY_OUT_OF_RANGE);
+  OK(headway_kv_cache_create(memory, bytes, plan, 0, NULL, &cache, &err));
+  CHECK(headway_kv_cache_rows(cache) == 16 && headway_kv_cache_size(cache) == 0);
+  OK(headway_kv_cache_append(cache, k, v, 4, &err));
+  OK(headway_kv_cache_append(cache, k + 4 * n_kv_heads * d, v + 4 * n_kv_heads * d, n - 4, &err));
+  CHECK(headway_kv_cache_size(cache) == n && headway_kv_cache_position(cache) == n);
+  OK(headway_kv_cache_attend(cache, q, o, t_q, NULL, &err));
+  reference_attention(q, k, v, ref, t_q, n, n_heads, n_kv_heads, d, 1, 0, 0.0);
+  CHECK(max_abs_diff(o, ref, (size_t)t_q * n_heads * d) < 1e-5);
+  /* Past the context: refused with the position and the context, nothing stored. */
+  CHECK(headway_kv_cache_append(cache, k, v, 8, &err) == HEADWAY_OUT_OF_RANGE);
+  CHECK(contains(err.message, "16") && headway_kv_cache_size(cache) == n);
+  headway_kv_cache_reset(cache, 0);
+  CHECK(headway_kv_cache_size(cache) == 0 && headway_kv_cache_position(cache) == 0);
+}
+
+/* The Session's stack, naively: h = x; per layer qkv = h Wᵀ, o = attention (causal, no RoPE),
+ * h += o Woᵀ. W row-major [out, in]. */
+static void reference_session(float* const* w, const float* x, float* y, uint32_t t, uint32_t layers, uint32_t d_model,
+                              uint32_t n_heads, uint32_t n_kv_heads, uint32_t d) {
+  const uint32_t qw = n_heads * d, kvw = n_kv_heads * d;
+  float* h = (float*)malloc((size_t)t * d_model * sizeof(float));
+  float* q = (float*)malloc((size_t)t * qw * sizeof(float));
+  float* k = (float*)malloc((size_t)t * kvw * sizeof(float));
+  float* v = (float*)malloc((size_t)t * kvw * sizeof(float));
+  float* a = (float*)malloc((size_t)t * qw * sizeof(float));
+  uint32_t l, i, r, c;
+  memcpy(h, x, (size_t)t * d_model * sizeof(float));
+  for (l = 0; l < layers; ++l) {
+    const float* wq = w[4 * l];
+    const float* wk = w[4 * l + 1];
+    const float* wv = w[4 * l + 2];
+    const float* wo = w[4 * l + 3];
+    for (i = 0; i < t; ++i) {
+      for (r = 0; r < qw; ++r) {
+        double s = 0;
+        for (c = 0; c < d_model; ++c) s += (double)h[(size_t)i * d_model + c] * wq[(size_t)r * d_model + c];
+        q[(size_t)i * qw + r] = (float)s;
+      }
+      for (r = 0; r < kvw; ++r) {
+        double sk = 0, sv = 0;
+        for (c = 0; c < d_model; ++c) {
+          sk += (double)h[(size_t)i * d_model + c] * wk[(size_t)r * d_model + c];
+          sv += (double)h[(size_t)i * d_model + c] * wv[(size_t)r * d_model + c];
+        }
+        k[(size_t)i * kvw + r] = (float)sk;
+        v[(size_t)i * kvw + r] = (float)sv;
+      }
+    }
+    reference_attention(q, k, v, a, t, t, n_heads, n_kv_heads, d, 1, 0, 0.0);
+    for (i = 0; i < t; ++i) {
+      for (r = 0; r < d_model; ++r) {
+        double s = 0;
+        for (c = 0; c < qw; ++c) s += (double)a[(size_t)i * qw + c] * wo[(size_t)r * qw + c];
+        h[(size_t)i * d_model + r] += (float)s;
+      }
+    }
+  }
+  memcpy(y, h, (size_t)t * d_model * sizeof(float));
+  free(h);
+  free(q);
+  free(k);
+  free(v);
+  free(a);
+}
+
+static void test_session(void) {
+  const uint32_t layers = 2, d_model = 64, n_heads = 4, n_kv_heads = 2, d = 16, t = 7;
+  headway_config* config = config_from_spec("d_model=64 heads=4 kv_heads=2 ctx=32 layers=2 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  headway_plan_info info;
+  headway_layer_weights weights[2];
+  float* w[8];
+  float* x = random_floats((size_t)t * d_model);
+  float* y = (float*)aligned((size_t)t * d_model * sizeof(float));
+  float* ref = (float*)aligned((size_t)t * d_model * sizeof(float));
+  void* arena;
+  headway_session* session = NULL;
+  uint32_t l, i;
+
+  for (l = 0; l < layers; ++l) {
+    headway_tensor* slots[4];
+    const uint32_t rows[4] = {n_heads * d, n_kv_heads * d, n_kv_heads * d, d_model};
+    const uint32_t cols[4] = {d_model, d_model, d_model, n_heads * d};
+    headway_layer_weights_init(&weights[l]);
+    slots[0] = &weights[l].wq;
+    slots[1] = &weights[l].wk;
+    slots[2] = &weights[l].wv;
+    slots[3] = &weights[l].wo;
+    for (i = 0; i < 4; ++i) {
+      uint32_t e;
+      w[4 * l + i] = random_floats((size_t)rows[i] * cols[i]);
+      for (e = 0; e < rows[i] * cols[i]; ++e) w[4 * l + i][e] *= 0.2f;
+      slots[i]->data = w[4 * l + i];
+      slots[i]->dtype = HEADWAY_F32;
+      slots[i]->rows = rows[i];
+      slots[i]->cols = cols[i];
+    }
+  }
+  info.struct_size = sizeof(info);
+  OK(headway_plan_get_info(plan, &info, &err));
+  arena = aligned((size_t)info.arena_bytes);
+
+  /* Bad weights: the layer's message, no session. */
+  weights[1].wk.rows = 31;
+  CHECK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan, arena,
+                               (size_t)info.arena_bytes, weights, layers, NULL, &session,
+                               &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(session == NULL && contains(err.message, "31"));
+  weights[1].wk.rows = n_kv_heads * d;
+  CHECK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan, arena,
+                               (size_t)info.arena_bytes, weights, 1, NULL, &session, &err) == HEADWAY_INVALID_ARGUMENT);
+
+  OK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan, arena,
+                            (size_t)info.arena_bytes, weights, layers, NULL, &session, &err));
+  if (session == NULL) return;
+  reference_session(w, x, ref, t, layers, d_model, n_heads, n_kv_heads, d);
+  /* The first t - 1 tokens at once, then the last one decoded. */
+  OK(headway_session_prefill(session, x, t - 1, y, &err));
+  OK(headway_session_decode(session, x + (size_t)(t - 1) * d_model, y + (size_t)(t - 1) * d_model, &err));
+  CHECK(headway_session_position(session) == t);
+  CHECK(max_abs_diff(y, ref, (size_t)t * d_model) < 1e-4);
+  /* Past the context: refused, position unchanged. */
+  CHECK(headway_session_prefill(session, x, 30, y, &err) == HEADWAY_OUT_OF_RANGE);
+  CHECK(headway_session_position(session) == t);
+  headway_session_reset(session);
+  CHECK(headway_session_position(session) == 0);
+  OK(headway_session_prefill(session, x, t, y, &err));
+  CHECK(max_abs_diff(y, ref, (size_t)t * d_model) < 1e-4);
+  headway_session_destroy(session);
+}
+
+int main(void) {
+  test_basics();
+  test_plan();
+  release_all();
+  test_attend();
+  release_all();
+  test_kv_cache();
+  release_all();
+  test_session();
+  release_all();
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("headway C API: all checks passed (kernels: %s)\n", headway_kernel_target());
+  return 0;
+}
