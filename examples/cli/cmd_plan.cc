@@ -15,8 +15,8 @@ namespace {
 void print_table(const Plan& p) {
   const Config& c = p.config;
   std::printf("model %s\n\n", c.name);
-  std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind_name(p), c.n_heads,
-              c.kv_heads(), p.group_size, p.head_dim, c.head_dim ? " (explicit)" : "");
+  std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind_name(p),
+              c.n_heads, c.kv_heads(), p.group_size, p.head_dim, c.head_dim ? " (explicit)" : "");
   std::printf("widths      d_model %u -> q %u, k %u, v %u (fused qkv row %u floats)\n", c.d_model, p.q_width,
               p.kv_width, p.kv_width, p.qkv_width);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
