@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <new>
 
+#include "capi_check.h"
 #include "firmware_golden.h"
 #include "headway/arena.hpp"
 #include "headway/plan.hpp"
@@ -32,6 +33,8 @@ alignas(headway::Session) uint8_t session_storage[sizeof(headway::Session)];
 
 // f16 K/V and f16 weights, relative to the largest output magnitude (as the hosted session suite).
 constexpr double kTolerance = 5e-4;
+// f32 K/V through the C API (capi_check.c): attention in f32 against double.
+constexpr double kCapiTolerance = 1e-5;
 
 double max_abs(const float* v, size_t n) {
   double m = 1.0;
@@ -103,7 +106,17 @@ int main() {
     cortex_m::Text().str("FAIL: ").str(s.message()).str("\n").print();
     return 1;
   }
-  const bool ok = prefill_err <= kTolerance && decode_err <= kTolerance;
+  double capi_err = 0.0;
+  const char* capi_message = "";
+  const bool capi_ok = capi_check(&capi_err, &capi_message) && capi_err <= kCapiTolerance;
+  cortex_m::Text()
+      .str("C API (capi_check.c): ")
+      .str(capi_message)
+      .str(", attention max abs error ")
+      .sci(capi_err)
+      .str("\n")
+      .print();
+  const bool ok = prefill_err <= kTolerance && decode_err <= kTolerance && capi_ok;
   cortex_m::Text()
       .str("prefill ")
       .u64(tiny::kPromptTokens)

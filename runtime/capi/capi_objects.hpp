@@ -56,8 +56,10 @@ static_assert(HEADWAY_F32 == static_cast<int>(DType::kF32) && HEADWAY_F16 == sta
 inline headway_status report(const Status& s, headway_error* error) {
   if (error != nullptr) {
     error->code = static_cast<headway_status>(s.code());
-    std::strncpy(error->message, s.message(), HEADWAY_MAX_MESSAGE - 1);
-    error->message[HEADWAY_MAX_MESSAGE - 1] = '\0';
+    const char* m = s.message();
+    size_t n = 0;
+    for (; m[n] != '\0' && n + 1 < HEADWAY_MAX_MESSAGE; ++n) error->message[n] = m[n];
+    error->message[n] = '\0';
   }
   return static_cast<headway_status>(s.code());
 }
