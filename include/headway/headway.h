@@ -88,6 +88,8 @@ HEADWAY_API headway_status headway_convert_row(headway_dtype dtype, const float*
                                                size_t out_bytes, headway_error* error);
 /* The SIMD target the kernels dispatch to on this machine ("AVX3", "NEON", "SCALAR", ...). */
 HEADWAY_API const char* headway_kernel_target(void);
+/* 1 when this build can run the projections on XNNPACK (headway_plan_options.projection 1). */
+HEADWAY_API int headway_built_with_xnnpack(void);
 
 /* ---- Config: a model's attention shape, from a spec string, a preset or config.json ---- */
 
@@ -121,6 +123,8 @@ typedef struct headway_plan_options {
   uint32_t threads;           /* 1.. the threads a pool will run the plan's layers on */
   uint32_t max_tokens;        /* most tokens per prefill call; 0: min(512, max_seq) */
   headway_dtype weight_dtype; /* projection weights as the runtime keeps them: f32, f16, bf16 */
+  int weights_in_arena;       /* 1: copied into the arena at session create; 0: borrowed */
+  int projection;             /* 0: Highway GEMM; 1: XNNPACK (hosted builds with it) */
 } headway_plan_options;
 
 HEADWAY_API void headway_plan_options_init(headway_plan_options* options);

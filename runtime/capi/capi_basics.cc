@@ -68,4 +68,6 @@ headway_status headway_convert_row(headway_dtype dtype, const float* x, size_t n
 
 const char* headway_kernel_target(void) { return kernel_target_name(); }
 
+int headway_built_with_xnnpack(void) { return built_with_xnnpack() ? 1 : 0; }
+
 }  // extern "C"

@@ -13,6 +13,8 @@ void headway_plan_options_init(headway_plan_options* options) {
   options->threads = d.threads;
   options->max_tokens = d.max_tokens;
   options->weight_dtype = static_cast<headway_dtype>(d.weight_dtype);
+  options->weights_in_arena = d.weights_in_arena ? 1 : 0;
+  options->projection = static_cast<int>(d.projection);
 }
 
 size_t headway_plan_object_bytes(void) { return sizeof(headway_plan); }
@@ -27,11 +29,18 @@ headway_status headway_plan_create(void* memory, size_t memory_bytes, const head
                                : capi::read_struct(kCall, "options", options, &o);
   if (s.ok()) s = capi::check_memory(kCall, memory, memory_bytes, sizeof(headway_plan), HEADWAY_OBJECT_ALIGNMENT);
   if (s.ok()) s = capi::check_dtype(kCall, "options->weight_dtype", o.weight_dtype);
+  if (s.ok() && o.projection != static_cast<int>(Projection::kHighway) &&
+      o.projection != static_cast<int>(Projection::kXnnpack)) {
+    s = Status::error(Code::kInvalidArgument, "%s: options->projection %d is not 0 (highway) or 1 (xnnpack)", kCall,
+                      o.projection);
+  }
   if (!s.ok()) return capi::report(s, error);
   PlanOptions po;
   po.threads = o.threads;
   po.max_tokens = o.max_tokens;
   po.weight_dtype = static_cast<DType>(o.weight_dtype);
+  po.weights_in_arena = o.weights_in_arena != 0;
+  po.projection = static_cast<Projection>(o.projection);
   const Result<Plan> p = make_plan(config->config, po);
   if (!p.ok()) return capi::report(p.status(), error);
   *plan = new (memory) headway_plan{p.value()};

@@ -366,10 +366,13 @@ static void reference_session(float* const* w, const float* x, float* y, uint32_
   free(a);
 }
 
-static void test_session(void) {
+/* weights_in_arena 0: the session borrows the caller's weights; projection 1: XNNPACK, where the
+ * library has it. */
+static void test_session(int weights_in_arena, int projection) {
   const uint32_t layers = 2, d_model = 64, n_heads = 4, n_kv_heads = 2, d = 16, t = 7;
   headway_config* config = config_from_spec("d_model=64 heads=4 kv_heads=2 ctx=32 layers=2 kv_dtype=f32");
-  headway_plan* plan = plan_of(config);
+  headway_plan_options options;
+  headway_plan* plan = NULL;
   headway_plan_info info;
   headway_layer_weights weights[2];
   float* w[8];
@@ -399,6 +402,15 @@ static void test_session(void) {
       slots[i]->cols = cols[i];
     }
   }
+  headway_plan_options_init(&options);
+  options.weights_in_arena = weights_in_arena;
+  options.projection = projection;
+  if (projection == 1 && !headway_built_with_xnnpack()) {
+    printf("XNNPACK projections skipped: this build has no XNNPACK\n");
+    return;
+  }
+  OK(headway_plan_create(aligned(headway_plan_object_bytes()), headway_plan_object_bytes(), config, &options, &plan,
+                         &err));
   info.struct_size = sizeof(info);
   OK(headway_plan_get_info(plan, &info, &err));
   arena = aligned((size_t)info.arena_bytes);
@@ -440,7 +452,11 @@ int main(void) {
   release_all();
   test_kv_cache();
   release_all();
-  test_session();
+  test_session(1, 0);
+  release_all();
+  test_session(0, 0);
+  release_all();
+  test_session(1, 1);
   release_all();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
