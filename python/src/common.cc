@@ -95,9 +95,10 @@ Tensor view(nb::handle obj, const char* name, size_t ndim, Accept accept, const 
     HEADWAY_PY_INVALID("%s: shape %s has %zu dims, expected %zu %s", name, shape.c_str(), a.ndim(), ndim, layout);
   }
   // C-contiguous: each stride (in elements) is the product of the dims after it; a dim of size 1
-  // may have any stride.
+  // may have any stride, and so may every dim of an empty array (the library rejects its shape).
   int64_t expected = 1;
-  for (size_t i = ndim; i-- > 0;) {
+  const bool empty = a.size() == 0;
+  for (size_t i = ndim; !empty && i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expected) {
       HEADWAY_PY_INVALID(
           "%s: not C-contiguous (stride %lld elements in dim %zu, expected %lld); headway reads arrays "
