@@ -11,6 +11,7 @@
 #                      simd/attention.h and simd/matmul.h (never a per-target -inl.h)
 #   runtime/gpu/       headway/, runtime/
 #   examples/          headway/ and its own folder's headers
+#   python/src/        headway/ and its own folder's headers (the bindings: the public API only)
 # tests/ and bench/ may include anything.
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR)
@@ -26,6 +27,7 @@ set(rules
   "gpu backend@runtime/gpu/*@^(headway/|runtime/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
+  "python bindings@python/src/*@^(headway/|python/src/)"
 )
 
 set(violations "")
