@@ -12,6 +12,7 @@
 #   runtime/capi/      headway/, runtime/
 #   runtime/gpu/       headway/, runtime/
 #   examples/          headway/ and its own folder's headers
+#   python/src/        headway/ and its own folder's headers (the bindings: the public API only)
 # tests/ and bench/ may include anything.
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR)
@@ -28,6 +29,7 @@ set(rules
   "gpu backend@runtime/gpu/*@^(headway/|runtime/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
+  "python bindings@python/src/*@^(headway/|python/src/)"
 )
 
 set(violations "")

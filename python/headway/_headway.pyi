@@ -1,0 +1,121 @@
+"""Type stubs of the extension module headway._headway (python/src/)."""
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class Error(Exception):
+    code: str
+
+class InvalidArgument(Error, ValueError): ...
+class OutOfRange(Error, ValueError): ...
+class Unsupported(Error, ValueError): ...
+class NotFound(Error, ValueError): ...
+class DataLoss(Error, ValueError): ...
+class FailedPrecondition(Error, RuntimeError): ...
+class InternalError(Error, RuntimeError): ...
+
+def attend(
+    q: npt.NDArray[np.float32],
+    k: npt.NDArray[np.float32] | npt.NDArray[np.float16],
+    v: npt.NDArray[np.float32] | npt.NDArray[np.float16],
+    *,
+    causal: bool = False,
+    window: int = 0,
+    softcap: float = 0.0,
+    scale: Optional[float] = None,
+    kv_dtype: Optional[str] = None,
+    sinks: Optional[npt.NDArray[np.float32]] = None,
+    sink_tokens: int = 0,
+    alibi: bool = False,
+    alibi_max_bias: float = 8.0,
+    prefix: int = 0,
+    window_symmetric: bool = False,
+    seq_lens: Optional[Sequence[int]] = None,
+    kv_seq_lens: Optional[Sequence[int]] = None,
+    mask: Optional[npt.NDArray[np.bool_] | npt.NDArray[np.float32]] = None,
+    threads: int = 1,
+    backend: str = "cpu",
+) -> npt.NDArray[np.float32]:
+    """O = softmax(scale * Q K^T + mask) V: q [T_q, n_heads, head_dim], k and v [T_kv, n_kv_heads,
+    head_dim]; returns a new float32 [T_q, n_heads, head_dim]."""
+
+def _input_address(array: Any) -> int: ...
+def gpu_compiled() -> bool: ...
+def plan(
+    *,
+    preset: Optional[str] = None,
+    config: Optional[str] = None,
+    gguf: Optional[str] = None,
+    spec: Optional[str] = None,
+    kv_dtype: Optional[str] = None,
+    threads: int = 1,
+    max_tokens: int = 0,
+    weight_dtype: Optional[str] = None,
+) -> dict[str, Any]:
+    """The plan of exactly one config source, as the dict `headway plan --json` prints."""
+
+def presets() -> list[str]: ...
+
+class KvCache:
+    def __init__(
+        self,
+        *,
+        preset: Optional[str] = None,
+        config: Optional[str] = None,
+        gguf: Optional[str] = None,
+        spec: Optional[str] = None,
+        kv_dtype: Optional[str] = None,
+        threads: int = 1,
+        max_tokens: int = 0,
+        layer: int = 0,
+        backend: str = "cpu",
+    ) -> None: ...
+    def append(self, k: npt.NDArray[np.float32], v: npt.NDArray[np.float32]) -> None:
+        """k, v [n, n_kv_heads, head_dim]; on error the cache is as it was."""
+    def attend(
+        self, q: npt.NDArray[np.float32], *, sinks: Optional[npt.NDArray[np.float32]] = None
+    ) -> npt.NDArray[np.float32]:
+        """The queries of the last t_q appended tokens, q [t_q, n_heads, head_dim] (RoPE applied)."""
+    def reset(self, start: int = 0) -> None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def plan(self) -> dict[str, Any]: ...
+
+class Session:
+    def __init__(
+        self,
+        *,
+        preset: Optional[str] = None,
+        config: Optional[str] = None,
+        gguf: Optional[str] = None,
+        spec: Optional[str] = None,
+        weights: Optional[Sequence[dict[str, npt.NDArray[Any]]]] = None,
+        seed: Optional[int] = None,
+        kv_dtype: Optional[str] = None,
+        threads: int = 1,
+        max_tokens: int = 0,
+        weight_dtype: Optional[str] = None,
+        backend: str = "cpu",
+    ) -> None: ...
+    def prefill(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """x [t, d_model] at positions position()..; returns y [t, d_model]."""
+    def decode(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """One token: x [d_model]; returns y [d_model]."""
+    def encode(self, x: npt.NDArray[np.float32], seq_lens: Sequence[int]) -> npt.NDArray[np.float32]:
+        """A bidirectional model's batch of sentences back to back in x [sum(seq_lens), d_model]."""
+    def reset(self) -> None: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def plan(self) -> dict[str, Any]: ...

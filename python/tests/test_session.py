@@ -1,0 +1,92 @@
+"""KvCache and Session round trips: a cache holds what attend() over the whole K/V sees, a
+rejected call changes nothing, decode continues prefill, encode treats each sentence alone, and
+given weights run the block the session's header describes (y = x + attn(x))."""
+
+import numpy as np
+import pytest
+
+import headway
+from conftest import reference
+
+SPEC = "d_model=64 heads=4 kv_heads=2 ctx=64 layers=2 rope_theta=10000"
+
+
+def test_kv_cache_matches_attend(rng):
+    # no RoPE; the plan's kv_dtype (the config's default, f16) is the storage attend() gets too
+    cache = headway.KvCache(spec="d_model=64 heads=4 kv_heads=2 ctx=64 layers=1")
+    kv_dtype = cache.plan["kv_dtype"]
+    assert (cache.size, cache.position, cache.rows) == (0, 0, 64)
+    k = rng.standard_normal((20, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((20, 2, 16), dtype=np.float32)
+    cache.append(k[:12], v[:12])
+    cache.append(k[12:], v[12:])
+    assert (cache.size, cache.position) == (20, 20)
+    q = rng.standard_normal((5, 4, 16), dtype=np.float32)
+    np.testing.assert_allclose(cache.attend(q), headway.attend(q, k, v, causal=True, kv_dtype=kv_dtype), atol=1e-6)
+    # past the context: OutOfRange, and the cache is as it was
+    with pytest.raises(headway.OutOfRange):
+        cache.append(np.zeros((45, 2, 16), np.float32), np.zeros((45, 2, 16), np.float32))
+    assert cache.size == 20
+    np.testing.assert_allclose(cache.attend(q), headway.attend(q, k, v, causal=True, kv_dtype=kv_dtype), atol=1e-6)
+    with pytest.raises(headway.InvalidArgument, match=r"k: shape \(3, 4, 16\), expected \(n, 2, 16\)"):
+        cache.append(np.zeros((3, 4, 16), np.float32), np.zeros((3, 4, 16), np.float32))
+    cache.reset(start=7)
+    assert (cache.size, cache.position) == (0, 7)
+    assert cache.plan["n_kv_heads"] == 2
+
+
+def test_prefill_then_decode_equals_one_prefill(rng):
+    x = rng.standard_normal((12, 64), dtype=np.float32)
+    whole = headway.Session(spec=SPEC, seed=3, threads=2).prefill(x)
+    s = headway.Session(spec=SPEC, seed=3, threads=2)
+    parts = [s.prefill(x[:9])] + [s.decode(x[i])[None] for i in range(9, 12)]
+    assert s.position == 12 and s.n_layers == 2
+    np.testing.assert_allclose(np.concatenate(parts), whole, atol=1e-5)
+    s.reset()
+    assert s.position == 0
+    np.testing.assert_allclose(s.prefill(x), whole, atol=1e-5)
+    # past the context (64): OutOfRange and nothing changes
+    with pytest.raises(headway.OutOfRange):
+        s.prefill(np.zeros((60, 64), np.float32))
+    assert s.position == 12
+
+
+def test_encode_is_each_sentence_alone(rng):
+    spec = "d_model=64 heads=4 ctx=32 layers=2 causal=0 rope_theta=10000"
+    s = headway.Session(spec=spec, seed=5)
+    x = rng.standard_normal((3 + 7 + 5, 64), dtype=np.float32)
+    y = s.encode(x, [3, 7, 5])
+    assert s.position == 0
+    at = 0
+    for n in (3, 7, 5):
+        s.reset()
+        np.testing.assert_allclose(y[at : at + n], s.prefill(x[at : at + n]), atol=1e-5)
+        at += n
+    with pytest.raises(headway.InvalidArgument, match="seq_lens sum to 14, x has 15 rows"):
+        s.encode(x, [3, 7, 4])
+
+
+def test_given_weights_are_the_block(rng):
+    spec = "d_model=32 heads=4 kv_heads=2 ctx=16 layers=1 qkv_bias=1"
+    w = {
+        "wq": rng.standard_normal((32, 32), dtype=np.float32) * 0.2,
+        "wk": rng.standard_normal((16, 32), dtype=np.float32) * 0.2,
+        "wv": rng.standard_normal((16, 32), dtype=np.float32) * 0.2,
+        "wo": rng.standard_normal((32, 32), dtype=np.float32) * 0.2,
+        "bq": rng.standard_normal(32, dtype=np.float32) * 0.1,
+        "bk": rng.standard_normal(16, dtype=np.float32) * 0.1,
+        "bv": rng.standard_normal(16, dtype=np.float32) * 0.1,
+    }
+    x = rng.standard_normal((6, 32), dtype=np.float32)
+    y = headway.Session(spec=spec, weights=[w], kv_dtype="f32").prefill(x)
+    q = (x @ w["wq"].T + w["bq"]).reshape(6, 4, 8)
+    k = (x @ w["wk"].T + w["bk"]).reshape(6, 2, 8)
+    v = (x @ w["wv"].T + w["bv"]).reshape(6, 2, 8)
+    want = x + reference(q, k, v, causal=True).reshape(6, 32) @ w["wo"].T
+    np.testing.assert_allclose(y, want, atol=1e-4)
+    with pytest.raises(headway.InvalidArgument, match="bq"):  # the library's check names the tensor
+        headway.Session(spec=spec, weights=[{n: a for n, a in w.items() if n != "bq"}])
+    with pytest.raises(headway.InvalidArgument, match="unknown key 'w_q'"):
+        headway.Session(spec=spec, weights=[{"w_q": w["wq"]}])
+    with pytest.raises(headway.InvalidArgument, match="give exactly one of weights="):
+        headway.Session(spec=spec)
