@@ -27,6 +27,7 @@
 #include "headway/model_files.hpp"
 #include "headway/npy.hpp"
 #include "headway/plan.hpp"
+#include "headway/plan_json.hpp"
 
 namespace headway {
 namespace {
@@ -1152,6 +1153,14 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
   CHECK(std::memcmp(cache_before.data(), cache_mem.p, cache_before.size()) == 0);
   CHECK(std::memcmp(plan_before.data(), plan_mem.p, plan_before.size()) == 0);
   for (const float v : o) CHECK(v == 0.0f);
+}
+
+TEST_CASE("bad input: a model name that is not UTF-8 reaches the plan's JSON as U+FFFD") {
+  const Result<Config> c = parse_spec("name=tin\xe1y d_model=64 heads=4 ctx=8");
+  REQUIRE(c.ok());
+  const Result<Plan> p = make_plan(c.value());
+  REQUIRE(p.ok());
+  CHECK(plan_json(p.value()).rfind("{\"model\":\"tin\xef\xbf\xbdy\",", 0) == 0);
 }
 
 TEST_CASE("bad input: config.json text") {

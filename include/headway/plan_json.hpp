@@ -25,7 +25,8 @@ namespace headway {
 // says so in "layers_listed".
 inline constexpr uint32_t kMaxListedLayers = 65536;
 
-// The object above, compact (no spaces or newlines), floats in their shortest round-trip form.
+// The object above, compact (no spaces or newlines), floats in their shortest round-trip form,
+// bytes of the model name that are not UTF-8 replaced by U+FFFD.
 std::string plan_json(const Plan& plan);
 
 }  // namespace headway

@@ -108,6 +108,10 @@ nlohmann::ordered_json plan_object(const Plan& p) {
 
 }  // namespace
 
-std::string plan_json(const Plan& plan) { return plan_object(plan).dump(); }
+// A model name from a spec string or a file need not be UTF-8: its invalid bytes become U+FFFD
+// (JSON text is UTF-8; the default handler would abort, exceptions being off).
+std::string plan_json(const Plan& plan) {
+  return plan_object(plan).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 }  // namespace headway
