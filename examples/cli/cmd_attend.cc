@@ -110,15 +110,9 @@ const void* kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
 // kUnsupported Status that names why (exit 2).
 Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
                   const AttentionParams& params) {
-  GpuContext context;
-  HEADWAY_RETURN_IF_ERROR(context.create());
-  const Result<Plan> plan = dense_plan(shape, kv_dtype);
-  if (!plan.ok()) return plan.status();
-  GpuBackend gpu;
-  const bool masked = params.mask_bool != nullptr || params.mask_additive != nullptr;
-  HEADWAY_RETURN_IF_ERROR(gpu.create(&context, plan.value(), masked));
-  HEADWAY_RETURN_IF_ERROR(gpu.attend_dense(q, k, v, kv_dtype, o, shape, params));
-  std::printf("attend: %s\n", gpu.description());
+  char description[256];
+  HEADWAY_RETURN_IF_ERROR(attend_gpu_once(q, k, v, kv_dtype, o, shape, params, description, sizeof(description)));
+  std::printf("attend: %s\n", description);
   return Status();
 }
 

@@ -216,6 +216,16 @@ class GpuBackend {
   Impl* impl_ = nullptr;
 };
 
+// One dense attention on a Vulkan device, start to end: a GpuContext, the plan dense_plan()
+// gives, a GpuBackend (with dense masks when params has a mask) and attend_dense(), all released
+// before it returns. For a tool's single call (`headway attend --backend gpu`, the Python
+// package's attend); a runtime keeps its context and backends. description (when not null, of
+// description_size bytes) gets the backend's one-line description. kUnsupported names why no
+// device runs it.
+Status attend_gpu_once(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                       const AttentionShape& shape, const AttentionParams& params, char* description = nullptr,
+                       size_t description_size = 0);
+
 // ---- Either --------------------------------------------------------------------------------------
 
 // A view of a CpuBackend or a GpuBackend that the caller owns (and keeps alive): code that runs

@@ -80,18 +80,6 @@ std::vector<uint32_t> cumulative(const std::vector<int64_t>& lens, const char* f
   return cu;
 }
 
-Status attend_gpu(const float* q, const void* k, const void* v, DType kv_dtype, float* o, const AttentionShape& shape,
-                  const AttentionParams& params) {
-  GpuContext context;
-  HEADWAY_RETURN_IF_ERROR(context.create());
-  const Result<Plan> plan = dense_plan(shape, kv_dtype);
-  if (!plan.ok()) return plan.status();
-  GpuBackend gpu;
-  const bool masked = params.mask_bool != nullptr || params.mask_additive != nullptr;
-  HEADWAY_RETURN_IF_ERROR(gpu.create(&context, plan.value(), masked));
-  return gpu.attend_dense(q, k, v, kv_dtype, o, shape, params);
-}
-
 OutArray py_attend(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, bool causal, int64_t window, float softcap,
                    std::optional<float> scale, std::optional<std::string> kv_dtype_name, nb::handle sinks_obj,
                    int64_t sink_tokens, bool alibi, float alibi_max_bias, int64_t prefix, bool window_symmetric,
@@ -201,7 +189,7 @@ OutArray py_attend(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, bool ca
     nb::gil_scoped_release release;
     convert_kv(k, kv_dtype, &k_converted);
     convert_kv(v, kv_dtype, &v_converted);
-    if (backend == "gpu") s = attend_gpu(q_data, k_data, v_data, kv_dtype, o, shape, p);
+    if (backend == "gpu") s = attend_gpu_once(q_data, k_data, v_data, kv_dtype, o, shape, p);
     else s = attend(q_data, k_data, v_data, kv_dtype, o, shape, p, &pool, workspace.get(), ws_size);
   }
   check(s);
