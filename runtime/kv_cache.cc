@@ -120,6 +120,11 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   return Status();
 }
 
+Status KvCache::rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
+  if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: rotate_queries before bind");
+  return rotate_last_queries("kv cache", plan_, rope_, position(), size_, q, q_token_stride, t_q);
+}
+
 KvCache::View KvCache::view(uint32_t t_q) const {
   const Config& c = plan_.config;
   View w;

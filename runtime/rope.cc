@@ -100,4 +100,20 @@ void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_hea
   }
 }
 
+Status rotate_last_queries(const char* who, const Plan& plan, const double* freqs, uint32_t position, uint32_t size,
+                           float* q, size_t q_token_stride, uint32_t t_q) {
+  if (q == nullptr) return Status::error(Code::kInvalidArgument, "%s: rotate_queries: q is null", who);
+  if (t_q == 0 || t_q > size) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: rotate_queries of %u tokens: the queries are those of the last 1..%u tokens appended",
+                         who, t_q, size);
+  }
+  if (q_token_stride < plan.q_width) {
+    return Status::error(Code::kInvalidArgument, "%s: rotate_queries: q_token_stride %zu is below the query width %u",
+                         who, q_token_stride, plan.q_width);
+  }
+  apply_rope(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim, position - t_q, plan.config.rope, freqs);
+  return Status();
+}
+
 }  // namespace headway

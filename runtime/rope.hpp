@@ -13,6 +13,8 @@
 #include <cstdint>
 
 #include "headway/config.hpp"
+#include "headway/plan.hpp"
+#include "headway/status.hpp"
 
 namespace headway {
 
@@ -31,5 +33,13 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
 // backend and the layer reject it).
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
                 const RopeConfig& rope, const double* freqs);
+
+// A cache's rotation of its queries (KvCache, CpuBackend, GpuBackend::rotate_queries): the last
+// t_q of the `size` tokens appended since the reset, which sit at positions position − t_q ..
+// position − 1, rotated in place as their keys were. q [t_q, n_heads, head_dim] f32, token t at
+// q + t · q_token_stride. Nothing is written on error (null q, t_q 0 or past size, a stride below
+// the query width); without RoPE it succeeds and leaves q as it is.
+Status rotate_last_queries(const char* who, const Plan& plan, const double* freqs, uint32_t position, uint32_t size,
+                           float* q, size_t q_token_stride, uint32_t t_q);
 
 }  // namespace headway

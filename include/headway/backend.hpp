@@ -58,6 +58,9 @@ enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 //   // logits (AttentionParams::sinks), or null; checked on each call, as KvCache::attend does.
 //   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
 //                 const float* sinks = nullptr);
+//   // q as attend() takes it, rotated in place by the RoPE the last t_q tokens' keys got
+//   // (KvCache::rotate_queries): for a caller that appends K and V and attends its own queries.
+//   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
 //
 //   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
 //   // plan's heads and head_dim, with t_q <= max_tokens and t_kv <= cache_rows; k and v are in
@@ -102,6 +105,9 @@ class CpuBackend {
                 const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
+  Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
+    return cache_.rotate_queries(q, q_token_stride, t_q);
+  }
   const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
 
  private:
@@ -208,6 +214,7 @@ class GpuBackend {
                 const float* sinks = nullptr);
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
+  Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
 
   struct Impl;
 
@@ -248,6 +255,9 @@ class Backend {
                 const float* sinks = nullptr) {
     return gpu_ ? gpu_->attend(q, q_token_stride, o, o_token_stride, t_q, sinks)
                 : cpu_->attend(q, q_token_stride, o, o_token_stride, t_q, sinks);
+  }
+  Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
+    return gpu_ ? gpu_->rotate_queries(q, q_token_stride, t_q) : cpu_->rotate_queries(q, q_token_stride, t_q);
   }
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params) {

@@ -229,8 +229,13 @@ HEADWAY_API headway_status headway_kv_cache_create(void* memory, size_t memory_b
  * position and both are stored in the plan's K/V dtype. On error the cache is as it was. */
 HEADWAY_API headway_status headway_kv_cache_append(headway_kv_cache* cache, const float* k, const float* v, uint32_t n,
                                                    headway_error* error);
+/* Rotates q [t_q, n_heads, head_dim] f32 in place by the RoPE the keys of the last t_q tokens
+ * appended got (their positions): what headway_kv_cache_attend expects of its queries. Without
+ * RoPE, q stays as it is. On error q is unchanged. */
+HEADWAY_API headway_status headway_kv_cache_rotate_queries(const headway_kv_cache* cache, float* q, uint32_t t_q,
+                                                           headway_error* error);
 /* Attention for the queries of the last t_q tokens appended: q, o [t_q, n_heads, head_dim] f32
- * (q rotated already); sinks: n_heads learned sink logits or NULL. */
+ * (q rotated: headway_kv_cache_rotate_queries); sinks: n_heads learned sink logits or NULL. */
 HEADWAY_API headway_status headway_kv_cache_attend(headway_kv_cache* cache, const float* q, float* o, uint32_t t_q,
                                                    const float* sinks, headway_error* error);
 HEADWAY_API void headway_kv_cache_reset(headway_kv_cache* cache, uint32_t start_position);

@@ -60,6 +60,11 @@ class KvCache {
   // n_heads learned sink logits (AttentionParams::sinks), checked on each call.
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q, ThreadPool* pool,
                 void* workspace, size_t workspace_bytes, const float* sinks = nullptr) const;
+  // Rotates q [t_q, n_heads, head_dim] f32 (token t at q + t · q_token_stride) in place as the
+  // queries of the last t_q tokens appended (positions position() − t_q ..): the RoPE their keys
+  // got, which attend() expects the queries to have. Without RoPE, q stays as it is. On error
+  // (t_q 0 or past size(), before bind) q is unchanged.
+  Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
   // Workspace attend() needs for t_q queries at the current size with `threads` threads.
   size_t workspace_bytes(uint32_t t_q, uint32_t threads) const;
 

@@ -76,10 +76,12 @@ class KvCache:
     ) -> None: ...
     def append(self, k: npt.NDArray[np.float32], v: npt.NDArray[np.float32]) -> None:
         """k, v [n, n_kv_heads, head_dim]; on error the cache is as it was."""
+    def rotate_queries(self, q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """A copy of q [t_q, n_heads, head_dim] rotated as the last t_q appended tokens' keys were."""
     def attend(
         self, q: npt.NDArray[np.float32], *, sinks: Optional[npt.NDArray[np.float32]] = None
     ) -> npt.NDArray[np.float32]:
-        """The queries of the last t_q appended tokens, q [t_q, n_heads, head_dim] (RoPE applied)."""
+        """The queries of the last t_q appended tokens, q [t_q, n_heads, head_dim] (rotate_queries applied)."""
     def reset(self, start: int = 0) -> None: ...
     @property
     def size(self) -> int: ...

@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -82,6 +83,22 @@ class PyKvCache {
                            plan_.kv_width, k.shape[0]);
     }
     check(s);
+  }
+
+  // A rotated copy of q [t_q, n_heads, head_dim]: the RoPE the keys of the last t_q tokens got.
+  OutArray rotate_queries(nb::handle q_obj) {
+    const Tensor q = heads_of(q_obj, "q", plan_.config.n_heads, plan_.head_dim, "[t_q, n_heads, head_dim]");
+    float* rotated = nullptr;
+    OutArray out = new_f32({q.shape[0], plan_.config.n_heads, plan_.head_dim}, &rotated);
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::memcpy(rotated, q.data, q.elements() * sizeof(float));
+      s = backend().rotate_queries(rotated, plan_.q_width, q.shape[0]);
+    }
+    check(s);
+    return out;
   }
 
   OutArray attend(nb::handle q_obj, nb::handle sinks_obj) {
@@ -339,6 +356,7 @@ void bind_objects(nb::module_& m) {
           nb::arg("spec") = nb::none(), nb::arg("kv_dtype") = nb::none(), nb::arg("threads") = 1,
           nb::arg("max_tokens") = 0, nb::arg("layer") = 0, nb::arg("backend") = "cpu")
       .def("append", &PyKvCache::append, nb::arg("k"), nb::arg("v"))
+      .def("rotate_queries", &PyKvCache::rotate_queries, nb::arg("q"))
       .def("attend", &PyKvCache::attend, nb::arg("q"), nb::kw_only(), nb::arg("sinks") = nb::none())
       .def("reset", &PyKvCache::reset, nb::arg("start") = 0)
       .def_prop_ro("size", &PyKvCache::size)

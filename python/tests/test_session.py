@@ -35,6 +35,52 @@ def test_kv_cache_matches_attend(rng):
     assert cache.plan["n_kv_heads"] == 2
 
 
+def rope_neox(x, positions, theta):
+    """NeoX rotate-half RoPE from its definition, in float64: x [t, heads, d] at positions [t]."""
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    angles = positions[:, None] * theta ** (-2.0 * np.arange(d // 2) / d)  # [t, d/2]
+    c, s = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def test_kv_cache_rotates_queries_as_its_keys(rng):
+    # RoPE: the cache rotates K on append; rotate_queries gives the queries of the last tokens the
+    # same rotation, and attention over the cache is the float64 attention of both rotated.
+    cache = headway.KvCache(spec="d_model=64 heads=4 kv_heads=2 ctx=64 layers=1 rope_theta=10000 kv_dtype=f32")
+    cache.reset(start=5)
+    k = rng.standard_normal((10, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((10, 2, 16), dtype=np.float32)
+    q = rng.standard_normal((4, 4, 16), dtype=np.float32)
+    cache.append(k, v)
+    q_rot = cache.rotate_queries(q)
+    assert q_rot.shape == q.shape and not np.shares_memory(q_rot, q)
+    np.testing.assert_allclose(q_rot, rope_neox(q, np.arange(11, 15), 10000.0), atol=2e-6)
+    want = reference(rope_neox(q, np.arange(11, 15), 10000.0), rope_neox(k, np.arange(5, 15), 10000.0), v, causal=True)
+    np.testing.assert_allclose(cache.attend(q_rot), want, atol=2e-5)
+    with pytest.raises(headway.InvalidArgument, match="rotate_queries of 11 tokens"):
+        cache.rotate_queries(np.zeros((11, 4, 16), np.float32))
+
+
+def test_gpu_kv_cache_rotates_and_attends_as_the_cpu_one(rng):
+    spec = "d_model=64 heads=4 kv_heads=2 ctx=64 layers=1 rope_theta=10000 kv_dtype=f32"
+    try:
+        gpu = headway.KvCache(spec=spec, backend="gpu")
+    except headway.Unsupported as e:  # no Vulkan in this build, or no usable device
+        pytest.skip(str(e))
+    cpu = headway.KvCache(spec=spec)
+    k = rng.standard_normal((9, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((9, 2, 16), dtype=np.float32)
+    q = rng.standard_normal((3, 4, 16), dtype=np.float32)
+    for cache in (cpu, gpu):
+        cache.reset(start=20)
+        cache.append(k, v)
+    q_rot = cpu.rotate_queries(q)
+    np.testing.assert_array_equal(gpu.rotate_queries(q), q_rot)
+    np.testing.assert_allclose(gpu.attend(q_rot), cpu.attend(q_rot), atol=1e-4)
+
+
 def test_prefill_then_decode_equals_one_prefill(rng):
     x = rng.standard_normal((12, 64), dtype=np.float32)
     whole = headway.Session(spec=SPEC, seed=3, threads=2).prefill(x)

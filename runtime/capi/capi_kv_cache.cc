@@ -64,6 +64,12 @@ headway_status headway_kv_cache_append(headway_kv_cache* cache, const float* k, 
   return capi::report(cache->backend.append(k, p.kv_width, v, p.kv_width, n), error);
 }
 
+headway_status headway_kv_cache_rotate_queries(const headway_kv_cache* cache, float* q, uint32_t t_q,
+                                               headway_error* error) {
+  if (cache == nullptr) return capi::report(capi::null_argument("headway_kv_cache_rotate_queries", "cache"), error);
+  return capi::report(cache->backend.rotate_queries(q, cache->backend.plan().q_width, t_q), error);
+}
+
 headway_status headway_kv_cache_attend(headway_kv_cache* cache, const float* q, float* o, uint32_t t_q,
                                        const float* sinks, headway_error* error) {
   if (cache == nullptr) return capi::report(capi::null_argument("headway_kv_cache_attend", "cache"), error);

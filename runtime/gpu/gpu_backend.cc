@@ -147,6 +147,11 @@ const char* GpuBackend::description() const { return impl_ ? impl_->description 
 uint32_t GpuBackend::size() const { return impl_ ? impl_->size : 0; }
 uint32_t GpuBackend::position() const { return impl_ ? impl_->start + impl_->size : 0; }
 
+Status GpuBackend::rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
+  if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: rotate_queries before create");
+  return rotate_last_queries("gpu backend", impl_->plan, impl_->rope, position(), impl_->size, q, q_token_stride, t_q);
+}
+
 void GpuBackend::reset(uint32_t start_position) {
   if (impl_ == nullptr) return;
   impl_->start = start_position;

@@ -26,6 +26,7 @@ uint32_t GpuBackend::position() const { return 0; }
 void GpuBackend::reset(uint32_t) {}
 Status GpuBackend::append(const float*, size_t, const float*, size_t, uint32_t) { return not_built(); }
 Status GpuBackend::attend(const float*, size_t, float*, size_t, uint32_t, const float*) { return not_built(); }
+Status GpuBackend::rotate_queries(float*, size_t, uint32_t) const { return not_built(); }
 Status GpuBackend::attend_dense(const float*, const void*, const void*, DType, float*, const AttentionShape&,
                                 const AttentionParams&) {
   return not_built();

@@ -316,6 +316,32 @@ static void test_kv_cache(void) {
   CHECK(contains(err.message, "16") && headway_kv_cache_size(cache) == n);
   headway_kv_cache_reset(cache, 0);
   CHECK(headway_kv_cache_size(cache) == 0 && headway_kv_cache_position(cache) == 0);
+
+  /* With RoPE (NeoX, theta 10000): the queries of the last t_q tokens rotated at their
+   * positions, as a naive rotate-half here computes it. */
+  {
+    headway_plan* roped = plan_of(config_from_spec("d_model=64 heads=4 kv_heads=2 ctx=16 layers=1 rope_theta=10000"));
+    headway_kv_cache* rc = NULL;
+    float* rotated = (float*)aligned((size_t)t_q * n_heads * d * sizeof(float));
+    uint32_t t, h, i;
+    OK(headway_kv_cache_memory_bytes(roped, 0, 1, &bytes, &err));
+    OK(headway_kv_cache_create(aligned(bytes), bytes, roped, 0, NULL, &rc, &err));
+    OK(headway_kv_cache_append(rc, k, v, n, &err));
+    memcpy(rotated, q, (size_t)t_q * n_heads * d * sizeof(float));
+    OK(headway_kv_cache_rotate_queries(rc, rotated, t_q, &err));
+    for (t = 0; t < t_q; ++t) {
+      for (h = 0; h < n_heads; ++h) {
+        const float* x = q + ((size_t)t * n_heads + h) * d;
+        const float* y = rotated + ((size_t)t * n_heads + h) * d;
+        for (i = 0; i < d / 2; ++i) {
+          const double angle = (double)(n - t_q + t) * pow(10000.0, -2.0 * i / d);
+          CHECK(fabs(y[i] - (x[i] * cos(angle) - x[i + d / 2] * sin(angle))) < 1e-5);
+          CHECK(fabs(y[i + d / 2] - (x[i + d / 2] * cos(angle) + x[i] * sin(angle))) < 1e-5);
+        }
+      }
+    }
+    CHECK(headway_kv_cache_rotate_queries(rc, rotated, n + 1, &err) == HEADWAY_INVALID_ARGUMENT);
+  }
 }
 
 /* The Session's stack, naively: h = x; per layer qkv = h Wᵀ, o = attention (causal, no RoPE),

@@ -214,6 +214,45 @@ TEST_CASE("reset(start): K rotated once at its absolute position, rows counted f
   CHECK(needs_table.bind(f.plan, f.region.data(), f.region.size()).code() == Code::kInvalidArgument);
 }
 
+TEST_CASE("rotate_queries: the last tokens' positions, RoPE's definition, nothing written on error") {
+  for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kGptj}) {
+    INFO(rope_style_name(style));
+    Config c = small_config(0, DType::kF32);
+    c.rope.style = style;
+    Fixture f(c, 8);
+    const uint32_t qw = f.plan.q_width, kvw = f.plan.kv_width, hd = f.plan.head_dim;
+    const std::vector<float> k = normal(8 * kvw, 6), v = normal(8 * kvw, 7), q0 = normal(3 * qw, 8);
+    f.cache.reset(30);
+    REQUIRE(f.cache.append(k.data(), kvw, v.data(), kvw, 7).ok());
+    std::vector<float> q = q0;
+    REQUIRE(f.cache.rotate_queries(q.data(), qw, 3).ok());
+    for (uint32_t t = 0; t < 3; ++t) {
+      for (uint32_t h = 0; h < c.n_heads; ++h) {
+        std::vector<double> want(q0.begin() + t * qw + h * hd, q0.begin() + t * qw + (h + 1) * hd);
+        rope_reference(want, hd, 34 + t, c.rope);  // positions 30 + 7 − 3 ..
+        for (uint32_t i = 0; i < hd; ++i) CHECK(q[t * qw + h * hd + i] == doctest::Approx(want[i]).epsilon(1e-5));
+      }
+    }
+    q = q0;
+    CHECK(f.cache.rotate_queries(q.data(), qw, 8).code() == Code::kInvalidArgument);
+    CHECK(f.cache.rotate_queries(q.data(), qw, 0).code() == Code::kInvalidArgument);
+    CHECK(std::string(f.cache.rotate_queries(q.data(), qw - 1, 2).message()).find("q_token_stride 63") !=
+          std::string::npos);
+    CHECK(f.cache.rotate_queries(nullptr, qw, 2).code() == Code::kInvalidArgument);
+    CHECK(q == q0);
+  }
+  Config no_rope = small_config(0, DType::kF32);
+  no_rope.rope = RopeConfig{};  // no RoPE: q stays as it was
+  Fixture f(no_rope, 8);
+  const std::vector<float> k = normal(2 * f.plan.kv_width, 9), q0 = normal(f.plan.q_width, 10);
+  REQUIRE(f.cache.append(k.data(), f.plan.kv_width, k.data(), f.plan.kv_width, 2).ok());
+  std::vector<float> q = q0;
+  REQUIRE(f.cache.rotate_queries(q.data(), f.plan.q_width, 1).ok());
+  CHECK(q == q0);
+  KvCache unbound;
+  CHECK(unbound.rotate_queries(q.data(), f.plan.q_width, 1).code() == Code::kFailedPrecondition);
+}
+
 // Appends a sequence in the given chunk sizes and, after each chunk, attends that chunk's
 // queries over the cache; every output is held against the double reference over all keys so
 // far (roped, rounded to the cache dtype), with the config's causal/window masking.
