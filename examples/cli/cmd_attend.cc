@@ -14,7 +14,6 @@
 #include "examples/cli/commands.hpp"
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
-#include "headway/dtype_convert.hpp"
 #include "headway/npy.hpp"
 #include "headway/quantize.hpp"
 #include "headway/thread_pool.hpp"
@@ -70,40 +69,16 @@ Status load_3d(const char* flag, Tensor* t, const char* layout) {
   return Status();
 }
 
-// K or V in `want` storage: the file's bytes as they are, or converted into *out. A block format
-// (q8_0, q4_0) quantizes each row of head_dim values (one token's kv head) as ggml does, from the
-// file's values (f16 widened first).
-const void* kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
+// K or V in `want` storage: the file's bytes as they are, or converted into *out (convert_rows:
+// one row per token and kv head of head_dim values).
+Result<const void*> kv_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
   const formats::NpyArray& a = t.array;
-  const size_t n = static_cast<size_t>(a.elements);
-  if (a.dtype == want) return a.data.data();
-  if (dtype_is_block(want)) {
-    const size_t d = static_cast<size_t>(a.shape[2]);
-    const size_t rows = d ? n / d : 0;
-    const size_t row_bytes = dtype_row_bytes(want, d);
-    std::vector<float> widened;
-    const float* x = a.f32();
-    if (a.dtype != DType::kF32) {
-      widened.resize(n);
-      f16_to_f32(a.f16_bits(), widened.data(), n);
-      x = widened.data();
-    }
-    out->resize(rows * row_bytes);
-    const QuantType q = quant_type_of(want);
-    for (size_t r = 0; r < rows; ++r) (void)quantize_row(q, x + r * d, d, out->data() + r * row_bytes, row_bytes);
-    return out->data();
-  }
-  out->resize(n * dtype_bytes(want));
-  uint16_t* out16 = reinterpret_cast<uint16_t*>(out->data());
-  if (a.dtype == DType::kF32) {  // narrow, round to nearest even
-    if (want == DType::kF16) f32_to_f16(a.f32(), out16, n);
-    else f32_to_bf16(a.f32(), out16, n);
-  } else if (want == DType::kF32) {  // f16 widens exactly
-    f16_to_f32(a.f16_bits(), reinterpret_cast<float*>(out->data()), n);
-  } else {  // f16 → bf16: widen, then one rounding
-    f16_to_bf16(a.f16_bits(), out16, n);
-  }
-  return out->data();
+  if (a.dtype == want) return static_cast<const void*>(a.data.data());
+  const size_t d = static_cast<size_t>(a.shape[2]);
+  const size_t rows = d ? static_cast<size_t>(a.elements) / d : 0;
+  out->resize(rows * dtype_row_bytes(want, d));
+  HEADWAY_RETURN_IF_ERROR(convert_rows(a.data.data(), a.dtype, rows, d, want, out->data(), out->size()));
+  return static_cast<const void*>(out->data());
 }
 
 // --backend gpu: the same attention on a Vulkan device (runtime/gpu/). No usable device is a
@@ -348,8 +323,10 @@ Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* po
   const Result<size_t> ws_bytes = attention_workspace_bytes(shape, a.params, pool->threads());
   if (!ws_bytes.ok()) return ws_bytes.status();
   std::vector<uint8_t> k_converted, v_converted;
-  const void* k_data = kv_storage(a.k, a.kv_dtype, &k_converted);
-  const void* v_data = kv_storage(a.v, a.kv_dtype, &v_converted);
+  const Result<const void*> k_data = kv_storage(a.k, a.kv_dtype, &k_converted);
+  if (!k_data.ok()) return k_data.status();
+  const Result<const void*> v_data = kv_storage(a.v, a.kv_dtype, &v_converted);
+  if (!v_data.ok()) return v_data.status();
   o->resize(static_cast<size_t>(a.q.array.elements));
   const size_t ws_size = (ws_bytes.value() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
   AlignedBuffer workspace;
@@ -358,8 +335,10 @@ Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* po
     return Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size);
   }
   const float* q = a.q.array.f32();
-  if (a.backend == BackendKind::kGpu) return attend_gpu(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params);
-  return attend(q, k_data, v_data, a.kv_dtype, o->data(), shape, a.params, pool, workspace.p, ws_size);
+  if (a.backend == BackendKind::kGpu) {
+    return attend_gpu(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params);
+  }
+  return attend(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params, pool, workspace.p, ws_size);
 }
 
 int run(int argc, char** argv) {

@@ -69,4 +69,13 @@ Status quantize_row(QuantType type, const float* x, size_t n, void* out, size_t 
 // y[0..n). On error nothing is written.
 Status dequantize_row(QuantType type, const void* in, size_t in_bytes, size_t n, float* y);
 
+// Rows of values (K or V rows of head_dim values, token by token) from f32 or f16 (bit patterns)
+// into any KV dtype, as `headway attend --kv-dtype`, the C API and the Python package store the
+// K/V they are given: f32 → f16 / bf16 rounds to nearest even; f16 → f32 widens exactly, f16 →
+// bf16 widens and rounds once; q8_0 / q4_0 quantize each row as quantize_row does (f16 values
+// widened first, 32 at a time); the same dtype copies. out holds rows · dtype_row_bytes(to,
+// row_values) bytes (out_bytes at least that). src and out must not overlap. On error (a source
+// dtype other than f32 / f16, null pointers, out too small) nothing is written.
+Status convert_rows(const void* src, DType from, size_t rows, size_t row_values, DType to, void* out, size_t out_bytes);
+
 }  // namespace headway

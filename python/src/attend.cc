@@ -1,8 +1,8 @@
 // headway.attend(): attend() over NumPy arrays, the CLI's `headway attend` without files.
 //   q [T_q, n_heads, head_dim] float32; k, v [T_kv, n_kv_heads, head_dim] float32 or float16, read
 //   in place when they are already in the storage dtype (kv_dtype); otherwise converted once
-//   (dtype_convert.hpp's narrowing and widening, quantize_row for q8_0 / q4_0, row by row of
-//   head_dim values as the CLI does). Returns a new float32 array [T_q, n_heads, head_dim].
+//   (convert_rows, row by row of head_dim values, as the CLI does). Returns a new float32 array [T_q, n_heads,
+//   head_dim].
 // Every buffer (output, converted K/V, workspace, pool) is made with the GIL held; the conversion
 // and the attention run with it released, over arrays the call keeps alive.
 #include <nanobind/stl/optional.h>
@@ -13,7 +13,6 @@
 
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
-#include "headway/dtype_convert.hpp"
 #include "headway/quantize.hpp"
 #include "headway/thread_pool.hpp"
 #include "python/src/common.hpp"
@@ -21,46 +20,19 @@
 namespace headway::python {
 namespace {
 
-// K or V in `want` storage: the caller's array when it already is, else `out` (sized here,
-// written by convert_kv once the GIL is released).
+// K or V in `want` storage: the caller's array when it already is, else `out`, sized here and
+// written by convert_rows once the GIL is released (one row per token and kv head).
 const void* kv_target(const Tensor& t, DType want, std::vector<uint8_t>* out) {
   if (t.dtype == want) return t.data;
-  const size_t n = t.elements();
   const size_t d = t.shape[2];
-  out->resize(dtype_is_block(want) ? (d ? n / d : 0) * dtype_row_bytes(want, d) : n * dtype_bytes(want));
-  if (dtype_is_block(want) && t.dtype != DType::kF32) out->resize(out->size() + n * sizeof(float));  // + widened
+  out->resize((d ? t.elements() / d : 0) * dtype_row_bytes(want, d));
   return out->data();
 }
 
-// The conversion itself, as the CLI's kv_storage does it: f32 narrows with round-to-nearest-even,
-// f16 widens (to f32) or widens and rounds once (to bf16); a block format quantizes each row of
-// head_dim values, from the f16 values widened first.
-void convert_kv(const Tensor& t, DType want, std::vector<uint8_t>* out) {
-  if (t.dtype == want) return;
-  const size_t n = t.elements();
-  if (dtype_is_block(want)) {
-    const size_t d = t.shape[2];
-    const size_t rows = d ? n / d : 0;
-    const size_t row_bytes = dtype_row_bytes(want, d);
-    const float* x = static_cast<const float*>(t.data);
-    if (t.dtype != DType::kF32) {  // the widened copy sits after the quantized rows
-      float* widened = reinterpret_cast<float*>(out->data() + rows * row_bytes);
-      f16_to_f32(static_cast<const uint16_t*>(t.data), widened, n);
-      x = widened;
-    }
-    const QuantType q = quant_type_of(want);
-    for (size_t r = 0; r < rows; ++r) (void)quantize_row(q, x + r * d, d, out->data() + r * row_bytes, row_bytes);
-    return;
-  }
-  uint16_t* out16 = reinterpret_cast<uint16_t*>(out->data());
-  if (t.dtype == DType::kF32) {
-    if (want == DType::kF16) f32_to_f16(static_cast<const float*>(t.data), out16, n);
-    else f32_to_bf16(static_cast<const float*>(t.data), out16, n);
-  } else if (want == DType::kF32) {
-    f16_to_f32(static_cast<const uint16_t*>(t.data), reinterpret_cast<float*>(out->data()), n);
-  } else {
-    f16_to_bf16(static_cast<const uint16_t*>(t.data), out16, n);
-  }
+Status convert_kv(const Tensor& t, DType want, std::vector<uint8_t>* out) {
+  if (t.dtype == want) return Status();
+  const size_t d = t.shape[2];
+  return convert_rows(t.data, t.dtype, d ? t.elements() / d : 0, d, want, out->data(), out->size());
 }
 
 // Cumulative lengths [0, l0, l0 + l1, ...] of a packed batch; the library checks the rest (no
@@ -187,10 +159,10 @@ OutArray py_attend(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, bool ca
   Status s;
   {
     nb::gil_scoped_release release;
-    convert_kv(k, kv_dtype, &k_converted);
-    convert_kv(v, kv_dtype, &v_converted);
-    if (backend == "gpu") s = attend_gpu_once(q_data, k_data, v_data, kv_dtype, o, shape, p);
-    else s = attend(q_data, k_data, v_data, kv_dtype, o, shape, p, &pool, workspace.get(), ws_size);
+    s = convert_kv(k, kv_dtype, &k_converted);
+    if (s.ok()) s = convert_kv(v, kv_dtype, &v_converted);
+    if (s.ok() && backend == "gpu") s = attend_gpu_once(q_data, k_data, v_data, kv_dtype, o, shape, p);
+    else if (s.ok()) s = attend(q_data, k_data, v_data, kv_dtype, o, shape, p, &pool, workspace.get(), ws_size);
   }
   check(s);
   return out;

@@ -1,6 +1,5 @@
 // The C API's plain calls: version, names, dtypes and row conversion.
 #include "headway/build_info.hpp"
-#include "headway/dtype_convert.hpp"
 #include "headway/quantize.hpp"
 #include "runtime/capi/capi_objects.hpp"
 
@@ -43,26 +42,8 @@ size_t headway_dtype_row_bytes(headway_dtype dtype, size_t n) {
 
 headway_status headway_convert_row(headway_dtype dtype, const float* x, size_t n, void* out, size_t out_bytes,
                                    headway_error* error) {
-  constexpr const char* kCall = "headway_convert_row";
-  Status s = capi::check_dtype(kCall, "dtype", dtype);
-  if (s.ok() && x == nullptr) s = capi::null_argument(kCall, "x");
-  if (s.ok() && out == nullptr) s = capi::null_argument(kCall, "out");
-  const DType t = static_cast<DType>(dtype);
-  if (s.ok() && dtype_is_block(t)) {
-    s = quantize_row(quant_type_of(t), x, n, out, out_bytes);
-  } else if (s.ok()) {
-    const size_t need = static_cast<size_t>(dtype_row_bytes(t, n));
-    if (out_bytes < need) {
-      s = Status::error(Code::kInvalidArgument, "%s: out is %zu bytes, %zu %s values need %zu", kCall, out_bytes, n,
-                        dtype_name(t), need);
-    } else if (t == DType::kF32) {
-      for (size_t i = 0; i < n; ++i) static_cast<float*>(out)[i] = x[i];
-    } else if (t == DType::kF16) {
-      f32_to_f16(x, static_cast<uint16_t*>(out), n);
-    } else {
-      f32_to_bf16(x, static_cast<uint16_t*>(out), n);
-    }
-  }
+  Status s = capi::check_dtype("headway_convert_row", "dtype", dtype);
+  if (s.ok()) s = convert_rows(x, DType::kF32, 1, n, static_cast<DType>(dtype), out, out_bytes);
   return capi::report(s, error);
 }
 

@@ -283,5 +283,54 @@ TEST_CASE("quantize: bad input returns a Status naming it and writes nothing") {
   CHECK(std::memcmp(out.data() + 36, before.data() + 36, out.size() - 36) == 0);
 }
 
+TEST_CASE("convert_rows: each row as quantize_row and the scalar conversions give it, f32 and f16 sources") {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> dist;
+  for (size_t row_values : {size_t{1}, size_t{31}, size_t{32}, size_t{50}, size_t{80}, size_t{128}}) {
+    const size_t rows = 5, n = rows * row_values;
+    std::vector<float> x(n);
+    for (float& v : x) v = dist(rng);
+    std::vector<uint16_t> x16(n);
+    f32_to_f16(x.data(), x16.data(), n);
+    std::vector<float> x16_wide(n);
+    f16_to_f32(x16.data(), x16_wide.data(), n);
+    for (DType to : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      for (DType from : {DType::kF32, DType::kF16}) {
+        INFO(row_values << " values, " << dtype_name(from) << " to " << dtype_name(to));
+        const float* values = from == DType::kF32 ? x.data() : x16_wide.data();  // what the row holds
+        const void* src = from == DType::kF32 ? static_cast<const void*>(x.data()) : x16.data();
+        const size_t row_bytes = dtype_row_bytes(to, row_values);
+        std::vector<uint8_t> got(rows * row_bytes, 0xAB), want(rows * row_bytes);
+        REQUIRE(convert_rows(src, from, rows, row_values, to, got.data(), got.size()).ok());
+        for (size_t r = 0; r < rows; ++r) {
+          const float* row = values + r * row_values;
+          uint8_t* w = want.data() + r * row_bytes;
+          if (dtype_is_block(to)) {
+            REQUIRE(quantize_row(quant_type_of(to), row, row_values, w, row_bytes).ok());
+          } else if (to == DType::kF32) {
+            std::memcpy(w, row, row_bytes);
+          } else {
+            for (size_t i = 0; i < row_values; ++i) {
+              const uint16_t b = to == DType::kF16 ? f32_to_f16_bits(row[i]) : f32_to_bf16_bits(row[i]);
+              std::memcpy(w + 2 * i, &b, 2);
+            }
+          }
+        }
+        CHECK(got == want);
+      }
+    }
+  }
+  // Bad input: the reason, and nothing written.
+  const float x[4] = {1, 2, 3, 4};
+  std::vector<uint8_t> out(64, 0x5A);
+  const std::vector<uint8_t> before = out;
+  CHECK(std::string(convert_rows(x, DType::kBF16, 1, 4, DType::kF32, out.data(), out.size()).message())
+            .find("rows in bf16") != std::string::npos);
+  CHECK(std::string(convert_rows(x, DType::kF32, 2, 32, DType::kQ8_0, out.data(), out.size()).message())
+            .find("out_bytes 64 is below the 68 bytes") != std::string::npos);
+  CHECK(convert_rows(nullptr, DType::kF32, 1, 4, DType::kF16, out.data(), out.size()).code() == Code::kInvalidArgument);
+  CHECK(out == before);
+}
+
 }  // namespace
 }  // namespace headway
