@@ -29,12 +29,14 @@
 #include "simd/attention_decode_int8-inl.h"
 #include "simd/attention_math-inl.h"
 #include "simd/attention_tiling.h"
+#include "simd/kv_load-inl.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 // out = Σ_c exp(m_c − M) · o_c / Σ_c exp(m_c − M) · l_c, M = max_c m_c, chunks in order.
 HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, uint32_t n_chunks,
@@ -84,7 +86,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
   }
 }
 
-HWY_NOINLINE const char* AttentionTargetName() { return hwy::TargetName(HWY_TARGET); }
+HWY_NOINLINE const char* AttentionTargetName() { return HEADWAY_SIMD_TARGET_NAME; }
 
 HWY_NOINLINE bool AttentionQuantizesQuery(const AttentionArgs& a) {
   return detail::UseDecodeTiling(a) && attn::DecodeQuantizesQuery(a);
@@ -100,6 +102,18 @@ HWY_NOINLINE void SoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
   HWY_ALIGN float tail[kAttnMaxLanes] = {};
   for (size_t j = i; j < n; ++j) tail[j - i] = x[j];
   hn::Store(attn::ExpNonPositive(df, hn::Load(df, tail)), df, tail);
+  for (size_t j = i; j < n; ++j) y[j] = tail[j - i];
+}
+
+// y[i] = x[i] widened from f16 as K/V rows are (WidenF16, and KvTail for the last partial vector).
+HWY_NOINLINE void WidenF16Values(const uint16_t* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
+  const attn::DF df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(WidenF16(df, x + i), df, y + i);
+  if (i == n) return;
+  HWY_ALIGN float tail[kAttnMaxLanes];
+  hn::Store(KvTail<KvType::kF16>(df, reinterpret_cast<const char*>(x), i, n), df, tail);
   for (size_t j = i; j < n; ++j) y[j] = tail[j - i];
 }
 

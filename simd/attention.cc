@@ -27,6 +27,7 @@ HWY_EXPORT(AttentionMergeF32);
 HWY_EXPORT(AttentionTargetName);
 HWY_EXPORT(AttentionQuantizesQuery);
 HWY_EXPORT(SoftmaxExp);
+HWY_EXPORT(WidenF16Values);
 
 size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
   return static_cast<size_t>(attention_scratch_layout(head_dim, group_size).total);
@@ -174,6 +175,8 @@ bool attention_decode_quantizes_query(const AttentionArgs& args) {
 }
 
 void softmax_exp(const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxExp)(x, y, n); }
+
+void widen_f16(const uint16_t* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(WidenF16Values)(x, y, n); }
 
 const char* attention_kernel_name(const AttentionArgs& args) {
   if (args.head_dim == 0 || args.head_dim > kAttentionMaxHeadDim || args.n_kv_heads == 0 ||

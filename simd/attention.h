@@ -180,6 +180,11 @@ const char* attention_target_name();
 // For tests; the dispatched target's code.
 void softmax_exp(const float* x, float* y, size_t n);
 
+// y[i] = the f16 value with bits x[i], widened as the kernels read f16 K/V and weights
+// (kv_load-inl.h): exact for every input (subnormals, infinities; a NaN stays a NaN). For tests
+// (Helium converts with a hand-encoded instruction, simd/helium.h); the dispatched target's code.
+void widen_f16(const uint16_t* x, float* y, size_t n);
+
 // The kernel attention_f32 runs for args: "<tiling>_<head_dim>", tiling "prefill" or "decode",
 // head_dim "d64", "d128" (compile-time specialized) or "generic".
 const char* attention_kernel_name(const AttentionArgs& args);

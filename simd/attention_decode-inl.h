@@ -25,12 +25,13 @@
 #include "simd/attention_task-inl.h"
 #include "simd/attention_tiling.h"
 #include "simd/kv_load-inl.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
 

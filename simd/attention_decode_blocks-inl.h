@@ -27,16 +27,20 @@
 #include "simd/attention_task-inl.h"
 #include "simd/attention_tiling.h"
 #include "simd/kv_load-inl.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
 
-#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+#if HEADWAY_SIMD_HELIUM
+HWY_INLINE float SumLanes(DF df, VF v) { return hn::GetLane(hn::SumOfLanes(df, v)); }
+HWY_INLINE void StoreSums4(DF, VF a, VF b, VF c, VF e, float* HWY_RESTRICT dst) { hn::StoreSums4(a, b, c, e, dst); }
+#elif HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 // dst[0..3] = the sums of all lanes of a, b, c, e: one transposing add tree (9 ops per 128-bit
 // block, then halving) instead of four horizontal sums. Lane i depends only on the i-th input,
 // always through the same operations, so SumLanes(v) (= lane 0 of Sum4(v, v, v, v)) gives the
@@ -79,9 +83,10 @@ HWY_INLINE void StoreSums4(DF df, VF a, VF b, VF c, VF e, float* HWY_RESTRICT ds
 // in a block of 1 row × 8 keys or vectors, set 1 takes keys or vectors 4..7. Sets and members a
 // block does not use are dead code.
 
-// a_i = s · v_i + a_i for the kN (1 or 4) members of one set.
-template <size_t kN>
-HWY_INLINE void FmaSet(VF s, VF v0, VF v1, VF v2, VF v3, VF& a0, VF& a1, VF& a2, VF& a3) {
+// a_i = s · v_i + a_i for the kN (1 or 4) members of one set (s a vector, or Helium's broadcast
+// scalar: hn::Set's result).
+template <size_t kN, class S>
+HWY_INLINE void FmaSet(S s, VF v0, VF v1, VF v2, VF v3, VF& a0, VF& a1, VF& a2, VF& a3) {
   a0 = hn::MulAdd(s, v0, a0);
   if constexpr (kN == 4) {
     a1 = hn::MulAdd(s, v1, a1);
@@ -151,6 +156,11 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
   const size_t d = HeadDim<kDim>(t);
   const size_t d_pad = PaddedHeadDim<kDim>(t);
   const float* HWY_RESTRICT q = t.q + r0 * d_pad;
+#if HEADWAY_SIMD_HELIUM
+  // GCC 12 hoists the query's loads out of the loop over key blocks and then spills them, 8 vector
+  // registers being too few: hiding where q points keeps each load next to its FMAs.
+  __asm__("" : "+r"(q));
+#endif
   const Rows kr = krow + k0;
   VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
   VF a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
@@ -163,6 +173,27 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
     }
   }
   size_t x = 0;
+  if constexpr (HEADWAY_SIMD_HELIUM && !KvTypeIsBlock(kType)) {
+    // Helium has no register offset for vector loads: a pointer per key row and one for the query,
+    // each moved a vector per step, replace the add per load of a shared index.
+    const char* kp[kKB];
+    for (size_t i = 0; i < kKB; ++i) kp[i] = kr[i];
+    const float* HWY_RESTRICT qx = q;
+    HEADWAY_SIMD_HEAD_DIM_LOOP
+    for (; x + n <= d; x += n) {
+      DotQkStep<kType, kRB, kKB, false>(df, qx, d_pad, kp, 0, n, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
+                                        a23, a30, a31, a32, a33);
+      for (size_t i = 0; i < kKB; ++i) kp[i] += n * eb;
+      qx += n;
+    }
+    if (x < d) {
+      DotQkStep<kType, kRB, kKB, true>(df, qx, d_pad, kp, 0, d - x, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21,
+                                       a22, a23, a30, a31, a32, a33);
+    }
+    return StoreQkScores<kRB, kKB>(df, t.s + r0 * kTile + k0, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
+                                   a23, a30, a31, a32, a33);
+  }
+  HEADWAY_SIMD_HEAD_DIM_LOOP
   for (; x + n <= d; x += n) {
     pf.Qk(k0, kKB, x, n, eb);
     DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
@@ -222,18 +253,23 @@ HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t 
   LoadSet<kN1>(df, o1, a10, a11, a12, a13);
   LoadSet<kN2>(df, o + (kRB > 2 ? 2 * dp : 0), a20, a21, a22, a23);
   LoadSet<kN3>(df, o + (kRB > 3 ? 3 * dp : 0), a30, a31, a32, a33);
+  // Element x of a row of V as a pointer (vk) where the storage has one per element, else x0 = x:
+  // the loads of the block are then constant offsets from one address (Helium, like AArch32, has
+  // no register offset for vector loads).
+  constexpr bool kBlock = KvTypeIsBlock(kType);
+  const size_t x0 = kBlock ? x : 0;
   for (size_t k = a; k < b; ++k) {
     pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
-    const char* vk = vrow[k];
-    const VF v0 = KvLoad<kType, kTail>(df, vk, x, d);
-    const VF v1 = kC > 1 ? KvVec<kType>(df, vk, x + 1 * n) : v0;
-    const VF v2 = kC > 1 ? KvVec<kType>(df, vk, x + 2 * n) : v0;
-    const VF v3 = kC > 1 ? KvVec<kType>(df, vk, x + 3 * n) : v0;
+    const char* vk = kBlock ? vrow[k] : vrow[k] + x * KvElementBytes(kType);
+    const VF v0 = KvLoad<kType, kTail>(df, vk, x0, d - x + x0);
+    const VF v1 = kC > 1 ? KvVec<kType>(df, vk, x0 + 1 * n) : v0;
+    const VF v2 = kC > 1 ? KvVec<kType>(df, vk, x0 + 2 * n) : v0;
+    const VF v3 = kC > 1 ? KvVec<kType>(df, vk, x0 + 3 * n) : v0;
     if constexpr (kC == 8) {
       const VF pk = hn::Set(df, p[k]);
       FmaSet<4>(pk, v0, v1, v2, v3, a00, a01, a02, a03);
-      FmaSet<4>(pk, KvVec<kType>(df, vk, x + 4 * n), KvVec<kType>(df, vk, x + 5 * n), KvVec<kType>(df, vk, x + 6 * n),
-                KvVec<kType>(df, vk, x + 7 * n), a10, a11, a12, a13);
+      FmaSet<4>(pk, KvVec<kType>(df, vk, x0 + 4 * n), KvVec<kType>(df, vk, x0 + 5 * n),
+                KvVec<kType>(df, vk, x0 + 6 * n), KvVec<kType>(df, vk, x0 + 7 * n), a10, a11, a12, a13);
     } else {
       FmaSet<kN>(hn::Set(df, p[k]), v0, v1, v2, v3, a00, a01, a02, a03);
       if constexpr (kRB > 1) FmaSet<kN>(hn::Set(df, p[1 * kTile + k]), v0, v1, v2, v3, a10, a11, a12, a13);

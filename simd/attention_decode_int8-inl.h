@@ -54,6 +54,7 @@
 #include "simd/attention_task-inl.h"
 #include "simd/attention_tiling.h"
 #include "simd/kv_load-inl.h"
+#include "simd/vector_ops.h"
 
 // SDOT on every AArch64 SIMD target (NEON and the SVE ones, whose cores have NEON too), where its
 // pragma has this spelling (GCC) and the OS reports it (Linux, Android).
@@ -81,7 +82,7 @@ HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
 

@@ -27,12 +27,13 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "simd/attention_tiling.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
 
@@ -42,7 +43,14 @@ using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
-#if HWY_HAVE_SCALABLE
+#if HEADWAY_SIMD_HELIUM
+// Helium: 8 registers of 4 lanes. A decode block is 1 row × 4 keys (4 accumulators, the K vector,
+// the query) and a prefill block 4 keys or 4 dims (kKeyBlock, kDimBlock), so none spills.
+constexpr size_t kRowVecs = 1;
+constexpr size_t kDotRows = 1;
+constexpr size_t kDotKeys1 = 4;
+constexpr size_t kPvVecs1 = 4;
+#elif HWY_HAVE_SCALABLE
 constexpr size_t kRowVecs = 1;  // SVE: one block shape for every vector length
 constexpr size_t kDotRows = 1;
 constexpr size_t kDotKeys1 = 4;
@@ -61,9 +69,11 @@ constexpr size_t kDotRows = 2;
 constexpr size_t kDotKeys1 = 4;
 constexpr size_t kPvVecs1 = 4;
 #endif
-constexpr size_t kKeyBlock = 8;  // prefill Q·Kᵀ: keys per register block
-constexpr size_t kDimBlock = 8;  // prefill P·V: head dims per register block
-constexpr size_t kDotKeys = 4;   // decode Q·Kᵀ: keys per register block
+// Prefill Q·Kᵀ: keys per register block; P·V: head dims per register block. 8 accumulators each,
+// 4 on Helium, whose 8 registers must also hold the operands.
+constexpr size_t kKeyBlock = HEADWAY_SIMD_HELIUM ? 4 : 8;
+constexpr size_t kDimBlock = HEADWAY_SIMD_HELIUM ? 4 : 8;
+constexpr size_t kDotKeys = 4;  // decode Q·Kᵀ: keys per register block
 constexpr size_t kTile = kAttnKvTile;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -98,7 +108,11 @@ HWY_INLINE VF ExpNonPositive(DF df, VF x) {
 
 // cap · tanh(x) (x is already logit / cap); NaN stays NaN.
 HWY_INLINE VF Softcap(DF df, VF x, VF cap) {
+#if HEADWAY_SIMD_HELIUM
+  const VF t = hn::Tanh(df, x, [df](VF y) { return ExpNonPositive(df, y); });
+#else
   const VF t = hn::Tanh(df, x);
+#endif
   return hn::Mul(hn::IfThenElse(hn::IsNaN(x), x, t), cap);
 }
 

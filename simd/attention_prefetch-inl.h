@@ -17,14 +17,20 @@
 #include "hwy/highway.h"
 #include "simd/attention_math-inl.h"
 #include "simd/kv_load-inl.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
+
+// Helium cores (Cortex-M55, M85) read the arena from tightly coupled or on-chip SRAM at a fixed
+// latency: a prefetch there costs its instructions and the loop around it and hides nothing, so the
+// policies below do nothing.
+inline constexpr bool kDecodePrefetch = !HEADWAY_SIMD_HELIUM;
 
 // Prefetch policies of the decode loops, which say at each step which part of a tile they have
 // reached: Q·Kᵀ at element x of the rows of keys [k0, k0 + kKB) (Qk), P·V at elements
@@ -41,7 +47,7 @@ struct RowPrefetch {
   Rows rows{};
   size_t n = 0;
   HWY_INLINE void Pv(size_t k, size_t x, size_t count, size_t eb) const {
-    if (k >= n) return;
+    if (!kDecodePrefetch || k >= n) return;
     const char* p = rows[k] + x * eb;
     for (size_t off = 0; off < count * eb; off += 64) KvPrefetch(p + off);
   }
@@ -58,6 +64,7 @@ struct TilePrefetch {
   const char* p = nullptr;
   size_t n = 0;
   HWY_INLINE void Lines(size_t b0, size_t b1) const {
+    if (!kDecodePrefetch) return;
     for (size_t off = (b0 + 63) / 64 * 64; off < b1 && off < n; off += 64) KvPrefetch(p + off);
   }
   HWY_INLINE void Qk(size_t k0, size_t kKB, size_t x, size_t count, size_t eb) const {
@@ -73,6 +80,7 @@ struct TilePrefetch {
 // Every line of rows [i0, i1), row_bytes bytes each.
 template <class Rows>
 HWY_INLINE void PrefetchRows(Rows rows, size_t i0, size_t i1, size_t row_bytes) {
+  if (!kDecodePrefetch) return;
   for (size_t i = i0; i < i1; ++i) {
     for (size_t off = 0; off < row_bytes; off += 64) KvPrefetch(rows[i] + off);
   }
@@ -87,6 +95,7 @@ struct PacedRowPrefetch {
   size_t end = 0;
   size_t row_bytes = 0;
   HWY_INLINE void Next(size_t count) {
+    if (!kDecodePrefetch) return;
     const size_t stop = done + count < end ? done + count : end;
     for (; done < stop; ++done) {
       for (size_t off = 0; off < row_bytes; off += 64) KvPrefetch(rows[done] + off);

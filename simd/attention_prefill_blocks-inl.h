@@ -25,12 +25,13 @@
 #include "simd/attention_math-inl.h"
 #include "simd/attention_task-inl.h"
 #include "simd/attention_tiling.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 namespace attn {
 
@@ -103,37 +104,43 @@ HWY_INLINE void RowsStoreScore(const Task& t, size_t k, size_t c, VF sv, VI lo, 
   hn::StoreU(sv, df, t.s + k * t.rpad + c);
 }
 
-// a_i += K[i][x] · Qᵀ[x] for the 8 keys of a block (kx = &K[0][x], rows d_pad apart).
-HWY_INLINE void RowsQkFma8(DF df, const float* HWY_RESTRICT kx, size_t d_pad, VF qv, VF& a0, VF& a1, VF& a2, VF& a3,
-                           VF& a4, VF& a5, VF& a6, VF& a7) {
+// a_i += K[i][x] · Qᵀ[x] for the kKeyBlock (8 or 4) keys of a block (kx = &K[0][x], rows d_pad
+// apart); a4..a7 are dead code for 4.
+HWY_INLINE void RowsQkFma(DF df, const float* HWY_RESTRICT kx, size_t d_pad, VF qv, VF& a0, VF& a1, VF& a2, VF& a3,
+                          VF& a4, VF& a5, VF& a6, VF& a7) {
   a0 = hn::MulAdd(hn::Set(df, kx[0 * d_pad]), qv, a0);
   a1 = hn::MulAdd(hn::Set(df, kx[1 * d_pad]), qv, a1);
   a2 = hn::MulAdd(hn::Set(df, kx[2 * d_pad]), qv, a2);
   a3 = hn::MulAdd(hn::Set(df, kx[3 * d_pad]), qv, a3);
-  a4 = hn::MulAdd(hn::Set(df, kx[4 * d_pad]), qv, a4);
-  a5 = hn::MulAdd(hn::Set(df, kx[5 * d_pad]), qv, a5);
-  a6 = hn::MulAdd(hn::Set(df, kx[6 * d_pad]), qv, a6);
-  a7 = hn::MulAdd(hn::Set(df, kx[7 * d_pad]), qv, a7);
+  if constexpr (kKeyBlock == 8) {
+    a4 = hn::MulAdd(hn::Set(df, kx[4 * d_pad]), qv, a4);
+    a5 = hn::MulAdd(hn::Set(df, kx[5 * d_pad]), qv, a5);
+    a6 = hn::MulAdd(hn::Set(df, kx[6 * d_pad]), qv, a6);
+    a7 = hn::MulAdd(hn::Set(df, kx[7 * d_pad]), qv, a7);
+  }
 }
 
-// Scores of the 8 keys from kb for the row vector at c.
-HWY_INLINE void RowsStoreScores8(const Task& t, size_t kb, size_t c, VI lo, VI hi, bool masked, VF a0, VF a1, VF a2,
-                                 VF a3, VF a4, VF a5, VF a6, VF a7) {
+// Scores of the kKeyBlock keys from kb for the row vector at c.
+HWY_INLINE void RowsStoreScores(const Task& t, size_t kb, size_t c, VI lo, VI hi, bool masked, VF a0, VF a1, VF a2,
+                                VF a3, VF a4, VF a5, VF a6, VF a7) {
   RowsStoreScore(t, kb + 0, c, a0, lo, hi, masked);
   RowsStoreScore(t, kb + 1, c, a1, lo, hi, masked);
   RowsStoreScore(t, kb + 2, c, a2, lo, hi, masked);
   RowsStoreScore(t, kb + 3, c, a3, lo, hi, masked);
-  RowsStoreScore(t, kb + 4, c, a4, lo, hi, masked);
-  RowsStoreScore(t, kb + 5, c, a5, lo, hi, masked);
-  RowsStoreScore(t, kb + 6, c, a6, lo, hi, masked);
-  RowsStoreScore(t, kb + 7, c, a7, lo, hi, masked);
+  if constexpr (kKeyBlock == 8) {
+    RowsStoreScore(t, kb + 4, c, a4, lo, hi, masked);
+    RowsStoreScore(t, kb + 5, c, a5, lo, hi, masked);
+    RowsStoreScore(t, kb + 6, c, a6, lo, hi, masked);
+    RowsStoreScore(t, kb + 7, c, a7, lo, hi, masked);
+  }
 }
 
-// Scores of tile keys [b0, b1) (whole blocks of kKeyBlock = 8 keys) for row vectors
+// Scores of tile keys [b0, b1) (whole blocks of kKeyBlock keys) for row vectors
 // [col, col + kRV · N): Sᵀ[k][rows]. a0..a7 take the row vector at col, e0..e7 the one after it.
 template <size_t kDim, size_t kRV>
 HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool masked) {
-  static_assert((kRV == 1 || kRV == 2) && kKeyBlock == 8, "blocks: 1 or 2 row vectors x 8 keys");
+  static_assert((kRV == 1 || kRV == 2) && (kKeyBlock == 8 || kKeyBlock == 4),
+                "blocks: 1 or 2 row vectors x 8 or 4 keys");
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);
@@ -149,13 +156,13 @@ HWY_INLINE void RowsQk(const Task& t, size_t col, size_t b0, size_t b1, bool mas
     VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     VF e0 = a0, e1 = a0, e2 = a0, e3 = a0, e4 = a0, e5 = a0, e6 = a0, e7 = a0;
     for (size_t x = 0; x < d; ++x) {
-      RowsQkFma8(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad), a0, a1, a2, a3, a4, a5, a6, a7);
+      RowsQkFma(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad), a0, a1, a2, a3, a4, a5, a6, a7);
       if constexpr (kRV == 2) {
-        RowsQkFma8(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad + n), e0, e1, e2, e3, e4, e5, e6, e7);
+        RowsQkFma(df, kt + x, d_pad, hn::LoadU(df, qt + x * rpad + n), e0, e1, e2, e3, e4, e5, e6, e7);
       }
     }
-    RowsStoreScores8(t, kb, col, lo0, hi0, masked, a0, a1, a2, a3, a4, a5, a6, a7);
-    if constexpr (kRV == 2) RowsStoreScores8(t, kb, c1, lo1, hi1, masked, e0, e1, e2, e3, e4, e5, e6, e7);
+    RowsStoreScores(t, kb, col, lo0, hi0, masked, a0, a1, a2, a3, a4, a5, a6, a7);
+    if constexpr (kRV == 2) RowsStoreScores(t, kb, c1, lo1, hi1, masked, e0, e1, e2, e3, e4, e5, e6, e7);
   }
 }
 
@@ -201,6 +208,9 @@ HWY_INLINE void RowsPvStore(DF df, float* HWY_RESTRICT ot, size_t rpad, VF a0, V
 // either way: the unmasked path is bitwise equal to the masked one there.
 template <bool kMasked>
 HWY_INLINE VF PvFma(DF df, hn::Mask<DF> vis, float v, VF p, VF acc) {
+#if HEADWAY_SIMD_HELIUM
+  if constexpr (kMasked) return hn::MaskedMulAdd(vis, hn::Set(df, v), p, acc);  // one predicated VFMA
+#endif
   const VF r = hn::MulAdd(hn::Set(df, v), p, acc);
   return kMasked ? hn::IfThenElse(vis, r, acc) : r;
 }
@@ -272,7 +282,7 @@ inline void RowsPv(const Task& t, size_t col, size_t i0, size_t i1, VF alpha0, V
 // is that range widened to whole key blocks (the extra keys are zero and never visible).
 template <size_t kDim, size_t kRV>
 inline void RowsTileStep(const Task& t, size_t col, size_t i0, size_t i1, size_t b0, size_t b1, bool masked) {
-  static_assert(kDimBlock == 8, "P·V blocks: 8, 4 or 1 dims");
+  static_assert(kDimBlock == 8 || kDimBlock == 4, "P·V blocks: 8 or 4, then 4 or 1 dims");
   RowsQk<kDim, kRV>(t, col, b0, b1, masked);
   if (t.a->alibi_slopes != nullptr) {
     for (size_t c = col; c < col + kRV * hn::Lanes(DF()); c += hn::Lanes(DF())) RowsAlibi(t, c, b0, b1);

@@ -21,12 +21,13 @@
 #include "hwy/highway.h"
 #include "simd/attention.h"
 #include "simd/attention_tiling.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 inline float KvF32FromBits(uint32_t bits) {
   float f;
@@ -52,13 +53,14 @@ inline float KvBF16ToF32(uint16_t b) { return KvF32FromBits(uint32_t{b} << 16); 
 // N f16 values, given as their bits (one per lane of DF). Highway 1.0.3 converts in hardware on
 // x86 from AVX2 up (F16C) and on ARM with half-precision FP (every AArch64 core), exactly;
 // elsewhere (SSE4, SSSE3, EMU128, SCALAR, ARM without FP16) it emulates without infinities or NaN
-// (exponent 31 becomes a finite 2^16..). Those targets use the integer form below: shift the 15
-// magnitude bits into f32 position and multiply by 2^112 (rebias 15 → 127; exact, subnormals
-// included), then patch exponent 31.
+// (exponent 31 becomes a finite 2^16..). Helium converts in hardware too (VCVTB, simd/helium.h).
+// The other targets use the integer form below: shift the 15 magnitude bits into f32 position and
+// multiply by 2^112 (rebias 15 → 127; exact, subnormals included), then patch exponent 31.
 template <class DF>
 HWY_INLINE hn::Vec<DF> WidenF16Bits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h) {
-#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2) || \
-    (HWY_ARCH_ARM && !(__ARM_FP & 2)) || !(HWY_ARCH_X86 || HWY_ARCH_ARM)
+#if !HEADWAY_SIMD_HELIUM &&                                                                             \
+    (HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2) || \
+     (HWY_ARCH_ARM && !(__ARM_FP & 2)) || !(HWY_ARCH_X86 || HWY_ARCH_ARM))
   const hn::RebindToUnsigned<DF> du32;
   const auto bits = hn::PromoteTo(du32, h);
   const auto sign = hn::ShiftLeft<16>(hn::And(bits, hn::Set(du32, 0x8000u)));
@@ -78,12 +80,15 @@ HWY_INLINE hn::Vec<DF> WidenF16(DF df, const uint16_t* HWY_RESTRICT p) {
   return WidenF16Bits(df, hn::LoadU(hn::Rebind<uint16_t, DF>(), p));
 }
 
-// N bf16 values: exact, the 16 bits are the top half of the f32.
+// N bf16 values, given as their bits, or from memory: exact, the 16 bits are the top half of the f32.
+template <class DF>
+HWY_INLINE hn::Vec<DF> WidenBF16Bits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> b) {
+  const hn::RebindToUnsigned<DF> du32;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, b)));
+}
 template <class DF>
 HWY_INLINE hn::Vec<DF> WidenBF16(DF df, const uint16_t* HWY_RESTRICT p) {
-  const hn::RebindToUnsigned<DF> du32;
-  const hn::Rebind<uint16_t, DF> du16;
-  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+  return WidenBF16Bits(df, hn::LoadU(hn::Rebind<uint16_t, DF>(), p));
 }
 
 // Values [x, x + N) of a block-format row (N <= 16 divides 32 and x is a multiple of N, so they
@@ -128,36 +133,6 @@ HWY_INLINE float BlockValue(const char* row, size_t i) {
     q = static_cast<int32_t>(j < 16 ? (b & 0x0F) : (b >> 4)) - 8;
   }
   return static_cast<float>(q) * KvF16ToF32(scale_bits);
-}
-
-// dst[0, d) = row widened to f32, dst[d, d_pad) = 0.
-template <class DF>
-HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, size_t d, size_t d_pad,
-                           float* HWY_RESTRICT dst) {
-  const size_t n = hn::Lanes(df);
-  size_t i = 0;
-  if (type == KvType::kF32) {
-    const float* s = static_cast<const float*>(src);
-    for (; i + n <= d; i += n) hn::StoreU(hn::LoadU(df, s + i), df, dst + i);
-    for (; i < d; ++i) dst[i] = s[i];
-  } else if (type == KvType::kF16) {
-    const uint16_t* s = static_cast<const uint16_t*>(src);
-    for (; i + n <= d; i += n) hn::StoreU(WidenF16(df, s + i), df, dst + i);
-    for (; i < d; ++i) dst[i] = KvF16ToF32(s[i]);
-  } else if (type == KvType::kQ8_0) {
-    const char* s = static_cast<const char*>(src);
-    for (; i + n <= d; i += n) hn::StoreU(WidenBlock<KvType::kQ8_0>(df, s, i), df, dst + i);
-    for (; i < d; ++i) dst[i] = BlockValue<KvType::kQ8_0>(s, i);
-  } else if (type == KvType::kQ4_0) {
-    const char* s = static_cast<const char*>(src);
-    for (; i + n <= d; i += n) hn::StoreU(WidenBlock<KvType::kQ4_0>(df, s, i), df, dst + i);
-    for (; i < d; ++i) dst[i] = BlockValue<KvType::kQ4_0>(s, i);
-  } else {
-    const uint16_t* s = static_cast<const uint16_t*>(src);
-    for (; i + n <= d; i += n) hn::StoreU(WidenBF16(df, s + i), df, dst + i);
-    for (; i < d; ++i) dst[i] = KvBF16ToF32(s[i]);
-  }
-  for (; i < d_pad; ++i) dst[i] = 0.0f;
 }
 
 // Bytes per value, as the prefetches pace themselves: 4 or 2, and 1 for the block formats (34 and
@@ -239,10 +214,22 @@ HWY_INLINE hn::Vec<DF> KvVec(DF df, const char* row, size_t x) {
   return WidenBF16(df, reinterpret_cast<const uint16_t*>(row) + x);
 }
 
-// Elements [x, d) of a K/V row (fewer than N), zeros after: never reads past the row. DF has at
-// most kMaxLanes lanes.
+// Elements [x, d) of a K/V row (fewer than N), zeros after: never reads past the row (a block
+// format's last block is whole in memory: only its values past d are zeroed). Helium loads under
+// a tail predicate (VCTP); the other targets go through a buffer. DF has at most kMaxLanes lanes.
 template <KvType kType, class DF>
 HWY_INLINE hn::Vec<DF> KvTail(DF df, const char* row, size_t x, size_t d) {
+#if HEADWAY_SIMD_HELIUM
+  if constexpr (kType == KvType::kF32) {
+    return hn::MaskedLoad(hn::FirstN(df, d - x), df, reinterpret_cast<const float*>(row) + x);
+  } else if constexpr (KvTypeIsBlock(kType)) {
+    return hn::IfThenElseZero(hn::FirstN(df, d - x), WidenBlock<kType>(df, row, x));
+  } else {
+    const hn::Rebind<uint16_t, DF> du16;
+    const auto h = hn::MaskedLoad(hn::FirstN(du16, d - x), du16, reinterpret_cast<const uint16_t*>(row) + x);
+    return kType == KvType::kF16 ? WidenF16Bits(df, h) : WidenBF16Bits(df, h);
+  }
+#endif
   static_assert(hn::MaxLanes(DF()) <= kAttnMaxLanes, "tail buffer holds kMaxLanes lanes");
   HWY_ALIGN float tmp[kAttnMaxLanes] = {};
   for (size_t i = x; i < d; ++i) {
@@ -263,6 +250,32 @@ HWY_INLINE hn::Vec<DF> KvTail(DF df, const char* row, size_t x, size_t d) {
 template <KvType kType, bool kTail, class DF>
 HWY_INLINE hn::Vec<DF> KvLoad(DF df, const char* row, size_t x, size_t d) {
   return kTail ? KvTail<kType>(df, row, x, d) : KvVec<kType>(df, row, x);
+}
+
+// dst[0, d) = row widened to f32, dst[d, d_pad) = 0 (d_pad a multiple of kAttnMaxLanes, so the
+// last partial vector, zeros past d, fits).
+template <KvType kType, class DF>
+HWY_INLINE void WidenKvRowTyped(DF df, const char* HWY_RESTRICT src, size_t d, size_t d_pad, float* HWY_RESTRICT dst) {
+  const size_t n = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + n <= d; i += n) hn::StoreU(KvVec<kType>(df, src, i), df, dst + i);
+  if (i < d) {
+    hn::StoreU(KvTail<kType>(df, src, i, d), df, dst + i);
+    i += n;
+  }
+  for (; i < d_pad; i += n) hn::StoreU(hn::Zero(df), df, dst + i);
+}
+template <class DF>
+HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, size_t d, size_t d_pad,
+                           float* HWY_RESTRICT dst) {
+  const char* s = static_cast<const char*>(src);
+  switch (type) {
+    case KvType::kF32: return WidenKvRowTyped<KvType::kF32>(df, s, d, d_pad, dst);
+    case KvType::kF16: return WidenKvRowTyped<KvType::kF16>(df, s, d, d_pad, dst);
+    case KvType::kBF16: return WidenKvRowTyped<KvType::kBF16>(df, s, d, d_pad, dst);
+    case KvType::kQ8_0: return WidenKvRowTyped<KvType::kQ8_0>(df, s, d, d_pad, dst);
+    case KvType::kQ4_0: return WidenKvRowTyped<KvType::kQ4_0>(df, s, d, d_pad, dst);
+  }
 }
 
 // Widens keys [k0, k0 + n) of kv head g (K or V, base = args.k or args.v) into rows [0, n) of

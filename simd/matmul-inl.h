@@ -5,7 +5,8 @@
 // vectors (used by R rows), for R·T FMAs: 16 independent chains at 4×4, enough for 2 FMA ports
 // × 4 cycles latency. Blocks are named accumulators, not arrays, so that SVE's sizeless vectors
 // compile too; rows or tokens past the block's R/T alias row/token 0 and the compiler drops
-// their dead accumulators. The tail of `in` past whole vectors is scalar.
+// their dead accumulators. The tail of `in` past whole vectors is scalar, but on Helium one more
+// step on a partial vector loaded under a tail predicate (kv_load-inl.h's KvTail).
 //
 // GEMV (t == 1): blocks of 4 rows × 1 token; the weights stream once, at memory bandwidth.
 // GEMM: tokens in panels of kTokenPanel (x panel: kTokenPanel · in · 4 bytes, 256 KiB at
@@ -25,13 +26,14 @@
 #include "hwy/highway.h"
 #include "simd/kv_load-inl.h"
 #include "simd/matmul.h"
+#include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
 namespace simd {
 namespace HWY_NAMESPACE {
 namespace mm {
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = HEADWAY_SIMD_OPS;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
@@ -60,6 +62,16 @@ HWY_INLINE float ScalarW(const void* HWY_RESTRICT w, size_t i) {
   }
 }
 
+// Helium: the weights' elements [i, in) (fewer than a vector), zeros after, loaded under a tail
+// predicate as K/V tails are.
+template <WeightType kW>
+HWY_INLINE VF LoadWTail(DF df, const void* HWY_RESTRICT w, size_t i, size_t in) {
+  constexpr KvType kType = kW == WeightType::kF32   ? KvType::kF32
+                           : kW == WeightType::kF16 ? KvType::kF16
+                                                    : KvType::kBF16;
+  return KvTail<kType>(df, static_cast<const char*>(w), i, in);
+}
+
 template <WeightType kW>
 HWY_INLINE const void* RowPtr(const void* w, size_t row, size_t stride) {
   constexpr size_t kBytes = kW == WeightType::kF32 ? 4 : 2;
@@ -84,16 +96,8 @@ HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
   VF a10 = hn::Zero(df), a11 = hn::Zero(df), a12 = hn::Zero(df), a13 = hn::Zero(df);
   VF a20 = hn::Zero(df), a21 = hn::Zero(df), a22 = hn::Zero(df), a23 = hn::Zero(df);
   VF a30 = hn::Zero(df), a31 = hn::Zero(df), a32 = hn::Zero(df), a33 = hn::Zero(df);
-  size_t k = 0;
-  for (; k + n <= in; k += n) {
-    const VF v0 = LoadW<kW>(df, w0, k);
-    const VF v1 = LoadW<kW>(df, w1, k);
-    const VF v2 = LoadW<kW>(df, w2, k);
-    const VF v3 = LoadW<kW>(df, w3, k);
-    const VF u0 = hn::LoadU(df, x0 + k);
-    const VF u1 = hn::LoadU(df, x1 + k);
-    const VF u2 = hn::LoadU(df, x2 + k);
-    const VF u3 = hn::LoadU(df, x3 + k);
+  // One step of R weight vectors × T x vectors.
+  const auto step = [&](VF v0, VF v1, VF v2, VF v3, VF u0, VF u1, VF u2, VF u3) {
     a00 = hn::MulAdd(v0, u0, a00);
     if (T > 1) a01 = hn::MulAdd(v0, u1, a01);
     if (T > 2) a02 = hn::MulAdd(v0, u2, a02);
@@ -116,7 +120,24 @@ HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
       if (T > 2) a32 = hn::MulAdd(v3, u2, a32);
       if (T > 3) a33 = hn::MulAdd(v3, u3, a33);
     }
+  };
+  size_t k = 0;
+  for (; k + n <= in; k += n) {
+    step(LoadW<kW>(df, w0, k), LoadW<kW>(df, w1, k), LoadW<kW>(df, w2, k), LoadW<kW>(df, w3, k), hn::LoadU(df, x0 + k),
+         hn::LoadU(df, x1 + k), hn::LoadU(df, x2 + k), hn::LoadU(df, x3 + k));
   }
+#if HEADWAY_SIMD_HELIUM
+  if (k < in) {  // the last partial vector, zeros past `in`, loaded under a tail predicate
+    const char* xc0 = reinterpret_cast<const char*>(x0);
+    const char* xc1 = reinterpret_cast<const char*>(x1);
+    const char* xc2 = reinterpret_cast<const char*>(x2);
+    const char* xc3 = reinterpret_cast<const char*>(x3);
+    step(LoadWTail<kW>(df, w0, k, in), LoadWTail<kW>(df, w1, k, in), LoadWTail<kW>(df, w2, k, in),
+         LoadWTail<kW>(df, w3, k, in), KvTail<KvType::kF32>(df, xc0, k, in), KvTail<KvType::kF32>(df, xc1, k, in),
+         KvTail<KvType::kF32>(df, xc2, k, in), KvTail<KvType::kF32>(df, xc3, k, in));
+    k = in;
+  }
+#endif
   float s[4][4];
   s[0][0] = hn::GetLane(hn::SumOfLanes(df, a00));
   s[0][1] = hn::GetLane(hn::SumOfLanes(df, a01));
@@ -139,7 +160,7 @@ HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
   for (size_t r = 0; r < R; ++r) {
     for (size_t j = 0; j < T; ++j) {
       float acc = s[r][j];
-      for (size_t kk = k; kk < in; ++kk) acc += ScalarW<kW>(wr[r], kk) * xr[j][kk];
+      for (size_t kk = k; kk < in; ++kk) acc += ScalarW<kW>(wr[r], kk) * xr[j][kk];  // other targets' tail
       a.y[(t0 + j) * a.y_stride + o0 + r] = acc;
     }
   }
@@ -184,7 +205,7 @@ void MatmulF32(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   }
 }
 
-const char* MatmulTargetName() { return hwy::TargetName(HWY_TARGET); }
+const char* MatmulTargetName() { return HEADWAY_SIMD_TARGET_NAME; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace simd

@@ -9,7 +9,8 @@ namespace headway {
 bool built_with_xnnpack();
 
 // The Highway target the attention kernels dispatch to on this CPU ("AVX2", "NEON", "SVE2_128",
-// ...; the one fixed target on bare metal). A static string.
+// ...; the one fixed target on bare metal), or "MVE": headway's Helium kernels on Armv8.1-M with
+// MVE-F (Cortex-M55, M85). A static string.
 const char* kernel_target_name();
 
 }  // namespace headway

@@ -19,6 +19,7 @@
 #include "semihosting.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
+#include "simd/matmul.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 
@@ -53,6 +54,13 @@ constexpr uint64_t mask_entries(const ht::AttentionCase& c) {
 }
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
+
+// The kernels this core must run (simd/vector_ops.h decides the same way).
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(HEADWAY_KERNELS_NO_HELIUM)
+constexpr const char* kExpectedKernels = "MVE";
+#else
+constexpr const char* kExpectedKernels = "SCALAR";
+#endif
 
 alignas(64) float g_q[max_of(q_elems)];
 alignas(64) uint8_t g_k[max_of(kv_elems) * 4];
@@ -139,6 +147,105 @@ void check(uint32_t n, const char* variant, const char* kernel, uint32_t stride)
   if (bad_pad) line.str(" padding-written ").u64(bad_pad);
   if (non_finite) line.str(" non-finite ").u64(non_finite);
   line.str("\n").print();
+}
+
+// The kernels' f16 widening (simd::widen_f16; on Helium a hand-encoded VCVTB, which binutils 2.40
+// mis-assembles from its mnemonic) against the reference's, bit for bit, on all 65536 values and
+// a tail: a wrong encoding or register gives wrong values here.
+void check_f16_widening() {
+  constexpr uint32_t kChunk = 1027;  // not a multiple of the vector: each chunk ends in a tail
+  static uint16_t x[kChunk];
+  static float y[kChunk];
+  uint32_t wrong = 0;
+  for (uint32_t first = 0; first < 65536; first += kChunk) {
+    const uint32_t n = 65536 - first < kChunk ? 65536 - first : kChunk;
+    for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<uint16_t>(first + i);
+    hs::widen_f16(x, y, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const float want = ht::f16_bits_to_f32(x[i]);
+      if (std::isnan(want) ? !std::isnan(y[i]) : std::memcmp(&want, &y[i], 4) != 0) ++wrong;
+    }
+  }
+  ++g_checks;
+  if (wrong != 0) ++g_failures;
+  cortex_m::Text()
+      .str(wrong == 0 ? "ok   " : "FAIL ")
+      .str("f16 widening, all 65536 values: ")
+      .u64(wrong)
+      .str(" wrong\n")
+      .print();
+}
+
+// The projections' kernel (simd::matmul) against a double-precision dot product written here:
+// GEMV and GEMM, `in` on and off the vector width (Helium's predicated tail), each weight dtype,
+// a row range that starts past 0. Inputs are multiples of 1/64 in [-2, 2] (exact in f16 and bf16),
+// so the reference sees the weights the kernel reads. Tolerance 1e-5 relative to the sum of |terms|.
+void check_matmul() {
+  constexpr size_t kMaxT = 5, kMaxIn = 37, kMaxOut = 7;
+  static float x[kMaxT * kMaxIn];
+  static uint8_t w[kMaxOut * kMaxIn * 4];
+  static float wf[kMaxOut * kMaxIn];  // the weights as the reference reads them
+  static float y[kMaxT * kMaxOut];
+  uint32_t wrong = 0, runs = 0;
+  const hs::WeightType types[] = {hs::WeightType::kF32, hs::WeightType::kF16, hs::WeightType::kBF16};
+  for (size_t t : {size_t{1}, size_t{5}}) {
+    for (size_t in : {size_t{1}, size_t{3}, size_t{16}, size_t{17}, size_t{37}}) {
+      for (const hs::WeightType type : types) {
+        uint32_t state = static_cast<uint32_t>(t * 131 + in * 7 + static_cast<size_t>(type));
+        const auto next = [&state] {
+          state = state * 1664525u + 1013904223u;
+          return static_cast<float>(static_cast<int32_t>(state >> 25) - 64) / 32.0f;  // [-2, 2)
+        };
+        for (size_t i = 0; i < t * in; ++i) x[i] = next();
+        for (size_t i = 0; i < kMaxOut * in; ++i) {
+          wf[i] = next();
+          if (type == hs::WeightType::kF32) {
+            std::memcpy(w + 4 * i, &wf[i], 4);
+          } else {
+            const uint16_t h = type == hs::WeightType::kF16 ? ht::f32_to_f16_bits(wf[i]) : ht::f32_to_bf16_bits(wf[i]);
+            std::memcpy(w + 2 * i, &h, 2);
+          }
+        }
+        for (size_t i = 0; i < t * kMaxOut; ++i) y[i] = kCanary;
+        hs::MatmulArgs a;
+        a.x = x;
+        a.x_stride = in;
+        a.w = w;
+        a.w_type = type;
+        a.w_stride = in;
+        a.y = y;
+        a.y_stride = kMaxOut;
+        a.t = t;
+        a.in = in;
+        a.out = kMaxOut;
+        hs::matmul(a, 1, kMaxOut);
+        ++runs;
+        for (size_t i = 0; i < t; ++i) {
+          if (!(y[i * kMaxOut] == kCanary)) ++wrong;  // row 0 is not asked for
+          for (size_t o = 1; o < kMaxOut; ++o) {
+            double want = 0.0, scale = 0.0;
+            for (size_t k = 0; k < in; ++k) {
+              want += double{x[i * in + k]} * double{wf[o * in + k]};
+              scale += std::fabs(double{x[i * in + k]} * double{wf[o * in + k]});
+            }
+            if (!(std::fabs(double{y[i * kMaxOut + o]} - want) <= 1e-5 * (scale + 1.0))) ++wrong;
+          }
+        }
+      }
+    }
+  }
+  ++g_checks;
+  if (wrong != 0) ++g_failures;
+  cortex_m::Text()
+      .str(wrong == 0 ? "ok   " : "FAIL ")
+      .str("matmul (")
+      .str(hs::matmul_target_name())
+      .str("), GEMV and GEMM, in 1..37, f32/f16/bf16 weights, ")
+      .u64(runs)
+      .str(" runs: ")
+      .u64(wrong)
+      .str(" wrong\n")
+      .print();
 }
 
 void fill_o(uint32_t rows, uint32_t stride) {
@@ -246,10 +353,24 @@ int main() {
       .u64(cases)
       .str(" of ")
       .u64(ht::kAttentionCaseCount)
-      .str(" cases of tests/reference/attention_cases.hpp, kernels compiled for Highway target ")
+      .str(" cases of tests/reference/attention_cases.hpp, kernels: ")
       .str(hs::attention_target_name())
       .str("\n")
       .print();
+  // A core with MVE-F runs the Helium kernels unless the build turned them off: anything else is
+  // a failure of the build, not a slower pass.
+  if (std::strcmp(hs::attention_target_name(), kExpectedKernels) != 0) {
+    cortex_m::Text()
+        .str("FAIL: the kernels are ")
+        .str(hs::attention_target_name())
+        .str(", expected ")
+        .str(kExpectedKernels)
+        .str("\n")
+        .print();
+    return 1;
+  }
+  check_f16_widening();
+  check_matmul();
   for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
     const ht::AttentionCase& c = ht::kAttentionCases[n];
     if (!ht::runs_on_baremetal(c)) continue;

@@ -514,6 +514,24 @@ TEST_CASE("softmax exp: within 2 ulp of exp on [-86.5, 0], 0 below, NaN kept, ev
   }
 }
 
+TEST_CASE("f16 widening: every one of the 65536 values exact, NaN kept, every target") {
+  std::vector<uint16_t> x(65536 + 3);  // 3 more: the last values take the tail path
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i);
+  std::vector<float> y(x.size());
+  for (const int64_t target : test_targets()) {
+    TargetScope scope(target);
+    INFO(target_label(target));
+    headway::simd::widen_f16(x.data(), y.data(), x.size());
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = headway::test::f16_bits_to_f32(x[i]);
+      const bool same = std::isnan(want) ? std::isnan(y[i]) : std::memcmp(&want, &y[i], 4) == 0;
+      if (!same) ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("attention scratch size: simd equals the plan's constexpr formula") {
   size_t mismatches = 0;
   for (uint32_t d = 1; d <= 512; ++d) {

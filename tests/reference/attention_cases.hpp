@@ -61,7 +61,8 @@ struct AttentionCase {
 // symmetric windows (prefill, a chunk, decode rows, split-KV, sink tokens, ALiBi, q8_0).
 // General masks, bool and additive (MHA and GQA, d64, d128 and generic, prefill, decode, split-KV,
 // causal, window, prefix, softcap, ALiBi, sink logits and tokens, q8_0; rows and tiles the mask
-// hides entirely).
+// hides entirely). Tails: lengths 1, 15, 16, 17, 63, 64 and 65 and head_dim 1, 8, 50 and 80 across
+// the K/V dtypes, for the targets whose vectors they leave partial (Helium's 4 lanes included).
 //   {name, t_q, t_kv, n_heads, n_kv_heads, head_dim, causal, window, softcap, scale, kv, seed(, sinks, sink_tokens,
 //    alibi, prefix, window_symmetric, mask)}
 inline constexpr AttentionCase kAttentionCases[] = {
@@ -190,6 +191,15 @@ inline constexpr AttentionCase kAttentionCases[] = {
      CaseSinks::kNone, 2, false, 10, false, CaseMask::kBool},
     {"q8_0 additive mask decode d128 4 rows t_kv 300", 4, 300, 8, 2, 128, true, 0, 0.0f, 0.0f, DType::kQ8_0, 75,
      CaseSinks::kNone, 0, false, 0, false, CaseMask::kAdditive},
+    {"tails: t_q 16 t_kv 63 head_dim 1 causal", 16, 63, 2, 1, 1, true, 0, 0.0f, 0.0f, DType::kF32, 76},
+    {"tails: t_q 17 t_kv 64 head_dim 8 GQA2 causal", 17, 64, 4, 2, 8, true, 0, 0.0f, 0.0f, DType::kF16, 77},
+    {"tails: decode t_kv 65 head_dim 50", 1, 65, 4, 2, 50, true, 0, 0.0f, 0.0f, DType::kQ8_0, 78},
+    {"tails: t_q 63 t_kv 65 head_dim 50 GQA2 causal", 63, 65, 2, 1, 50, true, 0, 0.0f, 0.0f, DType::kBF16, 79},
+    {"tails: t_q 65 t_kv 15 head_dim 50 causal (rows that see no key)", 65, 15, 2, 2, 50, true, 0, 0.0f, 0.0f,
+     DType::kQ4_0, 80},
+    {"tails: t_q 64 t_kv 64 head_dim 1 bidirectional", 64, 64, 2, 2, 1, false, 0, 0.0f, 0.0f, DType::kF16, 81},
+    {"tails: t_q 15 t_kv 16 head_dim 80 GQA2 window 5", 15, 16, 4, 2, 80, true, 5, 0.0f, 0.0f, DType::kF32, 82},
+    {"tails: decode t_kv 17 head_dim 8", 1, 17, 2, 1, 8, true, 0, 0.0f, 0.0f, DType::kF16, 83},
 };
 inline constexpr uint32_t kAttentionCaseCount = sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
 

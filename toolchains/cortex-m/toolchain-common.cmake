@@ -1,7 +1,8 @@
 # Shared part of the bare-metal Cortex-M toolchains (arm-none-eabi-cortex-m55.cmake,
 # arm-none-eabi-cortex-m4.cmake). The includer sets HEADWAY_CORTEX_M_CPU_FLAGS (-mcpu, -mfpu,
-# -mfloat-abi) and HEADWAY_CORTEX_M_BOARD (the qemu-system-arm machine; <board>.ld is its
-# memory map), then includes this file.
+# -mfloat-abi), HEADWAY_CORTEX_M_BOARD (the qemu-system-arm machine; <board>.ld is its memory
+# map) and, where its toolchain needs them, HEADWAY_CORTEX_M_WORKAROUND_FLAGS (flags that avoid a
+# known defect of the compiler or assembler), then includes this file.
 #
 # Everything is built for a heap-free world: no exceptions, no RTTI, no thread-safe statics
 # (there are no threads), every function and object in its own section so that the linker drops
@@ -20,9 +21,9 @@ set(CMAKE_ASM_COMPILER arm-none-eabi-gcc)
 set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 
 set(HEADWAY_CORTEX_M_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(CMAKE_C_FLAGS_INIT "-mthumb ${HEADWAY_CORTEX_M_CPU_FLAGS} -ffunction-sections -fdata-sections")
+set(CMAKE_C_FLAGS_INIT "-mthumb ${HEADWAY_CORTEX_M_CPU_FLAGS} ${HEADWAY_CORTEX_M_WORKAROUND_FLAGS} -ffunction-sections -fdata-sections")
 set(CMAKE_CXX_FLAGS_INIT
-    "-mthumb ${HEADWAY_CORTEX_M_CPU_FLAGS} -ffunction-sections -fdata-sections -fno-exceptions -fno-rtti -fno-threadsafe-statics -Wno-format")
+    "-mthumb ${HEADWAY_CORTEX_M_CPU_FLAGS} ${HEADWAY_CORTEX_M_WORKAROUND_FLAGS} -ffunction-sections -fdata-sections -fno-exceptions -fno-rtti -fno-threadsafe-statics -Wno-format")
 set(CMAKE_EXE_LINKER_FLAGS_INIT
     "--specs=nano.specs -nostartfiles -Wl,--gc-sections -L${HEADWAY_CORTEX_M_DIR} -T${HEADWAY_CORTEX_M_DIR}/${HEADWAY_CORTEX_M_BOARD}.ld")
 
