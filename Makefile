@@ -3,8 +3,9 @@
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
 #   make check  the fast lane: build the release preset, run its unit and kernel tests
+#   make bench-baremetal   Cortex-M55 instruction counts under qemu, SCALAR against MVE kernels
 #   make format / make format-check   lay out, or check, every C++ source (.clang-format)
-.PHONY: demo test check test-cross test-cross-ci test-baremetal deps release debug clean
+.PHONY: demo test check test-cross test-cross-ci test-baremetal bench-baremetal deps release debug clean
 
 deps:
 	bash toolchains/install-deps.sh host
@@ -55,9 +56,27 @@ test-cross test-cross-ci:
 test-baremetal:
 	bash toolchains/install-deps.sh cortex-m
 	cmake --workflow --preset cortex-m55
-	@grep -h "kernels compiled for Highway target" build/cortex-m55/Testing/Temporary/LastTest.log
+	@grep -h "^headway kernel harness:" build/cortex-m55/Testing/Temporary/LastTest.log
+	cmake --workflow --preset cortex-m55-scalar  # Highway's SCALAR kernels on the M55: the second opinion
+	@grep -h "^headway kernel harness:" build/cortex-m55-scalar/Testing/Temporary/LastTest.log
 	cmake --workflow --preset cortex-m4
-	@grep -h "kernels compiled for Highway target" build/cortex-m4/Testing/Temporary/LastTest.log
+	@grep -h "^headway kernel harness:" build/cortex-m4/Testing/Temporary/LastTest.log
+
+# Instructions on the Cortex-M55 under qemu-system-arm -icount shift=0 (1 ns of guest time per
+# instruction; SysTick calibrated in each run against a loop of known length,
+# toolchains/cortex-m/instruction_count.hpp), for the cortex-m55-scalar preset
+# (HEADWAY_KERNELS_HELIUM=OFF: Highway's SCALAR kernels) and cortex-m55 (MVE): the kernels at the
+# firmware's shapes (bench/baremetal: decode at 512 keys, a 64-token causal prefill, the largest
+# projection's GEMV) and the firmware's prefill and decode, as one table with SCALAR / MVE.
+# Instructions, not cycles (an M55 issues a 128-bit MVE instruction in two beats); it prints and
+# asserts nothing about the numbers. Seconds of qemu once built.
+bench-baremetal:
+	bash toolchains/install-deps.sh cortex-m
+	cmake --preset cortex-m55-scalar
+	cmake --build --preset cortex-m55-scalar --target bench_baremetal headway_firmware
+	cmake --preset cortex-m55
+	cmake --build --preset cortex-m55 --target bench_baremetal headway_firmware
+	bash bench/baremetal/compare.sh build/cortex-m55-scalar build/cortex-m55
 
 # ThreadSanitizer over the threading tests only (build/tsan); clang-14 libFuzzer targets over their
 # seed corpora, FUZZ_SECONDS each (build/fuzz). .ci/run may call both after make test.

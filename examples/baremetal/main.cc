@@ -4,16 +4,22 @@
 // projections (Highway GEMM over f16 weights kept in the image), RoPE, the KV cache, attention
 // and the output projection of both layers. Every output row is compared with the
 // double-precision reference computed on the build machine (firmware_golden.h); a summary goes
-// out over semihosting and the exit status says whether all rows matched (0) or not (1).
+// out over semihosting and the exit status says whether all rows matched (0) or not (1). Under
+// qemu-system-arm -icount shift=0 (make bench-baremetal) it also prints the instructions of the
+// prefill and of the decode steps (instruction_count.hpp; instructions, not cycles); without
+// -icount that line is left out.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "capi_check.h"
 #include "firmware_golden.h"
 #include "headway/arena.hpp"
+#include "headway/build_info.hpp"
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
+#include "instruction_count.hpp"
 #include "semihosting.hpp"
 #include "tiny_model.hpp"
 
@@ -42,11 +48,14 @@ double max_abs(const float* v, size_t n) {
   return m;
 }
 
-// Runs tokens [first, first + n) and returns the largest relative error of their output rows.
-headway::Status step(headway::Session& s, uint32_t first, uint32_t n, double* err) {
+// Runs tokens [first, first + n), adds the SysTick ticks of the Session's call (not of the
+// comparison) to *ticks, and returns the largest relative error of their output rows.
+headway::Status step(headway::Session& s, uint32_t first, uint32_t n, double* err, uint64_t* ticks) {
   static float y[tiny::kPromptTokens * tiny::config().d_model];
   const size_t width = kPlan.config.d_model;
+  const uint64_t t0 = cortex_m::systick_ticks();
   HEADWAY_RETURN_IF_ERROR(s.prefill(tiny::kInput + first * width, n, y));
+  *ticks += cortex_m::systick_ticks() - t0;
   const float* want = tiny::kGoldenOut + first * width;
   const double scale = max_abs(want, n * width);
   for (size_t i = 0; i < n * width; ++i) {
@@ -59,6 +68,7 @@ headway::Status step(headway::Session& s, uint32_t first, uint32_t n, double* er
 }  // namespace
 
 int main() {
+  const bool counting = cortex_m::instruction_count_start();
   cortex_m::Text()
       .str("headway firmware: ")
       .str(kPlan.config.name)
@@ -74,8 +84,18 @@ int main() {
       .u64(kPlan.head_dim)
       .str(", window ")
       .u64(kPlan.config.window)
+      .str(", kernels ")
+      .str(headway::kernel_target_name())
       .str("\n")
       .print();
+  // A core with MVE-F runs the Helium kernels unless the build turned them off
+  // (HEADWAY_KERNELS_HELIUM=OFF): anything else is a failure of the build.
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(HEADWAY_KERNELS_NO_HELIUM)
+  if (std::strcmp(headway::kernel_target_name(), "MVE") != 0) {
+    cortex_m::Text().str("FAIL: the kernels are ").str(headway::kernel_target_name()).str(", expected MVE\n").print();
+    return 1;
+  }
+#endif
   cortex_m::Text()
       .str("arena ")
       .u64(kPlan.arena_bytes)
@@ -98,9 +118,10 @@ int main() {
   if (s.ok()) s = session->init(arena, tiny::kLayerWeights, kPlan.config.n_layers);
 
   double prefill_err = 0.0, decode_err = 0.0;
-  if (s.ok()) s = step(*session, 0, tiny::kPromptTokens, &prefill_err);
+  uint64_t prefill_ticks = 0, decode_ticks = 0;
+  if (s.ok()) s = step(*session, 0, tiny::kPromptTokens, &prefill_err, &prefill_ticks);
   for (uint32_t i = 0; s.ok() && i < tiny::kDecodeSteps; ++i) {
-    s = step(*session, tiny::kPromptTokens + i, 1, &decode_err);
+    s = step(*session, tiny::kPromptTokens + i, 1, &decode_err, &decode_ticks);
   }
   if (!s.ok()) {
     cortex_m::Text().str("FAIL: ").str(s.message()).str("\n").print();
@@ -133,6 +154,19 @@ int main() {
       .sci(decode_err)
       .str("\n")
       .print();
+  if (counting) {
+    cortex_m::Text()
+        .str("instructions: prefill ")
+        .u64(tiny::kPromptTokens)
+        .str(" tokens ")
+        .u64(cortex_m::ticks_to_instructions(prefill_ticks))
+        .str(", decode ")
+        .u64(tiny::kDecodeSteps)
+        .str(" steps ")
+        .u64(cortex_m::ticks_to_instructions(decode_ticks))
+        .str(" (qemu -icount, SysTick calibrated; not cycles)\n")
+        .print();
+  }
   cortex_m::Text()
       .str(ok ? "PASS" : "FAIL")
       .str(": ")

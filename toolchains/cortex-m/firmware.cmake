@@ -1,8 +1,9 @@
 # Cortex-M images:
 #   headway_add_firmware(NAME SOURCES ... [LIBS ...])
-# builds NAME.elf with the startup code and semihosting console and checks after every link that
-# no allocator is in it (check_no_allocator.cmake: malloc, free, calloc, realloc, their newlib _r
-# forms, sbrk, operator new and delete).
+# builds NAME.elf with the startup code, the semihosting console and the SysTick instruction
+# counter (instruction_count.hpp, for qemu -icount) and checks after every link that no allocator
+# is in it (check_no_allocator.cmake: malloc, free, calloc, realloc, their newlib _r forms, sbrk,
+# operator new and delete).
 #   headway_add_firmware_tests(NAME [TIMEOUT s])
 # adds the ctest tests "NAME", which runs the image in qemu-system-arm
 # (CMAKE_CROSSCOMPILING_EMULATOR, toolchain-common.cmake) and passes on its exit status, and
@@ -14,7 +15,8 @@ set(HEADWAY_CORTEX_M_DIR ${CMAKE_CURRENT_LIST_DIR})
 find_program(HEADWAY_ARM_NM arm-none-eabi-nm REQUIRED)
 find_program(HEADWAY_ARM_SIZE arm-none-eabi-size REQUIRED)
 
-add_library(headway_cortex_m_runtime OBJECT ${HEADWAY_CORTEX_M_DIR}/startup.cc ${HEADWAY_CORTEX_M_DIR}/semihosting.cc)
+add_library(headway_cortex_m_runtime OBJECT ${HEADWAY_CORTEX_M_DIR}/startup.cc ${HEADWAY_CORTEX_M_DIR}/semihosting.cc
+            ${HEADWAY_CORTEX_M_DIR}/instruction_count.cc)
 target_include_directories(headway_cortex_m_runtime PUBLIC ${HEADWAY_CORTEX_M_DIR})
 target_compile_options(headway_cortex_m_runtime PRIVATE -O2 -Wall -Wextra)
 

@@ -6,6 +6,7 @@
 // status 3.
 #include <cstdint>
 
+#include "instruction_count.hpp"
 #include "semihosting.hpp"
 
 extern "C" {
@@ -76,7 +77,7 @@ __attribute__((section(".vectors"), used)) const Handler headway_vector_table[16
     headway_unexpected,  // DebugMonitor
     nullptr,
     headway_unexpected,  // PendSV
-    headway_unexpected,  // SysTick
+    headway_systick,     // SysTick: counts the counter's wraps (instruction_count.cc)
 };
 
 // Naked: with -mfloat-abi=hard the compiler may touch FP (or, on the M55, Helium) registers in
