@@ -11,7 +11,7 @@
 // VPR predicates (mve_pred16_t, 4 bits per 32-bit lane). Only the ops and lane types the kernels
 // instantiate exist; anything else fails to compile rather than run something untested.
 //
-// Known defects of the Debian 12 toolchain handled here (README, "Bare metal"):
+// Known defects of the Debian 12 toolchain handled here (README, "Embedded (Cortex-M)"):
 // - binutils 2.40 encodes MVE VCVTB/VCVTT between f16 and f32 with both register numbers doubled
 //   (vcvtb.f32.f16 q1, q2 assembles as q2, q4): PromoteTo(f16 → f32) emits the instruction as a
 //   hand-encoded .inst.w, its registers chosen by the compiler and encoded by an assembler macro.
@@ -25,7 +25,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "hwy/base.h"  // hwy::float16_t, the lane type of Rebind<hwy::float16_t, D>
@@ -185,12 +184,6 @@ HWY_INLINE Vec128<float> MaskedLoad(Mask128<float> m, Simd<float, 4>, const floa
 HWY_INLINE Vec128<uint16_t> MaskedLoad(Mask128<uint16_t> m, Simd<uint16_t, 4>, const uint16_t* p) {
   return {vldrhq_z_u32(p, m.raw)};
 }
-HWY_INLINE Vec128<int8_t> MaskedLoad(Mask128<int8_t> m, Simd<int8_t, 4>, const int8_t* p) {
-  return {vldrbq_z_s32(p, m.raw)};
-}
-HWY_INLINE Vec128<uint8_t> MaskedLoad(Mask128<uint8_t> m, Simd<uint8_t, 4>, const uint8_t* p) {
-  return {vldrbq_z_u32(p, m.raw)};
-}
 
 HWY_INLINE float GetLane(Vec128<float> v) { return vgetq_lane_f32(v.raw, 0); }
 
@@ -293,7 +286,6 @@ HWY_INLINE Vec128<int32_t> ShiftLeft(Vec128<int32_t> v) {
 }
 
 HWY_INLINE Vec128<uint32_t> And(Vec128<uint32_t> a, Vec128<uint32_t> b) { return {vandq_u32(a.raw, b.raw)}; }
-HWY_INLINE Vec128<uint32_t> Or(Vec128<uint32_t> a, Vec128<uint32_t> b) { return {vorrq_u32(a.raw, b.raw)}; }
 HWY_INLINE Vec128<uint8_t> And(Vec128<uint8_t> a, Vec128<uint8_t> b) { return {vandq_u32(a.raw, b.raw)}; }
 template <int kBits>
 HWY_INLINE Vec128<uint32_t> ShiftLeft(Vec128<uint32_t> v) {
@@ -310,13 +302,11 @@ HWY_INLINE Vec128<float> Or(Vec128<float> a, Vec128<float> b) {
 
 // ---- Comparisons, masks and selection
 
-HWY_INLINE Mask128<float> Gt(Vec128<float> a, Vec128<float> b) { return {vcmpgtq_f32(a.raw, b.raw)}; }
 HWY_INLINE Mask128<float> Lt(Vec128<float> a, Vec128<float> b) { return {vcmpltq_f32(a.raw, b.raw)}; }
 HWY_INLINE Mask128<float> Eq(Vec128<float> a, Vec128<float> b) { return {vcmpeqq_f32(a.raw, b.raw)}; }
 HWY_INLINE Mask128<float> Ne(Vec128<float> a, Vec128<float> b) { return {vcmpneq_f32(a.raw, b.raw)}; }
 HWY_INLINE Mask128<float> IsNaN(Vec128<float> v) { return {vcmpneq_f32(v.raw, v.raw)}; }
 HWY_INLINE Mask128<int32_t> Gt(Vec128<int32_t> a, Vec128<int32_t> b) { return {vcmpgtq_s32(a.raw, b.raw)}; }
-HWY_INLINE Mask128<uint32_t> Eq(Vec128<uint32_t> a, Vec128<uint32_t> b) { return {vcmpeqq_u32(a.raw, b.raw)}; }
 
 template <typename T>
 HWY_INLINE Mask128<T> Not(Mask128<T> m) {
