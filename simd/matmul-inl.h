@@ -160,7 +160,9 @@ HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
   for (size_t r = 0; r < R; ++r) {
     for (size_t j = 0; j < T; ++j) {
       float acc = s[r][j];
-      for (size_t kk = k; kk < in; ++kk) acc += ScalarW<kW>(wr[r], kk) * xr[j][kk];  // other targets' tail
+      if constexpr (!HEADWAY_SIMD_HELIUM) {  // the other targets' tail (Helium's took its step above)
+        for (size_t kk = k; kk < in; ++kk) acc += ScalarW<kW>(wr[r], kk) * xr[j][kk];
+      }
       a.y[(t0 + j) * a.y_stride + o0 + r] = acc;
     }
   }
