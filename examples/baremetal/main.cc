@@ -88,14 +88,18 @@ int main() {
       .str(headway::kernel_target_name())
       .str("\n")
       .print();
-  // A core with MVE-F runs the Helium kernels unless the build turned them off
-  // (HEADWAY_KERNELS_HELIUM=OFF): anything else is a failure of the build.
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(HEADWAY_KERNELS_NO_HELIUM)
-  if (std::strcmp(headway::kernel_target_name(), "MVE") != 0) {
-    cortex_m::Text().str("FAIL: the kernels are ").str(headway::kernel_target_name()).str(", expected MVE\n").print();
+  // The kernels this build must run (HEADWAY_CORTEX_M_KERNELS, simd/CMakeLists.txt: MVE on a core
+  // with Helium unless the build turned it off): anything else is a failure of the build.
+  if (std::strcmp(headway::kernel_target_name(), HEADWAY_EXPECTED_KERNELS) != 0) {
+    cortex_m::Text()
+        .str("FAIL: the kernels are ")
+        .str(headway::kernel_target_name())
+        .str(", expected ")
+        .str(HEADWAY_EXPECTED_KERNELS)
+        .str("\n")
+        .print();
     return 1;
   }
-#endif
   cortex_m::Text()
       .str("arena ")
       .u64(kPlan.arena_bytes)

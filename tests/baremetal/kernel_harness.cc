@@ -55,12 +55,9 @@ constexpr uint64_t mask_entries(const ht::AttentionCase& c) {
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
 
-// The kernels this core must run (simd/vector_ops.h decides the same way).
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(HEADWAY_KERNELS_NO_HELIUM)
-constexpr const char* kExpectedKernels = "MVE";
-#else
-constexpr const char* kExpectedKernels = "SCALAR";
-#endif
+// The kernels this build must run: MVE where the core has Helium and the build keeps it, else
+// SCALAR (HEADWAY_CORTEX_M_KERNELS, simd/CMakeLists.txt).
+constexpr const char* kExpectedKernels = HEADWAY_EXPECTED_KERNELS;
 
 alignas(64) float g_q[max_of(q_elems)];
 alignas(64) uint8_t g_k[max_of(kv_elems) * 4];
