@@ -36,68 +36,25 @@ namespace helium {
 // ---- Lane types, descriptors, vectors, masks
 
 namespace detail {
+// The MVE register that holds four lanes of T: f32, or 32-bit integers, the narrow types widened
+// (signed ones sign-extended, the others, f16 bits included, zero-extended).
 template <typename T>
-struct Raw;  // the MVE register type that holds four lanes of T
-template <>
-struct Raw<float> {
-  using type = float32x4_t;
-};
-template <>
-struct Raw<int32_t> {
-  using type = int32x4_t;
-};
-template <>
-struct Raw<uint32_t> {
-  using type = uint32x4_t;
-};
-template <>
-struct Raw<int8_t> {  // sign-extended into 32-bit lanes
-  using type = int32x4_t;
-};
-template <>
-struct Raw<uint8_t> {  // zero-extended into 32-bit lanes
-  using type = uint32x4_t;
-};
-template <>
-struct Raw<uint16_t> {  // zero-extended into 32-bit lanes
-  using type = uint32x4_t;
-};
-template <>
-struct Raw<hwy::float16_t> {  // the bits, zero-extended into 32-bit lanes
-  using type = uint32x4_t;
-};
+using Raw = std::conditional_t<std::is_same_v<T, float>, float32x4_t,
+                               std::conditional_t<std::is_integral_v<T> && std::is_signed_v<T>, int32x4_t, uint32x4_t>>;
+// RebindToSigned / RebindToUnsigned of the lane types the kernels use: the 32-bit ones, and
+// the q4_0 codes (int8_t → uint8_t).
 template <typename T>
-struct Signed;
-template <>
-struct Signed<float> {
-  using type = int32_t;
-};
-template <>
-struct Signed<int32_t> {
-  using type = int32_t;
-};
-template <>
-struct Signed<uint32_t> {
-  using type = int32_t;
-};
+using Signed = int32_t;
 template <typename T>
-struct Unsigned;
-template <>
-struct Unsigned<float> {
+struct UnsignedOf {
   using type = uint32_t;
 };
 template <>
-struct Unsigned<int32_t> {
-  using type = uint32_t;
-};
-template <>
-struct Unsigned<uint32_t> {
-  using type = uint32_t;
-};
-template <>
-struct Unsigned<int8_t> {
+struct UnsignedOf<int8_t> {
   using type = uint8_t;
 };
+template <typename T>
+using Unsigned = typename UnsignedOf<T>::type;
 }  // namespace detail
 
 // Every descriptor has four lanes: the kernels cap their f32 vectors at 16 lanes and rebind the
@@ -115,16 +72,16 @@ using ScalableTag = Simd<T, 4>;
 template <typename T, class D>
 using Rebind = Simd<T, 4>;
 template <class D>
-using RebindToSigned = Simd<typename detail::Signed<typename D::T>::type, 4>;
+using RebindToSigned = Simd<detail::Signed<typename D::T>, 4>;
 template <class D>
-using RebindToUnsigned = Simd<typename detail::Unsigned<typename D::T>::type, 4>;
+using RebindToUnsigned = Simd<detail::Unsigned<typename D::T>, 4>;
 template <class D>
 using TFromD = typename D::T;
 
 template <typename T>
 struct Vec128 {
   using PrivateT = T;
-  typename detail::Raw<T>::type raw;
+  detail::Raw<T> raw;
 };
 template <typename T>
 struct Mask128 {
@@ -191,8 +148,8 @@ HWY_INLINE float GetLane(Vec128<float> v) { return vgetq_lane_f32(v.raw, 0); }
 
 template <typename To, typename From>
 HWY_INLINE Vec128<To> BitCast(Simd<To, 4>, Vec128<From> v) {
-  using RawTo = typename detail::Raw<To>::type;
-  using RawFrom = typename detail::Raw<From>::type;
+  using RawTo = detail::Raw<To>;
+  using RawFrom = detail::Raw<From>;
   if constexpr (std::is_same_v<RawTo, RawFrom>) {
     return {v.raw};
   } else if constexpr (std::is_same_v<RawTo, float32x4_t>) {

@@ -188,11 +188,8 @@ void check_matmul() {
   for (size_t t : {size_t{1}, size_t{5}}) {
     for (size_t in : {size_t{1}, size_t{3}, size_t{16}, size_t{17}, size_t{37}}) {
       for (const hs::WeightType type : types) {
-        uint32_t state = static_cast<uint32_t>(t * 131 + in * 7 + static_cast<size_t>(type));
-        const auto next = [&state] {
-          state = state * 1664525u + 1013904223u;
-          return static_cast<float>(static_cast<int32_t>(state >> 25) - 64) / 32.0f;  // [-2, 2)
-        };
+        ht::Rng rng(t * 131 + in * 7 + static_cast<size_t>(type));
+        const auto next = [&rng] { return static_cast<float>(static_cast<int32_t>(rng.next() >> 57) - 64) / 32.0f; };
         for (size_t i = 0; i < t * in; ++i) x[i] = next();
         for (size_t i = 0; i < kMaxOut * in; ++i) {
           wf[i] = next();
