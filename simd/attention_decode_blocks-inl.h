@@ -150,7 +150,6 @@ HWY_INLINE void StoreQkScores(DF df, float* HWY_RESTRICT s, VF a00, VF a01, VF a
 template <size_t kDim, KvType kType, size_t kRB, size_t kKB, class Rows, class Pf = NoPrefetch>
 HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& pf = Pf()) {
   static_assert((kRB <= 4 && (kKB == 1 || kKB == 4)) || (kRB == 1 && kKB == 8), "blocks: 4 sets of 4 accumulators");
-  constexpr size_t eb = KvElementBytes(kType);
   const DF df;
   const size_t n = hn::Lanes(df);
   const size_t d = HeadDim<kDim>(t);
@@ -183,7 +182,7 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
     for (; x + n <= d; x += n) {
       DotQkStep<kType, kRB, kKB, false>(df, qx, d_pad, kp, 0, n, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
                                         a23, a30, a31, a32, a33);
-      for (size_t i = 0; i < kKB; ++i) kp[i] += n * eb;
+      for (size_t i = 0; i < kKB; ++i) kp[i] += static_cast<size_t>(KvOffsetBytes(kType, n));
       qx += n;
     }
     if (x < d) {
@@ -195,12 +194,12 @@ HWY_INLINE void DotQk(const Task& t, Rows krow, size_t r0, size_t k0, const Pf& 
   }
   HEADWAY_SIMD_HEAD_DIM_LOOP
   for (; x + n <= d; x += n) {
-    pf.Qk(k0, kKB, x, n, eb);
+    pf.template Qk<kType>(k0, kKB, x, n);
     DotQkStep<kType, kRB, kKB, false>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22,
                                       a23, a30, a31, a32, a33);
   }
   if (x < d) {
-    pf.Qk(k0, kKB, x, d - x, eb);
+    pf.template Qk<kType>(k0, kKB, x, d - x);
     DotQkStep<kType, kRB, kKB, true>(df, q, d_pad, kr, x, d, a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23,
                                      a30, a31, a32, a33);
   }
@@ -259,8 +258,8 @@ HWY_INLINE void DotPvStep(const Task& t, Rows vrow, size_t r0, size_t x, size_t 
   constexpr bool kBlock = KvTypeIsBlock(kType);
   const size_t x0 = kBlock ? x : 0;
   for (size_t k = a; k < b; ++k) {
-    pf.Pv(k, x, kTail ? d - x : kC * n, KvElementBytes(kType));
-    const char* vk = kBlock ? vrow[k] : vrow[k] + x * KvElementBytes(kType);
+    pf.template Pv<kType>(k, x, kTail ? d - x : kC * n);
+    const char* vk = kBlock ? vrow[k] : vrow[k] + static_cast<size_t>(KvOffsetBytes(kType, x));
     const VF v0 = KvLoad<kType, kTail>(df, vk, x0, d - x + x0);
     const VF v1 = kC > 1 ? KvVec<kType>(df, vk, x0 + 1 * n) : v0;
     const VF v2 = kC > 1 ? KvVec<kType>(df, vk, x0 + 2 * n) : v0;

@@ -376,7 +376,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
 #if HWY_TARGET == HWY_AVX3_DL
   size_t p = 0;
   for (; 2 * p + 2 <= nb; ++p) {
-    pf.Qk(k0, kKB, 64 * p, 64, 1);
+    pf.template Qk<kType>(k0, kKB, 64 * p, 64);
     __m512i kv[kKB];
     __m512 dk[kKB];
     for (size_t k = 0; k < kKB; ++k) LoadKPair<kType>(kr[k] + 2 * p * kB, kv[k], dk[k]);
@@ -392,7 +392,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
     }
   }
   if (2 * p < nb) {
-    pf.Qk(k0, kKB, 64 * p, 32, 1);
+    pf.template Qk<kType>(k0, kKB, 64 * p, 32);
     __m256i kv[kKB];
     __m256 dk[kKB];
     for (size_t k = 0; k < kKB; ++k) LoadKBlock<kType>(kr[k] + 2 * p * kB, kv[k], dk[k]);
@@ -411,7 +411,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
   // The layout in 32-byte halves, as many as blocks: half u % 2 of pair u / 2, or a single last
   // block.
   for (size_t u = 0; u < nb; ++u) {
-    if (u % 2 == 0) pf.Qk(k0, kKB, 32 * u, u + 2 <= nb ? 64 : 32, 1);
+    if (u % 2 == 0) pf.template Qk<kType>(k0, kKB, 32 * u, u + 2 <= nb ? 64 : 32);
     const bool single = nb % 2 == 1 && u + 1 == nb;
     __m256i kv[kKB];
     __m256 dk[kKB];
@@ -438,7 +438,7 @@ HWY_INLINE void DotQkInt8(const Task& t, Rows krow, size_t r0, size_t k0, const 
   }
 #elif HEADWAY_DECODE_SDOT
   const size_t nb = HeadDim<kDim>(t) / kKvBlockValues;
-  for (size_t p = 0; 2 * p < nb; ++p) pf.Qk(k0, kKB, 64 * p, 2 * p + 2 <= nb ? 64 : 32, 1);
+  for (size_t p = 0; 2 * p < nb; ++p) pf.template Qk<kType>(k0, kKB, 64 * p, 2 * p + 2 <= nb ? 64 : 32);
   const char* kr[kKB];
   for (size_t k = 0; k < kKB; ++k) kr[k] = krow[k0 + k];
   float32x4_t acc[kRB][kKB];

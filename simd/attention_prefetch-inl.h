@@ -33,11 +33,14 @@ namespace attn {
 inline constexpr bool kDecodePrefetch = !HEADWAY_SIMD_HELIUM;
 
 // Prefetch policies of the decode loops, which say at each step which part of a tile they have
-// reached: Q·Kᵀ at element x of the rows of keys [k0, k0 + kKB) (Qk), P·V at elements
-// [x, x + count) of the row of key k (Pv); eb is the K/V element size.
+// reached: Q·Kᵀ at element x of the rows of keys [k0, k0 + kKB), about to read count elements
+// of each (Qk), P·V at elements [x, x + count) of the row of key k (Pv), in K/V of type kType
+// (whose bytes KvPaceBytes counts).
 struct NoPrefetch {
-  HWY_INLINE void Qk(size_t, size_t, size_t, size_t, size_t) const {}
-  HWY_INLINE void Pv(size_t, size_t, size_t, size_t) const {}
+  template <KvType kType>
+  HWY_INLINE void Qk(size_t, size_t, size_t, size_t) const {}
+  template <KvType kType>
+  HWY_INLINE void Pv(size_t, size_t, size_t) const {}
 };
 
 // The P·V loops prefetch the next tile's K rows as they go: the same part of rows[k] as they read
@@ -46,10 +49,11 @@ template <class Rows>
 struct RowPrefetch {
   Rows rows{};
   size_t n = 0;
-  HWY_INLINE void Pv(size_t k, size_t x, size_t count, size_t eb) const {
+  template <KvType kType>
+  HWY_INLINE void Pv(size_t k, size_t x, size_t count) const {
     if (!kDecodePrefetch || k >= n) return;
-    const char* p = rows[k] + x * eb;
-    for (size_t off = 0; off < count * eb; off += 64) KvPrefetch(p + off);
+    const size_t xb = KvPaceBytes<kType>(x), nb = KvPaceBytes<kType>(x + count) - xb;
+    for (size_t off = 0; off < nb; off += 64) KvPrefetch(rows[k] + xb + off);
   }
 };
 
@@ -57,8 +61,10 @@ struct RowPrefetch {
 // next tile's K rows), prefetched in address order at an even pace through a loop over the tile:
 // each step asks for the lines that start in its share of the bytes. Q·Kᵀ steps over kKB-key
 // blocks: the block at k0 has bytes [k0, k0 + kKB) · kRowBytes, x elements into each of its rows
-// is x · kKB · eb into that. P·V passes over every key for elements [x, x + count): the pass has
-// bytes [x, x + count) · eb · kTile, key k the k-th count · eb of them.
+// (xb bytes) is xb · kKB into that. P·V passes over every key for elements [x, x + count), row
+// bytes [xb, xb + nb): the pass has bytes [xb, xb + nb) · kTile, key k the k-th nb of them. Counted
+// in the rows' own bytes (KvPaceBytes), the steps' shares add up to the tile's bytes, so the
+// prefetches neither fall behind the loads nor run ahead of them.
 template <size_t kRowBytes>
 struct TilePrefetch {
   const char* p = nullptr;
@@ -67,13 +73,17 @@ struct TilePrefetch {
     if (!kDecodePrefetch) return;
     for (size_t off = (b0 + 63) / 64 * 64; off < b1 && off < n; off += 64) KvPrefetch(p + off);
   }
-  HWY_INLINE void Qk(size_t k0, size_t kKB, size_t x, size_t count, size_t eb) const {
-    const size_t b = k0 * kRowBytes + x * kKB * eb;
-    Lines(b, b + count * kKB * eb);
+  template <KvType kType>
+  HWY_INLINE void Qk(size_t k0, size_t kKB, size_t x, size_t count) const {
+    const size_t xb = KvPaceBytes<kType>(x), nb = KvPaceBytes<kType>(x + count) - xb;
+    const size_t b = k0 * kRowBytes + xb * kKB;
+    Lines(b, b + nb * kKB);
   }
-  HWY_INLINE void Pv(size_t k, size_t x, size_t count, size_t eb) const {
-    const size_t b = x * eb * kTile + k * count * eb;
-    Lines(b, b + count * eb);
+  template <KvType kType>
+  HWY_INLINE void Pv(size_t k, size_t x, size_t count) const {
+    const size_t xb = KvPaceBytes<kType>(x), nb = KvPaceBytes<kType>(x + count) - xb;
+    const size_t b = xb * kTile + k * nb;
+    Lines(b, b + nb);
   }
 };
 

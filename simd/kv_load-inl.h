@@ -135,11 +135,18 @@ HWY_INLINE float BlockValue(const char* row, size_t i) {
   return static_cast<float>(q) * KvF16ToF32(scale_bits);
 }
 
-// Bytes per value, as the prefetches pace themselves: 4 or 2, and 1 for the block formats (34 and
-// 18 bytes per 32 values: near enough for a prefetch hint, which never faults). Offsets into K/V
-// use KvOffsetBytes (attention.h).
-constexpr size_t KvElementBytes(KvType type) {
-  return type == KvType::kF32 ? 4 : type == KvType::kF16 || type == KvType::kBF16 ? 2 : 1;
+// Bytes of a K/V row before value x, as the decode prefetches pace themselves: 4 or 2 per value,
+// and for the block formats exact where x starts a block (34 and 18 bytes per 32 values),
+// proportional inside one (a prefetch hint never faults). Offsets into K/V use KvOffsetBytes
+// (attention.h).
+template <KvType kType>
+constexpr size_t KvPaceBytes(size_t x) {
+  if constexpr (KvTypeIsBlock(kType)) {
+    constexpr size_t kBytes = KvBlockBytes(kType);
+    return x / kKvBlockValues * kBytes + x % kKvBlockValues * kBytes / kKvBlockValues;
+  } else {
+    return x * (kType == KvType::kF32 ? 4 : 2);
+  }
 }
 
 // The row of logical key j in K/V: (kv_first_row + j) mod kv_ring_rows in a ring cache, else j.
