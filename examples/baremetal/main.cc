@@ -10,7 +10,6 @@
 // -icount that line is left out.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <new>
 
 #include "capi_check.h"
@@ -20,6 +19,7 @@
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "instruction_count.hpp"
+#include "kernel_path.hpp"
 #include "semihosting.hpp"
 #include "tiny_model.hpp"
 
@@ -88,18 +88,7 @@ int main() {
       .str(headway::kernel_target_name())
       .str("\n")
       .print();
-  // The kernels this build must run (HEADWAY_CORTEX_M_KERNELS, simd/CMakeLists.txt: MVE on a core
-  // with Helium unless the build turned it off): anything else is a failure of the build.
-  if (std::strcmp(headway::kernel_target_name(), HEADWAY_EXPECTED_KERNELS) != 0) {
-    cortex_m::Text()
-        .str("FAIL: the kernels are ")
-        .str(headway::kernel_target_name())
-        .str(", expected ")
-        .str(HEADWAY_EXPECTED_KERNELS)
-        .str("\n")
-        .print();
-    return 1;
-  }
+  if (!cortex_m::kernel_path_is_expected(headway::kernel_target_name())) return 1;
   cortex_m::Text()
       .str("arena ")
       .u64(kPlan.arena_bytes)

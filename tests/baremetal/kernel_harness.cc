@@ -16,6 +16,7 @@
 #include "headway/attention.hpp"
 #include "headway/quantize.hpp"
 #include "kernel_golden.h"
+#include "kernel_path.hpp"
 #include "semihosting.hpp"
 #include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
@@ -54,10 +55,6 @@ constexpr uint64_t mask_entries(const ht::AttentionCase& c) {
 }
 
 constexpr size_t kWorkspaceBytes = 256 * 1024;
-
-// The kernels this build must run: MVE where the core has Helium and the build keeps it, else
-// SCALAR (HEADWAY_CORTEX_M_KERNELS, simd/CMakeLists.txt).
-constexpr const char* kExpectedKernels = HEADWAY_EXPECTED_KERNELS;
 
 alignas(64) float g_q[max_of(q_elems)];
 alignas(64) uint8_t g_k[max_of(kv_elems) * 4];
@@ -351,18 +348,7 @@ int main() {
       .str(hs::attention_target_name())
       .str("\n")
       .print();
-  // A core with MVE-F runs the Helium kernels unless the build turned them off: anything else is
-  // a failure of the build, not a slower pass.
-  if (std::strcmp(hs::attention_target_name(), kExpectedKernels) != 0) {
-    cortex_m::Text()
-        .str("FAIL: the kernels are ")
-        .str(hs::attention_target_name())
-        .str(", expected ")
-        .str(kExpectedKernels)
-        .str("\n")
-        .print();
-    return 1;
-  }
+  if (!cortex_m::kernel_path_is_expected(hs::attention_target_name())) return 1;
   check_f16_widening();
   check_matmul();
   for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {

@@ -26,6 +26,9 @@ function(headway_add_firmware name)
   set_target_properties(${name} PROPERTIES SUFFIX .elf RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/firmware)
   target_include_directories(${name} PRIVATE ${HEADWAY_CORTEX_M_DIR})
   target_compile_options(${name} PRIVATE -Wall -Wextra)
+  if(DEFINED HEADWAY_CORTEX_M_KERNELS)  # simd/CMakeLists.txt; kernel_path.hpp reads it
+    target_compile_definitions(${name} PRIVATE HEADWAY_EXPECTED_KERNELS="${HEADWAY_CORTEX_M_KERNELS}")
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} m)
   target_link_options(${name} PRIVATE -Wl,-Map=$<TARGET_FILE_DIR:${name}>/${name}.map)
   add_custom_command(TARGET ${name} POST_BUILD
