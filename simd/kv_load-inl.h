@@ -143,17 +143,16 @@ HWY_INLINE float BlockValue(const char* row, size_t i) {
   return static_cast<float>(q) * KvF16ToF32(scale_bits);
 }
 
-// Bytes of a K/V row before value x, as the decode prefetches pace themselves: 4 or 2 per value,
-// and for the block formats exact where x starts a block (34 and 18 bytes per 32 values),
-// proportional inside one (a prefetch hint never faults). Offsets into K/V use KvOffsetBytes
-// (attention.h).
+// Bytes of a K/V row before value x, as the decode prefetches pace themselves: KvOffsetBytes
+// (attention.h) for f32, f16 and bf16; for the block formats exact where x starts a block (34 and
+// 18 bytes per 32 values), proportional inside one (a prefetch hint never faults).
 template <KvType kType>
 constexpr size_t KvPaceBytes(size_t x) {
   if constexpr (KvTypeIsBlock(kType)) {
     constexpr size_t kBytes = KvBlockBytes(kType);
     return x / kKvBlockValues * kBytes + x % kKvBlockValues * kBytes / kKvBlockValues;
   } else {
-    return x * (kType == KvType::kF32 ? 4 : 2);
+    return static_cast<size_t>(KvOffsetBytes(kType, x));
   }
 }
 
