@@ -267,8 +267,8 @@ inline void DotRun(Task& t) {
 }
 
 // The decode tiling over one range (attention_range.h) of K/V of type kType, at each head_dim
-// specialization: what attention_decode_f32.cc, attention_decode_f16.cc and attention_decode_bf16.cc
-// export, one translation unit per K/V type.
+// specialization: what attention_decode_f32.cc, _f16.cc, _bf16.cc, _q8_0.cc and _q4_0.cc export, one
+// translation unit per K/V type.
 template <KvType kType>
 inline void DecodeRange(const detail::AttentionRange& r) {
   switch (detail::SpecializedDim(*r.args)) {

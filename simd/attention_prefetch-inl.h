@@ -1,9 +1,9 @@
-// Prefetch policies of the decode loops, per Highway target. Decode streams the cache once (without
-// these prefetches it ran at ~60% of the speed: f16, head_dim 128, T_kv 8192). Each phase
+// Prefetch policies of the decode loops, per Highway target. Decode streams the cache once, in rows
+// 128-256 bytes wide and kilobytes apart, which the hardware prefetchers do not follow. Each phase
 // prefetches what the other phase reads next, half a tile ahead: a tile's V rows during its Q·Kᵀ,
 // the next tile's K rows during P·V. Spread out, the misses overlap the arithmetic (a burst fills
-// the miss queue and stalls); prefetching a whole tile ahead (K and V of the next tile) ran 15-30%
-// slower at T_kv 32768 (likely: twice the lines in flight, more than L1 holds).
+// the miss queue and stalls); a whole tile ahead puts twice the lines in flight, more than L1
+// holds. The measurements behind each choice: docs/PERFORMANCE.md ("Decode prefetches").
 
 #if defined(HEADWAY_SIMD_ATTENTION_PREFETCH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_ATTENTION_PREFETCH_INL_H_

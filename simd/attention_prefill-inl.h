@@ -62,7 +62,7 @@ inline void RowsTileRanges(Task& t, int64_t tb, int64_t k0, int64_t k1) {
 
 // Whether keys [tb, tb + n) lie in K/V as a widened tile holds them: f32 rows d_pad apart, not
 // wrapping in a ring. Prefill then reads the tile in place: no copy, and half the bytes through
-// L1 (f32 prefill ran 10-14% faster on x86-64 AVX-512).
+// L1 (measured: docs/PERFORMANCE.md, "Decode prefetches into L2").
 inline bool TileInPlace(const AttentionArgs& a, int64_t tb, size_t n, size_t d_pad) {
   return a.kv_type == KvType::kF32 && a.kv_row_stride == d_pad && KvRowsConsecutive(a, static_cast<uint64_t>(tb), n);
 }

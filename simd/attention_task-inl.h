@@ -1,6 +1,6 @@
 // One attention task, per Highway target: one kv head × up to kAttnQueryRows query rows (tokens × all
 // query heads of the group; each K/V tile is read once per task and serves every query head of
-// the group), its regions of the caller's scratch (layout in attention_tiling.h), each row's
+// the group), its regions of the caller's scratch (AttentionScratchLayout, headway/attention_policy.hpp), each row's
 // visible keys, and what it writes at the end: the normalized output, or the partials of a chunk
 // of keys. Q and O sit in scratch transposed for the prefill tiling (Qᵀ, Oᵀ [D][rows]) and by
 // row for the decode tiling ([rows][d_pad]).
@@ -49,7 +49,7 @@ struct Task {
   size_t d_pad = 0;
   float q_scale = 0.0f;  // scale, or scale / softcap: Q is pre-multiplied
   bool q_int8 = false;   // decode: Q is quantized for integer Q·Kᵀ (attention_decode_int8-inl.h)
-  // Scratch regions (attention_tiling.h).
+  // Scratch regions (AttentionScratchLayout in headway/attention_policy.hpp).
   float* q = nullptr;
   float* o = nullptr;
   float* m = nullptr;

@@ -7,10 +7,13 @@ using namespace headway;
 
 extern "C" {
 
+// The numbers as the preprocessor spells them, so that any number of digits stays right.
+#define HEADWAY_SPELL_NUMBER(x) #x
+#define HEADWAY_SPELL(x) HEADWAY_SPELL_NUMBER(x)
+
 const char* headway_version(void) {
-  static constexpr char kVersion[] = {'0' + HEADWAY_VERSION_MAJOR, '.', '0' + HEADWAY_VERSION_MINOR, '.',
-                                      '0' + HEADWAY_VERSION_PATCH, '\0'};
-  return kVersion;
+  return HEADWAY_SPELL(HEADWAY_VERSION_MAJOR) "." HEADWAY_SPELL(HEADWAY_VERSION_MINOR) "." HEADWAY_SPELL(
+      HEADWAY_VERSION_PATCH);
 }
 
 const char* headway_status_name(headway_status code) {
