@@ -5,8 +5,9 @@
 #
 #   folder             may include
 #   include/headway/   headway/ (nothing of the project but itself)
-#   simd/              simd/, hwy/, and headway/attention_policy.hpp (the work split and scratch
-#                      layout: plain constexpr numbers that the plan and the kernels share)
+#   simd/              simd/, hwy/, headway/attention_policy.hpp (the work split and scratch
+#                      layout: plain constexpr numbers that the plan and the kernels share) and
+#                      headway/dtype.hpp (the storage types' table, likewise plain constexpr data)
 #   runtime/ (formats) headway/, runtime/, and the kernels through their dispatch headers
 #                      simd/attention.h and simd/matmul.h (never a per-target -inl.h)
 #   runtime/capi/      headway/, runtime/
@@ -22,7 +23,7 @@ endif()
 # rule name @ folder glob @ allowed include regex
 set(rules
   "public headers@include/headway/*@^headway/"
-  "kernels@simd/*@^(simd/|hwy/|headway/attention_policy\\.hpp$)"
+  "kernels@simd/*@^(simd/|hwy/|headway/attention_policy\\.hpp$|headway/dtype\\.hpp$)"
   "runtime@runtime/*@^(headway/|runtime/|simd/attention\\.h$|simd/matmul\\.h$)"
   "runtime formats@runtime/formats/*@^(headway/|runtime/)"
   "C API@runtime/capi/*@^(headway/|runtime/)"

@@ -7,7 +7,6 @@
 
 #include "headway/plan.hpp"
 #include "runtime/attention_run.hpp"
-#include "runtime/kernel_dtype.hpp"
 
 namespace headway {
 namespace {
@@ -220,9 +219,9 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
                          "attention: mask_row_stride %zu is less than t_kv %u (a mask row holds an entry per key)",
                          a.mask_row_stride, a.t_kv);
   }
-  if (!kernel_dtype_supported(static_cast<DType>(a.kv_type))) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
-                         static_cast<unsigned>(a.kv_type));
+  if (!dtype_stores_kv(a.kv_type)) {
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not one of %s",
+                         static_cast<unsigned>(a.kv_type), kKvDTypeNames);
   }
   HEADWAY_RETURN_IF_ERROR(check_tensors(a.q, a.k, a.v, a.o));
   const size_t q_width = size_t{a.n_heads} * a.head_dim;
@@ -427,11 +426,11 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
                                                    float* o, const AttentionShape& s, const AttentionParams& p,
                                                    size_t kv_head_stride, size_t kv_row_stride) {
   simd::AttentionArgs a;
-  if (!kernel_dtype_supported(kv_dtype)) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not f32, f16, bf16, q8_0 or q4_0",
-                         static_cast<unsigned>(kv_dtype));
+  if (!dtype_stores_kv(kv_dtype)) {
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not one of %s",
+                         static_cast<unsigned>(kv_dtype), kKvDTypeNames);
   }
-  a.kv_type = kernel_kv_type(kv_dtype);
+  a.kv_type = kv_dtype;
   a.q = q;
   a.q_token_stride = size_t{s.n_heads} * s.head_dim;
   a.o = o;

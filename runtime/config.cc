@@ -4,30 +4,6 @@
 
 namespace headway {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kQ8_0: return "q8_0";
-    case DType::kQ4_0: return "q4_0";
-  }
-  return "unknown";
-}
-
-bool dtype_from_name(const char* name, DType* out) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-    const char* n = dtype_name(t);
-    size_t i = 0;
-    while (name && name[i] && name[i] == n[i]) ++i;
-    if (name && name[i] == '\0' && n[i] == '\0') {
-      *out = t;
-      return true;
-    }
-  }
-  return false;
-}
-
 const char* rope_style_name(RopeStyle s) {
   switch (s) {
     case RopeStyle::kNone: return "none";

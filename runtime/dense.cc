@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
-#include "runtime/kernel_dtype.hpp"
 #include "simd/matmul.h"
 
 namespace headway {
@@ -73,7 +72,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.args.x = x;
   c.args.x_stride = x_stride;
   c.args.w = m.w.data;
-  c.args.w_type = kernel_weight_type(m.w.dtype);
+  c.args.w_type = m.w.dtype;
   c.args.w_stride = m.w.cols;
   c.args.y = y;
   c.args.y_stride = y_stride;

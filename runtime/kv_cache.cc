@@ -5,7 +5,6 @@
 #include "headway/dtype_convert.hpp"
 #include "headway/quantize.hpp"
 #include "runtime/attention_run.hpp"
-#include "runtime/kernel_dtype.hpp"
 #include "runtime/kv_append_check.hpp"
 #include "runtime/rope.hpp"
 
@@ -136,7 +135,7 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.head_dim = plan_.head_dim;
   a.k = k_;
   a.v = v_;
-  a.kv_type = kernel_kv_type(c.kv_dtype);
+  a.kv_type = c.kv_dtype;
   a.kv_row_stride = dtype_row_values(c.kv_dtype, plan_.head_dim);  // values; block formats whole blocks
   a.kv_head_stride = size_t{plan_.cache_rows} * a.kv_row_stride;
   a.window = c.window;

@@ -17,9 +17,9 @@ Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool r
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the config needs it [%u, %u]", layer,
                          name, rows, cols);
   }
-  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
-    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype code %u, expected f32, f16 or bf16", layer,
-                         name, static_cast<unsigned>(t.dtype));
+  if (!dtype_holds_weights(t.dtype)) {
+    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype code %u, expected one of %s", layer, name,
+                         static_cast<unsigned>(t.dtype), kWeightDTypeNames);
   }
   if (t.rows != rows || t.cols != cols) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,

@@ -10,10 +10,9 @@ Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
     return Status::error(Code::kInvalidArgument, "threads %u is above the supported maximum %u", options.threads,
                          ThreadPool::kMaxThreads);
   }
-  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kF16 &&
-      options.weight_dtype != DType::kBF16) {
-    return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of f32, f16, bf16%s",
-                         dtype_name(options.weight_dtype),
+  if (!dtype_holds_weights(options.weight_dtype)) {
+    return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of %s%s",
+                         dtype_name(options.weight_dtype), kWeightDTypeNames,
                          dtype_is_block(options.weight_dtype) ? " (the block formats are for the KV cache)" : "");
   }
   const Plan plan = plan_for(config, options);

@@ -170,7 +170,11 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     return Status();
   }
   if (equal(t.key, "kv_dtype")) {
-    if (!dtype_from_name(t.value, &c.kv_dtype)) return bad_value(t, "one of f32, f16, bf16, q8_0, q4_0");
+    DType kv{};
+    if (!dtype_from_name(t.value, &kv) || !dtype_stores_kv(kv)) {
+      return Status::error(Code::kInvalidArgument, "spec: %s=%s is not one of %s", t.key, t.value, kKvDTypeNames);
+    }
+    c.kv_dtype = kv;
     return Status();
   }
   return Status::error(Code::kInvalidArgument, "spec: unknown key '%s' (known keys: %s)", t.key, kKnownKeys);

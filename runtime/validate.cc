@@ -231,10 +231,9 @@ Status validate(const Config& c) {
     return Status::error(Code::kInvalidArgument, "scale %g must be 0 (default) or positive",
                          static_cast<double>(c.scale));
   }
-  if (c.kv_dtype != DType::kF32 && c.kv_dtype != DType::kF16 && c.kv_dtype != DType::kBF16 &&
-      !dtype_is_block(c.kv_dtype)) {
-    return Status::error(Code::kInvalidArgument, "kv dtype %u is not one of f32, f16, bf16, q8_0, q4_0",
-                         static_cast<unsigned>(c.kv_dtype));
+  if (!dtype_stores_kv(c.kv_dtype)) {
+    return Status::error(Code::kInvalidArgument, "kv dtype %u is not one of %s", static_cast<unsigned>(c.kv_dtype),
+                         kKvDTypeNames);
   }
   return Status();
 }

@@ -38,10 +38,7 @@ const char* attention_args_error(const AttentionArgs& a) {
   if (a.n_heads == 0) return "n_heads must be at least 1";
   if (a.n_kv_heads == 0) return "n_kv_heads must be at least 1";
   if (a.n_heads % a.n_kv_heads != 0) return "n_heads is not a multiple of n_kv_heads";
-  if (a.kv_type != KvType::kF32 && a.kv_type != KvType::kF16 && a.kv_type != KvType::kBF16 &&
-      !KvTypeIsBlock(a.kv_type)) {
-    return "kv_type is not f32, f16, bf16, q8_0 or q4_0";
-  }
+  if (!dtype_stores_kv(a.kv_type)) return "kv_type is not a K/V dtype (dtype_stores_kv)";
   if (KvTypeIsBlock(a.kv_type) &&
       (a.kv_row_stride % kKvBlockValues != 0 || (a.n_kv_heads > 1 && a.kv_head_stride % kKvBlockValues != 0))) {
     return "kv_row_stride and kv_head_stride of a block format are not whole blocks of 32";

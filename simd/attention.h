@@ -19,26 +19,25 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/dtype.hpp"
+
 namespace headway {
 namespace simd {
 
-// K/V storage: f32, IEEE f16 and bf16 values, or ggml's block formats q8_0 and q4_0 (blocks of
-// 32 values along head_dim, an f16 scale each; layout in headway/quantize.hpp: 34 and 18 bytes
-// per block). A block-format row of head_dim values takes ceil(head_dim / 32) blocks, the last
-// one padded; strides are counted in values and are whole blocks (multiples of 32).
-enum class KvType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
-inline constexpr uint32_t kKvBlockValues = 32;
-constexpr bool KvTypeIsBlock(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0; }
-constexpr uint32_t KvBlockBytes(KvType t) { return t == KvType::kQ8_0 ? 34 : 18; }
+// K/V storage: the DTypes a KV cache stores (dtype_stores_kv: f32, IEEE f16 and bf16 values, or
+// ggml's block formats q8_0 and q4_0, blocks of 32 values along head_dim with an f16 scale each,
+// layout in headway/quantize.hpp). A block-format row of head_dim values takes ceil(head_dim / 32)
+// blocks, the last one padded; strides are counted in values and are whole blocks (multiples of
+// 32). Sizes come from the one dtype table (headway/dtype.hpp).
+using KvType = DType;
+inline constexpr uint32_t kKvBlockValues = kDTypeBlockValues;
+constexpr bool KvTypeIsBlock(KvType t) { return dtype_is_block(t); }
+constexpr uint32_t KvBlockBytes(KvType t) { return dtype_traits(t).block_bytes; }
 // Bytes of `values` consecutive values of K/V storage from a row start (block types: whole
 // blocks, values a multiple of 32).
-constexpr uint64_t KvOffsetBytes(KvType t, uint64_t values) {
-  return KvTypeIsBlock(t) ? values / kKvBlockValues * KvBlockBytes(t) : values * (t == KvType::kF32 ? 4 : 2);
-}
+constexpr uint64_t KvOffsetBytes(KvType t, uint64_t values) { return dtype_offset_bytes(t, values); }
 // Bytes of one row of n values (block types: ceil(n / 32) blocks).
-constexpr uint64_t KvRowBytes(KvType t, uint64_t n) {
-  return KvTypeIsBlock(t) ? (n + kKvBlockValues - 1) / kKvBlockValues * KvBlockBytes(t) : KvOffsetBytes(t, n);
-}
+constexpr uint64_t KvRowBytes(KvType t, uint64_t n) { return dtype_row_bytes(t, n); }
 
 inline constexpr uint32_t kAttentionMaxHeadDim = 512;
 // A call whose tasks have at most this many query rows (tokens × heads of one group) runs the

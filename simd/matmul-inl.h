@@ -204,6 +204,7 @@ void MatmulF32(const MatmulArgs& a, size_t o_begin, size_t o_end) {
     case WeightType::kF32: mm::MatmulT<WeightType::kF32>(a, o_begin, o_end); break;
     case WeightType::kF16: mm::MatmulT<WeightType::kF16>(a, o_begin, o_end); break;
     case WeightType::kBF16: mm::MatmulT<WeightType::kBF16>(a, o_begin, o_end); break;
+    default: break;  // matmul_args_error refuses the rest
   }
 }
 

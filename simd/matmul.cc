@@ -20,9 +20,7 @@ HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulTargetName);
 
 const char* matmul_args_error(const MatmulArgs& a) {
-  if (a.w_type != WeightType::kF32 && a.w_type != WeightType::kF16 && a.w_type != WeightType::kBF16) {
-    return "w_type is not f32, f16 or bf16";
-  }
+  if (!dtype_holds_weights(a.w_type)) return "w_type is not a weight dtype (dtype_holds_weights)";
   if (a.t == 0 || a.out == 0) return nullptr;  // nothing to compute
   if (a.x == nullptr && a.in > 0) return "x is null";
   if (a.w == nullptr && a.in > 0) return "w is null";

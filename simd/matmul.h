@@ -17,10 +17,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/dtype.hpp"
+
 namespace headway {
 namespace simd {
 
-enum class WeightType : uint8_t { kF32 = 0, kF16, kBF16 };
+// The weight storage the GEMM reads: the DTypes dtype_holds_weights admits (headway/dtype.hpp).
+using WeightType = DType;
 
 struct MatmulArgs {
   const float* x = nullptr;

@@ -820,7 +820,7 @@ TEST_CASE("bad input: sink logits of AttentionLayer and CpuBackend") {
       {"int32 sinks",
        init({ints.data(), static_cast<DType>(7), 1, 4}),
        Code::kUnsupported,
-       {"layer 0: tensor sinks has dtype code 7, expected f32, f16 or bf16"}},
+       {"layer 0: tensor sinks has dtype code 7, expected one of f32, f16, bf16"}},
       {"a NaN sink",
        init({nan.data(), DType::kF32, 1, 4}),
        Code::kInvalidArgument,

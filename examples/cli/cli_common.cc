@@ -71,26 +71,23 @@ Status Flags::value_float(float* out) {
 Status Flags::value_dtype(DType* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));
-  if (std::strcmp(text, "f32") == 0) *out = DType::kF32;
-  else if (std::strcmp(text, "f16") == 0) *out = DType::kF16;
-  else if (std::strcmp(text, "bf16") == 0) *out = DType::kBF16;
-  else return Status::error(Code::kInvalidArgument, "%s %s is not one of f32, f16, bf16", name_.c_str(), text);
-  return Status();
+  if (dtype_from_name(text, out) && dtype_holds_weights(*out)) return Status();
+  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kWeightDTypeNames);
 }
 
 Status Flags::value_kv_dtype(DType* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));
-  if (dtype_from_name(text, out)) return Status();
-  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kDTypeNames);
+  if (dtype_from_name(text, out) && dtype_stores_kv(*out)) return Status();
+  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kKvDTypeNames);
 }
 
 Status Flags::value_backend(BackendKind* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));
-  if (std::strcmp(text, "cpu") == 0) *out = BackendKind::kCpu;
-  else if (std::strcmp(text, "gpu") == 0) *out = BackendKind::kGpu;
-  else return Status::error(Code::kInvalidArgument, "%s %s is not one of cpu, gpu", name_.c_str(), text);
+  if (!backend_from_name(text, out)) {
+    return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kBackendNames);
+  }
   if (*out == BackendKind::kGpu && !GpuContext::compiled()) {
     return Status::error(Code::kUnsupported,
                          "%s gpu is not available in this build (configured with HEADWAY_GPU=OFF: "

@@ -32,7 +32,7 @@ class Flags {
   Status value(const char** out);
   Status value_u32(uint32_t* out, uint32_t min, uint32_t max);
   Status value_float(float* out);     // finite numbers only
-  Status value_dtype(DType* out);     // f32, f16 or bf16 (weights)
+  Status value_dtype(DType* out);     // a weight dtype (dtype_holds_weights)
   Status value_kv_dtype(DType* out);  // those, q8_0 or q4_0 (the KV cache)
   // cpu or gpu; gpu in a build without the Vulkan backend is kUnsupported, saying so.
   Status value_backend(BackendKind* out);

@@ -9,10 +9,6 @@
 namespace headway::cli {
 namespace {
 
-uint32_t listed_layers(const Plan& p) {
-  return p.config.n_layers < kMaxListedLayers ? p.config.n_layers : kMaxListedLayers;
-}
-
 // What makes two layers run alike (their offsets aside).
 bool same_kind(const LayerPlan& a, const LayerPlan& b) {
   return a.sliding == b.sliding && a.window == b.window && a.rope == b.rope && a.rope_theta == b.rope_theta &&

@@ -41,6 +41,23 @@ namespace headway {
 
 enum class BackendKind : uint8_t { kCpu = 0, kGpu };
 
+// "cpu", "gpu": how the command line and the Python package name the backends.
+inline constexpr const char* kBackendNames = "cpu, gpu";
+constexpr const char* backend_name(BackendKind k) { return k == BackendKind::kGpu ? "gpu" : "cpu"; }
+// The backend backend_name() calls `name`; false (and *out unchanged) for any other text or null.
+constexpr bool backend_from_name(const char* name, BackendKind* out) {
+  for (BackendKind k : {BackendKind::kCpu, BackendKind::kGpu}) {
+    const char* n = backend_name(k);
+    uint32_t i = 0;
+    while (name != nullptr && name[i] != '\0' && name[i] == n[i]) ++i;
+    if (name != nullptr && name[i] == '\0' && n[i] == '\0') {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
 // The methods both backends have (CpuBackend, GpuBackend):
 //
 //   BackendKind kind() const;

@@ -5,33 +5,10 @@
 
 #include <cstdint>
 
+#include "headway/dtype.hpp"
 #include "headway/status.hpp"
 
 namespace headway {
-
-// Storage types. f32, f16 and bf16 hold values; q8_0 and q4_0 are ggml's block formats (blocks of
-// 32 values with an f16 scale, 34 and 18 bytes: headway/quantize.hpp), for the KV cache only.
-enum class DType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
-
-constexpr bool dtype_is_block(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
-// Bytes of one value of f32 (4), f16 and bf16 (2); 0 for a block format, whose rows take
-// dtype_row_bytes.
-constexpr uint32_t dtype_bytes(DType t) { return t == DType::kF32 ? 4u : dtype_is_block(t) ? 0u : 2u; }
-inline constexpr uint32_t kDTypeBlockValues = 32;
-// Bytes of a row of n values: n values, or ceil(n / 32) blocks (a short last block takes a whole
-// block's bytes).
-constexpr uint64_t dtype_row_bytes(DType t, uint64_t n) {
-  if (!dtype_is_block(t)) return n * dtype_bytes(t);
-  return (n + kDTypeBlockValues - 1) / kDTypeBlockValues * (t == DType::kQ8_0 ? 34u : 18u);
-}
-// The values a row of n takes in a strided layout: n, or n rounded up to whole blocks.
-constexpr uint64_t dtype_row_values(DType t, uint64_t n) {
-  return dtype_is_block(t) ? (n + kDTypeBlockValues - 1) / kDTypeBlockValues * kDTypeBlockValues : n;
-}
-const char* dtype_name(DType t);  // "f32", "f16", "bf16", "q8_0", "q4_0"
-// The dtype dtype_name() calls `name`; false (and *out unchanged) for any other text.
-bool dtype_from_name(const char* name, DType* out);
-inline constexpr const char* kDTypeNames = "f32, f16, bf16, q8_0, q4_0";  // for messages
 
 enum class RopeStyle : uint8_t {
   kNone = 0,  // no rotary embedding (BERT, GPT-2: learned absolute positions)

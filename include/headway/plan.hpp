@@ -316,16 +316,16 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   return p;
 }
 
-// The plan layer i runs on: the whole plan with its config narrowed to that layer (its window,
-// its RoPE or none, its base; no per-layer kinds left) and its KV rows and bytes. What a backend
-// is created from; equal to `p` for a layer of a plan whose layers are alike.
+// The plan layer i runs on: the whole plan with its config narrowed to that layer as
+// Config::layer_alone narrows it (its window and whether it is symmetric, its sink tokens, its
+// RoPE or none, its base; no per-layer kinds left), still counting every layer, and its KV rows
+// and bytes. What a backend is created from; equal to `p` for a layer of a plan whose layers are
+// alike.
 constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   const LayerPlan l = p.layer(i);
   Plan q = p;
-  q.config.window = l.window;
-  q.config.sink_tokens = l.sink_tokens;
-  q.config.rope = p.config.layer_rope(i);
-  q.config.layers = LayerKinds{};
+  q.config = p.config.layer_alone(i);
+  q.config.n_layers = p.config.n_layers;
   q.cache_rows = l.kv_rows;
   q.ring_rows = l.sliding ? l.kv_rows : 0;
   q.sliding_layers = l.sliding ? q.config.n_layers : 0;

@@ -24,6 +24,10 @@ namespace headway {
 // The most layers the JSON lists one by one; a deeper (synthetic) plan lists its first ones and
 // says so in "layers_listed".
 inline constexpr uint32_t kMaxListedLayers = 65536;
+// The layers plan_json() and `headway plan` list: all of them, at most kMaxListedLayers.
+constexpr uint32_t listed_layers(const Plan& p) {
+  return p.config.n_layers < kMaxListedLayers ? p.config.n_layers : kMaxListedLayers;
+}
 
 // The object above, compact (no spaces or newlines), floats in their shortest round-trip form,
 // bytes of the model name that are not UTF-8 replaced by U+FFFD.

@@ -13,7 +13,7 @@ namespace headway {
 // W [out_features, in_features] (GGUF's ggml tensors have the same memory layout).
 struct TensorRef {
   const void* data = nullptr;
-  DType dtype = DType::kF32;  // f32, f16 or bf16
+  DType dtype = DType::kF32;  // one dtype_holds_weights admits (headway/dtype.hpp)
   uint32_t rows = 0;
   uint32_t cols = 0;
   bool present() const { return data != nullptr; }

@@ -77,7 +77,7 @@ OutArray py_attend(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, bool ca
     HEADWAY_PY_INVALID("k is %s and v is %s; give kv_dtype to store both in one dtype", dtype_name(k.dtype),
                        dtype_name(v.dtype));
   }
-  if (backend != "cpu" && backend != "gpu") HEADWAY_PY_INVALID("backend '%s' is not one of cpu, gpu", backend.c_str());
+  const BackendKind backend_kind = parse_backend(backend);
 
   AttentionShape shape;
   shape.t_q = q.shape[0];
@@ -161,7 +161,7 @@ OutArray py_attend(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, bool ca
     nb::gil_scoped_release release;
     s = convert_kv(k, kv_dtype, &k_converted);
     if (s.ok()) s = convert_kv(v, kv_dtype, &v_converted);
-    if (s.ok() && backend == "gpu") s = attend_gpu_once(q_data, k_data, v_data, kv_dtype, o, shape, p);
+    if (s.ok() && backend_kind == BackendKind::kGpu) s = attend_gpu_once(q_data, k_data, v_data, kv_dtype, o, shape, p);
     else if (s.ok()) s = attend(q_data, k_data, v_data, kv_dtype, o, shape, p, &pool, workspace.get(), ws_size);
   }
   check(s);

@@ -128,13 +128,16 @@ OutArray new_f32(const std::vector<size_t>& shape, float** data) {
   return OutArray(p, shape.size(), shape.data(), owner);
 }
 
+BackendKind parse_backend(const std::string& text) {
+  BackendKind k{};
+  if (backend_from_name(text.c_str(), &k)) return k;
+  HEADWAY_PY_INVALID("backend '%s' is not one of %s", text.c_str(), kBackendNames);
+}
+
 DType parse_dtype(const std::string& text, const char* field, bool blocks_allowed) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-    if (!blocks_allowed && dtype_is_block(t)) continue;
-    if (text == dtype_name(t)) return t;
-  }
-  HEADWAY_PY_INVALID("%s '%s' is not one of f32, f16, bf16%s", field, text.c_str(),
-                     blocks_allowed ? ", q8_0, q4_0" : "");
+  DType t{};
+  if (dtype_from_name(text.c_str(), &t) && (blocks_allowed ? dtype_stores_kv(t) : dtype_holds_weights(t))) return t;
+  HEADWAY_PY_INVALID("%s '%s' is not one of %s", field, text.c_str(), blocks_allowed ? kKvDTypeNames : kWeightDTypeNames);
 }
 
 uint32_t to_u32(int64_t value, const char* field, uint32_t min) {

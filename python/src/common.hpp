@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "headway/backend.hpp"
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
@@ -62,6 +63,9 @@ Tensor view(nb::handle obj, const char* name, size_t ndim, Accept accept, const 
 // A new float32 NumPy array of `shape`, uninitialized; made while the GIL is held, before the
 // library writes it with the GIL released.
 OutArray new_f32(const std::vector<size_t>& shape, float** data);
+
+// "cpu" or "gpu" (backend_name's spellings) into a BackendKind; anything else is kInvalidArgument.
+BackendKind parse_backend(const std::string& text);
 
 // "f32", "f16", "bf16", "q8_0", "q4_0" (dtype_name's spellings) into a DType; anything else is
 // kInvalidArgument naming `field`, the value and the valid ones.

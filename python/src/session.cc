@@ -22,12 +22,6 @@
 namespace headway::python {
 namespace {
 
-BackendKind parse_backend(const std::string& backend) {
-  if (backend == "cpu") return BackendKind::kCpu;
-  if (backend == "gpu") return BackendKind::kGpu;
-  HEADWAY_PY_INVALID("backend '%s' is not one of cpu, gpu", backend.c_str());
-}
-
 nb::object plan_dict(const Plan& p) { return nb::module_::import_("json").attr("loads")(plan_json(p)); }
 
 // A [t, width] float32 array whose rows are `width` wide (the library takes t and trusts it).

@@ -22,7 +22,7 @@ const char* headway_status_name(headway_status code) {
 }
 
 const char* headway_dtype_name(headway_dtype dtype) {
-  if (static_cast<unsigned>(dtype) > HEADWAY_Q4_0) return nullptr;
+  if (!dtype_known(static_cast<DType>(dtype))) return nullptr;
   return dtype_name(static_cast<DType>(dtype));
 }
 
@@ -39,7 +39,7 @@ headway_status headway_dtype_parse(const char* name, headway_dtype* dtype, headw
 }
 
 size_t headway_dtype_row_bytes(headway_dtype dtype, size_t n) {
-  if (static_cast<unsigned>(dtype) > HEADWAY_Q4_0) return 0;
+  if (!dtype_known(static_cast<DType>(dtype))) return 0;
   return static_cast<size_t>(dtype_row_bytes(static_cast<DType>(dtype), n));
 }
 

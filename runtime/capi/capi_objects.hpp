@@ -81,7 +81,7 @@ inline Status check_memory(const char* call, const void* memory, size_t bytes, s
 }
 
 inline Status check_dtype(const char* call, const char* name, headway_dtype dtype) {
-  if (static_cast<unsigned>(dtype) > HEADWAY_Q4_0) {
+  if (!dtype_known(static_cast<DType>(dtype))) {
     return Status::error(Code::kInvalidArgument, "%s: %s %d is not a headway_dtype (%s)", call, name,
                          static_cast<int>(dtype), kDTypeNames);
   }

@@ -23,10 +23,9 @@ Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l,
   const headway_tensor* all[] = {&w.wq, &w.wk, &w.wv,     &w.wo,     &w.bq,   &w.bk,
                                  &w.bv, &w.bo, &w.q_norm, &w.k_norm, &w.sinks};
   for (const headway_tensor* t : all) {
-    if (t->data != nullptr && static_cast<unsigned>(t->dtype) > HEADWAY_BF16) {
-      return Status::error(Code::kInvalidArgument,
-                           "%s: layer %u has a tensor of dtype %d (weights are f32, f16 or bf16)", call, l,
-                           static_cast<int>(t->dtype));
+    if (t->data != nullptr && !dtype_holds_weights(static_cast<DType>(t->dtype))) {
+      return Status::error(Code::kInvalidArgument, "%s: layer %u has a tensor of dtype %d (weights are %s)", call,
+                           l, static_cast<int>(t->dtype), kWeightDTypeNames);
     }
   }
   *out = LayerWeights{tensor_of(w.wq),     tensor_of(w.wk),     tensor_of(w.wv),   tensor_of(w.wo),

@@ -5,10 +5,6 @@
 namespace headway {
 namespace {
 
-uint32_t listed_layers(const Plan& p) {
-  return p.config.n_layers < kMaxListedLayers ? p.config.n_layers : kMaxListedLayers;
-}
-
 std::string layer_list(const LayerBits& bits, char on, char off) {
   std::string s;
   for (uint32_t i = 0; i < bits.count; ++i) s += bits.get(i) ? on : off;

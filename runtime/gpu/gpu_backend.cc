@@ -120,11 +120,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
                          "from their parameters)");
   }
-  if (static_cast<uint32_t>(plan.config.kv_dtype) >= gpu::kStorageCount) {
+  if (!dtype_stores_kv(plan.config.kv_dtype)) {
     return Status::error(Code::kInvalidArgument,
-                         "gpu backend: the plan's kv dtype %u is not one of f32, f16, bf16, q8_0, q4_0 (make the plan "
-                         "with make_plan(), which checks the config)",
-                         static_cast<unsigned>(plan.config.kv_dtype));
+                         "gpu backend: the plan's kv dtype %u is not one of %s (make the plan with make_plan(), which "
+                         "checks the config)",
+                         static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
   }
   destroy();
   Impl* x = new (std::nothrow) Impl;

@@ -18,7 +18,6 @@
 #include "kernel_golden.h"
 #include "kernel_path.hpp"
 #include "semihosting.hpp"
-#include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
 #include "simd/matmul.h"
 #include "tests/reference/attention_cases.hpp"
@@ -251,7 +250,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.o_token_stride = o_stride;
   a.k = g_k;
   a.v = g_v;
-  a.kv_type = headway::kernel_kv_type(c.kv);
+  a.kv_type = c.kv;
   const size_t row_values = headway::dtype_row_values(c.kv, c.head_dim);  // block formats: whole blocks
   a.kv_row_stride = size_t{c.n_kv_heads} * row_values;                    // [t_kv, n_kv_heads, d]
   a.kv_head_stride = row_values;

@@ -29,7 +29,6 @@
 
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
-#include "runtime/kernel_dtype.hpp"
 #include "simd/attention.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
@@ -1492,7 +1491,7 @@ Case table_case(const ht::AttentionCase& t) {
   c.n_heads = t.n_heads;
   c.n_kv_heads = t.n_kv_heads;
   c.head_dim = t.head_dim;
-  c.kv = headway::kernel_kv_type(t.kv);
+  c.kv = t.kv;
   c.causal = t.causal;
   c.window = t.window;
   c.softcap = t.softcap;

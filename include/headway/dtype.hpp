@@ -1,0 +1,118 @@
+// DType: the storage types headway reads and writes, and the one table of what each is. Every
+// size, name and "which part takes which type" question is answered from kDTypeTable: the config
+// and plan checks, the KV caches, the kernels' argument checks (simd/ reads this header), the C
+// API, the command line and the Python package. A new type is one row here (and the code that
+// computes with it).
+//
+// f32, f16 and bf16 hold one value each; q8_0 and q4_0 are ggml's block formats: blocks of 32
+// values with an f16 scale, 34 and 18 bytes (layouts: headway/quantize.hpp).
+// Plain constexpr data: no heap, no I/O, builds bare metal.
+#pragma once
+
+#include <cstdint>
+
+namespace headway {
+
+enum class DType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
+
+struct DTypeTraits {
+  DType type;
+  const char* name;       // as the command line, spec strings, the C API and Python spell it
+  uint32_t block_values;  // values per block: 1 for a value type
+  uint32_t block_bytes;   // bytes per block (of one value for a value type)
+  bool kv;                // a KV cache stores it and the attention kernels read it
+  bool weights;           // the projections read weights in it (PlanOptions::weight_dtype, LayerWeights)
+};
+
+inline constexpr DTypeTraits kDTypeTable[] = {
+    {DType::kF32, "f32", 1, 4, true, true},     {DType::kF16, "f16", 1, 2, true, true},
+    {DType::kBF16, "bf16", 1, 2, true, true},   {DType::kQ8_0, "q8_0", 32, 34, true, false},
+    {DType::kQ4_0, "q4_0", 32, 18, true, false},
+};
+inline constexpr uint32_t kDTypeCount = sizeof(kDTypeTable) / sizeof(kDTypeTable[0]);
+
+namespace detail {
+constexpr bool dtype_table_in_order() {
+  for (uint32_t i = 0; i < kDTypeCount; ++i) {
+    if (static_cast<uint32_t>(kDTypeTable[i].type) != i) return false;
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(detail::dtype_table_in_order(), "kDTypeTable lists the DTypes in enum order");
+
+// Whether t is a DType at all (a value read from a file or through the C API may not be).
+constexpr bool dtype_known(DType t) { return static_cast<uint32_t>(t) < kDTypeCount; }
+// The row of a known t (check dtype_known first where t comes from outside).
+constexpr const DTypeTraits& dtype_traits(DType t) { return kDTypeTable[static_cast<uint32_t>(t)]; }
+
+constexpr bool dtype_is_block(DType t) { return dtype_known(t) && dtype_traits(t).block_values > 1; }
+constexpr bool dtype_stores_kv(DType t) { return dtype_known(t) && dtype_traits(t).kv; }
+constexpr bool dtype_holds_weights(DType t) { return dtype_known(t) && dtype_traits(t).weights; }
+// Values per block of a block format (32).
+inline constexpr uint32_t kDTypeBlockValues = 32;
+// Bytes of one value of a value type; 0 for a block format, whose rows take dtype_row_bytes.
+constexpr uint32_t dtype_bytes(DType t) { return dtype_is_block(t) ? 0u : dtype_traits(t).block_bytes; }
+// Bytes of the first `values` values of a row (a whole number of blocks for a block format).
+constexpr uint64_t dtype_offset_bytes(DType t, uint64_t values) {
+  return values / dtype_traits(t).block_values * dtype_traits(t).block_bytes;
+}
+// Bytes of a row of n values: n values, or ceil(n / 32) blocks (a short last block takes a whole
+// block's bytes).
+constexpr uint64_t dtype_row_bytes(DType t, uint64_t n) {
+  const uint64_t b = dtype_traits(t).block_values;
+  return (n + b - 1) / b * dtype_traits(t).block_bytes;
+}
+// The values a row of n takes in a strided layout: n, or n rounded up to whole blocks.
+constexpr uint64_t dtype_row_values(DType t, uint64_t n) {
+  const uint64_t b = dtype_traits(t).block_values;
+  return (n + b - 1) / b * b;
+}
+
+// "f32", "f16", "bf16", "q8_0", "q4_0"; "unknown" outside the enum.
+constexpr const char* dtype_name(DType t) { return dtype_known(t) ? dtype_traits(t).name : "unknown"; }
+// The dtype dtype_name() calls `name`; false (and *out unchanged) for any other text or null.
+constexpr bool dtype_from_name(const char* name, DType* out) {
+  if (name == nullptr) return false;
+  for (const DTypeTraits& row : kDTypeTable) {
+    uint32_t i = 0;
+    while (name[i] != '\0' && name[i] == row.name[i]) ++i;
+    if (name[i] == '\0' && row.name[i] == '\0') {
+      *out = row.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace detail {
+// The names of the rows `keep` admits, ", "-separated, as one constant string for messages.
+struct DTypeList {
+  char text[8 * kDTypeCount + 1] = {};
+};
+template <bool (*kKeep)(DType)>
+constexpr DTypeList dtype_list() {
+  DTypeList l;
+  uint32_t n = 0;
+  for (const DTypeTraits& row : kDTypeTable) {
+    if (!kKeep(row.type)) continue;
+    if (n != 0) {
+      l.text[n++] = ',';
+      l.text[n++] = ' ';
+    }
+    for (const char* c = row.name; *c != '\0'; ++c) l.text[n++] = *c;
+  }
+  return l;
+}
+constexpr bool dtype_any(DType) { return true; }
+inline constexpr DTypeList kAllDTypes = dtype_list<dtype_any>();
+inline constexpr DTypeList kKvDTypes = dtype_list<dtype_stores_kv>();
+inline constexpr DTypeList kWeightDTypes = dtype_list<dtype_holds_weights>();
+}  // namespace detail
+
+// For messages: "f32, f16, bf16, q8_0, q4_0" (every type), the KV cache's and the weights'.
+inline constexpr const char* kDTypeNames = detail::kAllDTypes.text;
+inline constexpr const char* kKvDTypeNames = detail::kKvDTypes.text;
+inline constexpr const char* kWeightDTypeNames = detail::kWeightDTypes.text;
+
+}  // namespace headway
