@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/attention_run.hpp"
+#include "runtime/attention/attention_run.hpp"
 #include "simd/attention.h"
 
 namespace headway::bench {

@@ -3,18 +3,30 @@
 # line and the rule. Run by the layer_check target on every build:
 #   cmake -DSOURCE_DIR=<repo> -P cmake/check_layers.cmake
 #
-#   folder             may include
-#   include/headway/   headway/ (nothing of the project but itself)
-#   simd/              simd/, hwy/, headway/attention_policy.hpp (the work split and scratch
-#                      layout: plain constexpr numbers that the plan and the kernels share) and
-#                      headway/dtype.hpp (the storage types' table, likewise plain constexpr data)
-#   runtime/ (formats) headway/, runtime/, and the kernels through their dispatch headers
-#                      simd/attention.h and simd/matmul.h (never a per-target -inl.h)
-#   runtime/capi/      headway/, runtime/
-#   runtime/gpu/       headway/, runtime/
-#   examples/          headway/ and its own folder's headers
-#   python/src/        headway/ and its own folder's headers (the bindings: the public API only)
-# tests/ and bench/ may include anything.
+#   folder               may include
+#   include/headway/     headway/ (nothing of the project but itself)
+#   simd/                simd/, hwy/, headway/attention_policy.hpp (the work split and scratch
+#                        layout: plain constexpr numbers that the plan and the kernels share) and
+#                        headway/dtype.hpp (the storage types' table, likewise plain constexpr data)
+#   runtime/, room by room, each the public headers and the rooms below it (runtime/CMakeLists.txt):
+#     core/              core/
+#     quant/             core/, quant/
+#     linear/            core/, linear/, and the GEMM through its dispatch header simd/matmul.h
+#     attention/         core/, quant/, attention/, and the kernels through simd/attention.h
+#     gpu/               core/, attention/, gpu/
+#     model/             core/, quant/, linear/, attention/, model/, and both dispatch headers
+#     capi/              every room
+#     formats/           core/, formats/ (hosted only)
+#   examples/cli/        headway/ and its own folder's headers
+#   examples/baremetal/  headway/ and the firmware's own headers (no folder)
+#   python/src/          headway/ and its own folder's headers (the bindings: the public API only)
+#   bench/               headway/, bench/, hwy/, the dispatch headers, and the prepared attention
+#                        call (runtime/attention/attention_run.hpp) that the runner times
+#   bench/command/       bench/'s, and the command-line tool's flag parser and command table: the
+#                        one place bench/ meets the tool (the tool reaches it through cmd_bench())
+#   bench/baremetal/     headway/, the dispatch headers, the firmware's tiny model and the
+#                        bare-metal support headers (no folder)
+# tests/ may include anything.
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layers.cmake: set -DSOURCE_DIR")
@@ -24,22 +36,31 @@ endif()
 set(rules
   "public headers@include/headway/*@^headway/"
   "kernels@simd/*@^(simd/|hwy/|headway/attention_policy\\.hpp$|headway/dtype\\.hpp$)"
-  "runtime@runtime/*@^(headway/|runtime/|simd/attention\\.h$|simd/matmul\\.h$)"
-  "runtime formats@runtime/formats/*@^(headway/|runtime/)"
+  "runtime core@runtime/core/*@^(headway/|runtime/core/)"
+  "runtime quant@runtime/quant/*@^(headway/|runtime/(core|quant)/)"
+  "runtime linear@runtime/linear/*@^(headway/|runtime/(core|linear)/|simd/matmul\\.h$)"
+  "runtime attention@runtime/attention/*@^(headway/|runtime/(core|quant|attention)/|simd/attention\\.h$)"
+  "gpu backend@runtime/gpu/*@^(headway/|runtime/(core|attention|gpu)/)"
+  "runtime model@runtime/model/*@^(headway/|runtime/(core|quant|linear|attention|model)/|simd/(attention|matmul)\\.h$)"
   "C API@runtime/capi/*@^(headway/|runtime/)"
-  "gpu backend@runtime/gpu/*@^(headway/|runtime/)"
+  "runtime formats@runtime/formats/*@^(headway/|runtime/(core|formats)/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
   "python bindings@python/src/*@^(headway/|python/src/)"
+  "bench@bench/*@^(headway/|bench/|hwy/|simd/(attention|matmul)\\.h$|runtime/attention/attention_run\\.hpp$)"
+  "bench command@bench/command/*@^(headway/|bench/|examples/cli/(cli_common|commands)\\.hpp$)"
+  "bare-metal bench@bench/baremetal/*@^(headway/|simd/(attention|matmul)\\.h$|examples/baremetal/tiny_model\\.hpp$|[^/]+$)"
 )
 
 set(violations "")
+set(checked "")
 foreach(rule IN LISTS rules)
   string(REPLACE "@" ";" parts "${rule}")
   list(GET parts 0 name)
   list(GET parts 1 glob)
   list(GET parts 2 allowed)
   file(GLOB files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${glob}.cc ${SOURCE_DIR}/${glob}.h ${SOURCE_DIR}/${glob}.hpp)
+  list(APPEND checked ${files})
   foreach(f IN LISTS files)
     file(STRINGS ${SOURCE_DIR}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line IN LISTS lines)
@@ -49,6 +70,21 @@ foreach(rule IN LISTS rules)
       endif()
     endforeach()
   endforeach()
+endforeach()
+
+# A source in a layered tree that no rule covers (a new folder, a file at a room's parent) is a
+# violation too: every folder gets its rule when it is made.
+file(GLOB_RECURSE layered RELATIVE ${SOURCE_DIR}
+  ${SOURCE_DIR}/include/headway/*.hpp ${SOURCE_DIR}/include/headway/*.h
+  ${SOURCE_DIR}/simd/*.cc ${SOURCE_DIR}/simd/*.h ${SOURCE_DIR}/simd/*.hpp
+  ${SOURCE_DIR}/runtime/*.cc ${SOURCE_DIR}/runtime/*.h ${SOURCE_DIR}/runtime/*.hpp
+  ${SOURCE_DIR}/examples/*.cc ${SOURCE_DIR}/examples/*.h ${SOURCE_DIR}/examples/*.hpp
+  ${SOURCE_DIR}/python/src/*.cc ${SOURCE_DIR}/python/src/*.h ${SOURCE_DIR}/python/src/*.hpp
+  ${SOURCE_DIR}/bench/*.cc ${SOURCE_DIR}/bench/*.h ${SOURCE_DIR}/bench/*.hpp)
+foreach(f IN LISTS layered)
+  if(NOT f IN_LIST checked)
+    string(APPEND violations "  ${f}: no rule covers its folder (add one to cmake/check_layers.cmake)\n")
+  endif()
 endforeach()
 
 if(violations)

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/attention_policy.hpp"
 #include "headway/dtype.hpp"
 
 namespace headway {
@@ -39,7 +40,7 @@ constexpr uint64_t KvOffsetBytes(KvType t, uint64_t values) { return dtype_offse
 // Bytes of one row of n values (block types: ceil(n / 32) blocks).
 constexpr uint64_t KvRowBytes(KvType t, uint64_t n) { return dtype_row_bytes(t, n); }
 
-inline constexpr uint32_t kAttentionMaxHeadDim = 512;
+inline constexpr uint32_t kAttentionMaxHeadDim = kMaxHeadDim;
 // A call whose tasks have at most this many query rows (tokens × heads of one group) runs the
 // decode tiling (dot products along head_dim); larger ones the prefill tiling (lanes along
 // query rows).
@@ -163,7 +164,7 @@ void attention_merge_f32(const AttentionArgs& args, uint32_t kv_head, uint32_t n
 // functions above check on every call: attention_args_error(args) is null, the ranges are within
 // args, partials point at [n_chunks, t_q · group_size(, head_dim)] floats, and scratch holds
 // attention_scratch_bytes(head_dim, group_size), 64-byte aligned. The CPU driver validates a call
-// when it prepares it (runtime/attention_run.hpp) and runs its tasks through these.
+// when it prepares it (runtime/attention/attention_run.hpp) and runs its tasks through these.
 void attention_f32_unchecked(const AttentionArgs& args, uint32_t kv_head_begin, uint32_t kv_head_end, uint32_t q_begin,
                              uint32_t q_end, void* scratch);
 void attention_partial_f32_unchecked(const AttentionArgs& args, uint32_t kv_head, uint32_t chunk_index, uint32_t chunk,

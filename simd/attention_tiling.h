@@ -106,7 +106,7 @@ constexpr bool UseDecodeTiling(const AttentionArgs& a) {
 // Head dims with compile-time-specialized code (0 = the generic runtime-head_dim code).
 constexpr uint32_t SpecializedDim(const AttentionArgs& a) {
   if (a.generic_only) return 0;
-  return a.head_dim == 64 || a.head_dim == 128 ? a.head_dim : 0;
+  return head_dim_specialized(a.head_dim) ? a.head_dim : 0;
 }
 
 }  // namespace detail

@@ -8,7 +8,7 @@ int cmd_presets(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_attend(int argc, char** argv);
 int cmd_layer(int argc, char** argv);
-int cmd_bench(int argc, char** argv);  // bench/bench_command.cc (headway::bench_command)
+int cmd_bench(int argc, char** argv);  // bench/command/bench_command.cc (headway::bench_command)
 int cmd_run(int argc, char** argv);
 
 }  // namespace headway::cli

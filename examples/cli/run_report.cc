@@ -10,23 +10,6 @@
 namespace headway::cli {
 namespace {
 
-struct Region {
-  const char* name;
-  uint64_t offset, bytes;
-  uint64_t slice;  // the bytes of one layer in the per-layer regions, else the region's bytes (KV: Plan::layer)
-};
-
-void regions_of(const Plan& p, Region (&out)[kRunRegions]) {
-  out[0] = {"weights", p.weights_offset, p.weights_region_bytes, p.weight_bytes_per_layer};
-  out[1] = {"packed", p.packed_offset, p.packed_bytes, p.packed_bytes_per_layer};
-  out[2] = {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer};
-  out[3] = {"rope", p.rope_offset, p.rope_bytes, p.rope_bytes_per_layer};
-  out[4] = {"sinks", p.sinks_offset, p.sinks_bytes, p.sinks_bytes_per_layer};
-  out[5] = {"alibi", p.alibi_offset, p.alibi_bytes, p.alibi_bytes};
-  out[6] = {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes};
-  out[7] = {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes};
-}
-
 // Bytes of [p, p + n) up to the last one that differs from the canary (a high-water mark).
 uint64_t touched(const uint8_t* p, uint64_t n) {
   while (n > 0 && p[n - 1] == kCanary) --n;
@@ -53,11 +36,11 @@ BatchStats batch_stats(const std::vector<uint32_t>& cu) {
 }  // namespace
 
 ArenaUse measure_arena(const Plan& p, const uint8_t* base) {
-  Region regions[kRunRegions];
-  regions_of(p, regions);
+  const ArenaRegions all = arena_regions(p);
+  const ArenaRegion* regions = all.region;
   ArenaUse use;
   for (int i = 0; i < kRunRegions; ++i) {
-    const Region& r = regions[i];
+    const ArenaRegion& r = regions[i];
     if (r.slice == 0) continue;
     if (i == 2) {  // KV: each layer's own region (full layers max_seq rows, sliding ones their ring)
       for (uint32_t l = 0; l < p.config.n_layers; ++l) {
@@ -109,8 +92,8 @@ void print_run_json(const RunReport& r) {
   }
   j["arena_bytes_planned"] = p.arena_bytes;
   j["arena_bytes_used"] = r.arena.used;
-  Region regions[kRunRegions];
-  regions_of(p, regions);
+  const ArenaRegions all = arena_regions(p);
+  const ArenaRegion* regions = all.region;
   nlohmann::ordered_json by;
   for (int i = 0; i < kRunRegions; ++i) {
     by[regions[i].name] = {{"planned", regions[i].bytes}, {"used", r.arena.used_by[i]}};
@@ -145,8 +128,8 @@ void print_run_table(const RunReport& r) {
   std::printf("arena        %s planned (%llu bytes), %s touched (%llu bytes)\n", human_bytes(p.arena_bytes).c_str(),
               static_cast<unsigned long long>(p.arena_bytes), human_bytes(r.arena.used).c_str(),
               static_cast<unsigned long long>(r.arena.used));
-  Region regions[kRunRegions];
-  regions_of(p, regions);
+  const ArenaRegions all = arena_regions(p);
+  const ArenaRegion* regions = all.region;
   for (int i = 0; i < kRunRegions; ++i) {
     if (regions[i].bytes == 0) continue;
     std::printf("  %-11s %12s planned, %12s touched\n", regions[i].name, human_bytes(regions[i].bytes).c_str(),

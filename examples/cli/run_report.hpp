@@ -16,7 +16,7 @@ namespace headway::cli {
 inline constexpr uint8_t kCanary = 0xA5;
 
 // The arena's regions in print order, and how many bytes of each the run wrote.
-inline constexpr int kRunRegions = 8;  // weights, packed, kv_cache, rope, sinks, alibi, activations, scratch
+inline constexpr int kRunRegions = kArenaRegionCount;  // arena_regions() (headway/plan.hpp), in its order
 struct ArenaUse {
   uint64_t used = 0;  // all regions
   uint64_t used_by[kRunRegions] = {};

@@ -38,10 +38,13 @@ class Arena {
     return reinterpret_cast<float*>(base_ + plan_.alibi_offset);
   }
   float* qkv() const { return reinterpret_cast<float*>(base_ + plan_.activations_offset); }
-  float* attention_out() const {
-    return reinterpret_cast<float*>(base_ + plan_.activations_offset +
-                                    align_up(uint64_t{plan_.max_tokens} * plan_.qkv_width * 4));
-  }
+  float* attention_out() const { return reinterpret_cast<float*>(base_ + plan_.attention_out_offset); }
+  float* block_out() const {
+    return reinterpret_cast<float*>(base_ + plan_.block_out_offset);
+  }  // [max_tokens, d_model]
+  float* stream() const {
+    return reinterpret_cast<float*>(base_ + plan_.stream_offset);
+  }                                                                  // residual [max_tokens, d_model]
   uint8_t* scratch() const { return base_ + plan_.scratch_offset; }  // threads × per-thread scratch
 
  private:

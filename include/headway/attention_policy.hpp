@@ -26,6 +26,12 @@ namespace headway {
 inline constexpr uint64_t kAlignment = 64;  // cache line; every arena, workspace and scratch region starts on one
 constexpr uint64_t align_up(uint64_t n, uint64_t a = kAlignment) { return (n + a - 1) / a * a; }
 
+// The largest head_dim the plan admits and the kernels' stack buffers hold.
+inline constexpr uint32_t kMaxHeadDim = 512;
+// The head dims with compile-time-specialized kernels (BERT/GPT-2: 64; Llama/Mistral: 128); every
+// other one runs the generic runtime-head_dim code.
+constexpr bool head_dim_specialized(uint32_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
 inline constexpr uint32_t kAttnQueryRows = 32;  // query rows per tile task
 inline constexpr uint32_t kAttnKvTile = 64;     // keys per K/V tile
 inline constexpr uint32_t kAttnMaxLanes = 16;   // f32 lanes of the widest vector the kernels use

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "headway/attention_policy.hpp"
 #include "headway/dtype.hpp"
 #include "headway/status.hpp"
 
@@ -203,8 +204,8 @@ struct Config {
   }
 };
 
-// Limits the kernels and the plan are built for; validate() enforces them.
-inline constexpr uint32_t kMaxHeadDim = 512;
+// Limits the plan is built for (and kMaxHeadDim, headway/attention_policy.hpp, which the kernels
+// share); validate() enforces them.
 inline constexpr uint32_t kMaxHeads = 1024;
 
 // Parses the compact spec string, e.g.

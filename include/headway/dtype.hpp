@@ -25,8 +25,8 @@ struct DTypeTraits {
 };
 
 inline constexpr DTypeTraits kDTypeTable[] = {
-    {DType::kF32, "f32", 1, 4, true, true},     {DType::kF16, "f16", 1, 2, true, true},
-    {DType::kBF16, "bf16", 1, 2, true, true},   {DType::kQ8_0, "q8_0", 32, 34, true, false},
+    {DType::kF32, "f32", 1, 4, true, true},      {DType::kF16, "f16", 1, 2, true, true},
+    {DType::kBF16, "bf16", 1, 2, true, true},    {DType::kQ8_0, "q8_0", 32, 34, true, false},
     {DType::kQ4_0, "q4_0", 32, 18, true, false},
 };
 inline constexpr uint32_t kDTypeCount = sizeof(kDTypeTable) / sizeof(kDTypeTable[0]);
@@ -43,8 +43,13 @@ static_assert(detail::dtype_table_in_order(), "kDTypeTable lists the DTypes in e
 
 // Whether t is a DType at all (a value read from a file or through the C API may not be).
 constexpr bool dtype_known(DType t) { return static_cast<uint32_t>(t) < kDTypeCount; }
-// The row of a known t (check dtype_known first where t comes from outside).
-constexpr const DTypeTraits& dtype_traits(DType t) { return kDTypeTable[static_cast<uint32_t>(t)]; }
+// What any other value reads as: no name, no bytes, stored and read by nothing. Sizes of it are 0,
+// so a check that computes a size before it names the bad type divides by no zero.
+inline constexpr DTypeTraits kUnknownDType = {DType::kF32, "unknown", 1, 0, false, false};
+// The row of t (kUnknownDType outside the enum).
+constexpr const DTypeTraits& dtype_traits(DType t) {
+  return dtype_known(t) ? kDTypeTable[static_cast<uint32_t>(t)] : kUnknownDType;
+}
 
 constexpr bool dtype_is_block(DType t) { return dtype_known(t) && dtype_traits(t).block_values > 1; }
 constexpr bool dtype_stores_kv(DType t) { return dtype_known(t) && dtype_traits(t).kv; }

@@ -37,7 +37,8 @@ constexpr const char* kernel_name(KernelKind k) {
   return k == KernelKind::kD64 ? "d64" : k == KernelKind::kD128 ? "d128" : "generic";
 }
 constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
-  return head_dim == 64 ? KernelKind::kD64 : head_dim == 128 ? KernelKind::kD128 : KernelKind::kGeneric;
+  if (!head_dim_specialized(head_dim)) return KernelKind::kGeneric;
+  return head_dim == 64 ? KernelKind::kD64 : KernelKind::kD128;
 }
 
 // The attention tiling, split-KV policy and their memory: headway/attention_policy.hpp.
@@ -157,9 +158,10 @@ struct Plan {
   uint64_t rope_offset = 0;
   uint64_t sinks_offset = 0;
   uint64_t alibi_offset = 0;
-  uint64_t activations_offset = 0;
-  uint64_t block_out_offset = 0;  // activations: one block's output [max_tokens, d_model] f32
-  uint64_t stream_offset = 0;     // activations: the residual stream [max_tokens, d_model] f32
+  uint64_t activations_offset = 0;    // activations: the fused QKV rows [max_tokens, qkv_width] f32 first
+  uint64_t attention_out_offset = 0;  // activations: attention's output [max_tokens, q_width] f32
+  uint64_t block_out_offset = 0;      // activations: one block's output [max_tokens, d_model] f32
+  uint64_t stream_offset = 0;         // activations: the residual stream [max_tokens, d_model] f32
   uint64_t scratch_offset = 0;
   uint64_t arena_bytes = 0;
 
@@ -308,7 +310,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.sinks_offset = ck.add(p.rope_offset, p.rope_bytes);
   p.alibi_offset = ck.add(p.sinks_offset, p.sinks_bytes);
   p.activations_offset = ck.add(p.alibi_offset, p.alibi_bytes);
-  p.block_out_offset = ck.add(p.activations_offset, ck.add(qkv_act, attn_act));
+  p.attention_out_offset = ck.add(p.activations_offset, qkv_act);
+  p.block_out_offset = ck.add(p.attention_out_offset, attn_act);
   p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);
   p.arena_bytes = ck.add(p.scratch_offset, p.scratch_bytes);
@@ -339,6 +342,30 @@ constexpr Plan layer_plan(const Plan& p, uint32_t i) {
 // "MHA" (one query head per kv head), "MQA" (one kv head) or "GQA".
 constexpr const char* attention_kind_name(const Plan& p) {
   return p.group_size == 1 ? "MHA" : p.config.kv_heads() == 1 ? "MQA" : "GQA";
+}
+
+// The arena's regions in order, as one table (what Arena carves, what reports print and measure).
+// slice: the bytes of one layer in a per-layer region (the KV cache's largest layer: each layer's
+// own is Plan::layer(i).kv_bytes), the region's bytes in the others.
+struct ArenaRegion {
+  const char* name;
+  uint64_t offset;
+  uint64_t bytes;
+  uint64_t slice;
+};
+inline constexpr uint32_t kArenaRegionCount = 8;
+struct ArenaRegions {
+  ArenaRegion region[kArenaRegionCount];
+};
+constexpr ArenaRegions arena_regions(const Plan& p) {
+  return {{{"weights", p.weights_offset, p.weights_region_bytes, p.weight_bytes_per_layer},
+           {"packed", p.packed_offset, p.packed_bytes, p.packed_bytes_per_layer},
+           {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer},
+           {"rope", p.rope_offset, p.rope_bytes, p.rope_bytes_per_layer},
+           {"sinks", p.sinks_offset, p.sinks_bytes, p.sinks_bytes_per_layer},
+           {"alibi", p.alibi_offset, p.alibi_bytes, p.alibi_bytes},
+           {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes},
+           {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes}}};
 }
 
 // validate() + plan_for(): the plan, or the Status that says why the config cannot work.

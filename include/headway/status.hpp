@@ -26,7 +26,7 @@ class Status {
   static constexpr size_t kMaxMessage = 384;
 
   constexpr Status() = default;
-  // printf-style message; see runtime/format.hpp for the supported conversions. Truncated to
+  // printf-style message; see runtime/core/format.hpp for the supported conversions. Truncated to
   // kMaxMessage - 1 characters, never allocates.
   static Status error(Code code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 

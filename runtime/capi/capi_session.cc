@@ -24,8 +24,8 @@ Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l,
                                  &w.bv, &w.bo, &w.q_norm, &w.k_norm, &w.sinks};
   for (const headway_tensor* t : all) {
     if (t->data != nullptr && !dtype_holds_weights(static_cast<DType>(t->dtype))) {
-      return Status::error(Code::kInvalidArgument, "%s: layer %u has a tensor of dtype %d (weights are %s)", call,
-                           l, static_cast<int>(t->dtype), kWeightDTypeNames);
+      return Status::error(Code::kInvalidArgument, "%s: layer %u has a tensor of dtype %d (weights are %s)", call, l,
+                           static_cast<int>(t->dtype), kWeightDTypeNames);
     }
   }
   *out = LayerWeights{tensor_of(w.wq),     tensor_of(w.wk),     tensor_of(w.wv),   tensor_of(w.wo),

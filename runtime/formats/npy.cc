@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 #include "runtime/formats/file_bytes.hpp"
 
 namespace headway::formats {

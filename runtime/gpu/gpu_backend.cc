@@ -8,11 +8,11 @@
 #include <new>
 
 #include "headway/backend.hpp"
-#include "runtime/attention_run.hpp"
-#include "runtime/format.hpp"
+#include "runtime/attention/attention_run.hpp"
+#include "runtime/core/format.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
-#include "runtime/kv_append_check.hpp"
-#include "runtime/rope.hpp"
+#include "runtime/attention/kv_append_check.hpp"
+#include "runtime/attention/rope.hpp"
 
 namespace headway {
 namespace {

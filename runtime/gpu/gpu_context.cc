@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "headway/backend.hpp"
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 #include "runtime/gpu/gpu_internal.hpp"
 #include "runtime/gpu/vk_status.hpp"
 

@@ -12,7 +12,7 @@
 #include "headway/quantize.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
 #include "runtime/gpu/vk_status.hpp"
-#include "runtime/rope.hpp"
+#include "runtime/attention/rope.hpp"
 
 namespace headway {
 namespace {

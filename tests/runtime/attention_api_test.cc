@@ -20,7 +20,7 @@
 #include "headway/dtype_convert.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/quantize.hpp"
-#include "runtime/attention_run.hpp"
+#include "runtime/attention/attention_run.hpp"
 #include "simd/attention.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_args.hpp"

@@ -18,7 +18,7 @@
 #include "headway/attention_policy.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/plan.hpp"
-#include "runtime/attention_run.hpp"
+#include "runtime/attention/attention_run.hpp"
 
 namespace headway {
 namespace {

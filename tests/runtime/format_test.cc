@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 
 namespace headway {
 namespace {

@@ -15,7 +15,7 @@
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "headway/quantize.hpp"
-#include "runtime/rope.hpp"
+#include "runtime/attention/rope.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/support/quantized_rows.hpp"
 

@@ -16,7 +16,7 @@
 #include "headway/layer.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 #include "tests/reference/reference_layer.hpp"
 #include "tests/runtime/layer_test_support.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "headway/layer.hpp"
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace headway {

@@ -15,7 +15,7 @@
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 #include "tests/reference/reference_layer.hpp"
 #include "tests/support/test_rng.hpp"
 

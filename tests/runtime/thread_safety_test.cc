@@ -24,7 +24,7 @@
 #include "headway/attention.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
-#include "runtime/rope.hpp"
+#include "runtime/attention/rope.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace headway {

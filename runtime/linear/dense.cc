@@ -1,4 +1,4 @@
-#include "runtime/dense.hpp"
+#include "runtime/linear/dense.hpp"
 
 #include <cstring>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "headway/plan.hpp"
-#include "runtime/attention_run.hpp"
+#include "runtime/attention/attention_run.hpp"
 
 namespace headway {
 namespace {

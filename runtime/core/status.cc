@@ -2,7 +2,7 @@
 
 #include <cstdarg>
 
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 
 namespace headway {
 

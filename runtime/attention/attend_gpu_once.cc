@@ -1,6 +1,6 @@
 // attend_gpu_once(): one dense attention on a GpuBackend made and released for it.
 #include "headway/backend.hpp"
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 
 namespace headway {
 

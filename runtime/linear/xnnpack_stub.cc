@@ -1,6 +1,6 @@
 // Builds without XNNPACK (HEADWAY_XNNPACK=OFF, bare metal): the projections run on the Highway
 // kernel; a plan that asks for XNNPACK is refused at layer init.
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 
 namespace headway {
 

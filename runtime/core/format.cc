@@ -1,4 +1,4 @@
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 
 #include <cstdint>
 

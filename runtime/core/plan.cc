@@ -11,8 +11,8 @@ Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
                          ThreadPool::kMaxThreads);
   }
   if (!dtype_holds_weights(options.weight_dtype)) {
-    return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of %s%s",
-                         dtype_name(options.weight_dtype), kWeightDTypeNames,
+    return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of %s%s", dtype_name(options.weight_dtype),
+                         kWeightDTypeNames,
                          dtype_is_block(options.weight_dtype) ? " (the block formats are for the KV cache)" : "");
   }
   const Plan plan = plan_for(config, options);

@@ -1,4 +1,4 @@
-# XNNPACK for the Q/K/V/O projections (runtime/xnnpack_dense.cc). Debian's 2022 snapshot ships
+# XNNPACK for the Q/K/V/O projections (runtime/linear/xnnpack_dense.cc). Debian's 2022 snapshot ships
 # neither CMake config nor pkg-config files (and find_package(cpuinfo) is broken there): find the
 # header and the library by name. Without it, or with HEADWAY_XNNPACK=OFF (bare metal), the
 # Highway GEMM (simd/matmul.h) serves every projection and a plan that asks for XNNPACK is refused.
@@ -20,12 +20,12 @@ if(HEADWAY_XNNPACK)
     message(FATAL_ERROR "HEADWAY_XNNPACK is ON but XNNPACK was not found (install libxnnpack-dev, "
                         "or configure with -DHEADWAY_XNNPACK=OFF)")
   endif()
-  target_sources(headway PRIVATE xnnpack_dense.cc)
+  target_sources(headway PRIVATE linear/xnnpack_dense.cc)
   target_include_directories(headway PRIVATE ${HEADWAY_XNNPACK_INCLUDE_DIR})
   target_link_libraries(headway PRIVATE $<BUILD_INTERFACE:${HEADWAY_XNNPACK_LIBRARY}> $<INSTALL_INTERFACE:XNNPACK>
                                         $<BUILD_INTERFACE:${HEADWAY_XNNPACK_PTHREADPOOL_LIBRARY}>
                                         $<INSTALL_INTERFACE:pthreadpool>)
   set(HEADWAY_PC_XNNPACK_LIBS "-lXNNPACK -lpthreadpool" PARENT_SCOPE)
 else()
-  target_sources(headway PRIVATE xnnpack_stub.cc)
+  target_sources(headway PRIVATE linear/xnnpack_stub.cc)
 endif()

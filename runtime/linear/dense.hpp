@@ -1,5 +1,5 @@
 // A dense projection y = x · Wᵀ + b over the thread pool, on the Highway kernel (simd/matmul.h),
-// or on XNNPACK fully-connected operators (runtime/xnnpack_dense.hpp) when the plan says so.
+// or on XNNPACK fully-connected operators (runtime/linear/xnnpack_dense.hpp) when the plan says so.
 #pragma once
 
 #include <cstddef>

@@ -107,9 +107,8 @@ Status Session::run_stack(const float* x, uint32_t t, float* y, const uint32_t* 
     return Status::error(Code::kInvalidArgument, "session: %u tokens in one call, the plan holds %u (max_tokens)", t,
                          p.max_tokens);
   }
-  uint8_t* base = arena_->weights() - p.weights_offset;
-  float* h = reinterpret_cast<float*>(base + p.stream_offset);
-  float* out = reinterpret_cast<float*>(base + p.block_out_offset);
+  float* h = arena_->stream();
+  float* out = arena_->block_out();
   const size_t n = size_t{t} * p.config.d_model;
   std::memcpy(h, x, n * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {

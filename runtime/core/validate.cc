@@ -5,7 +5,7 @@
 
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
-#include "runtime/format.hpp"
+#include "runtime/core/format.hpp"
 
 namespace headway {
 namespace {

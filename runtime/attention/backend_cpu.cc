@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "headway/backend.hpp"
-#include "runtime/attention_run.hpp"
-#include "runtime/format.hpp"
+#include "runtime/attention/attention_run.hpp"
+#include "runtime/core/format.hpp"
 #include "simd/attention.h"
 
 namespace headway {

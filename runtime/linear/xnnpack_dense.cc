@@ -1,4 +1,4 @@
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 
 #include <xnnpack.h>
 

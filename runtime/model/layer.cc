@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/dense.hpp"
-#include "runtime/rope.hpp"
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/dense.hpp"
+#include "runtime/attention/rope.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 
 namespace headway {
 

@@ -1,4 +1,4 @@
-#include "runtime/rope.hpp"
+#include "runtime/attention/rope.hpp"
 
 #include <cmath>
 

@@ -4,9 +4,9 @@
 
 #include "headway/dtype_convert.hpp"
 #include "headway/quantize.hpp"
-#include "runtime/attention_run.hpp"
-#include "runtime/kv_append_check.hpp"
-#include "runtime/rope.hpp"
+#include "runtime/attention/attention_run.hpp"
+#include "runtime/attention/kv_append_check.hpp"
+#include "runtime/attention/rope.hpp"
 
 namespace headway {
 

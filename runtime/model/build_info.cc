@@ -1,6 +1,6 @@
 #include "headway/build_info.hpp"
 
-#include "runtime/xnnpack_dense.hpp"
+#include "runtime/linear/xnnpack_dense.hpp"
 #include "simd/attention.h"
 
 namespace headway {

@@ -1,4 +1,4 @@
-#include "runtime/kv_append_check.hpp"
+#include "runtime/attention/kv_append_check.hpp"
 
 namespace headway {
 

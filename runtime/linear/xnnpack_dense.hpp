@@ -23,7 +23,7 @@
 
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
-#include "runtime/dense.hpp"
+#include "runtime/linear/dense.hpp"
 
 namespace headway {
 
