@@ -82,6 +82,24 @@ struct LayerKinds {
   LayerBits rope;                 // set: layer i rotates; clear: no RoPE (a NoPE layer)
 };
 
+// The model around the attention blocks (embeddings, norms, MLP, LM head), as a decoder's files
+// give it. vocab_size 0: no model, only the stack of attention blocks (Session). With a model
+// (Model, headway/model.hpp) each layer runs pre-norm, as Llama, SmolLM2, Mistral and Qwen2 do:
+//   h += attn(norm(h));  h += down(act(gate(norm(h))) · up(norm(h)))
+// then the final norm and the LM head (the token embedding when tied) give the logits.
+enum class NormKind : uint8_t { kNone = 0, kRms };   // RMSNorm: x / sqrt(mean(x²) + eps) · w
+enum class MlpKind : uint8_t { kNone = 0, kSwiGlu };  // down(silu(gate(x)) · up(x)), no biases
+const char* norm_kind_name(NormKind k);                // "none", "rms"
+const char* mlp_kind_name(MlpKind k);                  // "none", "swiglu"
+struct ModelConfig {
+  uint32_t vocab_size = 0;
+  uint32_t intermediate_size = 0;  // the MLP's hidden width
+  NormKind norm = NormKind::kNone;
+  float norm_eps = 1e-5f;
+  MlpKind mlp = MlpKind::kNone;
+  bool tie_word_embeddings = false;  // the LM head is the token embedding
+};
+
 // The longest name a Config carries (a preset name or config.json's model_type).
 inline constexpr uint32_t kMaxNameLength = 47;
 
@@ -122,6 +140,8 @@ struct Config {
   bool alibi = false;
   float alibi_max_bias = 8.0f;
   bool alibi_times_scale = false;  // the slopes times the logit scale (Falcon scales the biased logits)
+
+  ModelConfig model;  // the rest of a decoder; vocab_size 0: attention blocks alone
 
   // Fields of architectures headway cannot run; validate() rejects a config that sets them.
   uint32_t mla_kv_lora_rank = 0;  // DeepSeek-V2/V3 multi-head latent attention

@@ -22,6 +22,15 @@
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
+//   With a model (Config::model.vocab_size > 0), always copied in (whatever weights_in_arena says:
+//   a file's blocks are dequantized into them at init):
+//   [model weights: embedding [vocab, d_model] in weight_dtype, then n_layers ×
+//                   (attn_norm [d_model] f32, ffn_norm [d_model] f32, gate [ffn, d_model],
+//                   up [ffn, d_model], down [d_model, ffn] in weight_dtype: ModelLayerLayout),
+//                   final norm [d_model] f32, LM head [vocab, d_model] in weight_dtype (absent when
+//                   tied to the embedding)]
+//   [model activations: normed rows [max_tokens, d_model] f32, MLP hidden [max_tokens, 2·ffn] f32
+//                       (gate | up), logits [logits_rows, vocab] f32]
 #pragma once
 
 #include <cstdint>
@@ -80,6 +89,8 @@ struct PlanOptions {
   uint32_t max_tokens = 0;
   DType weight_dtype = DType::kF32;  // projection weights as the runtime keeps them
   bool weights_in_arena = true;      // false: weights are borrowed (memory-mapped), not copied
+  // With a model: logits for every token of a prefill chunk (max_tokens rows), not only the last.
+  bool all_logits = false;
   Projection projection = Projection::kHighway;
 };
 
@@ -164,6 +175,19 @@ struct Plan {
   uint64_t stream_offset = 0;         // activations: the residual stream [max_tokens, d_model] f32
   uint64_t scratch_offset = 0;
   uint64_t arena_bytes = 0;
+
+  // The model around the blocks (zero without one: Config::model.vocab_size 0).
+  uint32_t logits_rows = 0;              // 1, or max_tokens with PlanOptions::all_logits
+  uint64_t embedding_bytes = 0;          // [vocab, d_model] in weight_dtype, aligned
+  uint64_t model_layer_bytes = 0;        // one layer's norms and MLP (ModelLayerLayout), aligned
+  uint64_t final_norm_bytes = 0;         // [d_model] f32, aligned
+  uint64_t lm_head_bytes = 0;            // [vocab, d_model] in weight_dtype, aligned; 0 when tied
+  uint64_t model_weights_offset = 0;     // the embedding first, then the layers, the norm, the head
+  uint64_t model_weights_bytes = 0;
+  uint64_t model_activations_offset = 0;  // the normed rows first
+  uint64_t mlp_hidden_offset = 0;
+  uint64_t logits_offset = 0;
+  uint64_t model_activation_bytes = 0;
 
   bool overflow = false;  // a byte count did not fit in 64 bits; validate() reports it
 
@@ -314,7 +338,30 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.block_out_offset = ck.add(p.attention_out_offset, attn_act);
   p.stream_offset = ck.add(p.block_out_offset, model_act);
   p.scratch_offset = ck.add(p.activations_offset, p.activation_bytes);
-  p.arena_bytes = ck.add(p.scratch_offset, p.scratch_bytes);
+  const uint64_t before_model = ck.add(p.scratch_offset, p.scratch_bytes);
+  p.model_weights_offset = before_model;
+  p.model_activations_offset = before_model;
+  p.mlp_hidden_offset = before_model;
+  p.logits_offset = before_model;
+  if (c.model.vocab_size > 0) {
+    const uint64_t ffn = c.model.intermediate_size;
+    const uint64_t norm = ck.align(ck.mul(c.d_model, 4));
+    const uint64_t matrix = ck.align(ck.mul(ck.mul(ffn, c.d_model), wb));
+    p.logits_rows = o.all_logits ? p.max_tokens : 1;
+    p.embedding_bytes = ck.align(ck.mul(ck.mul(c.model.vocab_size, c.d_model), wb));
+    p.model_layer_bytes = ck.add(ck.mul(2, norm), ck.mul(3, matrix));
+    p.final_norm_bytes = norm;
+    p.lm_head_bytes = c.model.tie_word_embeddings ? 0 : p.embedding_bytes;
+    p.model_weights_bytes =
+        ck.add(ck.add(p.embedding_bytes, ck.mul(p.model_layer_bytes, c.n_layers)), ck.add(norm, p.lm_head_bytes));
+    p.model_activations_offset = ck.add(p.model_weights_offset, p.model_weights_bytes);
+    p.mlp_hidden_offset = ck.add(p.model_activations_offset, model_act);
+    const uint64_t hidden = ck.align(ck.mul(ck.mul(p.max_tokens, 2), ck.mul(ffn, 4)));
+    p.logits_offset = ck.add(p.mlp_hidden_offset, hidden);
+    const uint64_t logits = ck.align(ck.mul(ck.mul(p.logits_rows, c.model.vocab_size), 4));
+    p.model_activation_bytes = ck.add(ck.add(model_act, hidden), logits);
+  }
+  p.arena_bytes = ck.add(ck.add(before_model, p.model_weights_bytes), p.model_activation_bytes);
   p.overflow = ck.overflow;
   return p;
 }
@@ -344,6 +391,26 @@ constexpr const char* attention_kind_name(const Plan& p) {
   return p.group_size == 1 ? "MHA" : p.config.kv_heads() == 1 ? "MQA" : "GQA";
 }
 
+// Where one layer's norms and MLP matrices sit inside its slice of the model weights region
+// (bytes from the slice's start; Plan::model_layer_bytes apart).
+struct ModelLayerLayout {
+  uint64_t attn_norm = 0;  // [d_model] f32
+  uint64_t ffn_norm = 0;   // [d_model] f32
+  uint64_t gate = 0;       // [ffn, d_model] in weight_dtype
+  uint64_t up = 0;         // [ffn, d_model]
+  uint64_t down = 0;       // [d_model, ffn]
+};
+constexpr ModelLayerLayout model_layer_layout(const Plan& p) {
+  const uint64_t norm = align_up(uint64_t{p.config.d_model} * 4);
+  const uint64_t matrix =
+      align_up(uint64_t{p.config.model.intermediate_size} * p.config.d_model * dtype_bytes(p.options.weight_dtype));
+  return {0, norm, 2 * norm, 2 * norm + matrix, 2 * norm + 2 * matrix};
+}
+// A layer's slice of the model weights region, from the region's start.
+constexpr uint64_t model_layer_offset(const Plan& p, uint32_t layer) {
+  return p.embedding_bytes + uint64_t{layer} * p.model_layer_bytes;
+}
+
 // The arena's regions in order, as one table (what Arena carves, what reports print and measure).
 // slice: the bytes of one layer in a per-layer region (the KV cache's largest layer: each layer's
 // own is Plan::layer(i).kv_bytes), the region's bytes in the others.
@@ -353,7 +420,7 @@ struct ArenaRegion {
   uint64_t bytes;
   uint64_t slice;
 };
-inline constexpr uint32_t kArenaRegionCount = 8;
+inline constexpr uint32_t kArenaRegionCount = 10;
 struct ArenaRegions {
   ArenaRegion region[kArenaRegionCount];
 };
@@ -365,7 +432,9 @@ constexpr ArenaRegions arena_regions(const Plan& p) {
            {"sinks", p.sinks_offset, p.sinks_bytes, p.sinks_bytes_per_layer},
            {"alibi", p.alibi_offset, p.alibi_bytes, p.alibi_bytes},
            {"activations", p.activations_offset, p.activation_bytes, p.activation_bytes},
-           {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes}}};
+           {"scratch", p.scratch_offset, p.scratch_bytes, p.scratch_bytes},
+           {"model_weights", p.model_weights_offset, p.model_weights_bytes, p.model_weights_bytes},
+           {"model_activations", p.model_activations_offset, p.model_activation_bytes, p.model_activation_bytes}}};
 }
 
 // validate() + plan_for(): the plan, or the Status that says why the config cannot work.

@@ -100,6 +100,42 @@ Status validate_layer_kinds(const Config& c) {
 
 // YaRN's ramp needs beta_fast > beta_slow > 0 and the original context; its attention factor
 // and mscales are finite, the factor (0 = derived) not negative.
+// The model around the blocks: a decoder of the kind Model runs (ModelConfig), or none.
+Status validate_model(const Config& c) {
+  const ModelConfig& m = c.model;
+  if (m.vocab_size == 0) {
+    if (m.intermediate_size || m.norm != NormKind::kNone || m.mlp != MlpKind::kNone) {
+      return Status::error(Code::kInvalidArgument,
+                           "vocab_size is 0 but the model names an MLP (intermediate_size %u, mlp %s) or a norm (%s): "
+                           "a model needs its vocabulary",
+                           m.intermediate_size, mlp_kind_name(m.mlp), norm_kind_name(m.norm));
+    }
+    return Status();
+  }
+  if (!c.causal) {
+    return Status::error(Code::kUnsupported,
+                         "vocab_size %u with a bidirectional model: headway runs whole decoders (causal); an encoder's "
+                         "blocks run through Session::encode",
+                         m.vocab_size);
+  }
+  if (m.norm != NormKind::kRms) {
+    return Status::error(Code::kUnsupported, "norm %s: a model's layers need RMSNorm (norm rms)",
+                         norm_kind_name(m.norm));
+  }
+  if (m.mlp != MlpKind::kSwiGlu) {
+    return Status::error(Code::kUnsupported, "mlp %s: a model's layers need a SwiGLU MLP (mlp swiglu)",
+                         mlp_kind_name(m.mlp));
+  }
+  if (m.intermediate_size == 0) {
+    return Status::error(Code::kInvalidArgument, "intermediate_size is 0: the MLP needs its hidden width");
+  }
+  if (!finite(m.norm_eps) || m.norm_eps <= 0.0f) {
+    return Status::error(Code::kInvalidArgument, "rms_norm_eps %g must be a positive number",
+                         static_cast<double>(m.norm_eps));
+  }
+  return Status();
+}
+
 Status validate_yarn(const RopeConfig& r) {
   if (!finite(r.beta_fast) || !finite(r.beta_slow) || r.beta_slow <= 0.0f || r.beta_fast <= r.beta_slow) {
     return Status::error(Code::kInvalidArgument, "rope_scaling yarn needs beta_fast > beta_slow > 0; got %g, %g",
@@ -235,7 +271,7 @@ Status validate(const Config& c) {
     return Status::error(Code::kInvalidArgument, "kv dtype %u is not one of %s", static_cast<unsigned>(c.kv_dtype),
                          kKvDTypeNames);
   }
-  return Status();
+  return validate_model(c);
 }
 
 }  // namespace headway

@@ -1,0 +1,27 @@
+// The per-token ops of a model around its attention blocks: plain loops in f32, no allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/dtype.hpp"
+
+namespace headway {
+
+// y[i] = x[i] / sqrt(mean(x[i]²) + eps) · w for the t rows of x [t, n] (row stride n); y may be x.
+// As transformers' LlamaRMSNorm: the mean of squares accumulated in f32, then 1/sqrt in f32.
+void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps);
+
+// The SwiGLU gate over t rows of h [t, 2·ffn] holding (gate | up): h[i][j] = silu(gate) · up for
+// j < ffn, in place (the up half is left as it was).
+void swiglu(float* h, uint32_t t, uint32_t ffn);
+
+// x[i] += y[i] for n values (the residual add).
+inline void add_rows(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// Row `row` of a [rows, n] table in `dtype` (a weight dtype), widened to f32 into y [n].
+void widen_row(const void* table, DType dtype, uint64_t row, uint32_t n, float* y);
+
+}  // namespace headway
