@@ -968,6 +968,32 @@ GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
   return b;
 }
 
+TEST_CASE("weights: a quantized attention weight is refused by name and type, and dequantizes") {
+  TempDir dir("weights");
+  Config want = small_config();
+  want.head_dim = 32;
+  for (const uint32_t type : {8u, 3u, 12u}) {  // q8_0, q4_1, q4_K (d_model 64: not whole blocks)
+    INFO("ggml type " << type);
+    if (type == 12u) {
+      CHECK_HAS(gguf_error(qwen3_gguf(want, type).bytes()),
+                "tensor 'blk.0.attn_q.weight' (q4_K, ne [64, 128]) has rows of 64 values, not a whole number");
+      continue;
+    }
+    write_file(dir / "m.gguf", qwen3_gguf(want, type).bytes());
+    WeightFile file;
+    REQUIRE(file.open((dir / "m.gguf").c_str()).ok());
+    const Result<Config> c = file.gguf_config();
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    const Result<LayerWeights> w = load_layer_weights(file, c.value(), 0);
+    REQUIRE_FALSE(w.ok());
+    CHECK(w.status().code() == Code::kUnsupported);
+    CHECK_HAS(w.status(), type == 8u ? "tensor 'blk.0.attn_q.weight' has ggml type q8_0 (8)"
+                                     : "tensor 'blk.0.attn_q.weight' has ggml type q4_1 (3)");
+    std::vector<float> rows(128 * 64);
+    CHECK(file.gguf().dequantize_rows("blk.0.attn_q.weight", 0, 128, rows.data(), rows.size()).ok());
+  }
+}
+
 TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") {
   TempDir dir("weights");
   Config want = small_config();
