@@ -3,7 +3,7 @@
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
 // ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
-// Session::encode, config.json, GGUF, .npy and the C API (headway.h: the same checks, through
+// Session::encode, config.json, GGUF metadata and tensors, .npy and the C API (headway.h: the same checks, through
 // codes and caller-owned memory).
 #include <doctest/doctest.h>
 
@@ -28,6 +28,8 @@
 #include "headway/npy.hpp"
 #include "headway/plan.hpp"
 #include "headway/plan_json.hpp"
+#include "runtime/formats/gguf_tensors.hpp"
+#include "tests/formats/gguf_writer.hpp"
 
 namespace headway {
 namespace {
@@ -1274,6 +1276,65 @@ TEST_CASE("bad input: GGUF metadata") {
   CHECK_FALSE(parse_gguf_metadata(nullptr, 10, "m.gguf").ok());
   CHECK_FALSE(load_gguf_config("no/such/model.gguf").ok());
   CHECK_FALSE(load_gguf_config(HEADWAY_TEST_DATA).ok());  // a directory
+}
+
+TEST_CASE("bad input: GGUF tensors") {
+  // Parsed from 8-byte-aligned storage, as a mapping would be.
+  auto tensors = [](test::GgufWriter w) {
+    const std::vector<uint8_t> b = w.str("general.architecture", "llama").bytes();
+    return [b] {
+      std::vector<uint64_t> storage(b.size() / 8 + 1);
+      std::memcpy(storage.data(), b.data(), b.size());
+      formats::GgufFile f;
+      return f.parse(reinterpret_cast<const uint8_t*>(storage.data()), b.size(), "w.gguf");
+    };
+  };
+  auto dequantized = [](test::GgufWriter w, const char* name, uint64_t first, uint64_t rows, uint64_t out_values) {
+    const std::vector<uint8_t> b = w.str("general.architecture", "llama").bytes();
+    return [=] {
+      std::vector<uint64_t> storage(b.size() / 8 + 1);
+      std::memcpy(storage.data(), b.data(), b.size());
+      formats::GgufFile f;
+      HEADWAY_RETURN_IF_ERROR(f.parse(reinterpret_cast<const uint8_t*>(storage.data()), b.size(), "w.gguf"));
+      std::vector<float> out(static_cast<size_t>(out_values));
+      return f.dequantize_rows(name, first, rows, out.data(), out_values);
+    };
+  };
+  const std::vector<uint8_t> q4_k(2 * 144);
+  check_rows({
+      {"truncated q4_K tensor",
+       tensors(test::GgufWriter().tensor("blk.0.ffn_up.weight", {256, 3}, 12, q4_k)),
+       Code::kDataLoss,
+       {"w.gguf", "'blk.0.ffn_up.weight'", "q4_K", "ne [256, 3]", "needs 432 bytes", "288 are left"}},
+      {"truncated q8_0 tensor",
+       tensors(test::GgufWriter().tensor("token_embd.weight", {64, 2}, 8, std::vector<uint8_t>(135))),
+       Code::kDataLoss,
+       {"'token_embd.weight'", "q8_0", "needs 136 bytes (2 rows, each 2 blocks of 34 bytes), 135 are left"}},
+      {"q6_K rows of part blocks",
+       tensors(test::GgufWriter().tensor("output.weight", {320, 2}, 14, std::vector<uint8_t>(420))),
+       Code::kDataLoss,
+       {"'output.weight'", "rows of 320 values", "q6_K's 256-value blocks"}},
+      {"unknown ggml type 77",
+       tensors(test::GgufWriter().tensor("blk.0.attn_q.weight", {32}, 77, std::vector<uint8_t>(32))),
+       Code::kUnsupported,
+       {"w.gguf", "'blk.0.attn_q.weight'", "ggml type 77", "not a ggml type"}},
+      {"removed ggml type 4 (q4_2)",
+       tensors(test::GgufWriter().tensor("t", {32}, 4, std::vector<uint8_t>(32))),
+       Code::kUnsupported,
+       {"'t'", "ggml type 4"}},
+      {"ggml type headway does not read",
+       dequantized(test::GgufWriter().tensor("t", {256}, 23, std::vector<uint8_t>(136)), "t", 0, 1, 256),
+       Code::kUnsupported,
+       {"'t'", "iq4_xs (23)"}},
+      {"rows past the tensor",
+       dequantized(test::GgufWriter().tensor("t", {256, 2}, 12, q4_k), "t", 1, 2, 512),
+       Code::kOutOfRange,
+       {"'t' (q4_K) has 2 rows", "rows 1 to 3"}},
+      {"output too small",
+       dequantized(test::GgufWriter().tensor("t", {256, 2}, 12, q4_k), "t", 0, 2, 511),
+       Code::kInvalidArgument,
+       {"2 rows of 256 values", "511 floats"}},
+  });
 }
 
 std::vector<uint8_t> npy_bytes(const std::string& dict, size_t payload) {

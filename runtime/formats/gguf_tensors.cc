@@ -2,9 +2,11 @@
 #include "runtime/formats/gguf_tensors.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "headway/model_files.hpp"
+#include "runtime/core/format.hpp"
 #include "runtime/formats/safetensors.hpp"  // format_shape
 
 namespace headway::formats {
@@ -14,16 +16,54 @@ namespace {
 // (4), type (4), offset (8).
 constexpr uint64_t kMinTensorInfoBytes = 24;
 
-uint32_t element_bytes(uint32_t type) {
-  switch (type) {
-    case gguf::kGgmlF32: return 4;
-    case gguf::kGgmlF16: return 2;
-    case gguf::kGgmlBF16: return 2;
-    default: return 0;
-  }
-}
+// a · b, false when it overflows 64 bits.
+bool mul_ok(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 
 bool is_power_of_two(uint32_t v) { return v && (v & (v - 1)) == 0; }
+
+// The bytes of a tensor of a table type: ne[1] · ne[2] · ne[3] rows of ne[0] / block_values
+// blocks, each row whole blocks, all of it inside the data section after the tensor's offset.
+Status size_tensor(const gguf::TensorInfo& info, const GgmlTypeInfo& type, uint64_t data_size, const char* name,
+                   const char* src, uint64_t* bytes) {
+  char s[128];
+  format_shape(info.ne, info.n_dims, s, sizeof(s));
+  if (info.ne[0] % type.block_values != 0) {
+    return Status::error(Code::kDataLoss,
+                         "%s: tensor '%s' (%s, ne %s) has rows of %llu values, not a whole number of %s's %u-value "
+                         "blocks",
+                         src, name, type.name, s, static_cast<unsigned long long>(info.ne[0]), type.name,
+                         type.block_values);
+  }
+  const uint64_t blocks = info.ne[0] / type.block_values;
+  uint64_t rows = 1, row_bytes = 0, need = 0;
+  bool fits = true;
+  for (uint32_t d = 1; d < gguf::kMaxDims; ++d) fits = fits && mul_ok(rows, info.ne[d], &rows);
+  fits = fits && mul_ok(blocks, type.block_bytes, &row_bytes) && mul_ok(rows, row_bytes, &need);
+  if (std::find(info.ne, info.ne + gguf::kMaxDims, uint64_t{0}) != info.ne + gguf::kMaxDims) {
+    fits = true, rows = 0, need = 0;  // an empty tensor takes no bytes
+  }
+  const uint64_t left = data_size - info.offset;
+  if (!fits || need > left) {
+    char numbers[160];
+    if (fits) {
+      format_to(numbers, sizeof(numbers),
+                "it needs %llu bytes (%llu rows, each %llu block%s of %u bytes), %llu are left",
+                static_cast<unsigned long long>(need), static_cast<unsigned long long>(rows),
+                static_cast<unsigned long long>(blocks), blocks == 1 ? "" : "s", type.block_bytes,
+                static_cast<unsigned long long>(left));
+    } else {
+      format_to(numbers, sizeof(numbers), "its bytes (ne %s, %u-byte blocks of %u values) overflow 64 bits", s,
+                type.block_bytes, type.block_values);
+    }
+    return Status::error(Code::kDataLoss,
+                         "%s: tensor '%s' (%s, ne %s) at offset %llu runs past the end of the %llu-byte data section: "
+                         "%s",
+                         src, name, type.name, s, static_cast<unsigned long long>(info.offset),
+                         static_cast<unsigned long long>(data_size), numbers);
+  }
+  *bytes = need;
+  return Status();
+}
 
 }  // namespace
 
@@ -90,29 +130,14 @@ Status GgufFile::parse(const uint8_t* data, uint64_t size, const char* source) {
           Code::kDataLoss, "%s: tensor '%s' has offset %llu, past the end of the %llu-byte data section", src,
           name.text, static_cast<unsigned long long>(info.offset), static_cast<unsigned long long>(data_size));
     }
-    if (const uint32_t eb = element_bytes(info.type)) {
-      // elements × size, refusing overflow: any product above the data left already fails.
-      const uint64_t left = data_size - info.offset;
-      uint64_t need = eb;
-      bool too_big = false;
-      for (uint32_t d = 0; d < info.n_dims; ++d) {
-        if (info.ne[d] == 0) {
-          need = 0, too_big = false;
-          break;
-        }
-        if (need > left / info.ne[d]) too_big = true;
-        else need *= info.ne[d];
-      }
-      if (too_big) {
-        char s[128];
-        format_shape(info.ne, info.n_dims, s, sizeof(s));
-        return Status::error(Code::kDataLoss,
-                             "%s: tensor '%s' (%s, ne %s) at offset %llu runs past the end of the %llu-byte data "
-                             "section",
-                             src, name.text, gguf::ggml_type_name(info.type), s,
-                             static_cast<unsigned long long>(info.offset), static_cast<unsigned long long>(data_size));
-      }
-      e.bytes = need;
+    const GgmlTypeInfo* type = ggml_type_info(info.type);
+    if (type == nullptr && std::strcmp(gguf::ggml_type_name(info.type), "unknown") == 0) {
+      return Status::error(Code::kUnsupported,
+                           "%s: tensor '%s' has ggml type %u, which is not a ggml type (headway reads %s)", src,
+                           name.text, info.type, kGgmlTypeNames);
+    }
+    if (type != nullptr) {
+      HEADWAY_RETURN_IF_ERROR(size_tensor(info, *type, data_size, name.text, src, &e.bytes));
     }
     e.begin = start + info.offset;
     entries_.push_back(std::move(e));
@@ -177,15 +202,66 @@ Result<TensorRef> GgufFile::find(const char* name, uint32_t* rank) const {
     return Status::error(Code::kUnsupported, "%s: tensor '%s' has ne %s, a dim past %u", src, name, s, UINT32_MAX);
   }
   const uint8_t* p = data_ + e->begin;
-  if (reinterpret_cast<uintptr_t>(p) % element_bytes(e->type) != 0) {
+  const uint32_t element_bytes = ggml_type_info(e->type)->block_bytes;  // one of the three types above
+  if (reinterpret_cast<uintptr_t>(p) % element_bytes != 0) {
     return Status::error(Code::kUnsupported, "%s: tensor '%s' starts at file offset %llu, not a multiple of %u bytes",
-                         src, name, static_cast<unsigned long long>(e->begin), element_bytes(e->type));
+                         src, name, static_cast<unsigned long long>(e->begin), element_bytes);
   }
   t.data = p;
   t.cols = static_cast<uint32_t>(e->ne[0]);
   t.rows = static_cast<uint32_t>(e->ne[1]);
   if (rank) *rank = e->n_dims;
   return t;
+}
+
+Result<GgufFile::Stored> GgufFile::stored(const char* name) const {
+  const Entry* e = entry(name);
+  const char* src = source_.c_str();
+  if (!e) return Status::error(Code::kNotFound, "%s: no tensor '%s'", src, name);
+  Stored t;
+  t.type = ggml_type_info(e->type);
+  if (t.type == nullptr) {
+    return Status::error(Code::kUnsupported, "%s: tensor '%s' has ggml type %s (%u); headway reads %s", src, name,
+                         gguf::ggml_type_name(e->type), e->type, kGgmlTypeNames);
+  }
+  // parse() checked that these products fit in the tensor's bytes; a tensor with a dim of 0 has
+  // no values and no rows.
+  const bool empty = std::find(e->ne, e->ne + gguf::kMaxDims, uint64_t{0}) != e->ne + gguf::kMaxDims;
+  t.data = data_ + e->begin;
+  t.row_values = e->ne[0];
+  t.rows = empty ? 0 : e->ne[1] * e->ne[2] * e->ne[3];
+  t.row_bytes = empty ? 0 : e->ne[0] / t.type->block_values * t.type->block_bytes;
+  return t;
+}
+
+Status GgufFile::dequantize_rows(const char* name, uint64_t first_row, uint64_t row_count, float* out,
+                                 uint64_t out_values) const {
+  const Result<Stored> st = stored(name);
+  if (!st.ok()) return st.status();
+  const Stored& t = st.value();
+  const char* src = source_.c_str();
+  if (first_row > t.rows || row_count > t.rows - first_row) {
+    return Status::error(Code::kOutOfRange, "%s: tensor '%s' (%s) has %llu rows; rows %llu to %llu were asked for", src,
+                         name, t.type->name, static_cast<unsigned long long>(t.rows),
+                         static_cast<unsigned long long>(first_row),
+                         static_cast<unsigned long long>(first_row + row_count));
+  }
+  uint64_t need = 0;
+  if (!mul_ok(row_count, t.row_values, &need) || need > out_values || t.row_values > SIZE_MAX) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: tensor '%s' (%s): %llu rows of %llu values do not fit in the %llu floats given", src,
+                         name, t.type->name, static_cast<unsigned long long>(row_count),
+                         static_cast<unsigned long long>(t.row_values), static_cast<unsigned long long>(out_values));
+  }
+  if (need > 0 && out == nullptr) {
+    return Status::error(Code::kInvalidArgument, "%s: tensor '%s': the output is null", src, name);
+  }
+  const size_t n = static_cast<size_t>(t.row_values);
+  for (uint64_t r = 0; r < row_count; ++r) {
+    const uint8_t* row = t.data + (first_row + r) * t.row_bytes;
+    HEADWAY_RETURN_IF_ERROR(dequantize_ggml_row(t.type->type, row, static_cast<size_t>(t.row_bytes), n, out + r * n));
+  }
+  return Status();
 }
 
 Result<Config> GgufFile::config() const {

@@ -1,12 +1,17 @@
 // GGUF tensors, memory-mapped: the tensor_info table after the kv section (layout in
-// gguf_reader.hpp), checked against the file, and f32/f16/bf16 tensors handed out as borrowed
-// views. Part of the hosted tools layer.
+// gguf_reader.hpp), checked against the file, f32/f16/bf16 tensors handed out as borrowed views,
+// and tensors of every ggml type of headway/ggml_types.hpp (q4_0 ... q6_K) dequantized into a
+// caller's f32 rows. Part of the hosted tools layer.
 //
 // open()/parse() check the structure: general.alignment (a power of two; default 32), every
 // tensor_info inside the file, n_dims 1..4, no duplicate names, offsets multiples of the
-// alignment, and the data of each f32/f16/bf16 tensor inside the file and overlapping no other.
-// find() of a tensor of another ggml type (q4_K, q8_0, ...) is an error naming the tensor and
-// its type, so a quantized tensor headway does not read blocks nothing else.
+// alignment, a type id that ggml has, and for every type of the table: rows (ne[0]) of whole
+// blocks, and the rows · blocks · block bytes of the tensor inside the file and overlapping no
+// other tensor. A ggml type headway does not read (iq2_xxs, q8_K, i32, ...) is accepted unsized,
+// so that such a file still gives its config; reading that tensor is the error.
+// find() hands out f32/f16/bf16 only: a tensor of another ggml type (q4_K, q8_0, ...) is an error
+// naming the tensor and its type, so a caller that takes values in place reads blocks nothing
+// else; dequantize_rows() is the way to read those.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "headway/config.hpp"
+#include "headway/ggml_types.hpp"
 #include "headway/status.hpp"
 #include "headway/weights.hpp"
 #include "runtime/formats/gguf_reader.hpp"
@@ -32,7 +38,17 @@ class GgufFile {
     uint32_t n_dims = 0;
     uint64_t ne[gguf::kMaxDims] = {1, 1, 1, 1};
     uint64_t begin = 0;  // absolute file offset of the data
-    uint64_t bytes = 0;  // 0 for types headway does not size (quantized)
+    uint64_t bytes = 0;  // 0 for types outside headway/ggml_types.hpp's table (unsized)
+  };
+
+  // A tensor as the file stores it, any type of the table: rows = ne[1] · ne[2] · ne[3] rows of
+  // row_values = ne[0] values, row_bytes bytes each, back to back from data (borrowed).
+  struct Stored {
+    const GgmlTypeInfo* type = nullptr;
+    const uint8_t* data = nullptr;
+    uint64_t row_values = 0;
+    uint64_t rows = 0;
+    uint64_t row_bytes = 0;
   };
 
   // Maps `path` and reads its tensor table.
@@ -44,6 +60,15 @@ class GgufFile {
   // 1-D ne = [n] -> rows 1. *rank (optional) gets n_dims.
   Result<TensorRef> find(const char* name, uint32_t* rank = nullptr) const;
   const Entry* entry(const char* name) const;
+
+  // The tensor `name` of any type of the table; a type outside it is an error naming the tensor
+  // and its type.
+  Result<Stored> stored(const char* name) const;
+  // Dequantizes rows [first_row, first_row + row_count) of tensor `name` into out, row after row
+  // (out_values floats there: at least row_count · ne[0]), bit-exact with ggml's dequantizers.
+  // On error nothing is written.
+  Status dequantize_rows(const char* name, uint64_t first_row, uint64_t row_count, float* out,
+                         uint64_t out_values) const;
 
   // The attention config from the kv section (parse_gguf_metadata over the same bytes).
   Result<Config> config() const;

@@ -1,5 +1,5 @@
-// GgufWriter: GGUF metadata (little-endian, no tensors) written the way llama.cpp's gguf writer
-// lays it out, for the tests of the GGUF readers; raw pieces for corrupt files.
+// GgufWriter: GGUF metadata (little-endian) and, optionally, tensors written the way llama.cpp's
+// gguf writer lays them out, for the tests of the GGUF readers; raw pieces for corrupt files.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +28,13 @@ enum : uint32_t {
 }  // namespace gguf_types
 using namespace gguf_types;
 
-// Writes GGUF (little-endian) the way llama.cpp's gguf writer lays it out, with no tensors.
+// Writes GGUF (little-endian) the way llama.cpp's gguf writer lays it out: header, kv pairs, then
+// the tensor infos, padding to 32 bytes and each tensor's bytes at the next multiple of 32.
 class GgufWriter {
  public:
   explicit GgufWriter(uint32_t version = 3) : buf_{'G', 'G', 'U', 'F'} {
     u32(version);
-    u64(0);  // tensor_count
+    u64(0);  // tensor_count, patched by bytes()
     kv_count_at_ = buf_.size();
     u64(0);  // kv_count, patched by bytes()
   }
@@ -111,6 +112,11 @@ class GgufWriter {
     buf_.insert(buf_.end(), b, b + n);
     return *this;
   }
+  // A tensor: ne as ggml orders it (ne[0] the row length), a ggml type id and its stored bytes.
+  GgufWriter& tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t ggml_type, std::vector<uint8_t> data) {
+    tensors_.push_back({name, std::move(ne), ggml_type, std::move(data)});
+    return *this;
+  }
   void gguf_string(const std::string& s) {
     u64(s.size());
     raw(s.data(), s.size());
@@ -120,10 +126,39 @@ class GgufWriter {
     std::vector<uint8_t> out = buf_;
     const uint64_t n = kv_count_override == ~uint64_t{0} ? kv_count_ : kv_count_override;
     for (int i = 0; i < 8; ++i) out[kv_count_at_ + i] = static_cast<uint8_t>(n >> (8 * i));
+    if (tensors_.empty()) return out;
+    for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<uint8_t>(tensors_.size() >> (8 * i));
+    std::vector<uint8_t> data;
+    for (const Tensor& t : tensors_) {
+      data.resize((data.size() + 31) / 32 * 32);
+      append_string(out, t.name);
+      append(out, t.ne.size(), 4);
+      for (uint64_t d : t.ne) append(out, d, 8);
+      append(out, t.type, 4);
+      append(out, data.size(), 8);
+      data.insert(data.end(), t.data.begin(), t.data.end());
+    }
+    out.resize((out.size() + 31) / 32 * 32);
+    out.insert(out.end(), data.begin(), data.end());
     return out;
   }
 
  private:
+  struct Tensor {
+    std::string name;
+    std::vector<uint64_t> ne;
+    uint32_t type;
+    std::vector<uint8_t> data;
+  };
+  static void append(std::vector<uint8_t>& b, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  static void append_string(std::vector<uint8_t>& b, const std::string& s) {
+    append(b, s.size(), 8);
+    b.insert(b.end(), s.begin(), s.end());
+  }
+
+  std::vector<Tensor> tensors_;
   std::vector<uint8_t> buf_;
   size_t kv_count_at_ = 0;
   uint64_t kv_count_ = 0;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "headway/config.hpp"
+#include "headway/ggml_types.hpp"
 #include "headway/npy.hpp"
 #include "headway/weights.hpp"
 #include "headway/weights_file.hpp"
@@ -414,7 +415,7 @@ TEST_CASE("gguf: quantized and 3-D tensors fail when asked for, by name and type
   GgufBuilder b;
   b.str("general.architecture", "llama");
   b.tensor({"blk.0.attn_q.weight", {32, 4}, 2, std::vector<uint8_t>(4 * 18)});  // q4_0: 4 blocks of 18 bytes
-  b.tensor({"blk.0.attn_k.weight", {64, 2}, 12, std::vector<uint8_t>(144)});    // q4_K
+  b.tensor({"blk.0.attn_k.weight", {256, 1}, 12, std::vector<uint8_t>(144)});   // q4_K: 1 block of 144 bytes
   b.tensor(gg("cube", {2, 2, 2}, 0));
   b.tensor(gg("flat4", {3, 2, 1, 1}, 0));
   const std::vector<uint8_t> bytes = b.bytes();
@@ -433,6 +434,115 @@ TEST_CASE("gguf: quantized and 3-D tensors fail when asked for, by name and type
   CHECK(flat->rows == 2);
   CHECK(flat->cols == 3);
   CHECK(f.find("nope").status().code() == Code::kNotFound);
+}
+
+GgufFile parse_aligned(const std::vector<uint8_t>& bytes, std::vector<uint64_t>& storage) {
+  storage.assign(bytes.size() / 8 + 1, 0);
+  std::memcpy(storage.data(), bytes.data(), bytes.size());
+  GgufFile f;
+  const Status s = f.parse(reinterpret_cast<const uint8_t*>(storage.data()), bytes.size(), "m.gguf");
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  return f;
+}
+
+TEST_CASE("gguf: tensors of every ggml type in the table are sized and dequantized row by row") {
+  GgufBuilder b;
+  b.str("general.architecture", "llama");
+  struct Want {
+    const char* name;
+    std::vector<uint64_t> ne;
+    GgmlType type;
+    uint64_t rows, row_bytes;
+  };
+  const Want want[] = {{"q4_0", {64, 3}, GgmlType::kQ4_0, 3, 36},   {"q4_1", {32, 2, 2}, GgmlType::kQ4_1, 4, 20},
+                       {"q5_0", {32, 1}, GgmlType::kQ5_0, 1, 22},   {"q5_1", {96}, GgmlType::kQ5_1, 1, 72},
+                       {"q8_0", {32, 5}, GgmlType::kQ8_0, 5, 34},   {"q2_K", {256, 2}, GgmlType::kQ2_K, 2, 84},
+                       {"q3_K", {512, 1}, GgmlType::kQ3_K, 1, 220}, {"q4_K", {256, 3}, GgmlType::kQ4_K, 3, 144},
+                       {"q5_K", {256, 1}, GgmlType::kQ5_K, 1, 176}, {"q6_K", {256, 2}, GgmlType::kQ6_K, 2, 210},
+                       {"f16", {3, 2}, GgmlType::kF16, 2, 6},       {"f32", {5}, GgmlType::kF32, 1, 20},
+                       {"bf16", {2, 2}, GgmlType::kBF16, 2, 4},     {"empty", {0, 4}, GgmlType::kQ4_K, 0, 0}};
+  uint8_t seed = 1;
+  for (const Want& w : want) {
+    b.tensor({w.name, w.ne, static_cast<uint32_t>(w.type), pattern(w.rows * w.row_bytes, seed++)});
+  }
+  std::vector<uint64_t> storage;
+  const GgufFile f = parse_aligned(b.bytes(), storage);
+  for (const Want& w : want) {
+    INFO(w.name);
+    REQUIRE(f.entry(w.name) != nullptr);
+    CHECK(f.entry(w.name)->bytes == w.rows * w.row_bytes);
+    const Result<GgufFile::Stored> t = f.stored(w.name);
+    REQUIRE_MESSAGE(t.ok(), t.status().message());
+    CHECK(t->type->type == w.type);
+    CHECK(t->rows == w.rows);
+    CHECK(t->row_values == w.ne[0]);
+    CHECK(t->row_bytes == w.row_bytes);
+    const size_t n = static_cast<size_t>(w.ne[0]);
+    std::vector<float> all(w.rows * n + 1, -7.0f);
+    const Status s = f.dequantize_rows(w.name, 0, w.rows, all.data(), all.size() - 1);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(all.back() == -7.0f);
+    for (uint64_t r = 0; r < w.rows; ++r) {
+      std::vector<float> row(n);
+      REQUIRE(dequantize_ggml_row(w.type, t->data + r * w.row_bytes, w.row_bytes, n, row.data()).ok());
+      CHECK(std::memcmp(row.data(), all.data() + r * n, n * sizeof(float)) == 0);
+      if (r + 1 == w.rows && r > 0) {  // the last row alone
+        std::vector<float> last(n);
+        REQUIRE(f.dequantize_rows(w.name, r, 1, last.data(), n).ok());
+        CHECK(std::memcmp(row.data(), last.data(), n * sizeof(float)) == 0);
+      }
+    }
+  }
+  // find() still hands out only what can be read in place.
+  CHECK_HAS(f.find("q8_0").status(), "m.gguf: tensor 'q8_0' has ggml type q8_0 (8); headway reads f32, f16 and bf16");
+  CHECK(f.find("f16").ok());
+
+  std::vector<float> out(1024, -7.0f);
+  CHECK_HAS(f.dequantize_rows("q4_0", 2, 2, out.data(), out.size()),
+            "m.gguf: tensor 'q4_0' (q4_0) has 3 rows; rows 2 to 4 were asked for");
+  CHECK_HAS(f.dequantize_rows("q4_0", ~uint64_t{0}, 2, out.data(), out.size()), "has 3 rows");
+  CHECK_HAS(f.dequantize_rows("q6_K", 0, 2, out.data(), 511),
+            "tensor 'q6_K' (q6_K): 2 rows of 256 values do not fit in the 511 floats given");
+  CHECK_HAS(f.dequantize_rows("q6_K", 0, 1, nullptr, 256), "the output is null");
+  CHECK(f.dequantize_rows("nope", 0, 1, out.data(), out.size()).code() == Code::kNotFound);
+  for (float v : out) REQUIRE(v == -7.0f);
+}
+
+TEST_CASE("gguf: quantized tensors that do not fit, rows of part blocks and unknown types name the tensor") {
+  auto base = [] {
+    GgufBuilder b;
+    b.str("general.architecture", "llama");
+    return b;
+  };
+  CHECK_HAS(gguf_error(base().tensor({"t", {32, 4}, 8, std::vector<uint8_t>(100)}).bytes()),
+            "m.gguf: tensor 't' (q8_0, ne [32, 4]) at offset 0 runs past the end of the 100-byte data section: it "
+            "needs 136 bytes (4 rows, each 1 block of 34 bytes), 100 are left");
+  CHECK_HAS(gguf_error(base().tensor({"t", {512, 2}, 14, std::vector<uint8_t>(839)}).bytes()),
+            "tensor 't' (q6_K, ne [512, 2]) at offset 0 runs past the end of the 839-byte data section: it needs 840 "
+            "bytes (2 rows, each 2 blocks of 210 bytes), 839 are left");
+  CHECK_HAS(gguf_error(base().tensor({"t", {1ull << 62, 1ull << 40}, 2, std::vector<uint8_t>(18)}).bytes()),
+            "tensor 't' (q4_0, ne [4611686018427387904, 1099511627776]) at offset 0 runs past the end of the 18-byte "
+            "data section: its bytes (ne [4611686018427387904, 1099511627776], 18-byte blocks of 32 values) overflow");
+  CHECK_HAS(
+      gguf_error(base().tensor({"t", {48, 2}, 2, std::vector<uint8_t>(72)}).bytes()),
+      "m.gguf: tensor 't' (q4_0, ne [48, 2]) has rows of 48 values, not a whole number of q4_0's 32-value blocks");
+  CHECK_HAS(gguf_error(base().tensor({"t", {128}, 12, std::vector<uint8_t>(144)}).bytes()),
+            "has rows of 128 values, not a whole number of q4_K's 256-value blocks");
+  CHECK_HAS(gguf_error(base().tensor({"t", {32}, 99, std::vector<uint8_t>(32)}).bytes()),
+            "m.gguf: tensor 't' has ggml type 99, which is not a ggml type (headway reads f32, f16, bf16, q4_0");
+  CHECK(gguf_error(base().tensor({"t", {32}, 4, std::vector<uint8_t>(32)}).bytes()).code() == Code::kUnsupported);
+  GgTensor b = {"b", {32}, 2, std::vector<uint8_t>(18)};  // q4_0 inside the q8_0 before it
+  b.offset = 32;
+  CHECK_HAS(gguf_error(base().tensor({"a", {64}, 8, std::vector<uint8_t>(68)}).tensor(b).bytes()),
+            "tensors 'a' (offset 0, 68 bytes) and 'b' (offset 32) overlap");
+
+  // A ggml type outside the table (iq2_xxs) is accepted unsized; reading it is the error.
+  std::vector<uint64_t> storage;
+  const GgufFile f = parse_aligned(base().tensor({"iq", {256}, 16, std::vector<uint8_t>(66)}).bytes(), storage);
+  CHECK(f.entry("iq")->bytes == 0);
+  CHECK_HAS(f.stored("iq").status(), "m.gguf: tensor 'iq' has ggml type iq2_xxs (16); headway reads f32, f16, bf16");
+  float out[256];
+  CHECK(f.dequantize_rows("iq", 0, 1, out, 256).code() == Code::kUnsupported);
 }
 
 TEST_CASE("gguf: malformed tensor tables name the tensor and the value") {
@@ -856,6 +966,32 @@ GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
       .tensor(gg("blk.0.attn_q_norm.weight", {c.head_size()}, 0, 5))
       .tensor(gg("blk.0.attn_k_norm.weight", {c.head_size()}, 0, 6));
   return b;
+}
+
+TEST_CASE("weights: a quantized attention weight is refused by name and type, and dequantizes") {
+  TempDir dir("weights");
+  Config want = small_config();
+  want.head_dim = 32;
+  for (const uint32_t type : {8u, 3u, 12u}) {  // q8_0, q4_1, q4_K (d_model 64: not whole blocks)
+    INFO("ggml type " << type);
+    if (type == 12u) {
+      CHECK_HAS(gguf_error(qwen3_gguf(want, type).bytes()),
+                "tensor 'blk.0.attn_q.weight' (q4_K, ne [64, 128]) has rows of 64 values, not a whole number");
+      continue;
+    }
+    write_file(dir / "m.gguf", qwen3_gguf(want, type).bytes());
+    WeightFile file;
+    REQUIRE(file.open((dir / "m.gguf").c_str()).ok());
+    const Result<Config> c = file.gguf_config();
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    const Result<LayerWeights> w = load_layer_weights(file, c.value(), 0);
+    REQUIRE_FALSE(w.ok());
+    CHECK(w.status().code() == Code::kUnsupported);
+    CHECK_HAS(w.status(), type == 8u ? "tensor 'blk.0.attn_q.weight' has ggml type q8_0 (8)"
+                                     : "tensor 'blk.0.attn_q.weight' has ggml type q4_1 (3)");
+    std::vector<float> rows(128 * 64);
+    CHECK(file.gguf().dequantize_rows("blk.0.attn_q.weight", 0, 128, rows.data(), rows.size()).ok());
+  }
 }
 
 TEST_CASE("weights: one layer from GGUF, config from its metadata and tensors") {

@@ -54,11 +54,13 @@ for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek
         put("hf_config", name, f.read())
 
 
-def gguf(kvs):
+def gguf(kvs, tensors=()):
+    """kv pairs (key, type, value), then tensors (name, ne, ggml type, bytes) laid out as llama.cpp
+    does: infos, padding to 32, each tensor's bytes at the next multiple of 32."""
     def s(x):
         b = x.encode()
         return struct.pack("<Q", len(b)) + b
-    out = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs))
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
     for key, typ, val in kvs:
         out += s(key) + struct.pack("<I", typ)
         if typ == 8:
@@ -69,7 +71,13 @@ def gguf(kvs):
             out += struct.pack("<f", val)
         elif typ == 9:  # array of u32
             out += struct.pack("<IQ", 4, len(val)) + b"".join(struct.pack("<I", v) for v in val)
-    return out
+    data = b""
+    for name, ne, typ, payload in tensors:
+        data += b"\0" * (-len(data) % 32)
+        out += s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", typ, len(data))
+        data += payload
+    return out + b"\0" * (-len(out) % 32) + data if tensors else out
 
 
 put("gguf", "llama", gguf([
@@ -119,6 +127,22 @@ put("gguf", "cohere2", gguf([
     ("cohere2.attention.head_count_kv", 4, 8), ("cohere2.rope.freq_base", 6, 50000.0),
     ("cohere2.attention.sliding_window", 4, 4096)]))
 
+
+# Tensors of ggml's block types (sizes from ggml-common.h), with a deterministic byte pattern whose
+# f16 scales come out finite: q4_0 and q8_0 rows, a 3-D q4_1, and one super-block of each K-quant.
+def blocks(n_bytes, seed):
+    return bytes((seed + 37 * i) % 251 & 0x3F if i % 2 else (seed + 11 * i) % 256 for i in range(n_bytes))
+
+
+put("gguf", "tensors-quantized", gguf([("general.architecture", 8, "llama")], [
+    ("token_embd.weight", [32, 3], 8, blocks(3 * 34, 1)), ("blk.0.attn_q.weight", [64, 2], 2, blocks(2 * 36, 2)),
+    ("blk.0.ffn_up.weight", [32, 2, 2], 3, blocks(4 * 20, 3)), ("blk.0.attn_k.weight", [32], 6, blocks(22, 4)),
+    ("blk.0.attn_v.weight", [32], 7, blocks(24, 5)), ("output_norm.weight", [4], 0, struct.pack("<4f", 1, 2, 3, 4)),
+    ("f16", [2], 1, struct.pack("<2H", 0x3C00, 0xC000)), ("bf16", [2], 30, struct.pack("<2H", 0x3F80, 0x4000))]))
+put("gguf", "tensors-k-quants", gguf([("general.architecture", 8, "llama")], [
+    ("q2_K", [256], 10, blocks(84, 6)), ("q3_K", [256], 11, blocks(110, 7)), ("q4_K", [256], 12, blocks(144, 8)),
+    ("q5_K", [256], 13, blocks(176, 9)), ("q6_K", [256, 2], 14, blocks(420, 10)),
+    ("iq2_xxs", [256], 16, blocks(66, 11))]))
 
 def npy(descr, shape, payload, version=1):
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (

@@ -1,0 +1,263 @@
+// Dequantization of ggml's weight types (layouts in headway/ggml_types.hpp). Each block walk
+// follows ggml-quants.c's reference dequantize_row_* value for value and product for product, in
+// f32; this file is built with -ffp-contract=off (runtime/CMakeLists.txt) so that q · d + m is
+// never fused into one FMA, which would round differently from ggml's C and gguf-py's numpy.
+// Blocks are read byte by byte: rows of 18- or 110-byte blocks are not aligned to anything.
+#include "headway/ggml_types.hpp"
+
+#include <bit>
+#include <cstdint>
+
+#include "headway/dtype_convert.hpp"
+
+namespace headway {
+namespace {
+
+constexpr size_t kQK = 32;    // values per block of the 32-value types
+constexpr size_t kQKK = 256;  // values per K-quant super-block
+
+uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t load_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+float load_f16(const uint8_t* p) { return f16_bits_to_f32(load_u16(p)); }
+
+// q4_0: f16 d | qs[16]; x = (q − 8) · d.
+void block_q4_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const uint8_t* qs = b + 2;
+  for (size_t j = 0; j < kQK / 2; ++j) {
+    y[j] = static_cast<float>((qs[j] & 0x0f) - 8) * d;
+    y[j + kQK / 2] = static_cast<float>((qs[j] >> 4) - 8) * d;
+  }
+}
+
+// q4_1: f16 d | f16 m | qs[16]; x = q · d + m.
+void block_q4_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float m = load_f16(b + 2);
+  const uint8_t* qs = b + 4;
+  for (size_t j = 0; j < kQK / 2; ++j) {
+    y[j] = static_cast<float>(qs[j] & 0x0f) * d + m;
+    y[j + kQK / 2] = static_cast<float>(qs[j] >> 4) * d + m;
+  }
+}
+
+// q5_0: f16 d | u32 qh | qs[16]; the fifth bit of value j is bit j of qh; x = (q − 16) · d.
+void block_q5_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const uint32_t qh = load_u32(b + 2);
+  const uint8_t* qs = b + 6;
+  for (size_t j = 0; j < kQK / 2; ++j) {
+    const int lo = static_cast<int>((qs[j] & 0x0f) | (((qh >> j) & 1u) << 4));
+    const int hi = static_cast<int>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+    y[j] = static_cast<float>(lo - 16) * d;
+    y[j + kQK / 2] = static_cast<float>(hi - 16) * d;
+  }
+}
+
+// q5_1: f16 d | f16 m | u32 qh | qs[16]; x = q · d + m.
+void block_q5_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float m = load_f16(b + 2);
+  const uint32_t qh = load_u32(b + 4);
+  const uint8_t* qs = b + 8;
+  for (size_t j = 0; j < kQK / 2; ++j) {
+    const uint32_t lo = (qs[j] & 0x0fu) | (((qh >> j) & 1u) << 4);
+    const uint32_t hi = (qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4);
+    y[j] = static_cast<float>(lo) * d + m;
+    y[j + kQK / 2] = static_cast<float>(hi) * d + m;
+  }
+}
+
+// q8_0: f16 d | i8 qs[32]; x = q · d.
+void block_q8_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  for (size_t j = 0; j < kQK; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
+}
+
+// q2_K: scales[16] | qs[64] | f16 d | f16 dmin. Two halves of 128 values, each 32 bytes of qs
+// read four times (shifts 0, 2, 4, 6); each pass gives two sub-blocks of 16 (bytes 0..15 and
+// 16..31) with scales[s] = sc | mn << 4.
+void block_q2_k(const uint8_t* b, float* y) {
+  const uint8_t* scales = b;
+  const uint8_t* q = b + 16;
+  const float d = load_f16(b + 80);
+  const float dmin = load_f16(b + 82);
+  size_t s = 0;
+  for (size_t half = 0; half < 2; ++half, q += 32) {
+    for (unsigned shift = 0; shift < 8; shift += 2) {
+      for (size_t part = 0; part < 2; ++part, ++s) {
+        const float dl = d * static_cast<float>(scales[s] & 0x0f);
+        const float ml = dmin * static_cast<float>(scales[s] >> 4);
+        for (size_t l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[part * 16 + l] >> shift) & 3) - ml;
+      }
+    }
+  }
+}
+
+// q3_K's 6-bit scale of sub-block s (0..15), minus 32: the low 4 bits from the nibbles of bytes
+// 0..7, the top 2 bits from bytes 8..11.
+int q3_k_scale(const uint8_t* sc, size_t s) {
+  const unsigned lo = s < 8 ? sc[s] & 0x0fu : sc[s - 8] >> 4;
+  const unsigned hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3u;
+  return static_cast<int>(lo | hi << 4) - 32;
+}
+
+// q3_K: hmask[32] | qs[64] | scales[12] | f16 d. As q2_K's walk; the high bit of each value is
+// one bit of hmask (bit 0 for the first 32 values... bit 7 for the last), and a clear bit
+// subtracts 4.
+void block_q3_k(const uint8_t* b, float* y) {
+  const uint8_t* hm = b;
+  const uint8_t* q = b + 32;
+  const uint8_t* scales = b + 96;
+  const float d = load_f16(b + 108);
+  size_t s = 0;
+  unsigned bit = 0;
+  for (size_t half = 0; half < 2; ++half, q += 32) {
+    for (unsigned shift = 0; shift < 8; shift += 2, ++bit) {
+      for (size_t part = 0; part < 2; ++part, ++s) {
+        const float dl = d * static_cast<float>(q3_k_scale(scales, s));
+        for (size_t l = 0; l < 16; ++l) {
+          const size_t i = part * 16 + l;
+          const int v = static_cast<int>((q[i] >> shift) & 3) - (((hm[i] >> bit) & 1) ? 0 : 4);
+          *y++ = dl * static_cast<float>(v);
+        }
+      }
+    }
+  }
+}
+
+// q4_K and q5_K's 6-bit scale and min of sub-block s (0..7) from their 12 packed bytes.
+void k4_scale_min(const uint8_t* q, size_t s, unsigned* sc, unsigned* mn) {
+  if (s < 4) {
+    *sc = q[s] & 63u;
+    *mn = q[s + 4] & 63u;
+  } else {
+    *sc = (q[s + 4] & 0x0fu) | (q[s - 4] >> 6) << 4;
+    *mn = (q[s + 4] >> 4) | (q[s] >> 6) << 4;
+  }
+}
+
+// q4_K: f16 d | f16 dmin | scales[12] | qs[128]. Four chunks of 64 values from 32 bytes: the low
+// nibbles are sub-block 2c, the high nibbles sub-block 2c + 1.
+void block_q4_k(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float dmin = load_f16(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  for (size_t c = 0; c < 4; ++c, q += 32) {
+    unsigned sc, mn;
+    k4_scale_min(scales, 2 * c, &sc, &mn);
+    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
+    k4_scale_min(scales, 2 * c + 1, &sc, &mn);
+    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+    for (size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
+    for (size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+  }
+}
+
+// q5_K: f16 d | f16 dmin | scales[12] | qh[32] | qs[128]. As q4_K; chunk c's fifth bits are bits
+// 2c (low nibbles) and 2c + 1 (high nibbles) of qh[l].
+void block_q5_k(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float dmin = load_f16(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* q = b + 48;
+  for (size_t c = 0; c < 4; ++c, q += 32) {
+    unsigned sc, mn;
+    k4_scale_min(scales, 2 * c, &sc, &mn);
+    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
+    k4_scale_min(scales, 2 * c + 1, &sc, &mn);
+    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+    for (size_t l = 0; l < 32; ++l) {
+      *y++ = d1 * static_cast<float>((q[l] & 0x0fu) + (((qh[l] >> (2 * c)) & 1u) << 4)) - m1;
+    }
+    for (size_t l = 0; l < 32; ++l) {
+      *y++ = d2 * static_cast<float>((q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1u) << 4)) - m2;
+    }
+  }
+}
+
+// q6_K: ql[128] | qh[64] | i8 scales[16] | f16 d. Two halves of 128 values, each from 64 bytes
+// of ql and 32 of qh: value l + 32k (k = 0..3) takes a nibble of ql[l] (k = 0, 2) or ql[l + 32]
+// (k = 1, 3), low for k < 2, and bits 2k..2k+1 of qh[l]; its scale is scales[8h + 2k + l / 16].
+void block_q6_k(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const uint8_t* scales = b + 192;
+  const float d = load_f16(b + 208);
+  for (size_t half = 0; half < 2; ++half, ql += 64, qh += 32, scales += 8, y += 128) {
+    for (size_t l = 0; l < 32; ++l) {
+      for (size_t k = 0; k < 4; ++k) {
+        const uint8_t low = ql[l + (k & 1) * 32];
+        const unsigned nibble = k < 2 ? low & 0x0fu : low >> 4;
+        const int q = static_cast<int>(nibble | ((qh[l] >> (2 * k)) & 3u) << 4) - 32;
+        const float sc = static_cast<float>(static_cast<int8_t>(scales[l / 16 + 2 * k]));
+        y[l + 32 * k] = d * sc * static_cast<float>(q);
+      }
+    }
+  }
+}
+
+using BlockFn = void (*)(const uint8_t*, float*);
+
+BlockFn block_fn(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0: return block_q4_0;
+    case GgmlType::kQ4_1: return block_q4_1;
+    case GgmlType::kQ5_0: return block_q5_0;
+    case GgmlType::kQ5_1: return block_q5_1;
+    case GgmlType::kQ8_0: return block_q8_0;
+    case GgmlType::kQ2_K: return block_q2_k;
+    case GgmlType::kQ3_K: return block_q3_k;
+    case GgmlType::kQ4_K: return block_q4_k;
+    case GgmlType::kQ5_K: return block_q5_k;
+    case GgmlType::kQ6_K: return block_q6_k;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+Status dequantize_ggml_row(GgmlType type, const void* src, size_t src_bytes, size_t n, float* dst) {
+  const GgmlTypeInfo* info = ggml_type_info(type);
+  if (info == nullptr) {
+    return Status::error(Code::kUnsupported, "ggml type %u is not one headway dequantizes (%s)",
+                         static_cast<unsigned>(type), kGgmlTypeNames);
+  }
+  if (n % info->block_values != 0) {
+    return Status::error(Code::kInvalidArgument, "a %s row of %zu values is not a whole number of %u-value blocks",
+                         info->name, n, info->block_values);
+  }
+  const size_t blocks = n / info->block_values;
+  if (src_bytes / info->block_bytes < blocks) {
+    return Status::error(Code::kOutOfRange, "a %s row of %zu values needs %zu bytes (%zu blocks of %u), got %zu",
+                         info->name, n, blocks * info->block_bytes, blocks, info->block_bytes, src_bytes);
+  }
+  if (n == 0) return Status();
+  if (src == nullptr || dst == nullptr) {
+    return Status::error(Code::kInvalidArgument, "dequantize a %s row of %zu values: %s is null", info->name, n,
+                         src == nullptr ? "the source" : "the destination");
+  }
+  const auto* p = static_cast<const uint8_t*>(src);
+  switch (type) {
+    case GgmlType::kF32:
+      for (size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(load_u32(p + 4 * i));
+      return Status();
+    case GgmlType::kF16:
+      for (size_t i = 0; i < n; ++i) dst[i] = f16_bits_to_f32(load_u16(p + 2 * i));
+      return Status();
+    case GgmlType::kBF16:
+      for (size_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_f32(load_u16(p + 2 * i));
+      return Status();
+    default: break;
+  }
+  const BlockFn fn = block_fn(type);
+  for (size_t i = 0; i < blocks; ++i) fn(p + i * info->block_bytes, dst + i * info->block_values);
+  return Status();
+}
+
+}  // namespace headway
