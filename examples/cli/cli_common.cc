@@ -167,4 +167,23 @@ Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const 
   return Status();
 }
 
+// "1,2,3" → ids; each a whole number 0..2^31-1, at least one.
+Status parse_ids(const char* flag, const char* text, std::vector<int32_t>* ids) {
+  ids->clear();
+  const char* p = text;
+  while (true) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(p, &end, 10);
+    if (end == p || errno != 0 || v < 0 || v > 0x7fffffffll || (*end != ',' && *end != '\0')) {
+      return Status::error(Code::kInvalidArgument, "%s %s: '%s' is not a token id (a whole number >= 0)", flag, text,
+                           p);
+    }
+    ids->push_back(static_cast<int32_t>(v));
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  return Status();
+}
+
 }  // namespace headway::cli

@@ -66,6 +66,9 @@ std::string npy_shape_text(const uint64_t* shape, uint32_t ndim);
 // 2^24 where total is 0.
 Status parse_seq_lens(const char* flag, const char* text, uint32_t total, const char* what, std::vector<uint32_t>* cu);
 
+// `flag`'s text "1,2,3" → token ids: each a whole number 0..2^31-1, at least one.
+Status parse_ids(const char* flag, const char* text, std::vector<int32_t>* ids);
+
 // Memory from std::aligned_alloc (a plan's arena, a workspace), freed on every return path.
 struct AlignedBuffer {
   void* p = nullptr;

@@ -32,6 +32,10 @@ constexpr Command kCommands[] = {
      "run (--preset NAME | --config FILE | --gguf FILE | --spec TEXT) [--weights FILE] [--prompt N] [--tokens M]\n"
      "       [--layers N] [--threads N] [--weight-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--json]\n"
      "                                    prefill and decode through the attention stack; tokens/s, arena, heap"},
+    {"logits", headway::cli::cmd_logits,
+     "logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
+     "       [--weight-dtype f32|f16|bf16]\n"
+     "                                    a whole model's next-token logits after each prompt position, f32 [T, vocab]"},
     {"bench", headway::cli::cmd_bench,
      "bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu] [--json] [--svg FILE]\n"
      "                                    time attention cases against this machine's measured peak"},

@@ -52,12 +52,14 @@ constexpr TensorShape model_tensor_shape(const Config& c, ModelTensor t) {
 
 // Where a Model's weights come from, at init only. attention(ctx, layer): that layer's attention
 // weights (as Session's LayerWeightsFn: with weights in the arena they need only live until the
-// next call). rows(ctx, t, layer, first, n, dst): rows [first, first + n) of tensor t (of that
-// layer, for the per-layer ones) as f32 into dst [n, cols] — a file's blocks dequantized there.
+// next call). rows(ctx, t, layer, shape, first, n, dst): rows [first, first + n) of tensor t (of
+// that layer, for the per-layer ones) as f32 into dst [n, shape.cols] — a file's blocks
+// dequantized there; a tensor whose shape is not `shape` is an error naming both.
 struct ModelWeightsSource {
   void* ctx = nullptr;
   Result<LayerWeights> (*attention)(void* ctx, uint32_t layer) = nullptr;
-  Status (*rows)(void* ctx, ModelTensor t, uint32_t layer, uint64_t first, uint64_t n, float* dst) = nullptr;
+  Status (*rows)(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n,
+                 float* dst) = nullptr;
 };
 
 class Model {

@@ -264,6 +264,21 @@ Status GgufFile::dequantize_rows(const char* name, uint64_t first_row, uint64_t 
   return Status();
 }
 
+Result<std::string> GgufFile::architecture() const {
+  gguf::Reader r{data_, static_cast<size_t>(size_), size_, source_.c_str()};
+  std::string arch;
+  HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(r, [&](const gguf::Kv& kv) {
+    if (!kv.is("general.architecture")) return Status();
+    const uint8_t* text = nullptr;
+    uint64_t len = 0;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, kv, &text, &len));
+    arch.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
+    return Status();
+  }));
+  if (arch.empty()) return Status::error(Code::kNotFound, "%s: no general.architecture key", source_.c_str());
+  return arch;
+}
+
 Result<Config> GgufFile::config() const {
   Result<Config> parsed = parse_gguf_metadata(data_, static_cast<size_t>(size_), source_.c_str());
   if (!parsed.ok()) return parsed;

@@ -56,7 +56,7 @@ Status load_tensor(const Plan& p, const ModelWeightsSource& src, ModelTensor t, 
   const uint64_t chunk = staging_floats / shape.cols;
   for (uint64_t first = 0; first < shape.rows; first += chunk) {
     const uint64_t n = shape.rows - first < chunk ? shape.rows - first : chunk;
-    const Status s = src.rows(src.ctx, t, layer, first, n, staging);
+    const Status s = src.rows(src.ctx, t, layer, shape, first, n, staging);
     if (!s.ok()) {
       return Status::error(s.code(), "model: %s of layer %u: %s", model_tensor_name(t), layer, s.message());
     }

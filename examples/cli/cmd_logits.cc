@@ -1,0 +1,112 @@
+// headway logits: the next-token logits after each position of a prompt, from a whole model.
+//
+//   headway logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype D]
+//                  [--weight-dtype f32|f16|bf16]
+//
+// One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
+// the token after ids[0..i]. The plan's context is the prompt's length; its weights are
+// dequantized from the file into the arena (f32 unless --weight-dtype says otherwise).
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/cli/cli_common.hpp"
+#include "examples/cli/commands.hpp"
+#include "headway/arena.hpp"
+#include "headway/model.hpp"
+#include "headway/model_file.hpp"
+#include "headway/npy.hpp"
+#include "headway/thread_pool.hpp"
+
+namespace headway::cli {
+namespace {
+
+constexpr const char* kCmd = "logits";
+
+struct LogitsFlags {
+  const char* gguf = nullptr;
+  const char* ids_text = nullptr;
+  const char* out = nullptr;
+  uint32_t threads = 1;
+  DType kv_dtype = DType::kF32;
+  DType weight_dtype = DType::kF32;
+};
+
+Status parse(int argc, char** argv, LogitsFlags* l) {
+  Flags f(kCmd, argc, argv);
+  while (f.next()) {
+    const std::string& n = f.name();
+    if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&l->gguf));
+    else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&l->ids_text));
+    else if (n == "--out") HEADWAY_RETURN_IF_ERROR(f.value(&l->out));
+    else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
+    else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&l->kv_dtype));
+    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&l->weight_dtype));
+    else return f.unknown();
+  }
+  if (l->gguf == nullptr) return Status::error(Code::kInvalidArgument, "--gguf FILE is required (the model)");
+  if (l->ids_text == nullptr) return Status::error(Code::kInvalidArgument, "--prompt-ids is required (e.g. 1,2,3)");
+  if (l->out == nullptr) return Status::error(Code::kInvalidArgument, "--out logits.npy is required");
+  return Status();
+}
+
+}  // namespace
+
+int cmd_logits(int argc, char** argv) {
+  LogitsFlags l;
+  Status s = parse(argc, argv, &l);
+  if (!s.ok()) return report(kCmd, s);
+  std::vector<int32_t> ids;
+  s = parse_ids("--prompt-ids", l.ids_text, &ids);
+  if (!s.ok()) return report(kCmd, s);
+  ModelFile file;
+  s = file.open(l.gguf);
+  if (!s.ok()) return report(kCmd, s);
+  Result<Config> config = file.config();
+  if (!config.ok()) return report(kCmd, config.status());
+  Config c = config.value();
+  const uint32_t t = static_cast<uint32_t>(ids.size());
+  c.max_seq = t;
+  c.kv_dtype = l.kv_dtype;
+  PlanOptions options;
+  options.threads = l.threads;
+  options.weight_dtype = l.weight_dtype;
+  options.max_tokens = t < 512 ? t : 512;
+  options.all_logits = true;
+  const Result<Plan> plan = make_plan(c, options);
+  if (!plan.ok()) return report(kCmd, plan.status());
+  for (int32_t id : ids) {
+    if (static_cast<uint32_t>(id) >= c.model.vocab_size) {
+      return report(kCmd, Status::error(Code::kInvalidArgument, "--prompt-ids: token id %d is outside the vocabulary "
+                                                                "of %s (0..%u)",
+                                        id, l.gguf, c.model.vocab_size - 1));
+    }
+  }
+  AlignedBuffer memory;
+  const uint64_t bytes = align_up(plan.value().arena_bytes);
+  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
+  if (memory.p == nullptr) {
+    return report(kCmd, Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
+                                      static_cast<unsigned long long>(bytes)));
+  }
+  Arena arena;
+  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
+  ThreadPool pool;
+  if (s.ok()) s = pool.create(l.threads);
+  LayerOptions layer_options;
+  layer_options.pool = &pool;
+  std::unique_ptr<Model> model(new Model);
+  if (s.ok()) s = model->init(arena, file.source(), layer_options);
+  std::vector<float> logits(size_t{t} * c.model.vocab_size);
+  if (s.ok()) s = model->prefill(ids.data(), t, logits.data());
+  if (s.ok()) {
+    const uint64_t shape[2] = {t, c.model.vocab_size};
+    s = formats::save_npy(l.out, DType::kF32, logits.data(), shape, 2);
+  }
+  if (!s.ok()) return report(kCmd, s);
+  return kExitOk;
+}
+
+}  // namespace headway::cli
