@@ -81,21 +81,26 @@ inline constexpr size_t kGgmlTypeCount = sizeof(kGgmlTypes) / sizeof(kGgmlTypes[
 inline constexpr const char* kGgmlTypeNames =
     "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K";
 
+// The index in kGgmlTypes of ggml type id `id`; kGgmlTypeCount for a type headway does not read.
+// (An index rather than a pointer: GCC's sanitizers make a pointer test non-constant.)
+constexpr size_t ggml_type_index(uint32_t id) {
+  size_t i = 0;
+  while (i < kGgmlTypeCount && static_cast<uint32_t>(kGgmlTypes[i].type) != id) ++i;
+  return i;
+}
 // The table's row for ggml type id `id`; nullptr for a type headway does not read.
 constexpr const GgmlTypeInfo* ggml_type_info(uint32_t id) {
-  for (const GgmlTypeInfo& t : kGgmlTypes) {
-    if (static_cast<uint32_t>(t.type) == id) return &t;
-  }
-  return nullptr;
+  const size_t i = ggml_type_index(id);
+  return i < kGgmlTypeCount ? &kGgmlTypes[i] : nullptr;
 }
 constexpr const GgmlTypeInfo* ggml_type_info(GgmlType type) { return ggml_type_info(static_cast<uint32_t>(type)); }
 
 // Bytes of a row of n values: n / block_values blocks. 0 when n is not a whole number of blocks
 // or the type is not in the table.
 constexpr uint64_t ggml_row_bytes(GgmlType type, uint64_t n) {
-  const GgmlTypeInfo* t = ggml_type_info(type);
-  if (t == nullptr || n % t->block_values != 0) return 0;
-  return n / t->block_values * t->block_bytes;
+  const size_t i = ggml_type_index(static_cast<uint32_t>(type));
+  if (i == kGgmlTypeCount || n % kGgmlTypes[i].block_values != 0) return 0;
+  return n / kGgmlTypes[i].block_values * kGgmlTypes[i].block_bytes;
 }
 
 // Dequantizes one row of n values of `type` from src (src_bytes readable there, at least
