@@ -79,8 +79,9 @@ int cmd_logits(int argc, char** argv) {
   if (!plan.ok()) return report(kCmd, plan.status());
   for (int32_t id : ids) {
     if (static_cast<uint32_t>(id) >= c.model.vocab_size) {
-      return report(kCmd, Status::error(Code::kInvalidArgument, "--prompt-ids: token id %d is outside the vocabulary "
-                                                                "of %s (0..%u)",
+      return report(kCmd, Status::error(Code::kInvalidArgument,
+                                        "--prompt-ids: token id %d is outside the vocabulary "
+                                        "of %s (0..%u)",
                                         id, l.gguf, c.model.vocab_size - 1));
     }
   }

@@ -35,7 +35,8 @@ constexpr Command kCommands[] = {
     {"logits", headway::cli::cmd_logits,
      "logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
      "       [--weight-dtype f32|f16|bf16]\n"
-     "                                    a whole model's next-token logits after each prompt position, f32 [T, vocab]"},
+     "                                    a whole model's next-token logits after each prompt position, f32 [T, "
+     "vocab]"},
     {"bench", headway::cli::cmd_bench,
      "bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu] [--json] [--svg FILE]\n"
      "                                    time attention cases against this machine's measured peak"},

@@ -48,8 +48,12 @@ class Arena {
   uint8_t* scratch() const { return base_ + plan_.scratch_offset; }  // threads × per-thread scratch
   // The model's regions (empty without a model): its weights, then its activations.
   uint8_t* model_weights() const { return base_ + plan_.model_weights_offset; }
-  float* normed() const { return reinterpret_cast<float*>(base_ + plan_.model_activations_offset); }  // [max_tokens, d_model]
-  float* mlp_hidden() const { return reinterpret_cast<float*>(base_ + plan_.mlp_hidden_offset); }  // [max_tokens, 2·ffn]
+  float* normed() const {
+    return reinterpret_cast<float*>(base_ + plan_.model_activations_offset);
+  }  // [max_tokens, d_model]
+  float* mlp_hidden() const {
+    return reinterpret_cast<float*>(base_ + plan_.mlp_hidden_offset);
+  }                                                                                        // [max_tokens, 2·ffn]
   float* logits() const { return reinterpret_cast<float*>(base_ + plan_.logits_offset); }  // [logits_rows, vocab]
 
  private:

@@ -87,10 +87,10 @@ struct LayerKinds {
 // (Model, headway/model.hpp) each layer runs pre-norm, as Llama, SmolLM2, Mistral and Qwen2 do:
 //   h += attn(norm(h));  h += down(act(gate(norm(h))) · up(norm(h)))
 // then the final norm and the LM head (the token embedding when tied) give the logits.
-enum class NormKind : uint8_t { kNone = 0, kRms };   // RMSNorm: x / sqrt(mean(x²) + eps) · w
+enum class NormKind : uint8_t { kNone = 0, kRms };    // RMSNorm: x / sqrt(mean(x²) + eps) · w
 enum class MlpKind : uint8_t { kNone = 0, kSwiGlu };  // down(silu(gate(x)) · up(x)), no biases
-const char* norm_kind_name(NormKind k);                // "none", "rms"
-const char* mlp_kind_name(MlpKind k);                  // "none", "swiglu"
+const char* norm_kind_name(NormKind k);               // "none", "rms"
+const char* mlp_kind_name(MlpKind k);                 // "none", "swiglu"
 struct ModelConfig {
   uint32_t vocab_size = 0;
   uint32_t intermediate_size = 0;  // the MLP's hidden width

@@ -177,12 +177,12 @@ struct Plan {
   uint64_t arena_bytes = 0;
 
   // The model around the blocks (zero without one: Config::model.vocab_size 0).
-  uint32_t logits_rows = 0;              // 1, or max_tokens with PlanOptions::all_logits
-  uint64_t embedding_bytes = 0;          // [vocab, d_model] in weight_dtype, aligned
-  uint64_t model_layer_bytes = 0;        // one layer's norms and MLP (ModelLayerLayout), aligned
-  uint64_t final_norm_bytes = 0;         // [d_model] f32, aligned
-  uint64_t lm_head_bytes = 0;            // [vocab, d_model] in weight_dtype, aligned; 0 when tied
-  uint64_t model_weights_offset = 0;     // the embedding first, then the layers, the norm, the head
+  uint32_t logits_rows = 0;           // 1, or max_tokens with PlanOptions::all_logits
+  uint64_t embedding_bytes = 0;       // [vocab, d_model] in weight_dtype, aligned
+  uint64_t model_layer_bytes = 0;     // one layer's norms and MLP (ModelLayerLayout), aligned
+  uint64_t final_norm_bytes = 0;      // [d_model] f32, aligned
+  uint64_t lm_head_bytes = 0;         // [vocab, d_model] in weight_dtype, aligned; 0 when tied
+  uint64_t model_weights_offset = 0;  // the embedding first, then the layers, the norm, the head
   uint64_t model_weights_bytes = 0;
   uint64_t model_activations_offset = 0;  // the normed rows first
   uint64_t mlp_hidden_offset = 0;

@@ -107,8 +107,8 @@ Result<Config> ModelFile::config() const {
     return Status::error(Code::kInvalidArgument, "%s: no token_embd.weight (the token embedding)", f.path());
   }
   if (rows == 0 || rows > 0x7fffffffull) {
-    return Status::error(Code::kInvalidArgument, "%s: token_embd.weight has %llu rows, not a vocabulary size",
-                         f.path(), static_cast<unsigned long long>(rows));
+    return Status::error(Code::kInvalidArgument, "%s: token_embd.weight has %llu rows, not a vocabulary size", f.path(),
+                         static_cast<unsigned long long>(rows));
   }
   c.model.vocab_size = static_cast<uint32_t>(rows);
   if (!parsed_->shape(tensor_name(gguf_name(ModelTensor::kGate), 0), &rows, &cols)) {
@@ -125,8 +125,7 @@ Result<Config> ModelFile::config() const {
 
 namespace {
 
-Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n,
-                 float* dst) {
+Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
   const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
   const std::string name = tensor_name(gguf_name(t), layer);
   uint64_t rows = 0, cols = 0;

@@ -24,7 +24,9 @@ const char* model_tensor_name(ModelTensor t) {
 
 namespace {
 
-bool per_layer(ModelTensor t) { return t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead; }
+bool per_layer(ModelTensor t) {
+  return t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
+}
 bool is_norm(ModelTensor t) {
   return t == ModelTensor::kAttnNorm || t == ModelTensor::kFfnNorm || t == ModelTensor::kFinalNorm;
 }
@@ -80,8 +82,9 @@ Status Model::init(const Arena& arena, const ModelWeightsSource& source, const L
   const Plan& p = arena.plan();
   const Config& c = p.config;
   if (c.model.vocab_size == 0) {
-    return Status::error(Code::kInvalidArgument, "model: the plan has no model (vocab_size 0): attention blocks alone "
-                                                 "run in a Session");
+    return Status::error(Code::kInvalidArgument,
+                         "model: the plan has no model (vocab_size 0): attention blocks alone "
+                         "run in a Session");
   }
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "model: %u layers, a Model holds at most %u", c.n_layers, kMaxLayers);
@@ -98,8 +101,8 @@ Status Model::init(const Arena& arena, const ModelWeightsSource& source, const L
     HEADWAY_RETURN_IF_ERROR(load_tensor(p, source, t, 0, region, staging, staging_floats));
   }
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    for (ModelTensor t : {ModelTensor::kAttnNorm, ModelTensor::kFfnNorm, ModelTensor::kGate, ModelTensor::kUp,
-                          ModelTensor::kDown}) {
+    for (ModelTensor t :
+         {ModelTensor::kAttnNorm, ModelTensor::kFfnNorm, ModelTensor::kGate, ModelTensor::kUp, ModelTensor::kDown}) {
       HEADWAY_RETURN_IF_ERROR(load_tensor(p, source, t, l, region, staging, staging_floats));
     }
     const Result<LayerWeights> w = source.attention(source.ctx, l);
@@ -140,8 +143,9 @@ Status Model::prefill(const int32_t* ids, uint32_t n, float* logits) {
   if (ids == nullptr || n == 0) return Status::error(Code::kInvalidArgument, "model: no token ids (n %u)", n);
   for (uint32_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= c.model.vocab_size) {
-      return Status::error(Code::kInvalidArgument, "model: token id %d at position %u is outside the vocabulary (0..%u)",
-                           ids[i], i, c.model.vocab_size - 1);
+      return Status::error(Code::kInvalidArgument,
+                           "model: token id %d at position %u is outside the vocabulary (0..%u)", ids[i], i,
+                           c.model.vocab_size - 1);
     }
   }
   if (uint64_t{position()} + n > c.max_seq) {

@@ -1,0 +1,236 @@
+// Model: a whole pre-norm decoder in one arena, against a double-precision reference built from
+// the reference attention block (embedding, RMSNorm, SwiGLU, final norm, tied or separate head);
+// decode token by token equals one prefill; no heap during prefill and decode; bad ids and a
+// prompt past the context change nothing.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headway/arena.hpp"
+#include "headway/heap_count.hpp"
+#include "headway/model.hpp"
+#include "headway/plan.hpp"
+#include "headway/thread_pool.hpp"
+#include "tests/reference/reference_layer.hpp"
+#include "tests/support/test_rng.hpp"
+
+namespace headway {
+namespace {
+
+Config model_config(bool tied) {
+  Config c;
+  c.set_name("tiny-decoder");
+  c.d_model = 32;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 8;
+  c.max_seq = 24;
+  c.n_layers = 2;
+  c.rope.style = RopeStyle::kNeox;
+  c.kv_dtype = DType::kF32;
+  c.model.vocab_size = 50;
+  c.model.intermediate_size = 48;
+  c.model.norm = NormKind::kRms;
+  c.model.norm_eps = 1e-5f;
+  c.model.mlp = MlpKind::kSwiGlu;
+  c.model.tie_word_embeddings = tied;
+  return c;
+}
+
+// The model's own tensors as f32 values (the runtime's weights and the reference's alike).
+struct Weights {
+  Config config;
+  std::vector<float> tensor[8][2];  // [ModelTensor][layer] (the global ones at layer 0)
+  std::vector<test::TestLayerWeights> attention;
+
+  Weights(const Config& c, uint64_t seed) : config(c) {
+    test::Rng rng(seed);
+    for (int t = 0; t < 8; ++t) {
+      for (uint32_t l = 0; l < c.n_layers; ++l) {
+        const TensorShape s = model_tensor_shape(c, static_cast<ModelTensor>(t));
+        std::vector<float>& v = tensor[t][l];
+        v.resize(size_t{s.rows} * s.cols);
+        const bool norm = s.rows == 1;
+        for (float& x : v) x = static_cast<float>(norm ? 1.0 + 0.1 * rng.normal() : rng.normal() / std::sqrt(s.cols));
+      }
+    }
+    for (uint32_t l = 0; l < c.n_layers; ++l) attention.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
+  }
+  const std::vector<float>& of(ModelTensor t, uint32_t layer) const {
+    const bool per_layer = t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
+    return tensor[static_cast<int>(t)][per_layer ? layer : 0];
+  }
+};
+
+Status rows_fn(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
+  const std::vector<float>& v = static_cast<Weights*>(ctx)->of(t, layer);
+  std::memcpy(dst, v.data() + first * shape.cols, n * shape.cols * sizeof(float));
+  return Status();
+}
+Result<LayerWeights> attention_fn(void* ctx, uint32_t layer) { return static_cast<Weights*>(ctx)->attention[layer].view; }
+
+// The reference: every token from position 0, logits of each [t, vocab] in double.
+std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids) {
+  const Config& c = w.config;
+  const uint32_t d = c.d_model, ffn = c.model.intermediate_size, t = static_cast<uint32_t>(ids.size());
+  auto rms = [&](const std::vector<double>& x, const std::vector<float>& g) {
+    std::vector<double> y(x.size());
+    for (uint32_t i = 0; i < t; ++i) {
+      double s = 0;
+      for (uint32_t j = 0; j < d; ++j) s += x[i * d + j] * x[i * d + j];
+      const double inv = 1.0 / std::sqrt(s / d + c.model.norm_eps);
+      for (uint32_t j = 0; j < d; ++j) y[i * d + j] = x[i * d + j] * inv * g[j];
+    }
+    return y;
+  };
+  auto matmul = [&](const std::vector<double>& x, const std::vector<float>& m, uint32_t out, uint32_t in) {
+    std::vector<double> y(size_t{t} * out);
+    for (uint32_t i = 0; i < t; ++i)
+      for (uint32_t o = 0; o < out; ++o) {
+        double s = 0;
+        for (uint32_t k = 0; k < in; ++k) s += x[size_t{i} * in + k] * m[size_t{o} * in + k];
+        y[size_t{i} * out + o] = s;
+      }
+    return y;
+  };
+  std::vector<double> h(size_t{t} * d);
+  for (uint32_t i = 0; i < t; ++i)
+    for (uint32_t j = 0; j < d; ++j) h[i * d + j] = w.of(ModelTensor::kEmbedding, 0)[size_t{ids[i]} * d + j];
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    test::RefLayer attn(c.layer_alone(l), w.attention[l].ref);
+    const std::vector<double> a = attn.forward(rms(h, w.of(ModelTensor::kAttnNorm, l)), t);
+    for (size_t i = 0; i < h.size(); ++i) h[i] += a[i];
+    const std::vector<double> x = rms(h, w.of(ModelTensor::kFfnNorm, l));
+    const std::vector<double> g = matmul(x, w.of(ModelTensor::kGate, l), ffn, d);
+    const std::vector<double> u = matmul(x, w.of(ModelTensor::kUp, l), ffn, d);
+    std::vector<double> act(g.size());
+    for (size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    const std::vector<double> m = matmul(act, w.of(ModelTensor::kDown, l), d, ffn);
+    for (size_t i = 0; i < h.size(); ++i) h[i] += m[i];
+  }
+  const ModelTensor head = c.model.tie_word_embeddings ? ModelTensor::kEmbedding : ModelTensor::kLmHead;
+  return matmul(rms(h, w.of(ModelTensor::kFinalNorm, 0)), w.of(head, 0), c.model.vocab_size, d);
+}
+
+struct Instance {
+  Plan plan;
+  void* buffer = nullptr;
+  Arena arena;
+  Model model;
+  ~Instance() { std::free(buffer); }
+};
+
+std::unique_ptr<Instance> make(Weights& w, PlanOptions o, ThreadPool* pool) {
+  auto m = std::make_unique<Instance>();
+  Result<Plan> plan = make_plan(w.config, o);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
+  m->plan = plan.value();
+  m->buffer = std::aligned_alloc(kAlignment, align_up(m->plan.arena_bytes));
+  REQUIRE(m->arena.bind(m->plan, m->buffer, align_up(m->plan.arena_bytes)).ok());
+  ModelWeightsSource src{&w, attention_fn, rows_fn};
+  LayerOptions lo;
+  lo.pool = pool;
+  const Status s = m->model.init(m->arena, src, lo);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  return m;
+}
+
+std::vector<int32_t> prompt(uint32_t n, uint64_t seed) {
+  test::Rng rng(seed);
+  std::vector<int32_t> ids(n);
+  for (int32_t& id : ids) id = static_cast<int32_t>(rng.uniform() * 50) % 50;
+  return ids;
+}
+
+TEST_CASE("Model: every position's logits equal the double reference, tied and separate heads, 1 and 2 threads") {
+  for (bool tied : {true, false}) {
+    for (uint32_t threads : {1u, 2u}) {
+      INFO("tied " << tied << ", threads " << threads);
+      Weights w(model_config(tied), 7);
+      ThreadPool pool;
+      REQUIRE(pool.create(threads).ok());
+      PlanOptions o;
+      o.threads = threads;
+      o.max_tokens = 5;  // the prompt runs in chunks
+      o.all_logits = true;
+      auto m = make(w, o, &pool);
+      const std::vector<int32_t> ids = prompt(13, 3);
+      std::vector<float> got(ids.size() * 50);
+      REQUIRE(m->model.prefill(ids.data(), 13, got.data()).ok());
+      const std::vector<double> want = reference_logits(w, ids);
+      double err = 0;
+      for (size_t i = 0; i < got.size(); ++i) err = std::fmax(err, std::fabs(got[i] - want[i]));
+      CHECK(err < 1e-4);
+      CHECK(std::memcmp(m->model.logits(), got.data() + 12 * 50, 50 * sizeof(float)) == 0);
+      CHECK(m->model.position() == 13);
+    }
+  }
+}
+
+TEST_CASE("Model: decode token by token gives the prefill's last logits, with no heap call") {
+  Weights w(model_config(true), 9);
+  PlanOptions o;
+  o.max_tokens = 8;
+  auto one = make(w, o, nullptr);
+  auto step = make(w, o, nullptr);
+  const std::vector<int32_t> ids = prompt(11, 5);
+  REQUIRE(one->model.prefill(ids.data(), 11).ok());
+  {
+    HeapCount heap;
+    REQUIRE(step->model.prefill(ids.data(), 4).ok());
+    for (uint32_t i = 4; i < 11; ++i) REQUIRE(step->model.decode(ids[i]).ok());
+    CHECK(heap.stop() == 0);
+  }
+  double err = 0;
+  for (uint32_t v = 0; v < 50; ++v) err = std::fmax(err, std::fabs(one->model.logits()[v] - step->model.logits()[v]));
+  CHECK(err < 1e-5);
+  step->model.reset();
+  CHECK(step->model.position() == 0);
+}
+
+TEST_CASE("Model: an id outside the vocabulary, a prompt past the context, or every logit unplanned change nothing") {
+  Weights w(model_config(false), 11);
+  auto m = make(w, PlanOptions{}, nullptr);
+  const std::vector<int32_t> ids = prompt(6, 8);
+  REQUIRE(m->model.prefill(ids.data(), 6).ok());
+  std::vector<float> before(m->model.logits(), m->model.logits() + 50);
+  const int32_t bad[] = {3, 50};
+  Status s = m->model.prefill(bad, 2);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(std::string(s.message()) == "model: token id 50 at position 1 is outside the vocabulary (0..49)");
+  const int32_t negative = -1;
+  CHECK(m->model.decode(negative).code() == Code::kInvalidArgument);
+  const std::vector<int32_t> long_prompt = prompt(19, 2);
+  s = m->model.prefill(long_prompt.data(), 19);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(std::string(s.message()) == "model: 19 tokens at position 6 go past the context of 24 tokens (max_seq)");
+  std::vector<float> all(6 * 50);
+  CHECK(m->model.prefill(ids.data(), 6, all.data()).code() == Code::kInvalidArgument);
+  CHECK(m->model.position() == 6);
+  CHECK(std::memcmp(before.data(), m->model.logits(), 50 * sizeof(float)) == 0);
+}
+
+TEST_CASE("Model config: validate() names what a model lacks") {
+  Config c = model_config(true);
+  c.model.mlp = MlpKind::kNone;
+  CHECK(std::string(validate(c).message()) == "mlp none: a model's layers need a SwiGLU MLP (mlp swiglu)");
+  c = model_config(true);
+  c.model.intermediate_size = 0;
+  CHECK(std::string(validate(c).message()) == "intermediate_size is 0: the MLP needs its hidden width");
+  c = model_config(true);
+  c.model.vocab_size = 0;
+  CHECK(validate(c).code() == Code::kInvalidArgument);
+  c.model = ModelConfig{};
+  CHECK(validate(c).ok());
+  const Plan attention_only = plan_for(c, {});
+  CHECK(attention_only.model_weights_bytes == 0);
+  CHECK(attention_only.arena_bytes == attention_only.scratch_offset + attention_only.scratch_bytes);
+}
+
+}  // namespace
+}  // namespace headway
