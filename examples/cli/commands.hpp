@@ -11,5 +11,6 @@ int cmd_layer(int argc, char** argv);
 int cmd_bench(int argc, char** argv);  // bench/command/bench_command.cc (headway::bench_command)
 int cmd_run(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
+int cmd_generate(int argc, char** argv);
 
 }  // namespace headway::cli

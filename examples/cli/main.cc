@@ -32,6 +32,11 @@ constexpr Command kCommands[] = {
      "run (--preset NAME | --config FILE | --gguf FILE | --spec TEXT) [--weights FILE] [--prompt N] [--tokens M]\n"
      "       [--layers N] [--threads N] [--weight-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--json]\n"
      "                                    prefill and decode through the attention stack; tokens/s, arena, heap"},
+    {"generate", headway::cli::cmd_generate,
+     "generate --gguf FILE (--prompt TEXT | --prompt-ids IDS) [--chat] [--tokens N] [--temp T] [--top-k K]\n"
+     "       [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D] [--weight-dtype D]\n"
+     "       [--threads N] [--ctx N] [--json]\n"
+     "                                    a whole model's answer, printed as it comes; its speed, arena and heap"},
     {"logits", headway::cli::cmd_logits,
      "logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
      "       [--weight-dtype f32|f16|bf16]\n"

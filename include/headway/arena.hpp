@@ -55,6 +55,7 @@ class Arena {
     return reinterpret_cast<float*>(base_ + plan_.mlp_hidden_offset);
   }                                                                                        // [max_tokens, 2·ffn]
   float* logits() const { return reinterpret_cast<float*>(base_ + plan_.logits_offset); }  // [logits_rows, vocab]
+  uint8_t* sampler_scratch() const { return base_ + plan_.sampler_offset; }  // Sampler::scratch_bytes(vocab)
 
  private:
   Plan plan_{};

@@ -43,6 +43,9 @@ class ModelFile {
   // (an error names the tensor, its shape and the one expected).
   ModelWeightsSource source();
 
+  // The file's chat template (tokenizer.chat_template); kNotFound naming the file when it has none.
+  Result<std::string> chat_template() const;
+
   struct Parsed;  // the mapped file and its buffers (the loader's)
 
  private:

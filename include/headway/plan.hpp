@@ -30,7 +30,8 @@
 //                   final norm [d_model] f32, LM head [vocab, d_model] in weight_dtype (absent when
 //                   tied to the embedding)]
 //   [model activations: normed rows [max_tokens, d_model] f32, MLP hidden [max_tokens, 2·ffn] f32
-//                       (gate | up), logits [logits_rows, vocab] f32]
+//                       (gate | up), logits [logits_rows, vocab] f32, the sampler's scratch
+//                       (Sampler::scratch_bytes: 8 bytes per vocabulary id)]
 #pragma once
 
 #include <cstdint>
@@ -187,6 +188,7 @@ struct Plan {
   uint64_t model_activations_offset = 0;  // the normed rows first
   uint64_t mlp_hidden_offset = 0;
   uint64_t logits_offset = 0;
+  uint64_t sampler_offset = 0;  // the sampler's scratch [vocab] × (id, value)
   uint64_t model_activation_bytes = 0;
 
   bool overflow = false;  // a byte count did not fit in 64 bits; validate() reports it
@@ -343,6 +345,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.model_activations_offset = before_model;
   p.mlp_hidden_offset = before_model;
   p.logits_offset = before_model;
+  p.sampler_offset = before_model;
   if (c.model.vocab_size > 0) {
     const uint64_t ffn = c.model.intermediate_size;
     const uint64_t norm = ck.align(ck.mul(c.d_model, 4));
@@ -359,7 +362,9 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     const uint64_t hidden = ck.align(ck.mul(ck.mul(p.max_tokens, 2), ck.mul(ffn, 4)));
     p.logits_offset = ck.add(p.mlp_hidden_offset, hidden);
     const uint64_t logits = ck.align(ck.mul(ck.mul(p.logits_rows, c.model.vocab_size), 4));
-    p.model_activation_bytes = ck.add(ck.add(model_act, hidden), logits);
+    p.sampler_offset = ck.add(p.logits_offset, logits);
+    const uint64_t sampler = ck.align(ck.mul(c.model.vocab_size, 8));
+    p.model_activation_bytes = ck.add(ck.add(model_act, hidden), ck.add(logits, sampler));
   }
   p.arena_bytes = ck.add(ck.add(before_model, p.model_weights_bytes), p.model_activation_bytes);
   p.overflow = ck.overflow;

@@ -264,19 +264,21 @@ Status GgufFile::dequantize_rows(const char* name, uint64_t first_row, uint64_t 
   return Status();
 }
 
-Result<std::string> GgufFile::architecture() const {
+Result<std::string> GgufFile::text(const char* key) const {
   gguf::Reader r{data_, static_cast<size_t>(size_), size_, source_.c_str()};
-  std::string arch;
+  std::string value;
+  bool found = false;
   HEADWAY_RETURN_IF_ERROR(gguf::for_each_kv(r, [&](const gguf::Kv& kv) {
-    if (!kv.is("general.architecture")) return Status();
+    if (!kv.is(key)) return Status();
     const uint8_t* text = nullptr;
     uint64_t len = 0;
     HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, kv, &text, &len));
-    arch.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
+    value.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
+    found = true;
     return Status();
   }));
-  if (arch.empty()) return Status::error(Code::kNotFound, "%s: no general.architecture key", source_.c_str());
-  return arch;
+  if (!found) return Status::error(Code::kNotFound, "%s: no %s key", source_.c_str(), key);
+  return value;
 }
 
 Result<Config> GgufFile::config() const {

@@ -72,8 +72,9 @@ class GgufFile {
 
   // The attention config from the kv section (parse_gguf_metadata over the same bytes).
   Result<Config> config() const;
-  // general.architecture ("llama", "qwen2", ...); an error when the file has none.
-  Result<std::string> architecture() const;
+  // The string value of `key` (general.architecture, tokenizer.chat_template, ...); kNotFound
+  // naming the file and the key when it has none.
+  Result<std::string> text(const char* key) const;
 
   uint32_t alignment() const { return alignment_; }
   uint64_t data_start() const { return data_start_; }

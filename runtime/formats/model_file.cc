@@ -89,7 +89,7 @@ Status ModelFile::open(const char* path) {
 Result<Config> ModelFile::config() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   const formats::WeightFile& f = parsed_->file;
-  const Result<std::string> arch = f.gguf().architecture();
+  const Result<std::string> arch = f.gguf().text("general.architecture");
   if (!arch.ok()) return arch.status();
   bool known = false;
   for (const char* a : kDecoderArchitectures) known = known || arch.value() == a;
@@ -159,6 +159,11 @@ Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
 }
 
 }  // namespace
+
+Result<std::string> ModelFile::chat_template() const {
+  if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
+  return parsed_->file.gguf().text("tokenizer.chat_template");
+}
 
 ModelWeightsSource ModelFile::source() {
   ModelWeightsSource s;

@@ -1,0 +1,245 @@
+// headway generate: text from a whole model, printed as it is made.
+//
+//   headway generate --gguf FILE (--prompt TEXT | --prompt-ids IDS) [--chat] [--tokens N]
+//                    [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
+//                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--json]
+//
+// The prompt is tokenized with the file's own tokenizer (--chat: wrapped in its chat template
+// first, as one user message), run through the model, and up to N tokens are sampled after it
+// (stopping at the end-of-turn or end-of-text token). The text goes to stdout as it comes (a
+// piece that ends inside a UTF-8 sequence waits for the rest); then the speed, the arena and the
+// heap calls made while generating go to stderr. --json prints one object at the end instead.
+// Sampling defaults are llama.cpp's (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05); --temp 0
+// is greedy. The context is the prompt and the tokens asked for (at most the model's).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "examples/cli/cli_common.hpp"
+#include "examples/cli/commands.hpp"
+#include "headway/arena.hpp"
+#include "headway/chat_template.hpp"
+#include "headway/heap_count.hpp"
+#include "headway/model.hpp"
+#include "headway/model_file.hpp"
+#include "headway/sampler.hpp"
+#include "headway/thread_pool.hpp"
+#include "headway/tokenizer.hpp"
+
+namespace headway::cli {
+namespace {
+
+constexpr const char* kCmd = "generate";
+
+struct GenerateFlags {
+  const char* gguf = nullptr;
+  const char* prompt = nullptr;
+  const char* prompt_ids = nullptr;
+  bool chat = false;
+  bool json = false;
+  uint32_t tokens = 128;
+  uint32_t threads = 1;
+  uint32_t ctx = 0;
+  DType kv_dtype = DType::kF16;
+  DType weight_dtype = DType::kF32;
+  SamplerParams sampling{0.8f, 40, 0.95f, 0.05f, 1.0f, 0.0f, 64, 0};
+};
+
+Status parse(int argc, char** argv, GenerateFlags* g) {
+  Flags f(kCmd, argc, argv);
+  while (f.next()) {
+    const std::string& n = f.name();
+    SamplerParams& s = g->sampling;
+    if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&g->gguf));
+    else if (n == "--prompt") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt));
+    else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_ids));
+    else if (n == "--chat" && !f.has_inline_value()) g->chat = true;
+    else if (n == "--json" && !f.has_inline_value()) g->json = true;
+    else if (n == "--tokens") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->tokens, 0, 1u << 20));
+    else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->threads, 1, ThreadPool::kMaxThreads));
+    else if (n == "--ctx") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->ctx, 1, 1u << 24));
+    else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&g->kv_dtype));
+    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&g->weight_dtype));
+    else if (n == "--temp") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.temperature));
+    else if (n == "--top-k") HEADWAY_RETURN_IF_ERROR(f.value_u32(&s.top_k, 0, UINT32_MAX));
+    else if (n == "--top-p") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.top_p));
+    else if (n == "--min-p") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.min_p));
+    else if (n == "--repeat-penalty") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.repetition_penalty));
+    else if (n == "--seed") {
+      uint32_t seed = 0;
+      HEADWAY_RETURN_IF_ERROR(f.value_u32(&seed, 0, UINT32_MAX));
+      s.seed = seed;
+    } else {
+      return f.unknown();
+    }
+  }
+  if (g->gguf == nullptr) return Status::error(Code::kInvalidArgument, "--gguf FILE is required (the model)");
+  if ((g->prompt == nullptr) == (g->prompt_ids == nullptr)) {
+    return Status::error(Code::kInvalidArgument, "give one of --prompt TEXT and --prompt-ids IDS");
+  }
+  if (g->chat && g->prompt == nullptr) {
+    return Status::error(Code::kInvalidArgument, "--chat wraps --prompt TEXT in the chat template: give --prompt");
+  }
+  return Status();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The prompt's ids: --prompt-ids as given; --prompt through the tokenizer (--chat: rendered by
+// the file's chat template first, its special tokens parsed, no BOS added twice).
+Status prompt_ids(const GenerateFlags& g, const ModelFile& file, Tokenizer& tok, std::vector<int32_t>* ids) {
+  if (g.prompt_ids != nullptr) return parse_ids("--prompt-ids", g.prompt_ids, ids);
+  std::string text = g.prompt;
+  if (g.chat) {
+    const Result<std::string> source = file.chat_template();
+    if (!source.ok()) return source.status();
+    const Result<ChatTemplate> t = ChatTemplate::recognize(source.value(), g.gguf);
+    if (!t.ok()) return t.status();
+    text = t.value().render({{"user", g.prompt}});
+  }
+  return tok.encode(text, ids);
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+  GenerateFlags g;
+  Status s = parse(argc, argv, &g);
+  if (!s.ok()) return report(kCmd, s);
+  ModelFile file;
+  s = file.open(g.gguf);
+  if (!s.ok()) return report(kCmd, s);
+  Result<Config> config = file.config();
+  if (!config.ok()) return report(kCmd, config.status());
+  Result<Tokenizer> tokenizer = Tokenizer::from_gguf(g.gguf);
+  if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
+  Tokenizer& tok = tokenizer.value();
+  std::vector<int32_t> ids;
+  s = prompt_ids(g, file, tok, &ids);
+  if (!s.ok()) return report(kCmd, s);
+  if (ids.empty()) return report(kCmd, Status::error(Code::kInvalidArgument, "the prompt has no tokens"));
+
+  Config c = config.value();
+  const uint32_t n_prompt = static_cast<uint32_t>(ids.size());
+  const uint64_t wanted = g.ctx ? g.ctx : uint64_t{n_prompt} + g.tokens;
+  if (wanted > c.max_seq || n_prompt > wanted) {
+    return report(kCmd, Status::error(Code::kInvalidArgument,
+                                      "the prompt's %u tokens and --tokens %u need a context of %llu, the model's is "
+                                      "%u%s",
+                                      n_prompt, g.tokens, static_cast<unsigned long long>(wanted), c.max_seq,
+                                      g.ctx ? " (or --ctx is shorter than the prompt)" : ""));
+  }
+  c.max_seq = static_cast<uint32_t>(wanted);
+  c.kv_dtype = g.kv_dtype;
+  PlanOptions options;
+  options.threads = g.threads;
+  options.weight_dtype = g.weight_dtype;
+  options.max_tokens = n_prompt < 512 ? n_prompt : 512;
+  const Result<Plan> plan = make_plan(c, options);
+  if (!plan.ok()) return report(kCmd, plan.status());
+  AlignedBuffer memory;
+  const uint64_t bytes = align_up(plan.value().arena_bytes);
+  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
+  if (memory.p == nullptr) {
+    return report(kCmd, Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
+                                      static_cast<unsigned long long>(bytes)));
+  }
+  Arena arena;
+  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
+  ThreadPool pool;
+  if (s.ok()) s = pool.create(g.threads);
+  LayerOptions layer_options;
+  layer_options.pool = &pool;
+  std::unique_ptr<Model> model(new Model);
+  if (s.ok()) s = model->init(arena, file.source(), layer_options);
+  Sampler sampler;
+  const uint32_t vocab = c.model.vocab_size;
+  if (s.ok()) s = sampler.init(g.sampling, vocab, arena.sampler_scratch(), Sampler::scratch_bytes(vocab));
+  if (!s.ok()) return report(kCmd, s);
+
+  // Everything the loop needs is made before it: the ids' room, the text pieces' buffer.
+  std::vector<int32_t> all = ids;
+  all.reserve(size_t{n_prompt} + g.tokens);
+  std::string text;
+  text.reserve(size_t{g.tokens} * 64);
+  StreamDecoder stream(tok);
+  std::vector<char> piece(4096);
+  size_t piece_len = 0;
+
+  HeapCount heap;
+  const auto t0 = std::chrono::steady_clock::now();
+  s = model->prefill(ids.data(), n_prompt);
+  const double prefill_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  uint32_t made = 0;
+  while (s.ok() && made < g.tokens) {
+    const Result<int32_t> next = sampler.sample(model->logits(), all.data(), all.size());
+    if (!next.ok()) {
+      s = next.status();
+      break;
+    }
+    const int32_t id = next.value();
+    all.push_back(id);
+    ++made;
+    if (id == tok.eos_id() || id == tok.eot_id()) break;
+    s = stream.push(id, piece.data(), piece.size(), &piece_len);
+    if (s.ok()) {
+      text.append(piece.data(), piece_len);
+      if (!g.json) {
+        std::fwrite(piece.data(), 1, piece_len, stdout);
+        std::fflush(stdout);
+      }
+    }
+    if (s.ok() && made < g.tokens) s = model->decode(id);
+  }
+  const double decode_s = seconds_since(t1);
+  if (s.ok()) s = stream.finish(piece.data(), piece.size(), &piece_len);
+  const long heap_calls = heap.stop();
+  if (!s.ok()) return report(kCmd, s);
+  text.append(piece.data(), piece_len);
+  if (!g.json) std::fwrite(piece.data(), 1, piece_len, stdout);
+
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double prefill_tps = prefill_s > 0 ? n_prompt / prefill_s : 0.0;
+  // The decode steps: every token after the first came from one decode call.
+  const double decode_tps = made > 1 && decode_s > 0 ? (made - 1) / decode_s : 0.0;
+  const std::vector<int32_t> generated(all.begin() + n_prompt, all.end());
+  if (g.json) {
+    nlohmann::ordered_json j;
+    j["prompt_ids"] = ids;
+    j["ids"] = generated;
+    j["text"] = text;
+    j["prefill_tokens"] = n_prompt;
+    j["prefill_tokens_per_s"] = prefill_tps;
+    j["decode_tokens"] = made;
+    j["decode_tokens_per_s"] = decode_tps;
+    j["arena_bytes"] = plan.value().arena_bytes;
+    j["peak_rss_bytes"] = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+    j["heap_allocations"] = heap_calls;
+    j["threads"] = g.threads;
+    j["kv_dtype"] = dtype_name(g.kv_dtype);
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return kExitOk;
+  }
+  std::printf("\n");
+  std::fprintf(stderr,
+               "headway generate: prefill %u tokens %.1f tokens/s, decode %u tokens %.1f tokens/s (%u thread%s, "
+               "%s KV)\n"
+               "headway generate: arena %s planned, peak RSS %s, %ld heap calls while generating\n",
+               n_prompt, prefill_tps, made, decode_tps, g.threads, g.threads == 1 ? "" : "s", dtype_name(g.kv_dtype),
+               human_bytes(plan.value().arena_bytes).c_str(),
+               human_bytes(static_cast<uint64_t>(usage.ru_maxrss) * 1024).c_str(), heap_calls);
+  return kExitOk;
+}
+
+}  // namespace headway::cli
