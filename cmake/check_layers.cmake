@@ -10,6 +10,7 @@
 #   runtime/ (formats) headway/, runtime/, and the kernels through their dispatch headers
 #                      simd/attention.h and simd/matmul.h (never a per-target -inl.h)
 #   runtime/capi/      headway/, runtime/
+#   runtime/tokenizer/ headway/, runtime/ (hosted: PCRE2 and utf8proc come in as <...> headers)
 #   runtime/gpu/       headway/, runtime/
 #   examples/          headway/ and its own folder's headers
 #   python/src/        headway/ and its own folder's headers (the bindings: the public API only)
@@ -26,6 +27,7 @@ set(rules
   "runtime@runtime/*@^(headway/|runtime/|simd/attention\\.h$|simd/matmul\\.h$)"
   "runtime formats@runtime/formats/*@^(headway/|runtime/)"
   "C API@runtime/capi/*@^(headway/|runtime/)"
+  "tokenizers@runtime/tokenizer/*@^(headway/|runtime/)"
   "gpu backend@runtime/gpu/*@^(headway/|runtime/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
