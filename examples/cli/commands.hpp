@@ -10,5 +10,6 @@ int cmd_attend(int argc, char** argv);
 int cmd_layer(int argc, char** argv);
 int cmd_bench(int argc, char** argv);  // bench/bench_command.cc (headway::bench_command)
 int cmd_run(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 
 }  // namespace headway::cli

@@ -32,6 +32,10 @@ constexpr Command kCommands[] = {
      "run (--preset NAME | --config FILE | --gguf FILE | --spec TEXT) [--weights FILE] [--prompt N] [--tokens M]\n"
      "       [--layers N] [--threads N] [--weight-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--json]\n"
      "                                    prefill and decode through the attention stack; tokens/s, arena, heap"},
+    {"tokenize", headway::cli::cmd_tokenize,
+     "tokenize (--gguf FILE | --tokenizer tokenizer.json | --model-dir DIR) (--text T | --text-file F | --ids 1,2,3)\n"
+     "       [--no-add-special] [--no-parse-special] [--keep-special] [--json]\n"
+     "                                    text to token ids, or ids to text, with the model file's own tokenizer"},
     {"bench", headway::cli::cmd_bench,
      "bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu] [--json] [--svg FILE]\n"
      "                                    time attention cases against this machine's measured peak"},
