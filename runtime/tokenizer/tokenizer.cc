@@ -1,5 +1,6 @@
 // Tokenizer: the added-token split, the BPE and WordPiece models, decoding and the stream decoder.
 // The loaders are load_gguf.cc and load_json.cc.
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -93,6 +94,9 @@ void Tokenizer::Impl::finish_load() {
   pieces.reserve(kScratchText / 2);
   next_pieces.reserve(kScratchText / 2);
   symbols.reserve(kScratchText);
+  next.reserve(kScratchText);
+  prev.reserve(kScratchText);
+  heap.reserve(kScratchText);
   bytes_out.reserve(kScratchText);
 }
 
@@ -115,26 +119,51 @@ void Tokenizer::Impl::bpe_piece(std::string_view piece, Out* out) {
       symbols.push_back(unk_id);
     }
   }
-  // The lowest-ranked pair merges first, the leftmost of equal ranks (Hugging Face's queue order).
-  while (symbols.size() > 1) {
-    int32_t best_rank = INT32_MAX;
-    size_t best = 0;
-    int32_t merged = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const uint64_t key =
-          (static_cast<uint64_t>(static_cast<uint32_t>(symbols[i])) << 32) | static_cast<uint32_t>(symbols[i + 1]);
-      auto it = merges.find(key);
-      if (it != merges.end() && it->second.rank < best_rank) {
-        best_rank = it->second.rank;
-        best = i;
-        merged = it->second.merged;
-      }
-    }
-    if (best_rank == INT32_MAX) break;
-    symbols[best] = merged;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  const auto n = static_cast<int32_t>(symbols.size());
+  if (n == 0) return;
+  // Symbols as a linked list over their first positions; candidate pairs in a min-heap on
+  // (rank, position): the lowest-ranked pair merges first, the leftmost of equal ranks (Hugging
+  // Face's order), in O(n log n). A popped pair whose symbols changed since it was pushed is
+  // stale and skipped.
+  next.resize(static_cast<size_t>(n));
+  prev.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
+    prev[static_cast<size_t>(i)] = i - 1;
   }
-  for (int32_t id : symbols) out->put(id);
+  heap.clear();
+  auto later = [](const tok::Candidate& a, const tok::Candidate& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  };
+  auto push = [&](int32_t left) {
+    if (left < 0) return;
+    const int32_t right = next[static_cast<size_t>(left)];
+    if (right < 0) return;
+    const int32_t l = symbols[static_cast<size_t>(left)], r = symbols[static_cast<size_t>(right)];
+    auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r));
+    if (it == merges.end()) return;
+    heap.push_back({it->second.rank, left, l, r, it->second.merged});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const tok::Candidate c = heap.back();
+    heap.pop_back();
+    const int32_t right = next[static_cast<size_t>(c.left)];
+    if (symbols[static_cast<size_t>(c.left)] != c.left_id || right < 0 ||
+        symbols[static_cast<size_t>(right)] != c.right_id) {
+      continue;  // stale
+    }
+    symbols[static_cast<size_t>(c.left)] = c.merged;
+    symbols[static_cast<size_t>(right)] = Tokenizer::kNone;  // gone
+    const int32_t after = next[static_cast<size_t>(right)];
+    next[static_cast<size_t>(c.left)] = after;
+    if (after >= 0) prev[static_cast<size_t>(after)] = c.left;
+    push(prev[static_cast<size_t>(c.left)]);
+    push(c.left);
+  }
+  for (int32_t i = 0; i >= 0; i = next[static_cast<size_t>(i)]) out->put(symbols[static_cast<size_t>(i)]);
 }
 
 Status Tokenizer::Impl::encode_bpe(std::string_view text, Out* out) {

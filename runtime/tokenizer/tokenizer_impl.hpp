@@ -52,6 +52,13 @@ struct Merge {
   int32_t merged;
 };
 
+// A pair of adjacent BPE symbols that a merge joins (ids as when pushed: stale once they change).
+struct Candidate {
+  int32_t rank;
+  int32_t left;  // the left symbol's position
+  int32_t left_id, right_id, merged;
+};
+
 // Ids written into the caller's buffer while counting all of them.
 struct Out {
   int32_t* ids;
@@ -108,8 +115,10 @@ struct Tokenizer::Impl {
   std::string mapped;                // one piece in byte-level form; a WordPiece lookup key
   std::vector<uint32_t> codepoints;  // normalizer work
   std::vector<tok::Piece> pieces, next_pieces;
-  std::vector<int32_t> symbols;  // BPE symbols of one piece
-  std::string bytes_out;         // decode work
+  std::vector<int32_t> symbols;     // BPE symbols of one piece, by first position (kNone: merged away)
+  std::vector<int32_t> next, prev;  // the symbols' list
+  std::vector<tok::Candidate> heap;
+  std::string bytes_out;  // decode work
 
   void finish_load();  // indexes added tokens, reserves scratch, fills byte maps
   Status encode_text(std::string_view text, const EncodeOptions& options, tok::Out* out);
