@@ -6,6 +6,12 @@
 //                   pre-tokenizer (the Split regex itself, compiled by PCRE2 with JIT, UTF + UCP)
 //   WordPiece       tokenizer.json with model.type "WordPiece" (BertNormalizer, BertPreTokenizer),
 //                   or a model directory with vocab.txt and tokenizer_config.json
+//   SentencePiece   GGUF tokenizer.ggml.model = "llama", read as transformers reads such a file
+//   -style BPE      (LlamaTokenizer): U+2581 for spaces, one prepended to the text's first part
+//                   unless it starts with a space (tokenizer.ggml.add_space_prefix false: never),
+//                   merges from tokenizer.ggml.merges or derived from the scores, byte fallback to
+//                   <0xNN> tokens, BOS unless the file says otherwise. Gemma's and Phi-3's files,
+//                   which transformers reads differently, are refused.
 //
 // The pipeline is Hugging Face's: the text is first split on the special (added) tokens written
 // in it, each other part is normalized, pre-tokenized and run through the model, and the
@@ -46,7 +52,7 @@ struct DecodeOptions {
   bool skip_special = true;
 };
 
-enum class TokenizerModel : uint8_t { kBpe, kWordPiece };
+enum class TokenizerModel : uint8_t { kBpe, kWordPiece, kSentencePiece };
 
 class Tokenizer {
  public:
@@ -101,7 +107,9 @@ class Tokenizer {
 // inside a UTF-8 sequence are held until the sequence completes (or proves invalid: then U+FFFD),
 // so the text written never holds half a character. No allocation: the held bytes are at most 3.
 // WordPiece: a "##" piece joins the word before it, any other piece follows a space (the
-// decoder's cleanup of " ." and " n't" is not applied here).
+// decoder's cleanup of " ." and " n't" is not applied here). SentencePiece: the text's first space
+// is dropped as the decoder strips it; an invalid run of <0xNN> bytes gives U+FFFD per maximal
+// subpart here, where decode() gives one per byte as Hugging Face's ByteFallback does.
 class StreamDecoder {
  public:
   static constexpr size_t kMaxHeld = 3;

@@ -14,11 +14,12 @@ namespace {
 namespace gguf = formats::gguf;
 
 // llama.cpp's token types (llama_token_type).
+constexpr int32_t kTypeUnknown = 2;
 constexpr int32_t kTypeControl = 3;
 constexpr int32_t kTypeUserDefined = 4;
 
 struct Keys {
-  gguf::Kv model, pre, tokens, token_type, merges, bos, eos, eot, unk, add_bos, add_eos;
+  gguf::Kv arch, model, pre, tokens, token_type, scores, merges, bos, eos, eot, unk, add_bos, add_eos, add_space;
 };
 
 // An array's element type and count; *pos is left at its first element.
@@ -86,11 +87,19 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
       const char* name;
       gguf::Kv* slot;
     } const slots[] = {
-        {"tokenizer.ggml.model", &k.model},           {"tokenizer.ggml.pre", &k.pre},
-        {"tokenizer.ggml.tokens", &k.tokens},         {"tokenizer.ggml.token_type", &k.token_type},
-        {"tokenizer.ggml.merges", &k.merges},         {"tokenizer.ggml.bos_token_id", &k.bos},
-        {"tokenizer.ggml.eos_token_id", &k.eos},      {"tokenizer.ggml.eot_token_id", &k.eot},
-        {"tokenizer.ggml.unknown_token_id", &k.unk},  {"tokenizer.ggml.add_bos_token", &k.add_bos},
+        {"general.architecture", &k.arch},
+        {"tokenizer.ggml.model", &k.model},
+        {"tokenizer.ggml.scores", &k.scores},
+        {"tokenizer.ggml.add_space_prefix", &k.add_space},
+        {"tokenizer.ggml.pre", &k.pre},
+        {"tokenizer.ggml.tokens", &k.tokens},
+        {"tokenizer.ggml.token_type", &k.token_type},
+        {"tokenizer.ggml.merges", &k.merges},
+        {"tokenizer.ggml.bos_token_id", &k.bos},
+        {"tokenizer.ggml.eos_token_id", &k.eos},
+        {"tokenizer.ggml.eot_token_id", &k.eot},
+        {"tokenizer.ggml.unknown_token_id", &k.unk},
+        {"tokenizer.ggml.add_bos_token", &k.add_bos},
         {"tokenizer.ggml.add_eos_token", &k.add_eos},
     };
     for (const auto& s : slots) {
@@ -105,21 +114,32 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   uint64_t len = 0;
   HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, k.model, &text, &len));
   const std::string model(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
-  if (model != "gpt2") {
-    return Status::error(Code::kUnsupported,
-                         "%s: tokenizer.ggml.model \"%.40s\" is not supported (headway reads \"gpt2\": byte-level "
-                         "BPE)",
-                         path, model.c_str());
+  std::string arch;
+  if (k.arch.present() && k.arch.type == gguf::kString) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, k.arch, &text, &len));
+    arch.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
   }
-  t->model = TokenizerModel::kBpe;
-  t->byte_level = true;
-
+  if (model == "gpt2") {
+    t->model = TokenizerModel::kBpe;
+    t->byte_level = true;
+  } else if (model == "llama" && arch.rfind("gemma", 0) != 0 && arch != "phi3") {
+    // Hugging Face's LlamaTokenizer (transformers' reading of such a file); Gemma's and Phi-3's
+    // files are read differently there.
+    t->model = TokenizerModel::kSentencePiece;
+    t->byte_level = false;
+  } else {
+    return Status::error(Code::kUnsupported,
+                         "%s: tokenizer.ggml.model \"%.40s\" (general.architecture \"%.40s\") is not supported "
+                         "(headway reads \"gpt2\", byte-level BPE, and \"llama\", SentencePiece BPE)",
+                         path, model.c_str(), arch.c_str());
+  }
   if (!k.tokens.present()) return Status::error(Code::kNotFound, "%s: no tokenizer.ggml.tokens", path);
   HEADWAY_RETURN_IF_ERROR(read_strings(r, k.tokens, "tokenizer.ggml.tokens", &t->tokens));
   const size_t n = t->tokens.size();
   t->special.assign(n, 0);
   t->vocab.reserve(n);
-  for (size_t i = 0; i < n; ++i) t->vocab.emplace(t->tokens[i], static_cast<int32_t>(i));
+  // A token written twice takes its last id, as transformers' reading of the file does.
+  for (size_t i = 0; i < n; ++i) t->vocab.insert_or_assign(t->tokens[i], static_cast<int32_t>(i));
 
   if (k.token_type.present()) {
     uint64_t count = 0;
@@ -135,26 +155,53 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     }
     for (size_t i = 0; i < n; ++i) {
       const auto type = static_cast<int32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
-      if (type == kTypeControl || type == kTypeUserDefined) {
-        t->added.push_back({t->tokens[i], static_cast<int32_t>(i), type == kTypeControl, false, false});
-      }
+      const bool special = type == kTypeControl || (type == kTypeUnknown && t->model == TokenizerModel::kSentencePiece);
+      if (special || type == kTypeUserDefined)
+        t->added.push_back({t->tokens[i], static_cast<int32_t>(i), special, false, false});
     }
   }
 
   std::vector<std::string> merges;
   if (k.merges.present()) HEADWAY_RETURN_IF_ERROR(read_strings(r, k.merges, "tokenizer.ggml.merges", &merges));
-  HEADWAY_RETURN_IF_ERROR(add_merges(merges, path, "tokenizer.ggml.merges", t));
+  if (t->model == TokenizerModel::kSentencePiece && !k.merges.present()) {
+    // No merges in the file: they come from the scores, as transformers derives them.
+    if (!k.scores.present()) {
+      return Status::error(Code::kNotFound, "%s: neither tokenizer.ggml.merges nor tokenizer.ggml.scores", path);
+    }
+    uint64_t count = 0;
+    size_t pos = 0;
+    HEADWAY_RETURN_IF_ERROR(array_head(r, k.scores, "tokenizer.ggml.scores", gguf::kF32, &count, &pos));
+    if (count != n) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s: tokenizer.ggml.scores has %llu entries, tokenizer.ggml.tokens %zu", path,
+                           static_cast<unsigned long long>(count), n);
+    }
+    if (k.scores.value_end - pos < count * 4) {
+      return Status::error(Code::kDataLoss, "%s: tokenizer.ggml.scores is truncated", path);
+    }
+    std::vector<float> scores(n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto bits = static_cast<uint32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
+      std::memcpy(&scores[i], &bits, 4);
+    }
+    merges_from_scores(scores, t);
+  } else {
+    HEADWAY_RETURN_IF_ERROR(add_merges(merges, path, "tokenizer.ggml.merges", t));
+  }
 
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.bos, "tokenizer.ggml.bos_token_id", n, &t->bos_id));
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.eos, "tokenizer.ggml.eos_token_id", n, &t->eos_id));
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.eot, "tokenizer.ggml.eot_token_id", n, &t->eot_id));
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.unk, "tokenizer.ggml.unknown_token_id", n, &t->unk_id));
+  t->add_bos = t->model == TokenizerModel::kSentencePiece;  // absent: llama.cpp and transformers add BOS
   if (k.add_bos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_bos, &t->add_bos));
+  if (k.add_space.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_space, &t->spm_prepend));
   if (k.add_eos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_eos, &t->add_eos));
   if (t->add_bos && t->bos_id != Tokenizer::kNone) t->prefix_ids.push_back(t->bos_id);
   if (t->add_eos && t->eos_id != Tokenizer::kNone) t->suffix_ids.push_back(t->eos_id);
   if (t->eot_id == Tokenizer::kNone) t->eot_id = guess_eot(*t);
 
+  if (t->model == TokenizerModel::kSentencePiece) return Status();
   std::string pre = "default";
   if (k.pre.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, k.pre, &text, &len));

@@ -1,5 +1,6 @@
 #include "runtime/tokenizer/pretokenizers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace headway::tok {
@@ -68,6 +69,51 @@ Status add_merges(const std::vector<std::string>& merges, const char* path, cons
         add_merge(std::string_view(m).substr(0, space), std::string_view(m).substr(space + 1), i, path, field, t));
   }
   return Status();
+}
+
+void merges_from_scores(const std::vector<float>& scores, Tokenizer::Impl* t) {
+  struct Candidate {
+    float score;
+    uint32_t left_chars, right_chars;
+    int32_t left, right, merged;
+  };
+  std::vector<Candidate> all;
+  std::vector<Candidate> local;
+  auto chars = [](std::string_view s) {
+    uint32_t n = 0;
+    for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+    return n;
+  };
+  for (size_t id = 0; id < t->tokens.size(); ++id) {
+    const std::string_view token = t->tokens[id];
+    // A token written twice counts once, at its last id.
+    auto self = t->vocab.find(token);
+    if (self == t->vocab.end() || static_cast<size_t>(self->second) != id) continue;
+    local.clear();
+    for (size_t cut = 1; cut < token.size(); ++cut) {
+      if ((static_cast<uint8_t>(token[cut]) & 0xC0) == 0x80) continue;  // inside a character
+      auto l = t->vocab.find(token.substr(0, cut));
+      auto r = t->vocab.find(token.substr(cut));
+      if (l == t->vocab.end() || r == t->vocab.end()) continue;
+      local.push_back({scores[id], chars(token.substr(0, cut)), chars(token.substr(cut)), l->second, r->second,
+                       static_cast<int32_t>(id)});
+    }
+    std::sort(local.begin(), local.end(), [](const Candidate& a, const Candidate& b) {
+      return a.left != b.left ? a.left < b.left : a.right < b.right;
+    });
+    all.insert(all.end(), local.begin(), local.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
+    return a.right_chars > b.right_chars;
+  });
+  t->merges.reserve(all.size());
+  for (size_t rank = 0; rank < all.size(); ++rank) {
+    const Candidate& c = all[rank];
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(c.left)) << 32) | static_cast<uint32_t>(c.right);
+    t->merges.emplace(key, Merge{static_cast<int32_t>(rank), c.merged});
+  }
 }
 
 int32_t guess_eot(const Tokenizer::Impl& t) {

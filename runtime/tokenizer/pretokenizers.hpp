@@ -31,6 +31,9 @@ Status set_named_pretokenizer(const std::string& pre, const char* path, Tokenize
 Status add_merges(const std::vector<std::string>& merges, const char* path, const char* field, Tokenizer::Impl* t);
 Status add_merge(std::string_view left, std::string_view right, size_t rank, const char* path, const char* field,
                  Tokenizer::Impl* t);
+// SentencePiece merges derived from the scores as transformers' generate_merges does: every
+// split of a token into two tokens, best score first, then the longer left and right parts.
+void merges_from_scores(const std::vector<float>& scores, Tokenizer::Impl* t);
 // The first of the usual end-of-turn tokens that the vocabulary has, or kNone.
 int32_t guess_eot(const Tokenizer::Impl& t);
 

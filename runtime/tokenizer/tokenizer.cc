@@ -26,6 +26,23 @@ bool pre_whitespace(uint32_t cp) {
 
 namespace tok {
 
+// A SentencePiece byte-fallback token "<0xNN>": its byte in *b.
+bool spm_byte(const std::string& s, uint8_t* b) {
+  if (s.size() != 6 || s.compare(0, 3, "<0x") != 0 || s[5] != '>') return false;
+  unsigned v = 0;
+  for (int k = 3; k < 5; ++k) {
+    const char c = s[static_cast<size_t>(k)];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                         : -1;
+    if (d < 0) return false;
+    v = v * 16 + static_cast<unsigned>(d);
+  }
+  *b = static_cast<uint8_t>(v);
+  return true;
+}
+
 template <class Visit>
 void for_each_token_byte(const Tokenizer::Impl& t, int32_t id, Visit&& visit) {
   const std::string& s = t.tokens[static_cast<size_t>(id)];
@@ -50,6 +67,22 @@ void for_each_token_byte(const Tokenizer::Impl& t, int32_t id, Visit&& visit) {
       }
       return;
     }
+  }
+  if (t.model == TokenizerModel::kSentencePiece) {
+    uint8_t b = 0;
+    if (spm_byte(s, &b)) {
+      visit(b);
+      return;
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.compare(i, 3, "\xE2\x96\x81") == 0) {
+        visit(' ');
+        i += 2;
+      } else {
+        visit(static_cast<uint8_t>(s[i]));
+      }
+    }
+    return;
   }
   for (char c : s) visit(static_cast<uint8_t>(c));
 }
@@ -86,6 +119,10 @@ void Tokenizer::Impl::finish_load() {
     tok::utf8_append(cp, &s);
     auto it = vocab.find(std::string_view(s));
     byte_token[b] = it == vocab.end() ? Tokenizer::kNone : it->second;
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    it = vocab.find(std::string_view(name));
+    byte_fallback_token[b] = it == vocab.end() ? Tokenizer::kNone : it->second;
   }
   clean.reserve(kScratchText);
   norm.reserve(kScratchText + 8);
@@ -119,6 +156,10 @@ void Tokenizer::Impl::bpe_piece(std::string_view piece, Out* out) {
       symbols.push_back(unk_id);
     }
   }
+  merge_symbols(out);
+}
+
+void Tokenizer::Impl::merge_symbols(Out* out) {
   const auto n = static_cast<int32_t>(symbols.size());
   if (n == 0) return;
   // Symbols as a linked list over their first positions; candidate pairs in a min-heap on
@@ -190,6 +231,49 @@ Status Tokenizer::Impl::encode_bpe(std::string_view text, Out* out) {
     pieces.swap(next_pieces);
   }
   for (const tok::Piece& p : pieces) bpe_piece(s.substr(p.begin, p.end - p.begin), out);
+  return Status();
+}
+
+Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) {
+  // Hugging Face's LlamaTokenizer: Metaspace (spaces as U+2581, one prepended to the text's first
+  // part unless it starts with one; no split), then BPE over characters with byte fallback.
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";
+  norm.clear();
+  const bool prepend =
+      spm_prepend && first && !(text.size() >= 1 && text[0] == ' ') && text.substr(0, kSpace.size()) != kSpace;
+  if (prepend) norm.append(kSpace);
+  for (char c : text) {
+    if (c == ' ') {
+      norm.append(kSpace);
+    } else {
+      norm.push_back(c);
+    }
+  }
+  symbols.clear();
+  uint32_t cp = 0;
+  bool last_unk = false;
+  for (size_t i = 0; i < norm.size();) {
+    const size_t n = tok::utf8_next(norm, i, &cp);
+    const size_t len = n == 0 ? 1 : n;
+    auto it = vocab.find(std::string_view(norm).substr(i, len));
+    if (it != vocab.end()) {
+      symbols.push_back(it->second);
+      last_unk = false;
+    } else {
+      bool all = true;
+      for (size_t k = 0; k < len; ++k)
+        all &= byte_fallback_token[static_cast<uint8_t>(norm[i + k])] != Tokenizer::kNone;
+      if (all) {
+        for (size_t k = 0; k < len; ++k) symbols.push_back(byte_fallback_token[static_cast<uint8_t>(norm[i + k])]);
+        last_unk = false;
+      } else if (unk_id != Tokenizer::kNone && !last_unk) {  // fuse_unk
+        symbols.push_back(unk_id);
+        last_unk = true;
+      }
+    }
+    i += len;
+  }
+  merge_symbols(out);
   return Status();
 }
 
@@ -271,9 +355,13 @@ Status Tokenizer::Impl::encode_wordpiece(std::string_view text, Out* out) {
   return Status();
 }
 
-Status Tokenizer::Impl::encode_segment(std::string_view text, Out* out) {
+Status Tokenizer::Impl::encode_segment(std::string_view text, bool first, Out* out) {
   if (text.empty()) return Status();
-  return model == TokenizerModel::kBpe ? encode_bpe(text, out) : encode_wordpiece(text, out);
+  switch (model) {
+    case TokenizerModel::kBpe: return encode_bpe(text, out);
+    case TokenizerModel::kSentencePiece: return encode_spm(text, first, out);
+    default: return encode_wordpiece(text, out);
+  }
 }
 
 Status Tokenizer::Impl::encode_text(std::string_view text, const EncodeOptions& options, Out* out) {
@@ -304,7 +392,7 @@ Status Tokenizer::Impl::encode_text(std::string_view text, const EncodeOptions& 
     if (hit->lstrip) {
       while (before > segment && ascii_space(text[before - 1])) --before;
     }
-    HEADWAY_RETURN_IF_ERROR(encode_segment(text.substr(segment, before - segment), out));
+    HEADWAY_RETURN_IF_ERROR(encode_segment(text.substr(segment, before - segment), segment == 0, out));
     out->put(hit->id);
     i += hit->content.size();
     if (hit->rstrip) {
@@ -312,7 +400,7 @@ Status Tokenizer::Impl::encode_text(std::string_view text, const EncodeOptions& 
     }
     segment = i;
   }
-  HEADWAY_RETURN_IF_ERROR(encode_segment(text.substr(segment), out));
+  HEADWAY_RETURN_IF_ERROR(encode_segment(text.substr(segment), segment == 0, out));
   if (options.add_special) {
     for (int32_t id : suffix_ids) out->put(id);
   }
@@ -320,6 +408,20 @@ Status Tokenizer::Impl::encode_text(std::string_view text, const EncodeOptions& 
 }
 
 // --- Tokenizer ------------------------------------------------------------------------------
+
+namespace {
+
+void flush_byte_run(Tokenizer::Impl* t) {
+  if (t->byte_run.empty()) return;
+  if (tok::utf8_valid(t->byte_run)) {
+    t->bytes_out.append(t->byte_run);
+  } else {
+    for (size_t i = 0; i < t->byte_run.size(); ++i) t->bytes_out.append("\xEF\xBF\xBD");
+  }
+  t->byte_run.clear();
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer() = default;
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -429,10 +531,24 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, char* out, size_t capacit
         const char c = t.bytes_out[start + 1];
         if (c == '.' || c == '?' || c == '!' || c == ',') t.bytes_out.erase(start, 1);
       }
+    } else if (t.model == TokenizerModel::kSentencePiece) {
+      // Hugging Face's ByteFallback: a run of <0xNN> tokens is its bytes when they are UTF-8,
+      // else one U+FFFD per byte.
+      uint8_t b = 0;
+      if (tok::spm_byte(t.tokens[static_cast<size_t>(id)], &b)) {
+        t.byte_run.push_back(static_cast<char>(b));
+      } else {
+        flush_byte_run(&t);
+        tok::token_bytes(t, id, &t.bytes_out);
+      }
     } else {
       tok::token_bytes(t, id, &t.bytes_out);
     }
     first = false;
+  }
+  if (t.model == TokenizerModel::kSentencePiece) {
+    flush_byte_run(&t);
+    if (t.spm_prepend && !t.bytes_out.empty() && t.bytes_out[0] == ' ') t.bytes_out.erase(0, 1);  // Strip
   }
   std::string_view text = t.bytes_out;
   if (!tok::utf8_valid(text)) {
@@ -530,6 +646,13 @@ Status StreamDecoder::push(int32_t id, char* out, size_t capacity, size_t* lengt
       feed(' ');
     }
     for (char c : s) feed(static_cast<uint8_t>(c));
+  } else if (t->model == TokenizerModel::kSentencePiece && !started_ && t->spm_prepend) {
+    // The decoder's Strip: the text's first space (the prepended U+2581) is dropped.
+    bool at_start = true;
+    tok::for_each_token_byte(*t, id, [&](uint8_t b) {
+      if (!(at_start && b == ' ')) feed(b);
+      at_start = false;
+    });
   } else {
     tok::for_each_token_byte(*t, id, feed);
   }

