@@ -505,6 +505,7 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, char* out, size_t capacit
   if (!impl_) return Status::error(Code::kFailedPrecondition, "decode: the tokenizer is not loaded");
   Impl& t = *impl_;
   t.bytes_out.clear();
+  t.byte_run.clear();  // a failed call may have left a run
   bool first = true;
   for (size_t i = 0; i < n; ++i) {
     const int32_t id = ids[i];

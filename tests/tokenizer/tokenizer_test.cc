@@ -394,6 +394,11 @@ TEST_CASE("tokenizer: SentencePiece-style GGUF: U+2581 for spaces, merges from s
   CHECK(dec(t, {1, space_hello, space, 3 + 0xE4, 3 + 0xB8, 3 + 0xAD}) == "hello \xE4\xB8\xAD");
   // An invalid run of byte tokens: one U+FFFD per byte (Hugging Face's ByteFallback).
   CHECK(dec(t, {space_hello, 3 + 0xE4, 3 + 0xB8}) == "hello\xEF\xBF\xBD\xEF\xBF\xBD");
+  // A call that fails on an id past the vocabulary leaves nothing behind for the next one.
+  const int32_t bad[] = {3 + 0xE4, 999};
+  std::string text;
+  CHECK_FALSE(t.decode(bad, 2, &text).ok());
+  CHECK(dec(t, {space_hello}) == "hello");
   StreamDecoder stream(t);
   std::string all;
   char out[64];
