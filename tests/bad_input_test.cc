@@ -1345,6 +1345,7 @@ TEST_CASE("bad input: .npy files") {
 }  // namespace
 }  // namespace headway
 
+#if HEADWAY_TEST_TOKENIZERS  // a build with the tokenizers (HEADWAY_TOKENIZERS)
 namespace headway {
 namespace {
 
@@ -1394,3 +1395,4 @@ TEST_CASE("bad input: tokenizer files and calls on an empty Tokenizer") {
 
 }  // namespace
 }  // namespace headway
+#endif  // HEADWAY_TEST_TOKENIZERS
