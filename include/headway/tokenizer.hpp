@@ -23,9 +23,11 @@
 //
 // Memory: the from_* loaders allocate (the vocabulary, the merges, compiled regexes, scratch).
 // encode() and decode() into caller buffers do not allocate once the scratch has grown to the
-// largest text seen: the scratch is reserved at load for kScratchText bytes of text and grows
-// (allocates) only for a longer one. The std::vector / std::string overloads allocate their
-// result. encode/decode use the Tokenizer's scratch: one Tokenizer per thread.
+// largest text seen: it is reserved at load (about 0.6 MiB) for texts of kScratchText bytes with
+// pieces (words) of kScratchPiece bytes, and grows (allocates) only for larger ones. A
+// tokenizer.json with an NFC normalizer allocates per call (utf8proc returns a new string). The
+// std::vector / std::string overloads allocate their result. encode/decode use the Tokenizer's
+// scratch: one Tokenizer per thread.
 #pragma once
 
 #include <cstddef>
@@ -56,8 +58,9 @@ enum class TokenizerModel : uint8_t { kBpe, kWordPiece, kSentencePiece };
 
 class Tokenizer {
  public:
-  static constexpr size_t kScratchText = 1 << 16;  // bytes of text encode() handles without growing
-  static constexpr int32_t kNone = -1;             // an absent bos/eos/eot id
+  static constexpr size_t kScratchText = 1 << 16;   // bytes of text encode() handles without growing
+  static constexpr size_t kScratchPiece = 1 << 12;  // bytes of one pre-tokenized piece, likewise
+  static constexpr int32_t kNone = -1;              // an absent bos/eos/eot id
 
   Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;

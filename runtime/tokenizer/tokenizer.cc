@@ -126,14 +126,14 @@ void Tokenizer::Impl::finish_load() {
   }
   clean.reserve(kScratchText);
   norm.reserve(kScratchText + 8);
-  mapped.reserve(kScratchText * 2);
+  mapped.reserve(kScratchPiece * 2);
   codepoints.reserve(64);
-  pieces.reserve(kScratchText / 2);
-  next_pieces.reserve(kScratchText / 2);
-  symbols.reserve(kScratchText);
-  next.reserve(kScratchText);
-  prev.reserve(kScratchText);
-  heap.reserve(kScratchText);
+  pieces.reserve(kScratchText / 4);
+  next_pieces.reserve(kScratchText / 4);
+  symbols.reserve(kScratchPiece);
+  next.reserve(kScratchPiece);
+  prev.reserve(kScratchPiece);
+  heap.reserve(kScratchPiece);
   bytes_out.reserve(kScratchText);
 }
 
