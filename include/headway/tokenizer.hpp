@@ -11,7 +11,9 @@
 //                   unless it starts with a space (tokenizer.ggml.add_space_prefix false: never),
 //                   merges from tokenizer.ggml.merges or derived from the scores, byte fallback to
 //                   <0xNN> tokens, BOS unless the file says otherwise. Gemma's and Phi-3's files,
-//                   which transformers reads differently, are refused.
+//                   which transformers reads differently, are refused. Or a tokenizer.json with
+//                   model.type "BPE", byte_fallback, and the Prepend + Replace normalizers or a
+//                   Metaspace pre-tokenizer (prepend_scheme first/always/never, split or not).
 //
 // The pipeline is Hugging Face's: the text is first split on the special (added) tokens written
 // in it, each other part is normalized, pre-tokenized and run through the model, and the

@@ -196,6 +196,7 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   t->add_bos = t->model == TokenizerModel::kSentencePiece;  // absent: llama.cpp and transformers add BOS
   if (k.add_bos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_bos, &t->add_bos));
   if (k.add_space.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_space, &t->spm_prepend));
+  t->spm_strip = t->spm_prepend;
   if (k.add_eos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_eos, &t->add_eos));
   if (t->add_bos && t->bos_id != Tokenizer::kNone) t->prefix_ids.push_back(t->bos_id);
   if (t->add_eos && t->eos_id != Tokenizer::kNone) t->suffix_ids.push_back(t->eos_id);

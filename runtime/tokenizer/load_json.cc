@@ -16,6 +16,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr size_t kMaxJsonBytes = size_t{256} << 20;
+constexpr const char* kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
 Status parse_file(const char* path, const char* what, json* out) {
   Result<formats::FileBytes> file = formats::read_file(path, kMaxJsonBytes, what);
@@ -72,6 +73,23 @@ Status normalizer(const json& n, const char* path, Tokenizer::Impl* t) {
     for (const json& each : *list) HEADWAY_RETURN_IF_ERROR(normalizer(each, path, t));
     return Status();
   }
+  if (type == "Prepend") {  // SentencePiece-style: U+2581 before every part, unconditionally
+    if (str(field(n, "prepend")) != kSpace)
+      return unsupported(path, "normalizer Prepend.prepend", str(field(n, "prepend")));
+    t->spm_style = true;
+    t->spm_prepend = true;
+    t->spm_prepend_first_only = false;
+    t->spm_prepend_unless_space = false;
+    return Status();
+  }
+  if (type == "Replace") {  // only " " → U+2581 (the SentencePiece-style files' one)
+    const json* pattern = field(n, "pattern");
+    if (pattern == nullptr || str(field(*pattern, "String")) != " " || str(field(n, "content")) != kSpace) {
+      return unsupported(path, "normalizer Replace", "(other than \" \" to U+2581)");
+    }
+    t->spm_style = true;
+    return Status();
+  }
   if (type == "NFC") {
     t->nfc = true;
     return Status();
@@ -125,6 +143,22 @@ Status pre_tokenizer(const json& p, const char* path, bool first, Tokenizer::Imp
     if (behavior != "Isolated" && behavior != "Removed")
       return unsupported(path, "pre_tokenizer Split.behavior", behavior);
     return add_split(regex, behavior == "Removed", where, t);
+  }
+  if (type == "Metaspace") {
+    if (str(field(p, "replacement")) != kSpace) {
+      return unsupported(path, "pre_tokenizer Metaspace.replacement", str(field(p, "replacement")));
+    }
+    std::string scheme = str(field(p, "prepend_scheme"));
+    if (scheme.empty()) scheme = flag(p, "add_prefix_space", true) ? "always" : "never";
+    if (scheme != "always" && scheme != "first" && scheme != "never") {
+      return unsupported(path, "pre_tokenizer Metaspace.prepend_scheme", scheme);
+    }
+    t->spm_style = true;
+    t->spm_prepend = scheme != "never";
+    t->spm_prepend_first_only = scheme == "first";
+    t->spm_prepend_unless_space = true;
+    t->spm_split = flag(p, "split", true);
+    return Status();
   }
   if (type == "Digits") {
     return add_split(flag(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+", false, where, t);
@@ -247,6 +281,8 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
       return unsupported(path, "model.continuing_subword_prefix / end_of_word_suffix", "set");
     }
     t->ignore_merges = flag(*model, "ignore_merges", false);
+    t->spm_byte_fallback = flag(*model, "byte_fallback", false);
+    t->spm_fuse_unk = flag(*model, "fuse_unk", false);
     const json* merges = field(*model, "merges");
     if (merges == nullptr || !merges->is_array()) {
       return Status::error(Code::kInvalidArgument, "%s: model.merges is not a list", path);
@@ -284,6 +320,24 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
   if (const json* d = field(top, "decoder")) {
     const std::string dtype = str(field(*d, "type"));
     if (dtype == "ByteLevel") t->byte_level = true;
+    // SentencePiece-style decoders: Sequence[Replace, ByteFallback, Fuse, Strip] or Metaspace.
+    t->spm_strip = false;
+    const json* list = dtype == "Sequence" ? field(*d, "decoders") : nullptr;
+    auto strips = [](const json& each) {
+      const std::string type = str(field(each, "type"));
+      if (type == "Strip") {
+        const json* start = field(each, "start");
+        return str(field(each, "content")) == " " && start != nullptr && start->is_number_integer() &&
+               start->get<int64_t>() >= 1;
+      }
+      return type == "Metaspace" && str(field(each, "prepend_scheme")) != "never" &&
+             flag(each, "add_prefix_space", true);
+    };
+    if (list != nullptr && list->is_array()) {
+      for (const json& each : *list) t->spm_strip = t->spm_strip || strips(each);
+    } else {
+      t->spm_strip = strips(*d);
+    }
     if (dtype == "WordPiece") {
       t->decoder_cleanup = flag(*d, "cleanup", true);
       const std::string prefix = str(field(*d, "prefix"));
@@ -291,7 +345,14 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
     }
   }
   if (t->model == TokenizerModel::kBpe && !t->byte_level) {
-    return unsupported(path, "model.type BPE without a ByteLevel pre-tokenizer or decoder", "BPE");
+    if (!t->spm_style && !t->spm_byte_fallback) {
+      return unsupported(path, "model.type BPE without a ByteLevel or Metaspace pre-tokenizer", "BPE");
+    }
+    if (!t->steps.empty() || t->nfc) {
+      return unsupported(path, "a SentencePiece-style BPE with a Split/Digits pre-tokenizer or NFC", "BPE");
+    }
+    t->model = TokenizerModel::kSentencePiece;
+    if (!t->spm_style) t->spm_prepend = false;  // byte fallback alone: the text as it is
   }
   if (const json* p = field(top, "post_processor")) HEADWAY_RETURN_IF_ERROR(post_processor(*p, path, t));
   for (int32_t id : t->prefix_ids) {

@@ -234,13 +234,43 @@ Status Tokenizer::Impl::encode_bpe(std::string_view text, Out* out) {
   return Status();
 }
 
+void Tokenizer::Impl::spm_piece(std::string_view piece, Out* out) {
+  symbols.clear();
+  uint32_t cp = 0;
+  bool last_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t n = tok::utf8_next(piece, i, &cp);
+    const size_t len = n == 0 ? 1 : n;
+    auto it = vocab.find(piece.substr(i, len));
+    bool all = spm_byte_fallback;  // the character's bytes as <0xNN> tokens, when all exist
+    for (size_t k = 0; all && k < len; ++k) {
+      all = byte_fallback_token[static_cast<uint8_t>(piece[i + k])] != Tokenizer::kNone;
+    }
+    if (it != vocab.end()) {
+      symbols.push_back(it->second);
+      last_unk = false;
+    } else if (all) {
+      for (size_t k = 0; k < len; ++k) symbols.push_back(byte_fallback_token[static_cast<uint8_t>(piece[i + k])]);
+      last_unk = false;
+    } else if (unk_id != Tokenizer::kNone && !(last_unk && spm_fuse_unk)) {
+      symbols.push_back(unk_id);
+      last_unk = true;
+    }
+    i += len;
+  }
+  merge_symbols(out);
+}
+
 Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) {
-  // Hugging Face's LlamaTokenizer: Metaspace (spaces as U+2581, one prepended to the text's first
-  // part unless it starts with one; no split), then BPE over characters with byte fallback.
+  // Hugging Face's SentencePiece-style BPE: spaces as U+2581 and one prepended (Metaspace, or the
+  // Prepend + Replace normalizers), optionally split before each U+2581, then BPE over
+  // characters with byte fallback.
   static constexpr std::string_view kSpace = "\xE2\x96\x81";
   norm.clear();
-  const bool prepend =
-      spm_prepend && first && !(text.size() >= 1 && text[0] == ' ') && text.substr(0, kSpace.size()) != kSpace;
+  bool prepend = spm_prepend && (first || !spm_prepend_first_only);
+  if (spm_prepend_unless_space && (text.substr(0, 1) == " " || text.substr(0, kSpace.size()) == kSpace)) {
+    prepend = false;
+  }
   if (prepend) norm.append(kSpace);
   for (char c : text) {
     if (c == ' ') {
@@ -249,31 +279,19 @@ Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) 
       norm.push_back(c);
     }
   }
-  symbols.clear();
-  uint32_t cp = 0;
-  bool last_unk = false;
-  for (size_t i = 0; i < norm.size();) {
-    const size_t n = tok::utf8_next(norm, i, &cp);
-    const size_t len = n == 0 ? 1 : n;
-    auto it = vocab.find(std::string_view(norm).substr(i, len));
-    if (it != vocab.end()) {
-      symbols.push_back(it->second);
-      last_unk = false;
-    } else {
-      bool all = true;
-      for (size_t k = 0; k < len; ++k)
-        all &= byte_fallback_token[static_cast<uint8_t>(norm[i + k])] != Tokenizer::kNone;
-      if (all) {
-        for (size_t k = 0; k < len; ++k) symbols.push_back(byte_fallback_token[static_cast<uint8_t>(norm[i + k])]);
-        last_unk = false;
-      } else if (unk_id != Tokenizer::kNone && !last_unk) {  // fuse_unk
-        symbols.push_back(unk_id);
-        last_unk = true;
-      }
-    }
-    i += len;
+  const std::string_view s = norm;
+  if (!spm_split) {
+    spm_piece(s, out);
+    return Status();
   }
-  merge_symbols(out);
+  // Metaspace's split: a piece begins at each U+2581.
+  size_t start = 0;
+  for (size_t i = 1; i <= s.size(); ++i) {
+    if (i == s.size() || s.substr(i, kSpace.size()) == kSpace) {
+      spm_piece(s.substr(start, i - start), out);
+      start = i;
+    }
+  }
   return Status();
 }
 
@@ -549,7 +567,7 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, char* out, size_t capacit
   }
   if (t.model == TokenizerModel::kSentencePiece) {
     flush_byte_run(&t);
-    if (t.spm_prepend && !t.bytes_out.empty() && t.bytes_out[0] == ' ') t.bytes_out.erase(0, 1);  // Strip
+    if (t.spm_strip && !t.bytes_out.empty() && t.bytes_out[0] == ' ') t.bytes_out.erase(0, 1);  // Strip
   }
   std::string_view text = t.bytes_out;
   if (!tok::utf8_valid(text)) {
@@ -647,7 +665,7 @@ Status StreamDecoder::push(int32_t id, char* out, size_t capacity, size_t* lengt
       feed(' ');
     }
     for (char c : s) feed(static_cast<uint8_t>(c));
-  } else if (t->model == TokenizerModel::kSentencePiece && !started_ && t->spm_prepend) {
+  } else if (t->model == TokenizerModel::kSentencePiece && !started_ && t->spm_strip) {
     // The decoder's Strip: the text's first space (the prepended U+2581) is dropped.
     bool at_start = true;
     tok::for_each_token_byte(*t, id, [&](uint8_t b) {

@@ -104,8 +104,15 @@ struct Tokenizer::Impl {
   bool char_is_byte[324];
 
   // SentencePiece-style BPE (GGUF tokenizer.ggml.model "llama"): U+2581 for spaces, byte fallback.
-  bool spm_prepend = true;           // U+2581 before the text (tokenizer.ggml.add_space_prefix)
-  int32_t byte_fallback_token[256];  // <0xNN> of each byte, or kNone
+  bool spm_prepend = true;               // U+2581 before the text (tokenizer.ggml.add_space_prefix)
+  bool spm_prepend_first_only = true;    // only before the text's first part (Metaspace "first")
+  bool spm_prepend_unless_space = true;  // not before a space (Metaspace; the Prepend normalizer: always)
+  bool spm_split = false;                // pieces start at each U+2581 (Metaspace split)
+  bool spm_byte_fallback = true;         // a character not in the vocabulary as <0xNN> tokens
+  bool spm_fuse_unk = true;              // consecutive unknown characters as one <unk>
+  bool spm_strip = true;                 // the decoder drops the text's first space (Strip)
+  bool spm_style = false;                // loading: a Metaspace / Prepend / Replace was seen
+  int32_t byte_fallback_token[256];      // <0xNN> of each byte, or kNone
 
   // WordPiece.
   tok::BertNormalizer bert;
@@ -130,6 +137,7 @@ struct Tokenizer::Impl {
   // Text between added tokens; `first`: it starts the text (SentencePiece's prefix space).
   Status encode_segment(std::string_view text, bool first, tok::Out* out);
   Status encode_spm(std::string_view text, bool first, tok::Out* out);
+  void spm_piece(std::string_view piece, tok::Out* out);
   Status encode_bpe(std::string_view text, tok::Out* out);
   Status encode_wordpiece(std::string_view text, tok::Out* out);
   void bpe_piece(std::string_view piece, tok::Out* out);

