@@ -17,6 +17,7 @@
 #     model/             core/, quant/, linear/, attention/, model/, and both dispatch headers
 #     capi/              every room
 #     formats/           core/, formats/ (hosted only)
+#     tokenizer/         core/, formats/, tokenizer/ (hosted only: PCRE2 and utf8proc come in as <...>)
 #   examples/cli/        headway/ and its own folder's headers
 #   examples/baremetal/  headway/ and the firmware's own headers (no folder)
 #   python/src/          headway/ and its own folder's headers (the bindings: the public API only)
@@ -44,6 +45,7 @@ set(rules
   "runtime model@runtime/model/*@^(headway/|runtime/(core|quant|linear|attention|model)/|simd/(attention|matmul)\\.h$)"
   "C API@runtime/capi/*@^(headway/|runtime/)"
   "runtime formats@runtime/formats/*@^(headway/|runtime/(core|formats)/)"
+  "tokenizers@runtime/tokenizer/*@^(headway/|runtime/(core|formats|tokenizer)/)"
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
   "python bindings@python/src/*@^(headway/|python/src/)"

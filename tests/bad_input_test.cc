@@ -3,7 +3,7 @@
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
 // ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
-// Session::encode, config.json, GGUF metadata and tensors, .npy and the C API (headway.h: the same checks, through
+// Session::encode, config.json, GGUF metadata and tensors, .npy, tokenizer files and the C API (headway.h: the same checks, through
 // codes and caller-owned memory).
 #include <doctest/doctest.h>
 
@@ -30,6 +30,7 @@
 #include "headway/plan_json.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
 #include "tests/formats/gguf_writer.hpp"
+#include "headway/tokenizer.hpp"
 
 namespace headway {
 namespace {
@@ -1404,3 +1405,55 @@ TEST_CASE("bad input: .npy files") {
 
 }  // namespace
 }  // namespace headway
+
+#if HEADWAY_TEST_TOKENIZERS  // a build with the tokenizers (HEADWAY_TOKENIZERS)
+namespace headway {
+namespace {
+
+TEST_CASE("bad input: tokenizer files and calls on an empty Tokenizer") {
+  auto load = [](Result<Tokenizer> (*from)(const char*), std::string path) {
+    return [from, path] { return status_of(from(path.c_str())); };
+  };
+  const std::string data = HEADWAY_TEST_DATA;
+  check_rows({
+      {"no GGUF", load(Tokenizer::from_gguf, "no/such/model.gguf"), Code::kNotFound, {"no/such/model.gguf"}},
+      {"empty GGUF", load(Tokenizer::from_gguf, data + "/bad/empty.gguf"), Code::kDataLoss, {"empty.gguf"}},
+      {"garbage GGUF",
+       load(Tokenizer::from_gguf, data + "/bad/garbage.gguf"),
+       Code::kInvalidArgument,
+       {"garbage.gguf"}},
+      {"truncated GGUF", load(Tokenizer::from_gguf, data + "/bad/truncated.gguf"), Code::kDataLoss, {"truncated.gguf"}},
+      {"no tokenizer.json",
+       load(Tokenizer::from_tokenizer_json, "no/such/tokenizer.json"),
+       Code::kNotFound,
+       {"no/such/tokenizer.json"}},
+      {"config.json as tokenizer.json",
+       load(Tokenizer::from_tokenizer_json, data + "/hf/gemma-7b.json"),
+       Code::kInvalidArgument,
+       {"gemma-7b.json: no model"}},
+      {"no model dir", load(Tokenizer::from_model_dir, "no/such/dir"), Code::kNotFound, {"no/such/dir/vocab.txt"}},
+      {"empty tokenizer encode",
+       [] {
+         Tokenizer t;
+         int32_t ids[4];
+         size_t n = 0;
+         return t.encode("hi", ids, 4, &n);
+       },
+       Code::kFailedPrecondition,
+       {"not loaded"}},
+      {"empty tokenizer decode",
+       [] {
+         Tokenizer t;
+         const int32_t ids[1] = {0};
+         char out[4];
+         size_t n = 0;
+         return t.decode(ids, 1, out, 4, &n);
+       },
+       Code::kFailedPrecondition,
+       {"not loaded"}},
+  });
+}
+
+}  // namespace
+}  // namespace headway
+#endif  // HEADWAY_TEST_TOKENIZERS

@@ -24,6 +24,10 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
+# pkg-config (PCRE2 and utf8proc for the tokenizers) reads the target's .pc files only, never the
+# build machine's.
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${HEADWAY_CROSS_TRIPLE}/pkgconfig:/usr/share/pkgconfig")
+
 # Tests (ctest, and doctest's test discovery at build time) run the target binaries through
 # qemu-user. -L points it at the cross sysroot for the dynamic loader and libc; libraries it does
 # not find there (libhwy.so.1) it loads from the multiarch directories of /.

@@ -42,6 +42,10 @@ constexpr Command kCommands[] = {
      "       [--weight-dtype f32|f16|bf16]\n"
      "                                    a whole model's next-token logits after each prompt position, f32 [T, "
      "vocab]"},
+    {"tokenize", headway::cli::cmd_tokenize,
+     "tokenize (--gguf FILE | --tokenizer tokenizer.json | --model-dir DIR) (--text T | --text-file F | --ids 1,2,3)\n"
+     "       [--no-add-special] [--no-parse-special] [--keep-special] [--json]\n"
+     "                                    text to token ids, or ids to text, with the model file's own tokenizer"},
     {"bench", headway::cli::cmd_bench,
      "bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu] [--json] [--svg FILE]\n"
      "                                    time attention cases against this machine's measured peak"},

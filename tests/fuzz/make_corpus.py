@@ -237,5 +237,16 @@ put("attention", "mask1", bytes([1, 0x34, 0x04, 2, 4, 128, 0, 0x01, 0, 0, 0, 0x0
 put("attention", "mask2", bytes([4, 9, 0, 1, 2, 32, 0, 0x01, 0, 0, 0, 0x00]) + b"seed" + bytes([0x03, 0, 0, 0]))
 put("attention", "mask3", bytes([16, 16, 0, 2, 2, 32, 0, 0x00, 0, 0, 0, 0x80]) + b"seed" + bytes([0x02, 0, 0, 0x03]))
 
+# Tokenizers: the first byte's low bits pick encode with the BPE (0) or WordPiece (1), decode with
+# special tokens kept (2) or the stream decoder (3), SentencePiece encode (4) or stream (5); the rest is
+# the text or pairs of id bytes.
+put("tokenizer", "bpe_text", b"\x00hello world  \t\n\xc3\xa9\xe4\xbd\xa0 I'm 12345<|end|> \xf0\x9f\x91\x8d")
+put("tokenizer", "bpe_invalid", b"\x00cut \xe2\x82 and \xff bytes \xed\xa0\x80")
+put("tokenizer", "wordpiece_text", b"\x01Hello, UNAFFABLE worlds! \xc3\x9c \xe4\xbd\xa0 [SEP] a" + b"a" * 120)
+put("tokenizer", "decode_ids", b"\x02" + bytes([0x03, 0x01, 0xc3, 0x00, 0xa9, 0x00, 0x02, 0x01]))
+put("tokenizer", "spm_text", b"\x04hello  hello\xe4\xb8\xad<s>hello</s> \xff")
+put("tokenizer", "spm_stream", b"\x05" + bytes([0x01, 0x00, 0x0c, 0x01, 0xe7, 0x00, 0xbb, 0x00, 0xb0, 0x00]))
+put("tokenizer", "stream_ids", b"\x03" + bytes([0xf0, 0x00, 0x9f, 0x00, 0x91, 0x00, 0x8d, 0x00, 0xe2, 0x00, 0x41, 0x00]))
+
 if __name__ == "__main__":
     print("corpora written to", OUT)
