@@ -3,8 +3,8 @@
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
 // ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
-// Session::encode, config.json, GGUF metadata and tensors, .npy, tokenizer files and the C API (headway.h: the same checks, through
-// codes and caller-owned memory).
+// Session::encode, config.json, GGUF metadata and tensors, .npy, tokenizer files and the C API (headway.h: the same
+// checks, through codes and caller-owned memory).
 #include <doctest/doctest.h>
 
 #include <cmath>

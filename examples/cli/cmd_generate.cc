@@ -175,6 +175,9 @@ int cmd_generate(int argc, char** argv) {
   std::vector<char> piece(4096);
   size_t piece_len = 0;
 
+  // stdout's buffer, given before the count starts (stdio would allocate one at the first write).
+  static char stdout_buffer[1 << 14];
+  std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
   HeapCount heap;
   const auto t0 = std::chrono::steady_clock::now();
   s = model->prefill(ids.data(), n_prompt);
@@ -232,6 +235,7 @@ int cmd_generate(int argc, char** argv) {
     return kExitOk;
   }
   std::printf("\n");
+  std::fflush(stdout);
   std::fprintf(stderr,
                "headway generate: prefill %u tokens %.1f tokens/s, decode %u tokens %.1f tokens/s (%u thread%s, "
                "%s KV)\n"

@@ -24,9 +24,6 @@ const char* model_tensor_name(ModelTensor t) {
 
 namespace {
 
-bool per_layer(ModelTensor t) {
-  return t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
-}
 bool is_norm(ModelTensor t) {
   return t == ModelTensor::kAttnNorm || t == ModelTensor::kFfnNorm || t == ModelTensor::kFinalNorm;
 }

@@ -72,7 +72,9 @@ Status rows_fn(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint
   std::memcpy(dst, v.data() + first * shape.cols, n * shape.cols * sizeof(float));
   return Status();
 }
-Result<LayerWeights> attention_fn(void* ctx, uint32_t layer) { return static_cast<Weights*>(ctx)->attention[layer].view; }
+Result<LayerWeights> attention_fn(void* ctx, uint32_t layer) {
+  return static_cast<Weights*>(ctx)->attention[layer].view;
+}
 
 // The reference: every token from position 0, logits of each [t, vocab] in double.
 std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids) {
@@ -100,7 +102,8 @@ std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids
   };
   std::vector<double> h(size_t{t} * d);
   for (uint32_t i = 0; i < t; ++i)
-    for (uint32_t j = 0; j < d; ++j) h[i * d + j] = w.of(ModelTensor::kEmbedding, 0)[size_t{ids[i]} * d + j];
+    for (uint32_t j = 0; j < d; ++j)
+      h[i * d + j] = w.of(ModelTensor::kEmbedding, 0)[static_cast<size_t>(ids[i]) * d + j];
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     test::RefLayer attn(c.layer_alone(l), w.attention[l].ref);
     const std::vector<double> a = attn.forward(rms(h, w.of(ModelTensor::kAttnNorm, l)), t);

@@ -6,8 +6,11 @@ LlamaForCausalLM runs on them in float64 (transformers' own GGUF loading keeps t
 computes in float32); headway dequantizes the same file bit-exactly into its arena and runs in f32. Over several prompts (chat-formatted and plain, through the file's own
 tokenizer as transformers reads it) every position's logits must agree: the largest absolute
 error, the mean KL divergence of the next-token distributions, and the top-1 token wherever the
-reference's two best logits are not a near-tie.
+reference's two best logits are not a near-tie. Then `headway generate --chat --temp 0`: its
+prompt ids equal apply_chat_template's, and its answer equals transformers' greedy generate()
+token for token, up to the first step where the reference's two best logits are a near-tie.
 """
+import json
 import argparse
 import importlib.util
 import os
@@ -122,7 +125,30 @@ def main():
             print(f"prompt {i}: {len(ids)} tokens, threads {threads}: max |err| {err:.2e}, mean KL {kl:.2e}, "
                   f"top-1 {agree.mean():.3f} ({'ok' if ok else 'FAIL'})")
             failures += 0 if ok else 1
-    print(f"{len(PROMPTS) - failures} passed, {failures} failed")
+        for question in ["What is the capital of France?", "Name three colors of the rainbow."]:
+            want_prompt = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True)
+            if hasattr(want_prompt, "keys"):
+                want_prompt = want_prompt["input_ids"]
+            run = subprocess.run([args.headway, "generate", "--gguf", os.path.join(folder, name), "--chat", "--prompt",
+                                  question, "--temp", "0", "--tokens", "24", "--json"], check=True, capture_output=True,
+                                 text=True)
+            got = json.loads(run.stdout)
+            ok = got["prompt_ids"] == list(want_prompt) and got["heap_allocations"] == 0
+            with torch.no_grad():  # greedy, one token at a time, the reference's logits at each step
+                out = model(torch.tensor([list(want_prompt)]), use_cache=True)
+                for step, token in enumerate(got["ids"]):
+                    logits = out.logits[0, -1].numpy()
+                    best = int(logits.argmax())
+                    top2 = np.sort(logits)[-2:]
+                    if best != token:
+                        ok = ok and (top2[1] - top2[0]) <= NEAR_TIE
+                        print(f"  step {step}: headway {token}, transformers {best}, gap {top2[1] - top2[0]:.2e}")
+                        break
+                    out = model(torch.tensor([[token]]), cache=out.past_key_values, use_cache=True)
+            print(f"chat '{question}': {got['text']!r} ({'ok' if ok else 'FAIL'})")
+            failures += 0 if ok else 1
+    checks = len(PROMPTS) + 2
+    print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
