@@ -308,6 +308,28 @@ TEST_CASE("tokenizer: a GGUF's tokens, types and merges, and BOS as the file say
   CHECK(dec(t, {kEnd, kHello}) == "hello");
 }
 
+TEST_CASE("tokenizer: a GGUF control token spelled outside the byte alphabet is plain text") {
+  // transformers leaves such a token out of the special tokens (a converter's mislabel): "<a b>"
+  // has a real space where a byte-level vocabulary writes U+0120.
+  TempDir dir("tok_mislabel");
+  std::vector<std::string> tokens = bpe_tokens();
+  tokens.push_back("<a b>");
+  std::vector<uint32_t> types(tokens.size(), 1);
+  types[kEnd] = 3;
+  types.back() = 3;
+  GgufWriter w;
+  w.str("tokenizer.ggml.model", "gpt2").str("tokenizer.ggml.pre", "gpt2");
+  w.string_array("tokenizer.ggml.tokens", tokens).u32_array("tokenizer.ggml.token_type", types);
+  w.string_array("tokenizer.ggml.merges", {});
+  write_bytes(dir / "t.gguf", w.bytes());
+  Result<Tokenizer> r = Tokenizer::from_gguf((dir / "t.gguf").c_str());
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  CHECK(enc(r.value(), "<|end|>") == std::vector<int32_t>{kEnd});
+  CHECK(enc(r.value(), "<a b>").size() == 5);
+  CHECK_FALSE(r.value().is_special(262));
+}
+
 TEST_CASE("tokenizer: bad files name the file and the field") {
   TempDir dir("tok_bad_files");
   auto gguf_error = [&](const GgufWriter& w) {
