@@ -436,6 +436,16 @@ TEST_CASE("tokenizer: SentencePiece-style GGUF: U+2581 for spaces, merges from s
   Result<Tokenizer> bare = Tokenizer::from_gguf((dir / "no_prefix.gguf").c_str());
   REQUIRE(bare.ok());
   CHECK(enc(bare.value(), "hello") == std::vector<int32_t>{1, hello});
+
+  // Warm, encode and decode into caller buffers allocate nothing.
+  int32_t ids[32];
+  size_t count = 0, length = 0;
+  char decoded[64];
+  REQUIRE(t.encode("hello \xE4\xB8\xAD hello", ids, 32, &count).ok());
+  HeapCount heap;
+  CHECK(t.encode("hello \xE4\xB8\xAD hello", ids, 32, &count).ok());
+  CHECK(t.decode(ids, count, decoded, sizeof(decoded), &length).ok());
+  CHECK(heap.stop() == 0);
 }
 
 TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, ## and [UNK]") {
@@ -465,6 +475,16 @@ TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, 
     all.append(out, n);
   }
   CHECK(all == "hello unaffable world");
+
+  // Warm, encode and decode into caller buffers allocate nothing.
+  int32_t ids[32];
+  size_t count = 0, length = 0;
+  char text[64];
+  REQUIRE(t.encode("Hello, unaffable WORLDS!", ids, 32, &count).ok());
+  HeapCount heap;
+  CHECK(t.encode("Hello, unaffable WORLDS!", ids, 32, &count).ok());
+  CHECK(t.decode(ids, count, text, sizeof(text), &length).ok());
+  CHECK(heap.stop() == 0);
 }
 
 }  // namespace
