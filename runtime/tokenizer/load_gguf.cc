@@ -7,6 +7,7 @@
 #include "runtime/formats/mapped_file.hpp"
 #include "runtime/tokenizer/pretokenizers.hpp"
 #include "runtime/tokenizer/tokenizer_impl.hpp"
+#include "runtime/tokenizer/unicode.hpp"
 
 namespace headway::tok {
 namespace {
@@ -59,6 +60,18 @@ Status read_strings(const gguf::Reader& r, const gguf::Kv& kv, const char* key, 
     pos += static_cast<size_t>(len);
   }
   return Status();
+}
+
+// Whether every character of `token` is one of GPT-2's 256 byte characters.
+bool byte_spelled(const std::string& token) {
+  uint32_t cp = 0;
+  for (size_t i = 0; i < token.size();) {
+    const size_t n = utf8_next(token, i, &cp);
+    const bool byte_char = (cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0x143);
+    if (n == 0 || !byte_char) return false;
+    i += n;
+  }
+  return true;
 }
 
 Status read_id(const gguf::Reader& r, const gguf::Kv& kv, const char* key, size_t vocab, int32_t* out) {
@@ -155,9 +168,13 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     }
     for (size_t i = 0; i < n; ++i) {
       const auto type = static_cast<int32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
-      const bool special = type == kTypeControl || (type == kTypeUnknown && t->model == TokenizerModel::kSentencePiece);
-      if (special || type == kTypeUserDefined)
+      // A control token of a byte-level vocabulary spelled outside the byte alphabet is a
+      // converter's mislabel that transformers leaves out; so does headway.
+      const bool control = type == kTypeControl && (t->model != TokenizerModel::kBpe || byte_spelled(t->tokens[i]));
+      const bool special = control || (type == kTypeUnknown && t->model == TokenizerModel::kSentencePiece);
+      if (special || type == kTypeUserDefined) {
         t->added.push_back({t->tokens[i], static_cast<int32_t>(i), special, false, false});
+      }
     }
   }
 

@@ -1,5 +1,5 @@
-// Tokenizer: the added-token split, the BPE and WordPiece models, decoding and the stream decoder.
-// The loaders are load_gguf.cc and load_json.cc.
+// Tokenizer: the added-token split, the models (byte-level BPE, SentencePiece-style BPE,
+// WordPiece), decoding and the stream decoder. The loaders are load_gguf.cc and load_json.cc.
 #include <algorithm>
 #include <climits>
 #include <cstdio>

@@ -217,10 +217,16 @@ def main():
             tok = trained_bpe(pre)
             tj = os.path.join(tmp, f"{pre}.json")
             tok.save(tj)
-            if pre != "olmo":  # the same tokenizer.json as gpt2's
-                check.corpus(f"trained {pre} tokenizer.json", ["--tokenizer", tj], tok, tmp)
             gg = os.path.join(tmp, f"{pre}.gguf")
             write_gguf(tok, pre, gg)
+            if pre == "qwen2":  # Qwen2's tokenizer.json normalizes to NFC (its GGUF does not say so)
+                from tokenizers import normalizers
+                tok.normalizer = normalizers.NFC()
+                tok.save(tj)
+                check.corpus(f"trained {pre} tokenizer.json", ["--tokenizer", tj], tok, tmp)
+                tok.normalizer = None
+            elif pre != "olmo":  # the same tokenizer.json as gpt2's
+                check.corpus(f"trained {pre} tokenizer.json", ["--tokenizer", tj], tok, tmp)
             check.corpus(f"trained {pre} GGUF", ["--gguf", gg], tok, tmp)
 
         # SentencePiece-style BPE from scores, byte fallback, BOS by default: against transformers'
@@ -254,6 +260,17 @@ def main():
             ref.no_padding()  # the file pads to a fixed length; headway returns the ids alone
             ref.no_truncation()
             check.corpus("MiniLM tokenizer.json", ["--tokenizer", os.path.join(d, "tokenizer.json")], ref, tmp)
+            # A cased BERT's normalizer: no lowercasing, accents kept, no CJK split.
+            with open(os.path.join(d, "tokenizer.json")) as f:
+                cased = json.load(f)
+            cased["normalizer"].update(lowercase=False, strip_accents=False, handle_chinese_chars=False)
+            cased_path = os.path.join(tmp, "cased.json")
+            with open(cased_path, "w") as f:
+                json.dump(cased, f)
+            ref_cased = Tokenizer.from_file(cased_path)
+            ref_cased.no_padding()
+            ref_cased.no_truncation()
+            check.corpus("MiniLM tokenizer.json, cased normalizer", ["--tokenizer", cased_path], ref_cased, tmp)
             vd = os.path.join(tmp, "minilm-vocab")
             os.mkdir(vd)
             for f in ("vocab.txt", "tokenizer_config.json"):

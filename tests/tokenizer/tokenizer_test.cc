@@ -308,6 +308,28 @@ TEST_CASE("tokenizer: a GGUF's tokens, types and merges, and BOS as the file say
   CHECK(dec(t, {kEnd, kHello}) == "hello");
 }
 
+TEST_CASE("tokenizer: a GGUF control token spelled outside the byte alphabet is plain text") {
+  // transformers leaves such a token out of the special tokens (a converter's mislabel): "<a b>"
+  // has a real space where a byte-level vocabulary writes U+0120.
+  TempDir dir("tok_mislabel");
+  std::vector<std::string> tokens = bpe_tokens();
+  tokens.push_back("<a b>");
+  std::vector<uint32_t> types(tokens.size(), 1);
+  types[kEnd] = 3;
+  types.back() = 3;
+  GgufWriter w;
+  w.str("tokenizer.ggml.model", "gpt2").str("tokenizer.ggml.pre", "gpt2");
+  w.string_array("tokenizer.ggml.tokens", tokens).u32_array("tokenizer.ggml.token_type", types);
+  w.string_array("tokenizer.ggml.merges", {});
+  write_bytes(dir / "t.gguf", w.bytes());
+  Result<Tokenizer> r = Tokenizer::from_gguf((dir / "t.gguf").c_str());
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  CHECK(enc(r.value(), "<|end|>") == std::vector<int32_t>{kEnd});
+  CHECK(enc(r.value(), "<a b>").size() == 5);
+  CHECK_FALSE(r.value().is_special(262));
+}
+
 TEST_CASE("tokenizer: bad files name the file and the field") {
   TempDir dir("tok_bad_files");
   auto gguf_error = [&](const GgufWriter& w) {
@@ -414,6 +436,16 @@ TEST_CASE("tokenizer: SentencePiece-style GGUF: U+2581 for spaces, merges from s
   Result<Tokenizer> bare = Tokenizer::from_gguf((dir / "no_prefix.gguf").c_str());
   REQUIRE(bare.ok());
   CHECK(enc(bare.value(), "hello") == std::vector<int32_t>{1, hello});
+
+  // Warm, encode and decode into caller buffers allocate nothing.
+  int32_t ids[32];
+  size_t count = 0, length = 0;
+  char decoded[64];
+  REQUIRE(t.encode("hello \xE4\xB8\xAD hello", ids, 32, &count).ok());
+  HeapCount heap;
+  CHECK(t.encode("hello \xE4\xB8\xAD hello", ids, 32, &count).ok());
+  CHECK(t.decode(ids, count, decoded, sizeof(decoded), &length).ok());
+  CHECK(heap.stop() == 0);
 }
 
 TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, ## and [UNK]") {
@@ -443,6 +475,16 @@ TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, 
     all.append(out, n);
   }
   CHECK(all == "hello unaffable world");
+
+  // Warm, encode and decode into caller buffers allocate nothing.
+  int32_t ids[32];
+  size_t count = 0, length = 0;
+  char text[64];
+  REQUIRE(t.encode("Hello, unaffable WORLDS!", ids, 32, &count).ok());
+  HeapCount heap;
+  CHECK(t.encode("Hello, unaffable WORLDS!", ids, 32, &count).ok());
+  CHECK(t.decode(ids, count, text, sizeof(text), &length).ok());
+  CHECK(heap.stop() == 0);
 }
 
 }  // namespace
