@@ -62,6 +62,15 @@ void print_table(const Plan& p) {
               human_bytes(p.activation_bytes).c_str(), p.max_tokens);
   std::printf("  scratch      %12s  %s per thread\n", human_bytes(p.scratch_bytes).c_str(),
               human_bytes(p.scratch_bytes_per_thread).c_str());
+  if (c.model.vocab_size > 0) {
+    std::printf("  model        %12s  embedding %s, %s per layer (norms, %s MLP %u wide), LM head %s\n",
+                human_bytes(p.model_weights_bytes).c_str(), human_bytes(p.embedding_bytes).c_str(),
+                human_bytes(p.model_layer_bytes).c_str(), mlp_kind_name(c.model.mlp), c.model.intermediate_size,
+                c.model.tie_word_embeddings ? "tied to the embedding" : human_bytes(p.lm_head_bytes).c_str());
+    std::printf("  model acts   %12s  normed rows, MLP hidden, logits of %u token%s over %u ids, sampler\n",
+                human_bytes(p.model_activation_bytes).c_str(), p.logits_rows, p.logits_rows == 1 ? "" : "s",
+                c.model.vocab_size);
+  }
   std::printf("  arena total  %12s  (%llu bytes)\n\n", human_bytes(p.arena_bytes).c_str(),
               static_cast<unsigned long long>(p.arena_bytes));
 
@@ -113,7 +122,7 @@ int cmd_plan(int argc, char** argv) {
     }
     if (!s.ok()) return report("plan", s);
   }
-  Result<Config> config = source.load();
+  Result<Config> config = source.load_model();
   if (!config.ok()) return report("plan", config.status());
   Config c = config.value();
   if (kv_dtype_set) c.kv_dtype = kv_dtype;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "headway/model_file.hpp"
 #include "headway/model_files.hpp"
 #include "headway/presets.hpp"
 
@@ -37,6 +38,15 @@ Result<Config> ConfigSource::load(const char* count_note) const {
   if (config_path != nullptr) return load_hf_config(config_path);
   if (gguf_path != nullptr) return load_gguf_config(gguf_path);
   return parse_spec(spec);
+}
+
+Result<Config> ConfigSource::load_model(const char* count_note) const {
+  if (given() != 1 || gguf_path == nullptr) return load(count_note);
+  ModelFile file;
+  HEADWAY_RETURN_IF_ERROR(file.open(gguf_path));
+  Result<Config> whole = file.config();
+  if (whole.ok() || whole.status().code() != Code::kUnsupported) return whole;
+  return load(count_note);
 }
 
 }  // namespace headway::cli

@@ -21,6 +21,9 @@ struct ConfigSource {
   // The config of the one source given. Any other count is kInvalidArgument "give exactly one
   // of ... (got N<count_note>)"; an unknown preset is kNotFound.
   Result<Config> load(const char* count_note = "") const;
+  // load(), but a GGUF of a decoder headway runs whole gives the whole model's config (its
+  // embedding, norms, MLP and head: ModelFile::config); any other GGUF its attention alone.
+  Result<Config> load_model(const char* count_note = "") const;
 };
 
 }  // namespace headway::cli

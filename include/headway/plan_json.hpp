@@ -6,10 +6,12 @@
 //   softcap, scale, rope {style, theta, rotary_dim, scaling}, kv_dtype, weight_dtype, threads,
 //   max_tokens, cache_rows, kv_bytes_per_token, kv_bytes_per_layer, kv_cache_bytes, weight_bytes,
 //   projection, packed_bytes, activation_bytes, scratch_bytes_per_thread, scratch_bytes,
-//   arena_bytes, heads [{q_head, kv_head, qkv_q_offset, qkv_k_offset, qkv_v_offset,
-//   cache_k_offset, cache_v_offset}], layer_kinds {sliding_pattern, nope_interval,
-//   rope_local_theta, layer_types ("s"/"f" per layer), rope_layers ("1"/"0" per layer)}, sinks,
-//   sink_tokens, alibi, alibi_max_bias, alibi_times_scale, sliding_layers, ring_rows, layers
+//   vocab_size, intermediate_size, mlp ("none"|"swiglu"), norm ("none"|"rms"), tie_word_embeddings,
+//   model_weight_bytes, model_activation_bytes (0 without a model), arena_bytes, regions {name:
+//   {offset, bytes}} (arena_regions' table, in its order), heads [{q_head, kv_head, qkv_q_offset, qkv_k_offset,
+//   qkv_v_offset, cache_k_offset, cache_v_offset}], layer_kinds {sliding_pattern, nope_interval, rope_local_theta,
+//   layer_types ("s"/"f" per layer), rope_layers ("1"/"0" per layer)}, sinks, sink_tokens, alibi, alibi_max_bias,
+//   alibi_times_scale, sliding_layers, ring_rows, layers
 //   [{index, attention ("full"|"sliding"), window, rope, rope_theta, kv_rows, kv_bytes, kv_offset,
 //   sinks, sink_tokens, alibi}] and, for a plan deeper than kMaxListedLayers, layers_listed.
 #pragma once
