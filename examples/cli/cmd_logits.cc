@@ -1,11 +1,12 @@
 // headway logits: the next-token logits after each position of a prompt, from a whole model.
 //
-//   headway logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype D]
-//                  [--weight-dtype f32|f16|bf16]
+//   headway logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]
+//                  [--kv-dtype D] [--weight-dtype f32|f16|bf16]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
 // the token after ids[0..i]. The plan's context is the prompt's length; its weights are
-// dequantized from the file into the arena (f32 unless --weight-dtype says otherwise).
+// dequantized from the file (a GGUF, or a Hugging Face directory's config.json and
+// model.safetensors) into the arena (f32 unless --weight-dtype says otherwise).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -27,6 +28,7 @@ constexpr const char* kCmd = "logits";
 
 struct LogitsFlags {
   const char* gguf = nullptr;
+  const char* dir = nullptr;
   const char* ids_text = nullptr;
   const char* out = nullptr;
   uint32_t threads = 1;
@@ -39,6 +41,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
   while (f.next()) {
     const std::string& n = f.name();
     if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&l->gguf));
+    else if (n == "--model-dir") HEADWAY_RETURN_IF_ERROR(f.value(&l->dir));
     else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&l->ids_text));
     else if (n == "--out") HEADWAY_RETURN_IF_ERROR(f.value(&l->out));
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
@@ -46,7 +49,9 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&l->weight_dtype));
     else return f.unknown();
   }
-  if (l->gguf == nullptr) return Status::error(Code::kInvalidArgument, "--gguf FILE is required (the model)");
+  if ((l->gguf == nullptr) == (l->dir == nullptr)) {
+    return Status::error(Code::kInvalidArgument, "give one of --gguf FILE and --model-dir DIR (the model)");
+  }
   if (l->ids_text == nullptr) return Status::error(Code::kInvalidArgument, "--prompt-ids is required (e.g. 1,2,3)");
   if (l->out == nullptr) return Status::error(Code::kInvalidArgument, "--out logits.npy is required");
   return Status();
@@ -62,11 +67,16 @@ int cmd_logits(int argc, char** argv) {
   s = parse_ids("--prompt-ids", l.ids_text, &ids);
   if (!s.ok()) return report(kCmd, s);
   ModelFile file;
-  s = file.open(l.gguf);
+  const char* model_path = l.gguf != nullptr ? l.gguf : l.dir;
+  s = file.open(model_path);
   if (!s.ok()) return report(kCmd, s);
   Result<Config> config = file.config();
   if (!config.ok()) return report(kCmd, config.status());
   Config c = config.value();
+  if (!c.causal) {
+    return report(kCmd, Status::error(Code::kInvalidArgument,
+                                      "%s is an encoder: logits runs decoders; embed runs encoders", model_path));
+  }
   const uint32_t t = static_cast<uint32_t>(ids.size());
   c.max_seq = t;
   c.kv_dtype = l.kv_dtype;
@@ -82,7 +92,7 @@ int cmd_logits(int argc, char** argv) {
       return report(kCmd, Status::error(Code::kInvalidArgument,
                                         "--prompt-ids: token id %d is outside the vocabulary "
                                         "of %s (0..%u)",
-                                        id, l.gguf, c.model.vocab_size - 1));
+                                        id, model_path, c.model.vocab_size - 1));
     }
   }
   AlignedBuffer memory;

@@ -12,6 +12,7 @@ int cmd_bench(int argc, char** argv);  // bench/command/bench_command.cc (headwa
 int cmd_run(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 
 }  // namespace headway::cli

@@ -37,9 +37,13 @@ constexpr Command kCommands[] = {
      "       [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D] [--weight-dtype D]\n"
      "       [--threads N] [--ctx N] [--json]\n"
      "                                    a whole model's answer, printed as it comes; its speed, arena and heap"},
+    {"embed", headway::cli::cmd_embed,
+     "embed --model-dir DIR --text T [--text T2 ...] [--threads N] [--json]\n"
+     "                                    sentence embeddings from a whole encoder (BERT, MiniLM), as "
+     "sentence-transformers"},
     {"logits", headway::cli::cmd_logits,
-     "logits --gguf FILE --prompt-ids 1,2,3 --out logits.npy [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
-     "       [--weight-dtype f32|f16|bf16]\n"
+     "logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]\n"
+     "       [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16]\n"
      "                                    a whole model's next-token logits after each prompt position, f32 [T, "
      "vocab]"},
     {"tokenize", headway::cli::cmd_tokenize,

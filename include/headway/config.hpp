@@ -82,22 +82,37 @@ struct LayerKinds {
   LayerBits rope;                 // set: layer i rotates; clear: no RoPE (a NoPE layer)
 };
 
-// The model around the attention blocks (embeddings, norms, MLP, LM head), as a decoder's files
-// give it. vocab_size 0: no model, only the stack of attention blocks (Session). With a model
-// (Model, headway/model.hpp) each layer runs pre-norm, as Llama, SmolLM2, Mistral and Qwen2 do:
-//   h += attn(norm(h));  h += down(act(gate(norm(h))) · up(norm(h)))
-// then the final norm and the LM head (the token embedding when tied) give the logits.
-enum class NormKind : uint8_t { kNone = 0, kRms };    // RMSNorm: x / sqrt(mean(x²) + eps) · w
-enum class MlpKind : uint8_t { kNone = 0, kSwiGlu };  // down(silu(gate(x)) · up(x)), no biases
-const char* norm_kind_name(NormKind k);               // "none", "rms"
-const char* mlp_kind_name(MlpKind k);                 // "none", "swiglu"
+// The model around the attention blocks (embeddings, norms, MLP, LM head), as its files give it;
+// its tensors: headway/model_tensors.hpp. vocab_size 0: no model, only the stack of attention
+// blocks (Session). A decoder (causal; Model, headway/model.hpp) runs pre-norm, as Llama,
+// SmolLM2, Mistral and Qwen2 do:
+//   h += attn(norm(h));  h += mlp(norm(h));  logits = final_norm(h) · headᵀ (the embedding when tied)
+// An encoder (bidirectional, post_norm; Encoder, headway/encoder.hpp) as BERT and MiniLM do:
+//   h = embedding_norm(tokens + positions + token type 0);  h = norm(h + attn(h));  h = norm(h + mlp(h))
+enum class NormKind : uint8_t {
+  kNone = 0,
+  kRms,    // RMSNorm: x / sqrt(mean(x²) + eps) · w
+  kLayer,  // LayerNorm: (x − mean) / sqrt(var + eps) · w + b
+};
+enum class MlpKind : uint8_t {
+  kNone = 0,
+  kSwiGlu,  // down(silu(gate(x)) · up(x))
+  kGelu,    // down(gelu(up(x))), GELU exact (erf), as BERT's "gelu"
+};
+const char* norm_kind_name(NormKind k);  // "none", "rms", "layer"
+const char* mlp_kind_name(MlpKind k);    // "none", "swiglu", "gelu"
 struct ModelConfig {
   uint32_t vocab_size = 0;
   uint32_t intermediate_size = 0;  // the MLP's hidden width
   NormKind norm = NormKind::kNone;
   float norm_eps = 1e-5f;
   MlpKind mlp = MlpKind::kNone;
+  bool mlp_bias = false;             // up and down carry biases (BERT)
   bool tie_word_embeddings = false;  // the LM head is the token embedding
+  bool post_norm = false;            // each norm after its residual add, no final norm (BERT)
+  bool embedding_norm = false;       // a norm after the embeddings (BERT)
+  uint32_t max_positions = 0;        // learned absolute position embeddings (BERT); 0: none
+  uint32_t type_vocab_size = 0;      // token type embeddings (BERT; type 0 is added); 0: none
 };
 
 // The longest name a Config carries (a preset name or config.json's model_type).

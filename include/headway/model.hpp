@@ -24,31 +24,12 @@
 
 #include "headway/arena.hpp"
 #include "headway/layer.hpp"
+#include "headway/model_tensors.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/weights.hpp"
 
 namespace headway {
-
-// The tensors of a decoder beyond its attention blocks; per layer: kAttnNorm .. kDown.
-enum class ModelTensor : uint8_t { kEmbedding = 0, kAttnNorm, kFfnNorm, kGate, kUp, kDown, kFinalNorm, kLmHead };
-const char* model_tensor_name(ModelTensor t);  // "embedding", "attn_norm", ... "lm_head"
-
-// [rows, cols] of tensor t in a config's model (a norm: [1, d_model]).
-struct TensorShape {
-  uint32_t rows = 0;
-  uint32_t cols = 0;
-};
-constexpr TensorShape model_tensor_shape(const Config& c, ModelTensor t) {
-  switch (t) {
-    case ModelTensor::kEmbedding:
-    case ModelTensor::kLmHead: return {c.model.vocab_size, c.d_model};
-    case ModelTensor::kGate:
-    case ModelTensor::kUp: return {c.model.intermediate_size, c.d_model};
-    case ModelTensor::kDown: return {c.d_model, c.model.intermediate_size};
-    default: return {1, c.d_model};
-  }
-}
 
 // Where a Model's weights come from, at init only. attention(ctx, layer): that layer's attention
 // weights (as Session's LayerWeightsFn: with weights in the arena they need only live until the
@@ -91,8 +72,6 @@ class Model {
 
  private:
   Status run_chunk(const int32_t* ids, uint32_t t, float* logits);
-  TensorRef matrix(ModelTensor t, uint32_t layer) const;
-  const float* norm(ModelTensor t, uint32_t layer) const;
 
   const Arena* arena_ = nullptr;
   ThreadPool* pool_ = nullptr;

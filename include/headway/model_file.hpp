@@ -1,21 +1,21 @@
-// A decoder's weights file for Model (headway/model.hpp): a GGUF in any weight type the ggml
-// table holds (headway/ggml_types.hpp: f32, f16, bf16, q4_0 ... q8_0, q2_K ... q6_K), each tensor
-// dequantized bit-exactly as ggml does when Model::init copies it into the arena. Part of the
-// hosted tools layer (headway::tools): open() maps the file and allocates its index; the
-// attention weights of one layer are dequantized into a buffer it holds until the next layer.
+// A model's weights for Model (decoders, headway/model.hpp) or Encoder (headway/encoder.hpp):
+//   - a GGUF in any weight type the ggml table holds (headway/ggml_types.hpp: f32, f16, bf16,
+//     q4_0 ... q8_0, q2_K ... q6_K), each tensor dequantized bit-exactly as ggml does;
+//   - a Hugging Face directory: config.json and model.safetensors (f32, f16, bf16).
+// Tensor names: headway/model_tensors.hpp, and the attention tensors of headway/weights_file.hpp.
+// Part of the hosted tools layer (headway::tools): open() maps the file and allocates its index;
+// a GGUF's attention weights of one layer are dequantized into a buffer it holds until the next.
 //
-//   GGUF names: token_embd.weight, blk.{i}.attn_norm.weight, blk.{i}.ffn_norm.weight,
-//   blk.{i}.ffn_{gate,up,down}.weight, output_norm.weight, output.weight (absent: tied), and the
-//   attention tensors of headway/weights_file.hpp.
-//
-// Architectures: the pre-norm RMSNorm + SwiGLU decoders ModelConfig describes (llama — which
-// also carries Mistral, SmolLM and SmolLM2 files —, qwen2, qwen3). Any other is refused when
-// the config is read, naming the architecture and what headway lacks for it.
+// Families: the pre-norm RMSNorm + SwiGLU decoders (GGUF architectures llama — which also carries
+// Mistral, SmolLM and SmolLM2 files —, qwen2, qwen3; config.json model_type llama, mistral, qwen2,
+// qwen3) and BERT-family encoders (model_type bert: BERT, MiniLM). Any other is refused when the
+// config is read, naming the architecture and what headway lacks for it.
 #pragma once
 
 #include <cstdint>
 
 #include "headway/config.hpp"
+#include "headway/encoder.hpp"
 #include "headway/model.hpp"
 #include "headway/status.hpp"
 
@@ -28,20 +28,33 @@ class ModelFile {
   ModelFile(const ModelFile&) = delete;
   ModelFile& operator=(const ModelFile&) = delete;
 
-  // Maps a GGUF file and reads its tensor table.
+  // Maps a GGUF file, or a directory's model.safetensors, and reads its tensor table.
   Status open(const char* path);
 
-  // The whole decoder's config: the attention config of the file's metadata (as
+  // The whole model's config. GGUF: the attention config of the file's metadata (as
   // load_gguf_config, with the biases, q/k norms and sinks the tensors show) and its model part:
   // vocab_size from token_embd's rows, intermediate_size from ffn_gate's rows, RMSNorm with the
-  // file's epsilon, tied when there is no output.weight. An architecture Model cannot run is an
-  // error naming it.
+  // file's epsilon, tied when there is no output.weight. A directory: config.json's (as
+  // load_hf_config, and vocab_size, intermediate_size, hidden_act, the norm's eps,
+  // tie_word_embeddings, max_position_embeddings, type_vocab_size). A family headway cannot run
+  // whole is an error naming it.
   Result<Config> config() const;
 
   // Model::init's source for a plan made from config() (max_seq, kv_dtype and the weight dtype
   // may differ). Valid while this object lives; each tensor's shape is checked against the plan
   // (an error names the tensor, its shape and the one expected).
   ModelWeightsSource source();
+
+  // How a sentence-transformers directory turns hidden states into sentence embeddings: its
+  // 1_Pooling/config.json (mean or CLS), whether modules.json ends in Normalize, and
+  // sentence_bert_config.json's max_seq_length (0 where absent). A directory without them: mean
+  // pooling, normalized, no length limit of its own. kUnsupported for a pooling mode headway lacks.
+  struct SentencePooling {
+    Pooling pooling = Pooling::kMean;
+    bool normalize = true;
+    uint32_t max_seq_length = 0;
+  };
+  Result<SentencePooling> sentence_pooling() const;
 
   // The file's chat template (tokenizer.chat_template); kNotFound naming the file when it has none.
   Result<std::string> chat_template() const;

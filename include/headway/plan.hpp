@@ -24,20 +24,20 @@
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
 //   With a model (Config::model.vocab_size > 0), always copied in (whatever weights_in_arena says:
 //   a file's blocks are dequantized into them at init):
-//   [model weights: embedding [vocab, d_model] in weight_dtype, then n_layers ×
-//                   (attn_norm [d_model] f32, ffn_norm [d_model] f32, gate [ffn, d_model],
-//                   up [ffn, d_model], down [d_model, ffn] in weight_dtype: ModelLayerLayout),
-//                   final norm [d_model] f32, LM head [vocab, d_model] in weight_dtype (absent when
-//                   tied to the embedding)]
+//   [model weights: the tensors of headway/model_tensors.hpp the config has, each aligned, in
+//                   f32 (norms, biases) or weight_dtype: the whole-model ones first (embedding,
+//                   ..., LM head, in the table's order), then n_layers slices of the per-layer
+//                   ones (norms, MLP matrices and biases): model_tensor_offset()]
 //   [model activations: normed rows [max_tokens, d_model] f32, MLP hidden [max_tokens, 2·ffn] f32
-//                       (gate | up), logits [logits_rows, vocab] f32, the sampler's scratch
-//                       (Sampler::scratch_bytes: 8 bytes per vocabulary id)]
+//                       (gate | up), logits [logits_rows, vocab] f32 and the sampler's scratch
+//                       (Sampler::scratch_bytes: 8 bytes per vocabulary id) for a decoder]
 #pragma once
 
 #include <cstdint>
 
 #include "headway/attention_policy.hpp"
 #include "headway/config.hpp"
+#include "headway/model_tensors.hpp"
 #include "headway/status.hpp"
 
 namespace headway {
@@ -178,12 +178,12 @@ struct Plan {
   uint64_t arena_bytes = 0;
 
   // The model around the blocks (zero without one: Config::model.vocab_size 0).
-  uint32_t logits_rows = 0;           // 1, or max_tokens with PlanOptions::all_logits
+  uint32_t logits_rows = 0;           // a decoder's: 1, or max_tokens with PlanOptions::all_logits
   uint64_t embedding_bytes = 0;       // [vocab, d_model] in weight_dtype, aligned
-  uint64_t model_layer_bytes = 0;     // one layer's norms and MLP (ModelLayerLayout), aligned
-  uint64_t final_norm_bytes = 0;      // [d_model] f32, aligned
-  uint64_t lm_head_bytes = 0;         // [vocab, d_model] in weight_dtype, aligned; 0 when tied
-  uint64_t model_weights_offset = 0;  // the embedding first, then the layers, the norm, the head
+  uint64_t model_global_bytes = 0;    // the whole-model tensors (embeddings, final norm, head)
+  uint64_t model_layer_bytes = 0;     // one layer's norms and MLP, aligned
+  uint64_t lm_head_bytes = 0;         // [vocab, d_model] in weight_dtype, aligned; 0 when tied or none
+  uint64_t model_weights_offset = 0;  // the whole-model tensors first, then the layers
   uint64_t model_weights_bytes = 0;
   uint64_t model_activations_offset = 0;  // the normed rows first
   uint64_t mlp_hidden_offset = 0;
@@ -348,22 +348,24 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.sampler_offset = before_model;
   if (c.model.vocab_size > 0) {
     const uint64_t ffn = c.model.intermediate_size;
-    const uint64_t norm = ck.align(ck.mul(c.d_model, 4));
-    const uint64_t matrix = ck.align(ck.mul(ck.mul(ffn, c.d_model), wb));
-    p.logits_rows = o.all_logits ? p.max_tokens : 1;
-    p.embedding_bytes = ck.align(ck.mul(ck.mul(c.model.vocab_size, c.d_model), wb));
-    p.model_layer_bytes = ck.add(ck.mul(2, norm), ck.mul(3, matrix));
-    p.final_norm_bytes = norm;
-    p.lm_head_bytes = c.model.tie_word_embeddings ? 0 : p.embedding_bytes;
-    p.model_weights_bytes =
-        ck.add(ck.add(p.embedding_bytes, ck.mul(p.model_layer_bytes, c.n_layers)), ck.add(norm, p.lm_head_bytes));
+    for (const ModelTensorInfo& info : kModelTensors) {
+      if (!model_has_tensor(c, info.tensor)) continue;
+      const TensorShape s = model_tensor_shape(c, info.tensor);
+      const uint64_t bytes = ck.align(ck.mul(ck.mul(s.rows, s.cols), info.f32 ? 4 : wb));
+      if (info.per_layer) p.model_layer_bytes = ck.add(p.model_layer_bytes, bytes);
+      else p.model_global_bytes = ck.add(p.model_global_bytes, bytes);
+      if (info.tensor == ModelTensor::kEmbedding) p.embedding_bytes = bytes;
+      if (info.tensor == ModelTensor::kLmHead) p.lm_head_bytes = bytes;
+    }
+    p.logits_rows = !c.causal ? 0 : o.all_logits ? p.max_tokens : 1;
+    p.model_weights_bytes = ck.add(p.model_global_bytes, ck.mul(p.model_layer_bytes, c.n_layers));
     p.model_activations_offset = ck.add(p.model_weights_offset, p.model_weights_bytes);
     p.mlp_hidden_offset = ck.add(p.model_activations_offset, model_act);
     const uint64_t hidden = ck.align(ck.mul(ck.mul(p.max_tokens, 2), ck.mul(ffn, 4)));
     p.logits_offset = ck.add(p.mlp_hidden_offset, hidden);
     const uint64_t logits = ck.align(ck.mul(ck.mul(p.logits_rows, c.model.vocab_size), 4));
     p.sampler_offset = ck.add(p.logits_offset, logits);
-    const uint64_t sampler = ck.align(ck.mul(c.model.vocab_size, 8));
+    const uint64_t sampler = c.causal ? ck.align(ck.mul(c.model.vocab_size, 8)) : 0;
     p.model_activation_bytes = ck.add(ck.add(model_act, hidden), ck.add(logits, sampler));
   }
   p.arena_bytes = ck.add(ck.add(before_model, p.model_weights_bytes), p.model_activation_bytes);
@@ -396,24 +398,23 @@ constexpr const char* attention_kind_name(const Plan& p) {
   return p.group_size == 1 ? "MHA" : p.config.kv_heads() == 1 ? "MQA" : "GQA";
 }
 
-// Where one layer's norms and MLP matrices sit inside its slice of the model weights region
-// (bytes from the slice's start; Plan::model_layer_bytes apart).
-struct ModelLayerLayout {
-  uint64_t attn_norm = 0;  // [d_model] f32
-  uint64_t ffn_norm = 0;   // [d_model] f32
-  uint64_t gate = 0;       // [ffn, d_model] in weight_dtype
-  uint64_t up = 0;         // [ffn, d_model]
-  uint64_t down = 0;       // [d_model, ffn]
-};
-constexpr ModelLayerLayout model_layer_layout(const Plan& p) {
-  const uint64_t norm = align_up(uint64_t{p.config.d_model} * 4);
-  const uint64_t matrix =
-      align_up(uint64_t{p.config.model.intermediate_size} * p.config.d_model * dtype_bytes(p.options.weight_dtype));
-  return {0, norm, 2 * norm, 2 * norm + matrix, 2 * norm + 2 * matrix};
+// Bytes of model tensor t in the plan's model weights region (0 when the config has none).
+constexpr uint64_t model_tensor_bytes(const Plan& p, ModelTensor t) {
+  if (!model_has_tensor(p.config, t)) return 0;
+  const TensorShape s = model_tensor_shape(p.config, t);
+  return align_up(uint64_t{s.rows} * s.cols * (model_tensor_info(t).f32 ? 4 : dtype_bytes(p.options.weight_dtype)));
 }
-// A layer's slice of the model weights region, from the region's start.
-constexpr uint64_t model_layer_offset(const Plan& p, uint32_t layer) {
-  return p.embedding_bytes + uint64_t{layer} * p.model_layer_bytes;
+// Where tensor t (of `layer`, for a per-layer one) sits in the model weights region, from its
+// start: the whole-model tensors in the table's order, then each layer's slice in the same order.
+constexpr uint64_t model_tensor_offset(const Plan& p, ModelTensor t, uint32_t layer) {
+  const bool per_layer = model_tensor_info(t).per_layer;
+  uint64_t offset = per_layer ? p.model_global_bytes + uint64_t{layer} * p.model_layer_bytes : 0;
+  for (const ModelTensorInfo& info : kModelTensors) {
+    if (info.per_layer != per_layer) continue;
+    if (info.tensor == t) return offset;
+    offset += model_tensor_bytes(p, info.tensor);
+  }
+  return offset;
 }
 
 // The arena's regions in order, as one table (what Arena carves, what reports print and measure).

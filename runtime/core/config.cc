@@ -4,8 +4,12 @@
 
 namespace headway {
 
-const char* norm_kind_name(NormKind k) { return k == NormKind::kRms ? "rms" : "none"; }
-const char* mlp_kind_name(MlpKind k) { return k == MlpKind::kSwiGlu ? "swiglu" : "none"; }
+const char* norm_kind_name(NormKind k) {
+  return k == NormKind::kRms ? "rms" : k == NormKind::kLayer ? "layer" : "none";
+}
+const char* mlp_kind_name(MlpKind k) {
+  return k == MlpKind::kSwiGlu ? "swiglu" : k == MlpKind::kGelu ? "gelu" : "none";
+}
 
 const char* rope_style_name(RopeStyle s) {
   switch (s) {

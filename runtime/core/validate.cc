@@ -112,25 +112,24 @@ Status validate_model(const Config& c) {
     }
     return Status();
   }
-  if (!c.causal) {
+  if (m.norm == NormKind::kNone) {
+    return Status::error(Code::kInvalidArgument, "norm none: a model's layers need their norms (norm rms or layer)");
+  }
+  if (m.mlp == MlpKind::kNone) {
+    return Status::error(Code::kInvalidArgument, "mlp none: a model's layers need their MLP (mlp swiglu or gelu)");
+  }
+  // The two kinds of model headway runs: pre-norm decoders (Model) and post-norm encoders (Encoder).
+  if (c.causal == m.post_norm) {
     return Status::error(Code::kUnsupported,
-                         "vocab_size %u with a bidirectional model: headway runs whole decoders (causal); an encoder's "
-                         "blocks run through Session::encode",
-                         m.vocab_size);
-  }
-  if (m.norm != NormKind::kRms) {
-    return Status::error(Code::kUnsupported, "norm %s: a model's layers need RMSNorm (norm rms)",
-                         norm_kind_name(m.norm));
-  }
-  if (m.mlp != MlpKind::kSwiGlu) {
-    return Status::error(Code::kUnsupported, "mlp %s: a model's layers need a SwiGLU MLP (mlp swiglu)",
-                         mlp_kind_name(m.mlp));
+                         "a %s model with %s norms: headway runs pre-norm decoders (causal) and post-norm encoders "
+                         "(bidirectional, as BERT)",
+                         c.causal ? "causal" : "bidirectional", m.post_norm ? "post" : "pre");
   }
   if (m.intermediate_size == 0) {
     return Status::error(Code::kInvalidArgument, "intermediate_size is 0: the MLP needs its hidden width");
   }
   if (!finite(m.norm_eps) || m.norm_eps <= 0.0f) {
-    return Status::error(Code::kInvalidArgument, "rms_norm_eps %g must be a positive number",
+    return Status::error(Code::kInvalidArgument, "norm eps %g must be a positive number (rms_norm_eps, layer_norm_eps)",
                          static_cast<double>(m.norm_eps));
   }
   return Status();

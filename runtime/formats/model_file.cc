@@ -1,33 +1,32 @@
 #include "headway/model_file.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "headway/dtype_convert.hpp"
+#include "headway/model_files.hpp"
+#include "runtime/formats/file_bytes.hpp"
 #include "runtime/formats/weights_loader.hpp"
 
 namespace headway {
 
 namespace {
 
-// The architectures whose blocks are ModelConfig's (pre-norm RMSNorm, SwiGLU MLP without biases).
+// The GGUF architectures whose blocks are ModelConfig's (pre-norm RMSNorm, SwiGLU MLP without biases).
 constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3"};
+// The same families in a Hugging Face directory (config.json's model_type), and the encoders.
+constexpr const char* kHfDecoders[] = {"llama", "mistral", "qwen2", "qwen3"};
+constexpr const char* kHfEncoders[] = {"bert"};
 
-// A ModelTensor's GGUF name; %u is the layer.
-const char* gguf_name(ModelTensor t) {
-  switch (t) {
-    case ModelTensor::kEmbedding: return "token_embd.weight";
-    case ModelTensor::kAttnNorm: return "blk.%u.attn_norm.weight";
-    case ModelTensor::kFfnNorm: return "blk.%u.ffn_norm.weight";
-    case ModelTensor::kGate: return "blk.%u.ffn_gate.weight";
-    case ModelTensor::kUp: return "blk.%u.ffn_up.weight";
-    case ModelTensor::kDown: return "blk.%u.ffn_down.weight";
-    case ModelTensor::kFinalNorm: return "output_norm.weight";
-    case ModelTensor::kLmHead: return "output.weight";
-  }
-  return "";
-}
+// A ModelTensor's GGUF name (headway/model_tensors.hpp); %u is the layer.
+const char* gguf_name(ModelTensor t) { return model_tensor_info(t).gguf; }
 
 std::string tensor_name(const char* pattern, uint32_t layer) {
   char name[96];
@@ -60,15 +59,33 @@ constexpr size_t kAttentionSlotCount = sizeof(kAttentionSlots) / sizeof(kAttenti
 
 struct ModelFile::Parsed {
   formats::WeightFile file;
-  std::vector<float> attention[kAttentionSlotCount];  // the layer being loaded, f32
+  bool hf = false;     // a Hugging Face directory: config.json and model.safetensors
+  std::string dir;     // its path
+  Config attention{};  // the attention config config() read (what the safetensors loader checks)
+  std::vector<float> attention_rows[kAttentionSlotCount];  // GGUF: the layer being loaded, f32
 
-  // rows x cols of a tensor as the file stores it (ne[0] = cols); false when absent.
+  // rows x cols of a tensor as the file stores it; false when absent.
   bool shape(const std::string& name, uint64_t* rows, uint64_t* cols) const {
+    if (hf) {
+      const Result<TensorRef> t = file.find(name.c_str());
+      if (!t.ok()) return false;
+      *rows = t.value().rows;
+      *cols = t.value().cols;
+      return true;
+    }
     const formats::GgufFile::Entry* e = file.gguf().entry(name.c_str());
     if (e == nullptr) return false;
     *cols = e->ne[0];
     *rows = e->ne[1] * e->ne[2] * e->ne[3];
     return true;
+  }
+  // Tensor t's name in this file (%u filled with the layer); empty where the naming has none.
+  std::string name_of(ModelTensor t, uint32_t layer) const {
+    const ModelTensorInfo& info = model_tensor_info(t);
+    const char* pattern = !hf ? info.gguf : file.naming() == formats::Naming::kHfBert ? info.bert : info.hf;
+    if (pattern == nullptr) return "";
+    return (hf && file.naming() == formats::Naming::kHfBert ? file.name_prefix() : std::string()) +
+           tensor_name(pattern, layer);
   }
 };
 
@@ -79,16 +96,115 @@ Status ModelFile::open(const char* path) {
   delete parsed_;
   parsed_ = new (std::nothrow) Parsed;
   if (parsed_ == nullptr) return Status::error(Code::kInternal, "out of memory opening %s", path);
+  struct stat st {};
+  if (path != nullptr && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    parsed_->hf = true;
+    parsed_->dir = path;
+    const std::string weights = parsed_->dir + "/model.safetensors";
+    HEADWAY_RETURN_IF_ERROR(parsed_->file.open(weights.c_str()));
+    return Status();
+  }
   HEADWAY_RETURN_IF_ERROR(parsed_->file.open(path));
   if (parsed_->file.format() != formats::WeightFormat::kGguf) {
-    return Status::error(Code::kInvalidArgument, "%s is not a GGUF file (a model runs from a GGUF for now)", path);
+    return Status::error(Code::kInvalidArgument,
+                         "%s is not a GGUF file (a model runs from a GGUF, or from a Hugging Face directory with "
+                         "config.json and model.safetensors)",
+                         path);
   }
   return Status();
 }
 
+namespace {
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (s == n) return true;
+  }
+  return false;
+}
+
+template <size_t N>
+bool listed(const std::string& s, const char* const (&names)[N]) {
+  for (const char* n : names) {
+    if (s == n) return true;
+  }
+  return false;
+}
+
+// The model part of a Hugging Face config.json, over the attention config already read.
+Status hf_model_part(const std::string& path, Config* c) {
+  Result<formats::FileBytes> bytes = formats::read_file(path.c_str(), size_t{16} << 20, "a config.json");
+  if (!bytes.ok()) return bytes.status();
+  const std::vector<uint8_t>& b = bytes.value().bytes;
+  const nlohmann::json j = nlohmann::json::parse(b.begin(), b.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
+  auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
+  auto count = [&](const char* key, uint32_t* out) -> Status {
+    if (!j.contains(key) || !j[key].is_number_unsigned() || j[key].get<uint64_t>() > 0x7fffffffu) {
+      return Status::error(Code::kInvalidArgument, "%s: %s is missing or not a whole number", path.c_str(), key);
+    }
+    *out = j[key].get<uint32_t>();
+    return Status();
+  };
+  auto real = [&](const char* key, float fallback) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<float>() : fallback;
+  };
+  const std::string type = text("model_type");
+  const std::string act = text("hidden_act").empty() ? text("hidden_activation") : text("hidden_act");
+  ModelConfig& m = c->model;
+  HEADWAY_RETURN_IF_ERROR(count("vocab_size", &m.vocab_size));
+  HEADWAY_RETURN_IF_ERROR(count("intermediate_size", &m.intermediate_size));
+  if (listed(type, kHfDecoders)) {
+    if (act != "silu") {
+      return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is SwiGLU (silu)",
+                           path.c_str(), act.c_str(), type.c_str());
+    }
+    m.norm = NormKind::kRms;
+    m.norm_eps = real("rms_norm_eps", 1e-6f);
+    m.mlp = MlpKind::kSwiGlu;
+    m.tie_word_embeddings = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() &&
+                            j["tie_word_embeddings"].get<bool>();
+    return Status();
+  }
+  if (listed(type, kHfEncoders)) {
+    if (!one_of(act, {"gelu"})) {
+      return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is GELU (gelu)",
+                           path.c_str(), act.c_str(), type.c_str());
+    }
+    if (!text("position_embedding_type").empty() && text("position_embedding_type") != "absolute") {
+      return Status::error(Code::kUnsupported, "%s: position_embedding_type '%s': headway runs absolute positions",
+                           path.c_str(), text("position_embedding_type").c_str());
+    }
+    m.norm = NormKind::kLayer;
+    m.norm_eps = real("layer_norm_eps", 1e-12f);
+    m.mlp = MlpKind::kGelu;
+    m.mlp_bias = true;
+    m.post_norm = true;
+    m.embedding_norm = true;
+    HEADWAY_RETURN_IF_ERROR(count("max_position_embeddings", &m.max_positions));
+    if (j.contains("type_vocab_size")) HEADWAY_RETURN_IF_ERROR(count("type_vocab_size", &m.type_vocab_size));
+    return Status();
+  }
+  return Status::error(Code::kUnsupported,
+                       "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3; "
+                       "encoders: bert); its attention layers still run through `headway layer`",
+                       path.c_str(), type.c_str());
+}
+
+}  // namespace
+
 Result<Config> ModelFile::config() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   const formats::WeightFile& f = parsed_->file;
+  if (parsed_->hf) {
+    const std::string path = parsed_->dir + "/config.json";
+    Result<Config> attention = load_hf_config(path.c_str());
+    if (!attention.ok()) return attention;
+    Config c = attention.value();
+    HEADWAY_RETURN_IF_ERROR(hf_model_part(path, &c));
+    parsed_->attention = c;
+    return c;
+  }
   const Result<std::string> arch = f.gguf().text("general.architecture");
   if (!arch.ok()) return arch.status();
   bool known = false;
@@ -127,19 +243,36 @@ namespace {
 
 Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
   const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
-  const std::string name = tensor_name(gguf_name(t), layer);
+  const std::string name = p.name_of(t, layer);
   uint64_t rows = 0, cols = 0;
-  if (!p.shape(name, &rows, &cols)) return Status::error(Code::kNotFound, "the file has no tensor %s", name.c_str());
-  if (rows != shape.rows || cols != shape.cols) {
-    return Status::error(Code::kInvalidArgument, "tensor %s is ne [%llu, %llu], expected ne [%u, %u]", name.c_str(),
-                         static_cast<unsigned long long>(cols), static_cast<unsigned long long>(rows), shape.cols,
-                         shape.rows);
+  if (name.empty() || !p.shape(name, &rows, &cols)) {
+    return Status::error(Code::kNotFound, "the file has no tensor %s",
+                         name.empty() ? model_tensor_name(t) : name.c_str());
   }
-  return p.file.gguf().dequantize_rows(name.c_str(), first, n, dst, n * shape.cols);
+  if (rows != shape.rows || cols != shape.cols) {
+    return Status::error(Code::kInvalidArgument, "tensor %s is [%llu, %llu], expected [%u, %u]", name.c_str(),
+                         static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), shape.rows,
+                         shape.cols);
+  }
+  if (!p.hf) return p.file.gguf().dequantize_rows(name.c_str(), first, n, dst, n * shape.cols);
+  const Result<TensorRef> view = p.file.find(name.c_str());
+  if (!view.ok()) return view.status();
+  const TensorRef& v = view.value();
+  const uint64_t begin = first * shape.cols, count = n * shape.cols;
+  switch (v.dtype) {
+    case DType::kF32: std::memcpy(dst, static_cast<const float*>(v.data) + begin, count * sizeof(float)); break;
+    case DType::kF16: f16_to_f32(static_cast<const uint16_t*>(v.data) + begin, dst, count); break;
+    case DType::kBF16: bf16_to_f32(static_cast<const uint16_t*>(v.data) + begin, dst, count); break;
+    default:
+      return Status::error(Code::kUnsupported, "tensor %s has dtype %s (safetensors weights are f32, f16, bf16)",
+                           name.c_str(), dtype_name(v.dtype));
+  }
+  return Status();
 }
 
 Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
   ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
+  if (p.hf) return formats::load_layer_weights(p.file, p.attention, layer);  // borrowed from the mapping
   const Result<Config> config = p.file.gguf_config();
   if (!config.ok()) return config.status();
   LayerWeights w;
@@ -150,7 +283,7 @@ Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
     const bool present = p.shape(name, &rows, &cols);
     if (!slot.wanted(config.value())) continue;
     if (!present) return Status::error(Code::kNotFound, "layer %u: the file has no tensor %s", layer, name.c_str());
-    std::vector<float>& buffer = p.attention[i];
+    std::vector<float>& buffer = p.attention_rows[i];
     buffer.resize(rows * cols);
     HEADWAY_RETURN_IF_ERROR(p.file.gguf().dequantize_rows(name.c_str(), 0, rows, buffer.data(), buffer.size()));
     w.*slot.member = TensorRef{buffer.data(), DType::kF32, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols)};
@@ -160,8 +293,55 @@ Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
 
 }  // namespace
 
+Result<ModelFile::SentencePooling> ModelFile::sentence_pooling() const {
+  if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
+  SentencePooling out;
+  if (!parsed_->hf) return out;
+  auto json_of = [&](const char* file, nlohmann::json* j) -> bool {
+    const std::string path = parsed_->dir + "/" + file;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return false;
+    Result<formats::FileBytes> bytes =
+        formats::read_file(path.c_str(), size_t{1} << 20, "a sentence-transformers file");
+    if (!bytes.ok()) return false;
+    *j = nlohmann::json::parse(bytes.value().bytes.begin(), bytes.value().bytes.end(), nullptr, false);
+    return j->is_object() || j->is_array();
+  };
+  nlohmann::json pooling;
+  if (json_of("1_Pooling/config.json", &pooling) && pooling.is_object()) {
+    auto on = [&](const char* key) {
+      return pooling.contains(key) && pooling[key].is_boolean() && pooling[key].get<bool>();
+    };
+    if (on("pooling_mode_cls_token")) out.pooling = Pooling::kCls;
+    else if (!on("pooling_mode_mean_tokens")) {
+      return Status::error(Code::kUnsupported, "%s/1_Pooling/config.json: a pooling mode headway lacks (mean or CLS)",
+                           parsed_->dir.c_str());
+    }
+  }
+  nlohmann::json modules;
+  if (json_of("modules.json", &modules) && modules.is_array()) {
+    out.normalize = false;
+    for (const nlohmann::json& m : modules) {
+      if (m.is_object() && m.contains("type") && m["type"].is_string() &&
+          m["type"].get<std::string>() == "sentence_transformers.models.Normalize") {
+        out.normalize = true;
+      }
+    }
+  }
+  nlohmann::json bert;
+  if (json_of("sentence_bert_config.json", &bert) && bert.is_object() && bert.contains("max_seq_length") &&
+      bert["max_seq_length"].is_number_unsigned()) {
+    out.max_seq_length = bert["max_seq_length"].get<uint32_t>();
+  }
+  return out;
+}
+
 Result<std::string> ModelFile::chat_template() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
+  if (parsed_->hf) {
+    return Status::error(Code::kUnsupported, "%s: chat templates are read from GGUF files for now",
+                         parsed_->dir.c_str());
+  }
   return parsed_->file.gguf().text("tokenizer.chat_template");
 }
 

@@ -12,6 +12,14 @@ namespace headway {
 // As transformers' LlamaRMSNorm: the mean of squares accumulated in f32, then 1/sqrt in f32.
 void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps);
 
+// y[i] = (x[i] − mean) / sqrt(var + eps) · w + b for the t rows of x [t, n]; y may be x. As
+// torch's LayerNorm: mean and (biased) variance over the row in f32.
+void layer_norm(const float* x, const float* w, const float* b, float* y, uint32_t t, uint32_t n, float eps);
+
+// The GELU of t rows of `ffn` values at x (row stride 2·ffn) into y (row stride 2·ffn): exact,
+// 0.5 · x · (1 + erf(x / √2)), as torch's GELU and BERT's "gelu".
+void gelu(const float* x, float* y, uint32_t t, uint32_t ffn);
+
 // The SwiGLU gate over t rows of h [t, 2·ffn] holding (gate | up): h[i][j] = silu(gate) · up for
 // j < ffn, in place (the up half is left as it was).
 void swiglu(float* h, uint32_t t, uint32_t ffn);

@@ -45,12 +45,13 @@ Config model_config(bool tied) {
 // The model's own tensors as f32 values (the runtime's weights and the reference's alike).
 struct Weights {
   Config config;
-  std::vector<float> tensor[8][2];  // [ModelTensor][layer] (the global ones at layer 0)
+  std::vector<float> tensor[kModelTensorCount][2];  // [ModelTensor][layer] (the whole-model ones at layer 0)
   std::vector<test::TestLayerWeights> attention;
 
   Weights(const Config& c, uint64_t seed) : config(c) {
     test::Rng rng(seed);
-    for (int t = 0; t < 8; ++t) {
+    for (uint32_t t = 0; t < kModelTensorCount; ++t) {
+      if (!model_has_tensor(c, static_cast<ModelTensor>(t))) continue;
       for (uint32_t l = 0; l < c.n_layers; ++l) {
         const TensorShape s = model_tensor_shape(c, static_cast<ModelTensor>(t));
         std::vector<float>& v = tensor[t][l];
@@ -62,8 +63,7 @@ struct Weights {
     for (uint32_t l = 0; l < c.n_layers; ++l) attention.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
   }
   const std::vector<float>& of(ModelTensor t, uint32_t layer) const {
-    const bool per_layer = t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
-    return tensor[static_cast<int>(t)][per_layer ? layer : 0];
+    return tensor[static_cast<uint32_t>(t)][model_tensor_info(t).per_layer ? layer : 0];
   }
 };
 
@@ -221,7 +221,7 @@ TEST_CASE("Model: an id outside the vocabulary, a prompt past the context, or ev
 TEST_CASE("Model config: validate() names what a model lacks") {
   Config c = model_config(true);
   c.model.mlp = MlpKind::kNone;
-  CHECK(std::string(validate(c).message()) == "mlp none: a model's layers need a SwiGLU MLP (mlp swiglu)");
+  CHECK(std::string(validate(c).message()) == "mlp none: a model's layers need their MLP (mlp swiglu or gelu)");
   c = model_config(true);
   c.model.intermediate_size = 0;
   CHECK(std::string(validate(c).message()) == "intermediate_size is 0: the MLP needs its hidden width");

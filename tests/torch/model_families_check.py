@@ -3,7 +3,8 @@ weights and run in float64: LlamaForCausalLM (GQA, separate and tied heads), Qwe
 (q/k/v biases), Qwen3ForCausalLM (q/k norms, head_dim apart from hidden / heads) and
 MistralForCausalLM. Each model is written as a GGUF the way llama.cpp's converter writes its
 family (the llama architecture's Q/K rows permuted for interleaved RoPE), in f32, f16, q8_0 and
-q4_0 through gguf-py; the reference runs on exactly the weights the file holds (the quantized
+q4_0 through gguf-py, and saved by save_pretrained as a Hugging Face directory (config.json and
+model.safetensors, f32); the reference runs on exactly the weights the file holds (the quantized
 ones dequantized by gguf-py). Every position's logits must agree within MAX_ABS.
 """
 import argparse
@@ -127,7 +128,20 @@ def main():
     failures = checks = 0
     with tempfile.TemporaryDirectory() as tmp:
         for family, arch, model in families():
-            model = randomize(model)
+            model = randomize(model).to(torch.float32)
+            ids = rng.integers(0, model.config.vocab_size, 21).tolist()
+            folder = os.path.join(tmp, family)
+            model.save_pretrained(folder, safe_serialization=True)
+            model = model.to(torch.float64).eval()
+            with torch.no_grad():
+                ref = model(torch.tensor([ids])).logits[0].numpy()
+            out = os.path.join(tmp, "logits.npy")
+            subprocess.run([args.headway, "logits", "--model-dir", folder, "--prompt-ids", ",".join(map(str, ids)),
+                            "--out", out, "--kv-dtype", "f32"], check=True)
+            err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
+            checks += 1
+            failures += 0 if err <= MAX_ABS else 1
+            print(f"{family} safetensors: max |err| {err:.2e} ({'ok' if err <= MAX_ABS else 'FAIL'})")
             for qtype in (Q.F32, Q.F16, Q.Q8_0, Q.Q4_0):
                 model = model.to(torch.float64).eval()
                 path = os.path.join(tmp, f"{family}-{qtype.name}.gguf")

@@ -1,0 +1,105 @@
+#include "runtime/model/model_blocks.hpp"
+
+#include <cstring>
+
+#include "headway/dtype_convert.hpp"
+#include "runtime/linear/dense.hpp"
+#include "runtime/model/model_ops.hpp"
+
+namespace headway {
+
+TensorRef ModelWeightsView::matrix(ModelTensor t, uint32_t layer) const {
+  const TensorShape s = model_tensor_shape(plan->config, t);
+  return TensorRef{base + model_tensor_offset(*plan, t, layer), plan->options.weight_dtype, s.rows, s.cols};
+}
+
+const float* ModelWeightsView::vector(ModelTensor t, uint32_t layer) const {
+  if (!model_has_tensor(plan->config, t)) return nullptr;
+  return reinterpret_cast<const float*>(base + model_tensor_offset(*plan, t, layer));
+}
+
+namespace {
+
+// Copies tensor t of `layer` from the source into its arena slot: rows staged in f32 through
+// `staging`, stored in f32 (norms, biases) or the weight dtype.
+Status load_tensor(const char* who, const Plan& p, const ModelWeightsSource& src, ModelTensor t, uint32_t layer,
+                   uint8_t* region, float* staging, uint64_t staging_floats) {
+  const TensorShape shape = model_tensor_shape(p.config, t);
+  const DType dtype = model_tensor_info(t).f32 ? DType::kF32 : p.options.weight_dtype;
+  uint8_t* dst = region + model_tensor_offset(p, t, layer);
+  const uint64_t chunk = staging_floats / shape.cols;
+  for (uint64_t first = 0; first < shape.rows; first += chunk) {
+    const uint64_t n = shape.rows - first < chunk ? shape.rows - first : chunk;
+    const Status s = src.rows(src.ctx, t, layer, shape, first, n, staging);
+    if (!s.ok()) return Status::error(s.code(), "%s: %s of layer %u: %s", who, model_tensor_name(t), layer, s.message());
+    const uint64_t values = n * shape.cols;
+    uint8_t* out = dst + dtype_row_bytes(dtype, shape.cols) * first;
+    switch (dtype) {
+      case DType::kF16: f32_to_f16(staging, reinterpret_cast<uint16_t*>(out), values); break;
+      case DType::kBF16: f32_to_bf16(staging, reinterpret_cast<uint16_t*>(out), values); break;
+      default: std::memcpy(out, staging, values * sizeof(float)); break;
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status load_model_weights(const char* who, const Arena& arena, const ModelWeightsSource& source,
+                          const LayerOptions& options, AttentionLayer* layers) {
+  const Plan& p = arena.plan();
+  const Config& c = p.config;
+  if (source.attention == nullptr || source.rows == nullptr) {
+    return Status::error(Code::kInvalidArgument, "%s: the weights source lacks its %s function", who,
+                         source.attention == nullptr ? "attention" : "rows");
+  }
+  uint8_t* region = arena.model_weights();
+  float* staging = arena.normed();
+  const uint64_t staging_floats = p.model_activation_bytes / sizeof(float);
+  for (const ModelTensorInfo& info : kModelTensors) {
+    if (info.per_layer || !model_has_tensor(c, info.tensor)) continue;
+    HEADWAY_RETURN_IF_ERROR(load_tensor(who, p, source, info.tensor, 0, region, staging, staging_floats));
+  }
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    for (const ModelTensorInfo& info : kModelTensors) {
+      if (!info.per_layer || !model_has_tensor(c, info.tensor)) continue;
+      HEADWAY_RETURN_IF_ERROR(load_tensor(who, p, source, info.tensor, l, region, staging, staging_floats));
+    }
+    const Result<LayerWeights> w = source.attention(source.ctx, l);
+    if (!w.ok()) return w.status();
+    HEADWAY_RETURN_IF_ERROR(layers[l].init(arena, l, w.value(), options));
+  }
+  return Status();
+}
+
+void apply_norm(const ModelWeightsView& w, ModelTensor weight, ModelTensor bias, uint32_t layer, const float* x,
+                float* y, uint32_t t) {
+  const ModelConfig& m = w.plan->config.model;
+  const uint32_t d = w.plan->config.d_model;
+  if (m.norm == NormKind::kLayer) {
+    layer_norm(x, w.vector(weight, layer), w.vector(bias, layer), y, t, d, m.norm_eps);
+  } else {
+    rms_norm(x, w.vector(weight, layer), y, t, d, m.norm_eps);
+  }
+}
+
+void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float* hidden, float* y, uint32_t t,
+               ThreadPool* pool) {
+  const Config& c = w.plan->config;
+  const uint32_t d = c.d_model;
+  const size_t ffn = c.model.intermediate_size;
+  auto bias = [&](ModelTensor b) {
+    const float* v = w.vector(b, layer);
+    return v == nullptr ? TensorRef{} : TensorRef{v, DType::kF32, 1, model_tensor_shape(c, b).cols};
+  };
+  dense_highway({w.matrix(ModelTensor::kUp, layer), bias(ModelTensor::kUpBias)}, x, d, hidden + ffn, 2 * ffn, t, pool);
+  if (c.model.mlp == MlpKind::kSwiGlu) {
+    dense_highway({w.matrix(ModelTensor::kGate, layer), {}}, x, d, hidden, 2 * ffn, t, pool);
+    swiglu(hidden, t, static_cast<uint32_t>(ffn));
+  } else {
+    gelu(hidden + ffn, hidden, t, static_cast<uint32_t>(ffn));
+  }
+  dense_highway({w.matrix(ModelTensor::kDown, layer), bias(ModelTensor::kDownBias)}, hidden, 2 * ffn, y, d, t, pool);
+}
+
+}  // namespace headway
