@@ -74,8 +74,9 @@ int cmd_embed(int argc, char** argv) {
   if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
   Config c = config.value();
   if (c.causal) {
-    return report(kCmd, Status::error(Code::kInvalidArgument,
-                                      "%s is a decoder: embed runs encoders (BERT, MiniLM); generate runs decoders", e.dir));
+    return report(kCmd,
+                  Status::error(Code::kInvalidArgument,
+                                "%s is a decoder: embed runs encoders (BERT, MiniLM); generate runs decoders", e.dir));
   }
   // Each text's ids, cut as sentence-transformers cuts them: the first max - 1, then the last ([SEP]).
   uint32_t max_len = c.model.max_positions;

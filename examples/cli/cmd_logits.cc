@@ -1,12 +1,14 @@
 // headway logits: the next-token logits after each position of a prompt, from a whole model.
 //
 //   headway logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]
-//                  [--kv-dtype D] [--weight-dtype f32|f16|bf16]
+//                  [--kv-dtype D] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
 // the token after ids[0..i]. The plan's context is the prompt's length; its weights are
 // dequantized from the file (a GGUF, or a Hugging Face directory's config.json and
-// model.safetensors) into the arena (f32 unless --weight-dtype says otherwise).
+// model.safetensors) into the arena (f32 unless --weight-dtype says otherwise). --backend gpu
+// keeps every layer's attention and KV cache on the Vulkan device and runs the rest (embedding,
+// norms, MLP, head) on the CPU; stderr says so.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -34,6 +36,7 @@ struct LogitsFlags {
   uint32_t threads = 1;
   DType kv_dtype = DType::kF32;
   DType weight_dtype = DType::kF32;
+  BackendKind backend = BackendKind::kCpu;
 };
 
 Status parse(int argc, char** argv, LogitsFlags* l) {
@@ -47,6 +50,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&l->kv_dtype));
     else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&l->weight_dtype));
+    else if (n == "--backend") HEADWAY_RETURN_IF_ERROR(f.value_backend(&l->backend));
     else return f.unknown();
   }
   if ((l->gguf == nullptr) == (l->dir == nullptr)) {
@@ -108,6 +112,12 @@ int cmd_logits(int argc, char** argv) {
   if (s.ok()) s = pool.create(l.threads);
   LayerOptions layer_options;
   layer_options.pool = &pool;
+  GpuContext gpu;  // outlives the model: declared before it
+  if (s.ok() && l.backend == BackendKind::kGpu) {
+    s = gpu.create();
+    layer_options.backend = BackendKind::kGpu;
+    layer_options.gpu = &gpu;
+  }
   std::unique_ptr<Model> model(new Model);
   if (s.ok()) s = model->init(arena, file.source(), layer_options);
   std::vector<float> logits(size_t{t} * c.model.vocab_size);
@@ -117,6 +127,10 @@ int cmd_logits(int argc, char** argv) {
     s = formats::save_npy(l.out, DType::kF32, logits.data(), shape, 2);
   }
   if (!s.ok()) return report(kCmd, s);
+  if (l.backend == BackendKind::kGpu) {
+    std::fprintf(stderr, "headway logits: attention and KV caches on %s; embedding, norms, MLP and head on the CPU\n",
+                 gpu.info().name);
+  }
   return kExitOk;
 }
 

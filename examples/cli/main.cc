@@ -43,7 +43,7 @@ constexpr Command kCommands[] = {
      "sentence-transformers"},
     {"logits", headway::cli::cmd_logits,
      "logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]\n"
-     "       [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16]\n"
+     "       [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]\n"
      "                                    a whole model's next-token logits after each prompt position, f32 [T, "
      "vocab]"},
     {"tokenize", headway::cli::cmd_tokenize,

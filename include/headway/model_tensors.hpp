@@ -24,11 +24,11 @@ enum class ModelTensor : uint8_t {
   kAttnNormBias,
   kFfnNorm,  // per layer: before the MLP (pre-norm) or after its residual add (post-norm)
   kFfnNormBias,
-  kGate,      // per layer: SwiGLU's gate [ffn, d_model]
-  kUp,        // per layer: [ffn, d_model]
-  kUpBias,    // [ffn]
-  kDown,      // per layer: [d_model, ffn]
-  kDownBias,  // [d_model]
+  kGate,       // per layer: SwiGLU's gate [ffn, d_model]
+  kUp,         // per layer: [ffn, d_model]
+  kUpBias,     // [ffn]
+  kDown,       // per layer: [d_model, ffn]
+  kDownBias,   // [d_model]
   kFinalNorm,  // pre-norm models: the norm before the head [d_model]
   kFinalNormBias,
   kLmHead,  // [vocab, d_model]; absent when tied to the embedding, and in an encoder
@@ -44,10 +44,10 @@ struct ModelTensorInfo {
   ModelTensor tensor;
   const char* name;  // for messages
   bool per_layer;
-  bool f32;           // kept in f32 (norms, biases); else in the plan's weight dtype
-  const char* gguf;   // llama.cpp's name (%u: the layer); null where GGUF has none
-  const char* hf;     // Hugging Face decoders' name (%u: the layer)
-  const char* bert;   // Hugging Face BERT-family encoders' name, after the model's prefix
+  bool f32;          // kept in f32 (norms, biases); else in the plan's weight dtype
+  const char* gguf;  // llama.cpp's name (%u: the layer); null where GGUF has none
+  const char* hf;    // Hugging Face decoders' name (%u: the layer)
+  const char* bert;  // Hugging Face BERT-family encoders' name, after the model's prefix
 };
 
 // clang-format off

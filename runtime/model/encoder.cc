@@ -20,8 +20,7 @@ Status Encoder::init(const Arena& arena, const ModelWeightsSource& source, const
                          c.model.vocab_size, c.causal ? "causal" : "bidirectional", c.model.post_norm ? "post" : "pre");
   }
   if (c.n_layers > kMaxLayers) {
-    return Status::error(Code::kUnsupported, "encoder: %u layers, an Encoder holds at most %u", c.n_layers,
-                         kMaxLayers);
+    return Status::error(Code::kUnsupported, "encoder: %u layers, an Encoder holds at most %u", c.n_layers, kMaxLayers);
   }
   HEADWAY_RETURN_IF_ERROR(load_model_weights("encoder", arena, source, options, layers_));
   arena_ = &arena;

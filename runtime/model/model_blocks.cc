@@ -31,7 +31,8 @@ Status load_tensor(const char* who, const Plan& p, const ModelWeightsSource& src
   for (uint64_t first = 0; first < shape.rows; first += chunk) {
     const uint64_t n = shape.rows - first < chunk ? shape.rows - first : chunk;
     const Status s = src.rows(src.ctx, t, layer, shape, first, n, staging);
-    if (!s.ok()) return Status::error(s.code(), "%s: %s of layer %u: %s", who, model_tensor_name(t), layer, s.message());
+    if (!s.ok())
+      return Status::error(s.code(), "%s: %s of layer %u: %s", who, model_tensor_name(t), layer, s.message());
     const uint64_t values = n * shape.cols;
     uint8_t* out = dst + dtype_row_bytes(dtype, shape.cols) * first;
     switch (dtype) {

