@@ -34,35 +34,14 @@ std::string tensor_name(const char* pattern, uint32_t layer) {
   return name;
 }
 
-// The attention tensors of a layer, each dequantized into its own f32 buffer.
-struct AttentionSlot {
-  TensorRef LayerWeights::*member;
-  const char* pattern;
-  bool (*wanted)(const Config&);
-};
-constexpr AttentionSlot kAttentionSlots[] = {
-    {&LayerWeights::wq, "blk.%u.attn_q.weight", [](const Config&) { return true; }},
-    {&LayerWeights::wk, "blk.%u.attn_k.weight", [](const Config&) { return true; }},
-    {&LayerWeights::wv, "blk.%u.attn_v.weight", [](const Config&) { return true; }},
-    {&LayerWeights::wo, "blk.%u.attn_output.weight", [](const Config&) { return true; }},
-    {&LayerWeights::bq, "blk.%u.attn_q.bias", [](const Config& c) { return c.qkv_bias; }},
-    {&LayerWeights::bk, "blk.%u.attn_k.bias", [](const Config& c) { return c.qkv_bias; }},
-    {&LayerWeights::bv, "blk.%u.attn_v.bias", [](const Config& c) { return c.qkv_bias; }},
-    {&LayerWeights::bo, "blk.%u.attn_output.bias", [](const Config& c) { return c.o_bias; }},
-    {&LayerWeights::q_norm, "blk.%u.attn_q_norm.weight", [](const Config& c) { return c.qk_norm; }},
-    {&LayerWeights::k_norm, "blk.%u.attn_k_norm.weight", [](const Config& c) { return c.qk_norm; }},
-    {&LayerWeights::sinks, "blk.%u.attn_sinks.weight", [](const Config& c) { return c.sinks; }},
-};
-constexpr size_t kAttentionSlotCount = sizeof(kAttentionSlots) / sizeof(kAttentionSlots[0]);
-
 }  // namespace
 
 struct ModelFile::Parsed {
   formats::WeightFile file;
-  bool hf = false;     // a Hugging Face directory: config.json and model.safetensors
-  std::string dir;     // its path
-  Config attention{};  // the attention config config() read (what the safetensors loader checks)
-  std::vector<float> attention_rows[kAttentionSlotCount];  // GGUF: the layer being loaded, f32
+  bool hf = false;                           // a Hugging Face directory: config.json and model.safetensors
+  std::string dir;                           // its path
+  Config attention{};                        // the attention config config() read (what the safetensors loader checks)
+  formats::DequantizedLayer attention_rows;  // GGUF: the layer being loaded, f32
 
   // rows x cols of a tensor as the file stores it; false when absent.
   bool shape(const std::string& name, uint64_t* rows, uint64_t* cols) const {
@@ -236,6 +215,7 @@ Result<Config> ModelFile::config() const {
   c.model.norm_eps = c.rms_norm_eps;
   c.model.mlp = MlpKind::kSwiGlu;
   c.model.tie_word_embeddings = f.gguf().entry(gguf_name(ModelTensor::kLmHead)) == nullptr;
+  parsed_->attention = c;
   return c;
 }
 
@@ -272,23 +252,8 @@ Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, ui
 
 Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
   ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
-  if (p.hf) return formats::load_layer_weights(p.file, p.attention, layer);  // borrowed from the mapping
-  const Result<Config> config = p.file.gguf_config();
-  if (!config.ok()) return config.status();
-  LayerWeights w;
-  for (size_t i = 0; i < kAttentionSlotCount; ++i) {
-    const AttentionSlot& slot = kAttentionSlots[i];
-    const std::string name = tensor_name(slot.pattern, layer);
-    uint64_t rows = 0, cols = 0;
-    const bool present = p.shape(name, &rows, &cols);
-    if (!slot.wanted(config.value())) continue;
-    if (!present) return Status::error(Code::kNotFound, "layer %u: the file has no tensor %s", layer, name.c_str());
-    std::vector<float>& buffer = p.attention_rows[i];
-    buffer.resize(rows * cols);
-    HEADWAY_RETURN_IF_ERROR(p.file.gguf().dequantize_rows(name.c_str(), 0, rows, buffer.data(), buffer.size()));
-    w.*slot.member = TensorRef{buffer.data(), DType::kF32, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols)};
-  }
-  return w;
+  // Safetensors: borrowed from the mapping; GGUF: dequantized into the layer's buffers.
+  return formats::load_layer_weights(p.file, p.attention, layer, p.hf ? nullptr : &p.attention_rows);
 }
 
 }  // namespace
@@ -348,6 +313,8 @@ Result<std::string> ModelFile::chat_template() const {
 ModelWeightsSource ModelFile::source() {
   ModelWeightsSource s;
   if (parsed_ == nullptr) return s;
+  // The attention tensors are checked against the file's own config (read once, here if not yet).
+  if (parsed_->attention.d_model == 0) (void)config();
   s.ctx = parsed_;
   s.attention = read_attention;
   s.rows = read_rows;

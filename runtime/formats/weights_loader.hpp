@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "headway/config.hpp"
 #include "headway/status.hpp"
@@ -78,6 +79,15 @@ class WeightFile {
 // the file that the config does not ask for is an error too: ignoring it would compute a
 // different model than the file holds. Every error names the tensor, the expected and the found
 // shape.
-Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer);
+//
+// With `dequantized`, a GGUF's tensors of any type of the ggml table (q4_1, q8_0, q6_K, ...) are
+// dequantized into its buffers (one per tensor, f32) and the LayerWeights point there, valid until
+// the next call with the same buffers; without it they are refused by name and type, as find()
+// refuses them.
+struct DequantizedLayer {
+  std::vector<float> tensors[11];  // one per LayerWeights member
+};
+Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer,
+                                        DequantizedLayer* dequantized = nullptr);
 
 }  // namespace headway::formats
