@@ -186,4 +186,15 @@ Status parse_ids(const char* flag, const char* text, std::vector<int32_t>* ids) 
   return Status();
 }
 
+Status PlannedArena::create(const Plan& plan, uint32_t threads) {
+  const uint64_t bytes = align_up(plan.arena_bytes);
+  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
+  if (memory.p == nullptr) {
+    return Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
+                         static_cast<unsigned long long>(bytes));
+  }
+  HEADWAY_RETURN_IF_ERROR(arena.bind(plan, memory.p, static_cast<size_t>(bytes)));
+  return pool.create(threads);
+}
+
 }  // namespace headway::cli

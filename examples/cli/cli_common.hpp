@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "headway/arena.hpp"
 #include "headway/backend.hpp"
+#include "headway/layer.hpp"
+#include "headway/thread_pool.hpp"
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
@@ -76,6 +79,20 @@ struct AlignedBuffer {
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   ~AlignedBuffer() { std::free(p); }
+};
+
+// What every whole-model command makes before its model: the plan's arena, allocated and bound,
+// and a pool of `threads`; options() lends the pool to the model's layers. Outlives the model.
+struct PlannedArena {
+  AlignedBuffer memory;
+  Arena arena;
+  ThreadPool pool;
+  Status create(const Plan& plan, uint32_t threads);
+  LayerOptions options() {
+    LayerOptions o;
+    o.pool = &pool;
+    return o;
+  }
 };
 
 }  // namespace headway::cli

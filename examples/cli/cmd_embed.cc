@@ -105,21 +105,10 @@ int cmd_embed(int argc, char** argv) {
   options.max_tokens = cu.back();
   const Result<Plan> plan = make_plan(c, options);
   if (!plan.ok()) return report(kCmd, plan.status());
-  AlignedBuffer memory;
-  const uint64_t bytes = align_up(plan.value().arena_bytes);
-  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
-  if (memory.p == nullptr) {
-    return report(kCmd, Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
-                                      static_cast<unsigned long long>(bytes)));
-  }
-  Arena arena;
-  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
-  ThreadPool pool;
-  if (s.ok()) s = pool.create(e.threads);
-  LayerOptions layer_options;
-  layer_options.pool = &pool;
+  PlannedArena planned;
+  s = planned.create(plan.value(), e.threads);
   std::unique_ptr<Encoder> encoder(new Encoder);
-  if (s.ok()) s = encoder->init(arena, file.source(), layer_options);
+  if (s.ok()) s = encoder->init(planned.arena, file.source(), planned.options());
   const uint32_t d = c.d_model;
   const uint32_t n = static_cast<uint32_t>(e.texts.size());
   std::vector<float> hidden(size_t{cu.back()} * d), embeddings(size_t{n} * d);

@@ -99,19 +99,9 @@ int cmd_logits(int argc, char** argv) {
                                         id, model_path, c.model.vocab_size - 1));
     }
   }
-  AlignedBuffer memory;
-  const uint64_t bytes = align_up(plan.value().arena_bytes);
-  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
-  if (memory.p == nullptr) {
-    return report(kCmd, Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
-                                      static_cast<unsigned long long>(bytes)));
-  }
-  Arena arena;
-  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
-  ThreadPool pool;
-  if (s.ok()) s = pool.create(l.threads);
-  LayerOptions layer_options;
-  layer_options.pool = &pool;
+  PlannedArena planned;
+  s = planned.create(plan.value(), l.threads);
+  LayerOptions layer_options = planned.options();
   GpuContext gpu;  // outlives the model: declared before it
   if (s.ok() && l.backend == BackendKind::kGpu) {
     s = gpu.create();
@@ -119,7 +109,7 @@ int cmd_logits(int argc, char** argv) {
     layer_options.gpu = &gpu;
   }
   std::unique_ptr<Model> model(new Model);
-  if (s.ok()) s = model->init(arena, file.source(), layer_options);
+  if (s.ok()) s = model->init(planned.arena, file.source(), layer_options);
   std::vector<float> logits(size_t{t} * c.model.vocab_size);
   if (s.ok()) s = model->prefill(ids.data(), t, logits.data());
   if (s.ok()) {
