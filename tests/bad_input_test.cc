@@ -985,6 +985,8 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
   headway_pool* no_pool = nullptr;
   headway_kv_cache* no_cache = nullptr;
   headway_session* no_session = nullptr;
+  headway_model* no_model = nullptr;
+  headway_model_file* no_model_file = nullptr;
   headway_plan_options options;
   headway_plan_options_init(&options);
   headway_plan_options bad_weight_dtype = options;
@@ -1150,7 +1152,66 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
        c_call([&](headway_error* e) { return headway_session_prefill(nullptr, q.data(), 1, o.data(), e); }),
        Code::kInvalidArgument,
        {"session is null"}},
+      {"a model on a plan without one",
+       c_call([&](headway_error* e) {
+         Aligned model_mem(headway_model_object_bytes());
+         headway_plan_info p{};
+         p.struct_size = sizeof(p);
+         headway_plan_get_info(plan, &p, nullptr);
+         Aligned arena(p.arena_bytes);
+         headway_model_source source;
+         headway_model_source_init(&source);
+         source.attention = [](void*, uint32_t, headway_layer_weights*) { return HEADWAY_OK; };
+         source.rows = [](void*, int, uint32_t, uint64_t, uint64_t, uint32_t, float*) { return HEADWAY_OK; };
+         return headway_model_create(model_mem.p, model_mem.size, plan, arena.p, arena.size, &source, nullptr,
+                                     &no_model, e);
+       }),
+       Code::kInvalidArgument,
+       {"model: the plan has no model (vocab_size 0)"}},
+      {"a model source without its rows function",
+       c_call([&](headway_error* e) {
+         headway_model_source source;
+         headway_model_source_init(&source);
+         source.attention = [](void*, uint32_t, headway_layer_weights*) { return HEADWAY_OK; };
+         return headway_model_create(spare.p, spare.size, plan, spare.p, spare.size, &source, nullptr, &no_model, e);
+       }),
+       Code::kInvalidArgument,
+       {"headway_model_create: source->rows is null"}},
+      {"prefill of no model",
+       c_call([&](headway_error* e) {
+         const int32_t id = 1;
+         return headway_model_prefill(nullptr, &id, 1, e);
+       }),
+       Code::kInvalidArgument,
+       {"model is null"}},
+      {"a model file that is not there",
+       c_call([&](headway_error* e) { return headway_model_file_open("no-such-model.gguf", &no_model_file, e); }),
+       Code::kNotFound,
+       {"no-such-model.gguf"}},
+      {"a sampler with a NaN temperature",
+       c_call([&](headway_error* e) {
+         headway_sampler_params params;
+         headway_sampler_params_init(&params);
+         params.temperature = std::numeric_limits<float>::quiet_NaN();
+         Aligned mem(headway_sampler_memory_bytes(8));
+         headway_sampler* sampler = nullptr;
+         return headway_sampler_create(mem.p, mem.size, &params, 8, &sampler, e);
+       }),
+       Code::kInvalidArgument,
+       {"headway_sampler_create", "temperature"}},
+      {"a sampler in too little memory",
+       c_call([&](headway_error* e) {
+         headway_sampler_params params;
+         headway_sampler_params_init(&params);
+         Aligned mem(16);
+         headway_sampler* sampler = nullptr;
+         return headway_sampler_create(mem.p, mem.size, &params, 8, &sampler, e);
+       }),
+       Code::kInvalidArgument,
+       {"headway_sampler_create: memory is 64 bytes, it needs 128"}},
   });
+  CHECK(no_model == nullptr);
+  CHECK(no_model_file == nullptr);
   CHECK(no_config == nullptr);
   CHECK(no_plan == nullptr);
   CHECK(no_cache == nullptr);

@@ -252,7 +252,9 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
 // per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1),
 // alibi_max_bias, alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a
-// window). rope_theta or rope_dim alone turn on NeoX RoPE. Unknown keys and bad numbers are errors
+// window). rope_theta or rope_dim alone turn on NeoX RoPE. The model around the blocks
+// (ModelConfig): vocab and ffn (either alone makes a decoder of RMSNorm and SwiGLU), norm
+// (rms|layer), mlp (swiglu|gelu), norm_eps and tie (0|1). Unknown keys and bad numbers are errors
 // that name the key.
 // Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);

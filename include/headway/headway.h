@@ -286,6 +286,86 @@ HEADWAY_API void headway_session_reset(headway_session* session);
 HEADWAY_API uint32_t headway_session_position(const headway_session* session);
 HEADWAY_API void headway_session_destroy(headway_session* session); /* NULL is a no-op */
 
+/* ---- Model: a whole decoder over one arena: token ids in, next-token logits out ---- */
+
+/* Where a model's weights come from, at create only (headway/model.hpp's ModelWeightsSource).
+ * attention: layer `layer`'s attention weights into *weights (headway_layer_weights_init'ed),
+ * valid until the next call. rows: rows [first, first + n) of model tensor `tensor` (the values of
+ * headway/model_tensors.hpp's ModelTensor: 0 the token embedding, ...) of `layer`, `cols` values
+ * each, as f32 into dst. A status other than HEADWAY_OK stops the create. */
+typedef struct headway_model_source {
+  size_t struct_size; /* sizeof(headway_model_source) */
+  void* ctx;
+  headway_status (*attention)(void* ctx, uint32_t layer, headway_layer_weights* weights);
+  headway_status (*rows)(void* ctx, int tensor, uint32_t layer, uint64_t first, uint64_t n, uint32_t cols, float* dst);
+} headway_model_source;
+
+HEADWAY_API void headway_model_source_init(headway_model_source* source);
+
+typedef struct headway_model headway_model;
+
+HEADWAY_API size_t headway_model_object_bytes(void);
+/* arena: headway_plan_info.arena_bytes bytes, HEADWAY_ARENA_ALIGNMENT-aligned, of a plan whose
+ * config has a model (a decoder: vocabulary, norms, MLP); every weight is copied into it from
+ * `source`. pool NULL or of at most the plan's threads. The arena and the pool outlive the model. */
+HEADWAY_API headway_status headway_model_create(void* memory, size_t memory_bytes, const headway_plan* plan,
+                                                void* arena, size_t arena_bytes, const headway_model_source* source,
+                                                headway_pool* pool, headway_model** model, headway_error* error);
+/* ids [n] at position()..position()+n-1 (chunks of max_tokens); then headway_model_logits holds
+ * the last token's next-token logits. An id outside the vocabulary or a prompt past the context:
+ * an error, and nothing changes. Neither call allocates. */
+HEADWAY_API headway_status headway_model_prefill(headway_model* model, const int32_t* ids, uint32_t n,
+                                                 headway_error* error);
+HEADWAY_API headway_status headway_model_decode(headway_model* model, int32_t id, headway_error* error);
+/* [vocab_size] f32 in the arena, valid until the next prefill or decode; NULL before either. */
+HEADWAY_API const float* headway_model_logits(const headway_model* model);
+HEADWAY_API uint32_t headway_model_vocab_size(const headway_model* model);
+HEADWAY_API uint32_t headway_model_position(const headway_model* model);
+HEADWAY_API void headway_model_reset(headway_model* model);
+HEADWAY_API void headway_model_destroy(headway_model* model); /* NULL is a no-op */
+
+/* Hosted: a model file (a GGUF, or a Hugging Face directory with config.json and
+ * model.safetensors), its whole config, and a model made from it. open allocates the file's
+ * index (init time); close frees it. */
+typedef struct headway_model_file headway_model_file;
+
+HEADWAY_API headway_status headway_model_file_open(const char* path, headway_model_file** file, headway_error* error);
+HEADWAY_API headway_status headway_model_file_config(const headway_model_file* file, void* memory, size_t memory_bytes,
+                                                     headway_config** config, headway_error* error);
+HEADWAY_API headway_status headway_model_create_from_file(void* memory, size_t memory_bytes, const headway_plan* plan,
+                                                          void* arena, size_t arena_bytes, headway_model_file* file,
+                                                          headway_pool* pool, headway_model** model,
+                                                          headway_error* error);
+HEADWAY_API void headway_model_file_close(headway_model_file* file); /* NULL is a no-op */
+
+/* ---- Sampler: the next id from a row of logits, in the caller's memory ---- */
+
+/* headway/sampler.hpp's SamplerParams, field for field: transformers' generate() order. */
+typedef struct headway_sampler_params {
+  size_t struct_size; /* sizeof(headway_sampler_params) */
+  float temperature;  /* 0: greedy */
+  uint32_t top_k;     /* 0: off */
+  float top_p;        /* (0, 1]; 1: off */
+  float min_p;        /* [0, 1]; 0: off */
+  float repetition_penalty;
+  float presence_penalty;
+  uint32_t penalty_window;
+  uint64_t seed;
+} headway_sampler_params;
+
+HEADWAY_API void headway_sampler_params_init(headway_sampler_params* params); /* the library's defaults */
+
+typedef struct headway_sampler headway_sampler;
+
+/* The object and its scratch for a vocabulary of n_vocab ids. */
+HEADWAY_API size_t headway_sampler_memory_bytes(uint32_t n_vocab);
+HEADWAY_API headway_status headway_sampler_create(void* memory, size_t memory_bytes,
+                                                  const headway_sampler_params* params, uint32_t n_vocab,
+                                                  headway_sampler** sampler, headway_error* error);
+/* The next id from logits [n_vocab]; recent[0..n_recent) the ids so far (the penalties' window). */
+HEADWAY_API headway_status headway_sampler_sample(headway_sampler* sampler, const float* logits, const int32_t* recent,
+                                                  size_t n_recent, int32_t* id, headway_error* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

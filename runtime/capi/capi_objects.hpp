@@ -13,7 +13,10 @@
 #include "headway/config.hpp"
 #include "headway/headway.h"
 #include "headway/plan.hpp"
+#include "headway/model.hpp"
+#include "headway/sampler.hpp"
 #include "headway/session.hpp"
+#include "headway/weights.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
 
@@ -36,6 +39,16 @@ struct headway_session {
   headway::Session session;
 };
 
+// The arena object the layers read, then the model (a Model holds its layer objects: large).
+struct headway_model {
+  headway::Arena arena;
+  headway::Model model;
+};
+// The sampler; its scratch follows in the same memory (from the next 16-byte boundary).
+struct headway_sampler {
+  headway::Sampler sampler;
+};
+
 namespace headway::capi {
 
 static_assert(HEADWAY_MAX_MESSAGE == Status::kMaxMessage, "headway_error holds a whole Status message");
@@ -51,6 +64,15 @@ static_assert(HEADWAY_F32 == static_cast<int>(DType::kF32) && HEADWAY_F16 == sta
                   HEADWAY_BF16 == static_cast<int>(DType::kBF16) && HEADWAY_Q8_0 == static_cast<int>(DType::kQ8_0) &&
                   HEADWAY_Q4_0 == static_cast<int>(DType::kQ4_0),
               "headway_dtype mirrors headway::DType");
+
+// The caller's weights of one layer (struct_size bytes of them), dtypes checked: `call` and the
+// layer name the tensor in an error (capi_session.cc).
+Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l, LayerWeights* out);
+
+// Binds a model's arena and inits the model in `memory` from `source` (capi_model.cc); *model
+// on success, nothing left in `memory` on failure.
+Status create_model(const char* call, void* memory, size_t memory_bytes, const headway_plan* plan, void* arena,
+                    size_t arena_bytes, const ModelWeightsSource& source, headway_pool* pool, headway_model** model);
 
 // Writes `s` into *error (when not null) and returns its code.
 inline headway_status report(const Status& s, headway_error* error) {

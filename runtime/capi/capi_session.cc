@@ -15,7 +15,21 @@ TensorRef tensor_of(const headway_tensor& t) {
   return r;
 }
 
-// The caller's weights of one layer (struct_size bytes of them), dtypes checked.
+struct WeightsSource {
+  const headway_layer_weights* layers;
+};
+
+Result<LayerWeights> layer_weights(void* ctx, uint32_t l) {
+  LayerWeights w;
+  const Status s = capi::weights_of("headway_session_create", &static_cast<WeightsSource*>(ctx)->layers[l], l, &w);
+  if (!s.ok()) return s;
+  return w;
+}
+
+}  // namespace
+
+namespace headway::capi {
+
 Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l, LayerWeights* out) {
   headway_layer_weights w;
   headway_layer_weights_init(&w);
@@ -34,18 +48,7 @@ Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l,
   return Status();
 }
 
-struct WeightsSource {
-  const headway_layer_weights* layers;
-};
-
-Result<LayerWeights> layer_weights(void* ctx, uint32_t l) {
-  LayerWeights w;
-  const Status s = weights_of("headway_session_create", &static_cast<WeightsSource*>(ctx)->layers[l], l, &w);
-  if (!s.ok()) return s;
-  return w;
-}
-
-}  // namespace
+}  // namespace headway::capi
 
 extern "C" {
 

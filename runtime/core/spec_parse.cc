@@ -72,7 +72,7 @@ constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
     "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, sliding_pattern, nope_interval, "
     "rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, alibi_times_scale, "
-    "window_symmetric";
+    "window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
@@ -168,6 +168,32 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
     else if (equal(t.value, "gptj")) c.rope.style = RopeStyle::kGptj;
     else return bad_value(t, "one of none, neox, gptj");
     return Status();
+  }
+  // The model around the blocks (ModelConfig): a pre-norm decoder of RMSNorm and SwiGLU by default.
+  if (equal(t.key, "vocab") || equal(t.key, "ffn")) {
+    uint32_t* field = equal(t.key, "vocab") ? &c.model.vocab_size : &c.model.intermediate_size;
+    if (!parse_u32(t.value, field)) return bad_value(t, "a whole number 0..4294967295");
+    if (c.model.norm == NormKind::kNone) c.model.norm = NormKind::kRms;
+    if (c.model.mlp == MlpKind::kNone) c.model.mlp = MlpKind::kSwiGlu;
+    return Status();
+  }
+  if (equal(t.key, "norm")) {
+    if (equal(t.value, "rms")) c.model.norm = NormKind::kRms;
+    else if (equal(t.value, "layer")) c.model.norm = NormKind::kLayer;
+    else return bad_value(t, "one of rms, layer");
+    return Status();
+  }
+  if (equal(t.key, "mlp")) {
+    if (equal(t.value, "swiglu")) c.model.mlp = MlpKind::kSwiGlu;
+    else if (equal(t.value, "gelu")) c.model.mlp = MlpKind::kGelu;
+    else return bad_value(t, "one of swiglu, gelu");
+    return Status();
+  }
+  if (equal(t.key, "norm_eps")) {
+    return parse_float(t.value, &c.model.norm_eps) ? Status() : bad_value(t, "a positive number");
+  }
+  if (equal(t.key, "tie")) {
+    return parse_bool(t.value, &c.model.tie_word_embeddings) ? Status() : bad_value(t, "0, 1, true or false");
   }
   if (equal(t.key, "kv_dtype")) {
     DType kv{};

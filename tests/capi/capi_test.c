@@ -472,6 +472,114 @@ static void test_session(int weights_in_arena, int projection) {
   headway_session_destroy(session);
 }
 
+/* A tiny decoder through the model API: weights from callbacks (the model tensors and each
+ * layer's attention, drawn once), decode after a prefill equal to one prefill of the whole
+ * prompt, the sampler's greedy pick equal to the argmax, and refusals that change nothing. */
+enum { kModelD = 32, kModelVocab = 40, kModelFfn = 48, kModelKv = 16 };
+static float model_tensors[17][2][kModelFfn * kModelFfn]; /* the largest: [48, 32] and [32, 48] */
+static float model_attention[2][4][kModelD * kModelD];
+
+static headway_status model_rows(void* ctx, int tensor, uint32_t layer, uint64_t first, uint64_t n, uint32_t cols,
+                                 float* dst) {
+  (void)ctx;
+  if (tensor < 0 || tensor >= 17 || layer >= 2 || (first + n) * cols > kModelFfn * kModelFfn) {
+    return HEADWAY_INVALID_ARGUMENT;
+  }
+  memcpy(dst, model_tensors[tensor][layer] + first * cols, (size_t)(n * cols) * sizeof(float));
+  return HEADWAY_OK;
+}
+
+static headway_status model_layer(void* ctx, uint32_t layer, headway_layer_weights* w) {
+  headway_tensor* t[4];
+  const uint32_t rows[4] = {kModelD, kModelKv, kModelKv, kModelD};
+  int i;
+  (void)ctx;
+  t[0] = &w->wq;
+  t[1] = &w->wk;
+  t[2] = &w->wv;
+  t[3] = &w->wo;
+  for (i = 0; i < 4; ++i) {
+    t[i]->data = model_attention[layer][i];
+    t[i]->dtype = HEADWAY_F32;
+    t[i]->rows = rows[i];
+    t[i]->cols = kModelD;
+  }
+  return HEADWAY_OK;
+}
+
+static void test_model(void) {
+  headway_config* config = config_from_spec(
+      "d_model=32 heads=4 kv_heads=2 ctx=16 layers=2 rope_theta=10000 vocab=40 ffn=48 tie=1 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  headway_plan_info info;
+  headway_model_source source;
+  headway_model *model = NULL, *whole = NULL;
+  headway_sampler* sampler = NULL;
+  headway_sampler_params params;
+  const int32_t ids[5] = {1, 7, 3, 39, 12};
+  const int32_t bad[2] = {3, 40};
+  float* last;
+  void* arena;
+  void* arena2;
+  int32_t id = -1;
+  uint32_t i, l, best = 0;
+  size_t n;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  OK(headway_plan_get_info(plan, &info, &err));
+  for (i = 0; i < 17; ++i) {
+    for (l = 0; l < 2; ++l) {
+      for (n = 0; n < kModelFfn * kModelFfn; ++n) {
+        model_tensors[i][l][n] = (i == 5 || i == 7 || i == 14) ? 1.0f + 0.1f * uniform() : 0.2f * uniform();
+      }
+    }
+  }
+  for (l = 0; l < 2; ++l) {
+    for (i = 0; i < 4; ++i) {
+      for (n = 0; n < kModelD * kModelD; ++n) model_attention[l][i][n] = 0.2f * uniform();
+    }
+  }
+  headway_model_source_init(&source);
+  source.attention = model_layer;
+  source.rows = model_rows;
+  arena = aligned((size_t)info.arena_bytes);
+  arena2 = aligned((size_t)info.arena_bytes);
+  OK(headway_model_create(aligned(headway_model_object_bytes()), headway_model_object_bytes(), plan, arena,
+                          (size_t)info.arena_bytes, &source, NULL, &model, &err));
+  OK(headway_model_create(aligned(headway_model_object_bytes()), headway_model_object_bytes(), plan, arena2,
+                          (size_t)info.arena_bytes, &source, NULL, &whole, &err));
+  if (model == NULL || whole == NULL) return;
+  CHECK(headway_model_vocab_size(model) == 40 && headway_model_logits(model) == NULL);
+  OK(headway_model_prefill(model, ids, 3, &err));
+  OK(headway_model_decode(model, ids[3], &err));
+  OK(headway_model_decode(model, ids[4], &err));
+  OK(headway_model_prefill(whole, ids, 5, &err));
+  CHECK(headway_model_position(model) == 5 && headway_model_position(whole) == 5);
+  CHECK(max_abs_diff(headway_model_logits(model), headway_model_logits(whole), 40) < 1e-5);
+
+  last = headway_model_logits(model) ? (float*)aligned(40 * sizeof(float)) : NULL;
+  if (last == NULL) return;
+  memcpy(last, headway_model_logits(model), 40 * sizeof(float));
+  CHECK(headway_model_prefill(model, bad, 2, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "token id 40 at position 1 is outside the vocabulary (0..39)"));
+  CHECK(headway_model_position(model) == 5 && max_abs_diff(last, headway_model_logits(model), 40) == 0.0);
+
+  headway_sampler_params_init(&params);
+  params.temperature = 0.0f;
+  n = headway_sampler_memory_bytes(40);
+  OK(headway_sampler_create(aligned(n), n, &params, 40, &sampler, &err));
+  OK(headway_sampler_sample(sampler, last, ids, 5, &id, &err));
+  for (i = 1; i < 40; ++i) best = last[i] > last[best] ? i : best;
+  CHECK(id == (int32_t)best);
+  params.top_p = 1.5f;
+  CHECK(headway_sampler_create(aligned(n), n, &params, 40, &sampler, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "top_p"));
+  headway_model_reset(model);
+  CHECK(headway_model_position(model) == 0);
+  headway_model_destroy(model);
+  headway_model_destroy(whole);
+}
+
 int main(void) {
   test_basics();
   test_plan();
@@ -485,6 +593,8 @@ int main(void) {
   test_session(0, 0);
   release_all();
   test_session(1, 1);
+  release_all();
+  test_model();
   release_all();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
