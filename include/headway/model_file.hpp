@@ -30,6 +30,8 @@ class ModelFile {
 
   // Maps a GGUF file, or a directory's model.safetensors, and reads its tensor table.
   Status open(const char* path);
+  // A GGUF's `size` bytes at `data` (borrowed: they must outlive this object); `source` names them.
+  Status parse(const uint8_t* data, uint64_t size, const char* source);
 
   // The whole model's config. GGUF: the attention config of the file's metadata (as
   // load_gguf_config, with the biases, q/k norms and sinks the tensors show) and its model part:

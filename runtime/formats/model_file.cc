@@ -93,6 +93,17 @@ Status ModelFile::open(const char* path) {
   return Status();
 }
 
+Status ModelFile::parse(const uint8_t* data, uint64_t size, const char* source) {
+  delete parsed_;
+  parsed_ = new (std::nothrow) Parsed;
+  if (parsed_ == nullptr) return Status::error(Code::kInternal, "out of memory reading %s", source);
+  HEADWAY_RETURN_IF_ERROR(parsed_->file.parse(data, size, source));
+  if (parsed_->file.format() != formats::WeightFormat::kGguf) {
+    return Status::error(Code::kInvalidArgument, "%s is not a GGUF file", source);
+  }
+  return Status();
+}
+
 namespace {
 
 bool one_of(const std::string& s, std::initializer_list<const char*> names) {
