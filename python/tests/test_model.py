@@ -57,8 +57,8 @@ def cli_json(*args):
 
 @pytest.mark.parametrize("prompt", ["The quick brown fox jumps over the lazy dog.", None])
 def test_logits_equal_the_cli(model, gguf, tmp_path, prompt):
-    # None: 200 ids, more than one of the Model's prefill chunks (the CLI runs them as one).
-    ids = model.tokenize(prompt) if prompt else list(range(300, 500))
+    # None: 140 ids, more than one of the Model's prefill chunks (128; the CLI runs them as one).
+    ids = model.tokenize(prompt) if prompt else list(range(300, 440))
     got = model.logits(ids)
     assert got.dtype == np.float32 and got.shape == (len(ids), model.vocab_size)
     assert model.position == len(ids)
@@ -87,13 +87,11 @@ def test_greedy_chat_answer_equals_the_cli(model, gguf):
 
 
 def test_seeded_sampling_repeats_and_equals_the_cli(model, gguf):
-    first = list(model.generate("Once upon a time", max_tokens=24, seed=7))
-    second = list(model.generate("Once upon a time", max_tokens=24, seed=7))
+    first = list(model.generate("Once upon a time", max_tokens=12, seed=7))
+    second = list(model.generate(ids=model.tokenize("Once upon a time"), max_tokens=12, seed=7))
     assert first == second and all(first)
-    want = cli_json("generate", "--gguf", gguf, "--prompt", "Once upon a time", "--tokens", "24", "--seed", "7", "--json")
+    want = cli_json("generate", "--gguf", gguf, "--prompt", "Once upon a time", "--tokens", "12", "--seed", "7", "--json")
     assert "".join(first) == want["text"]
-    by_ids = list(model.generate(ids=model.tokenize("Once upon a time"), max_tokens=24, seed=7))
-    assert by_ids == first
 
 
 def test_budget_and_context(gguf):
