@@ -106,6 +106,11 @@ class PyModel {
  public:
   PyModel(const std::string& gguf, const std::string& kv_dtype, const std::string& weight_dtype, int64_t threads,
           std::optional<int64_t> ctx) {
+    // The caller's values first: a bad one fails before the file is read.
+    const DType kv = parse_dtype(kv_dtype, "kv_dtype", true);
+    PlanOptions options;
+    options.threads = to_u32(threads, "threads", 1);
+    options.weight_dtype = parse_dtype(weight_dtype, "weight_dtype", false);
     ModelFile file;
     check(file.open(gguf.c_str()));
     Result<Config> config = file.config();
@@ -128,10 +133,7 @@ class PyModel {
       if (n > c.max_seq) HEADWAY_PY_INVALID("ctx %u is longer than the model's context of %u", n, c.max_seq);
       c.max_seq = n;
     }
-    c.kv_dtype = parse_dtype(kv_dtype, "kv_dtype", true);
-    PlanOptions options;
-    options.threads = to_u32(threads, "threads", 1);
-    options.weight_dtype = parse_dtype(weight_dtype, "weight_dtype", false);
+    c.kv_dtype = kv;
     options.max_tokens = c.max_seq < kChunk ? c.max_seq : kChunk;
     options.all_logits = true;
     Result<Plan> plan = make_plan(c, options);

@@ -148,6 +148,9 @@ def test_bad_input_raises_the_library_message(model, gguf):
     cases = [
         (lambda: headway.Model(gguf="no-such.gguf"), headway.NotFound, "no-such.gguf"),
         (lambda: headway.Model(gguf=gguf, kv_dtype="f8"), headway.InvalidArgument, "kv_dtype 'f8' is not one of"),
+        # The caller's values are checked before the file is read.
+        (lambda: headway.Model(gguf="no-such.gguf", weight_dtype="q4_0"), headway.InvalidArgument, "weight_dtype 'q4_0'"),
+        (lambda: headway.Model(gguf="no-such.gguf", threads=0), headway.InvalidArgument, "threads 0"),
         (lambda: headway.Model(gguf=gguf, ctx=9000), headway.InvalidArgument, "ctx 9000 is longer than the model's"),
         (
             lambda: model.logits([1, 49152]),
