@@ -21,7 +21,6 @@
 #include "headway/thread_pool.hpp"
 #include "tests/reference/reference_layer.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace {
@@ -80,11 +79,21 @@ Tokenizer load_tokenizer(const test::TempDir& dir, const std::string& eos) {
   return std::move(t.value());
 }
 
-// The tiny decoder's weights: random rows, norms near 1, each layer's attention from the
-// reference's helper.
+// The tiny decoder's weights, made on demand from (tensor, layer, row, column): uniform values
+// scaled by 1/sqrt(in_features), norms near 1; each layer's attention from the reference's helper.
+float weight(ModelTensor t, uint32_t layer, TensorShape shape, uint64_t row, uint32_t col) {
+  uint64_t h = ((uint64_t{static_cast<uint8_t>(t)} * 131 + layer) * 1000003 + row) * 65537 + col;
+  h ^= h >> 33;  // SplitMix64's finalizer
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;  // [-1, 1)
+  return static_cast<float>(shape.rows == 1 ? 1.0 + 0.1 * u : 5.0 * u / std::sqrt(double(shape.cols)));
+}
+
 struct Weights {
   Config config;
-  std::vector<float> tensor[8][2];
   std::vector<test::TestLayerWeights> attention;
 
   Weights() {
@@ -104,24 +113,13 @@ struct Weights {
     c.model.norm_eps = 1e-5f;
     c.model.mlp = MlpKind::kSwiGlu;
     c.model.tie_word_embeddings = false;
-    test::Rng rng(7);
-    for (int t = 0; t < 8; ++t) {
-      for (uint32_t l = 0; l < c.n_layers; ++l) {
-        const TensorShape s = model_tensor_shape(c, static_cast<ModelTensor>(t));
-        tensor[t][l].resize(size_t{s.rows} * s.cols);
-        for (float& x : tensor[t][l]) {
-          x = static_cast<float>(s.rows == 1 ? 1.0 + 0.1 * rng.normal() : 3.0 * rng.normal() / std::sqrt(s.cols));
-        }
-      }
-    }
     for (uint32_t l = 0; l < c.n_layers; ++l) attention.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
   }
 
-  static Status rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n,
-                     float* dst) {
-    const bool per_layer = t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
-    const std::vector<float>& v = static_cast<Weights*>(ctx)->tensor[static_cast<int>(t)][per_layer ? layer : 0];
-    std::memcpy(dst, v.data() + first * shape.cols, n * shape.cols * sizeof(float));
+  static Status rows(void*, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
+    for (uint64_t r = 0; r < n; ++r) {
+      for (uint32_t c = 0; c < shape.cols; ++c) dst[r * shape.cols + c] = weight(t, layer, shape, first + r, c);
+    }
     return Status();
   }
   static Result<LayerWeights> layer(void* ctx, uint32_t l) { return static_cast<Weights*>(ctx)->attention[l].view; }
