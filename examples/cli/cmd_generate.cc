@@ -26,6 +26,7 @@
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
 #include "headway/chat_template.hpp"
+#include "headway/generator.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/model.hpp"
 #include "headway/model_file.hpp"
@@ -161,18 +162,15 @@ int cmd_generate(int argc, char** argv) {
   layer_options.pool = &pool;
   std::unique_ptr<Model> model(new Model);
   if (s.ok()) s = model->init(arena, file.source(), layer_options);
-  Sampler sampler;
-  const uint32_t vocab = c.model.vocab_size;
-  if (s.ok()) s = sampler.init(g.sampling, vocab, arena.sampler_scratch(), Sampler::scratch_bytes(vocab));
+  Generator generator;
+  if (s.ok()) s = generator.init(model.get(), arena, &tok);
   if (!s.ok()) return report(kCmd, s);
 
-  // Everything the loop needs is made before it: the ids' room, the text pieces' buffer.
-  std::vector<int32_t> all = ids;
-  all.reserve(size_t{n_prompt} + g.tokens);
+  // Everything the loop needs is made before it: the ids' room (the generator's), the text
+  // pieces' buffer.
   std::string text;
   text.reserve(size_t{g.tokens} * 64);
-  StreamDecoder stream(tok);
-  std::vector<char> piece(4096);
+  std::vector<char> piece(generator.piece_bytes());
   size_t piece_len = 0;
 
   // stdout's buffer, given before the count starts (stdio would allocate one at the first write).
@@ -180,43 +178,29 @@ int cmd_generate(int argc, char** argv) {
   std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
   HeapCount heap;
   const auto t0 = std::chrono::steady_clock::now();
-  s = model->prefill(ids.data(), n_prompt);
+  s = generator.start(ids.data(), n_prompt, g.tokens, g.sampling);
   const double prefill_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  uint32_t made = 0;
-  while (s.ok() && made < g.tokens) {
-    const Result<int32_t> next = sampler.sample(model->logits(), all.data(), all.size());
-    if (!next.ok()) {
-      s = next.status();
-      break;
+  for (bool done = !s.ok(); !done;) {
+    s = generator.next(piece.data(), piece.size(), &piece_len, &done);
+    if (!s.ok()) break;
+    text.append(piece.data(), piece_len);
+    if (!g.json) {
+      std::fwrite(piece.data(), 1, piece_len, stdout);
+      std::fflush(stdout);
     }
-    const int32_t id = next.value();
-    all.push_back(id);
-    ++made;
-    if (id == tok.eos_id() || id == tok.eot_id()) break;
-    s = stream.push(id, piece.data(), piece.size(), &piece_len);
-    if (s.ok()) {
-      text.append(piece.data(), piece_len);
-      if (!g.json) {
-        std::fwrite(piece.data(), 1, piece_len, stdout);
-        std::fflush(stdout);
-      }
-    }
-    if (s.ok() && made < g.tokens) s = model->decode(id);
   }
   const double decode_s = seconds_since(t1);
-  if (s.ok()) s = stream.finish(piece.data(), piece.size(), &piece_len);
   const long heap_calls = heap.stop();
   if (!s.ok()) return report(kCmd, s);
-  text.append(piece.data(), piece_len);
-  if (!g.json) std::fwrite(piece.data(), 1, piece_len, stdout);
+  const uint32_t made = generator.n_generated();
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double prefill_tps = prefill_s > 0 ? n_prompt / prefill_s : 0.0;
   // The decode steps: every token after the first came from one decode call.
   const double decode_tps = made > 1 && decode_s > 0 ? (made - 1) / decode_s : 0.0;
-  const std::vector<int32_t> generated(all.begin() + n_prompt, all.end());
+  const std::vector<int32_t> generated(generator.ids() + n_prompt, generator.ids() + generator.n_ids());
   if (g.json) {
     nlohmann::ordered_json j;
     j["prompt_ids"] = ids;

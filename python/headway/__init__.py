@@ -19,9 +19,18 @@ Errors raise headway.Error subclasses with the library's message: InvalidArgumen
 Unsupported, NotFound and DataLoss are also ValueErrors; FailedPrecondition and InternalError are
 RuntimeErrors. Each carries .code, the library's name of its Status code.
 
+Model(gguf=PATH) runs a whole decoder from its GGUF file (weights dequantized into one arena it
+owns, kv_dtype "f16" by default): logits(ids) is `headway logits` ([T, vocab] float32, a fresh
+sequence), generate(prompt) yields the text pieces of `headway generate` as they come (a fresh
+sequence each call; chat=True wraps the prompt in the file's chat template), tokenize/detokenize
+use the file's tokenizer. Tokenizer(gguf= | tokenizer_json= | model_dir=) is a tokenizer alone.
+
 backend="gpu" runs on the Vulkan backend when the build has it (gpu_compiled()); otherwise, or
 without a usable device, it raises Unsupported with the reason.
 """
+
+from collections.abc import Iterator, Sequence
+from typing import Optional
 
 from ._headway import (
     DataLoss,
@@ -33,7 +42,9 @@ from ._headway import (
     NotFound,
     OutOfRange,
     Session,
+    Tokenizer,
     Unsupported,
+    _Model,
     __version__,
     attend,
     gpu_compiled,
@@ -50,7 +61,9 @@ __all__ = [
     "KvCache",
     "NotFound",
     "OutOfRange",
+    "Model",
     "Session",
+    "Tokenizer",
     "Unsupported",
     "__version__",
     "attend",
@@ -58,3 +71,38 @@ __all__ = [
     "plan",
     "presets",
 ]
+
+
+class Model(_Model):
+    """A whole decoder from a GGUF file: Model(gguf=PATH, kv_dtype="f16", weight_dtype="f32",
+    threads=1, ctx=None), ctx None meaning the model's context. Each logits() and generate() call
+    starts a fresh sequence; position says how many tokens the cache holds after it."""
+
+    def generate(
+        self,
+        prompt: Optional[str] = None,
+        ids: Optional[Sequence[int]] = None,
+        max_tokens: int = 128,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        seed: int = 0,
+        chat: bool = False,
+    ) -> Iterator[str]:
+        """Text after prompt (or the token ids `ids`), yielded piece by piece as it is made, up to
+        max_tokens tokens or the end-of-turn token. Sampling as `headway generate` (llama.cpp's
+        defaults; temperature 0: greedy). The prompt runs, and bad input raises, at this call;
+        each piece is one model step with the GIL released. A later generate(), logits() or
+        reset() ends this generation (its next piece raises FailedPrecondition)."""
+        ticket = self._start(
+            prompt, None if ids is None else list(ids), max_tokens, temperature, top_k, top_p, min_p,
+            repeat_penalty, seed, chat
+        )
+        return self._pieces(ticket)
+
+    def _pieces(self, ticket: int) -> Iterator[str]:
+        while (piece := self._next(ticket)) is not None:
+            if piece:
+                yield piece

@@ -121,3 +121,61 @@ class Session:
     def n_layers(self) -> int: ...
     @property
     def plan(self) -> dict[str, Any]: ...
+
+class Tokenizer:
+    def __init__(
+        self,
+        *,
+        gguf: Optional[str] = None,
+        tokenizer_json: Optional[str] = None,
+        model_dir: Optional[str] = None,
+    ) -> None:
+        """The tokenizer of exactly one of a GGUF file, a tokenizer.json, a model directory."""
+    def encode(self, text: str, add_special: bool = True) -> list[int]:
+        """Token ids of text; add_special adds the file's BOS / [CLS] ... [SEP]."""
+    def decode(self, ids: Sequence[int], skip_special: bool = True) -> str: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def bos_id(self) -> Optional[int]: ...
+    @property
+    def eos_id(self) -> Optional[int]: ...
+
+class _Model:
+    """headway.Model's base: a whole decoder from a GGUF file over one arena it owns."""
+    def __init__(
+        self,
+        *,
+        gguf: str,
+        kv_dtype: str = "f16",
+        weight_dtype: str = "f32",
+        threads: int = 1,
+        ctx: Optional[int] = None,
+    ) -> None: ...
+    def logits(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:
+        """A fresh sequence: the next-token logits after each of ids, [len(ids), vocab_size]."""
+    def _start(
+        self,
+        prompt: Optional[str],
+        ids: Optional[Sequence[int]],
+        max_tokens: int,
+        temperature: float,
+        top_k: int,
+        top_p: float,
+        min_p: float,
+        repeat_penalty: float,
+        seed: int,
+        chat: bool,
+    ) -> int: ...
+    def _next(self, ticket: int) -> Optional[str]: ...
+    def tokenize(self, text: str) -> list[int]:
+        """The file's tokenizer, as `headway generate --prompt` uses it."""
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """Text of ids, special tokens left out."""
+    def reset(self) -> None: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def ctx(self) -> int: ...

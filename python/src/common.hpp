@@ -94,5 +94,6 @@ AlignedBytes aligned_bytes(size_t bytes);  // bytes rounded up to 64; raises Mem
 void bind_attend(nb::module_& m);
 void bind_plan(nb::module_& m);
 void bind_objects(nb::module_& m);  // KvCache, Session
+void bind_model(nb::module_& m);    // Tokenizer, Model
 
 }  // namespace headway::python

@@ -13,4 +13,5 @@ NB_MODULE(_headway, m) {
   headway::python::bind_attend(m);
   headway::python::bind_plan(m);
   headway::python::bind_objects(m);
+  headway::python::bind_model(m);
 }

@@ -9,5 +9,6 @@ def test_readme_python_snippet_runs():
     text = (REPO / "README.md").read_text()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     snippets = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(snippets) == 1 and len(snippets[0].splitlines()) <= 12
+    # The first snippet needs nothing but the package; test_model.py runs the model's.
+    assert snippets and len(snippets[0].splitlines()) <= 12
     exec(compile(snippets[0], "README.md", "exec"), {})
