@@ -17,64 +17,13 @@
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
 #include "tests/reference/reference_layer.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/support/tiny_model.hpp"
 
 namespace headway {
 namespace {
 
-Config model_config(bool tied) {
-  Config c;
-  c.set_name("tiny-decoder");
-  c.d_model = 32;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_seq = 24;
-  c.n_layers = 2;
-  c.rope.style = RopeStyle::kNeox;
-  c.kv_dtype = DType::kF32;
-  c.model.vocab_size = 50;
-  c.model.intermediate_size = 48;
-  c.model.norm = NormKind::kRms;
-  c.model.norm_eps = 1e-5f;
-  c.model.mlp = MlpKind::kSwiGlu;
-  c.model.tie_word_embeddings = tied;
-  return c;
-}
-
-// The model's own tensors as f32 values (the runtime's weights and the reference's alike).
-struct Weights {
-  Config config;
-  std::vector<float> tensor[8][2];  // [ModelTensor][layer] (the global ones at layer 0)
-  std::vector<test::TestLayerWeights> attention;
-
-  Weights(const Config& c, uint64_t seed) : config(c) {
-    test::Rng rng(seed);
-    for (int t = 0; t < 8; ++t) {
-      for (uint32_t l = 0; l < c.n_layers; ++l) {
-        const TensorShape s = model_tensor_shape(c, static_cast<ModelTensor>(t));
-        std::vector<float>& v = tensor[t][l];
-        v.resize(size_t{s.rows} * s.cols);
-        const bool norm = s.rows == 1;
-        for (float& x : v) x = static_cast<float>(norm ? 1.0 + 0.1 * rng.normal() : rng.normal() / std::sqrt(s.cols));
-      }
-    }
-    for (uint32_t l = 0; l < c.n_layers; ++l) attention.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
-  }
-  const std::vector<float>& of(ModelTensor t, uint32_t layer) const {
-    const bool per_layer = t != ModelTensor::kEmbedding && t != ModelTensor::kFinalNorm && t != ModelTensor::kLmHead;
-    return tensor[static_cast<int>(t)][per_layer ? layer : 0];
-  }
-};
-
-Status rows_fn(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
-  const std::vector<float>& v = static_cast<Weights*>(ctx)->of(t, layer);
-  std::memcpy(dst, v.data() + first * shape.cols, n * shape.cols * sizeof(float));
-  return Status();
-}
-Result<LayerWeights> attention_fn(void* ctx, uint32_t layer) {
-  return static_cast<Weights*>(ctx)->attention[layer].view;
-}
+Config model_config(bool tied) { return test::tiny_model_config(tied); }
+using Weights = test::TinyWeights;
 
 // The reference: every token from position 0, logits of each [t, vocab] in double.
 std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids) {
@@ -120,35 +69,16 @@ std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids
   return matmul(rms(h, w.of(ModelTensor::kFinalNorm, 0)), w.of(head, 0), c.model.vocab_size, d);
 }
 
-struct Instance {
-  Plan plan;
-  void* buffer = nullptr;
-  Arena arena;
-  Model model;
-  ~Instance() { std::free(buffer); }
-};
+using Instance = test::TinyModel;
 
 std::unique_ptr<Instance> make(Weights& w, PlanOptions o, ThreadPool* pool) {
   auto m = std::make_unique<Instance>();
-  Result<Plan> plan = make_plan(w.config, o);
-  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
-  m->plan = plan.value();
-  m->buffer = std::aligned_alloc(kAlignment, align_up(m->plan.arena_bytes));
-  REQUIRE(m->arena.bind(m->plan, m->buffer, align_up(m->plan.arena_bytes)).ok());
-  ModelWeightsSource src{&w, attention_fn, rows_fn};
-  LayerOptions lo;
-  lo.pool = pool;
-  const Status s = m->model.init(m->arena, src, lo);
+  const Status s = m->init(w, o, pool);
   REQUIRE_MESSAGE(s.ok(), s.message());
   return m;
 }
 
-std::vector<int32_t> prompt(uint32_t n, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<int32_t> ids(n);
-  for (int32_t& id : ids) id = static_cast<int32_t>(rng.uniform() * 50) % 50;
-  return ids;
-}
+std::vector<int32_t> prompt(uint32_t n, uint64_t seed) { return test::tiny_prompt(n, seed); }
 
 TEST_CASE("Model: every position's logits equal the double reference, tied and separate heads, 1 and 2 threads") {
   for (bool tied : {true, false}) {
