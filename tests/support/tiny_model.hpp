@@ -84,7 +84,8 @@ struct TinyModel {
   Model model;
   ~TinyModel() { std::free(buffer); }
 
-  Status init(TinyWeights& w, const PlanOptions& o, ThreadPool* pool) {
+  // The CPU backend on `pool` (may be null), or the GPU backend on `gpu` when it is not null.
+  Status init(TinyWeights& w, const PlanOptions& o, ThreadPool* pool, GpuContext* gpu = nullptr) {
     Result<Plan> p = make_plan(w.config, o);
     if (!p.ok()) return p.status();
     plan = p.value();
@@ -92,6 +93,10 @@ struct TinyModel {
     HEADWAY_RETURN_IF_ERROR(arena.bind(plan, buffer, align_up(plan.arena_bytes)));
     LayerOptions lo;
     lo.pool = pool;
+    if (gpu != nullptr) {
+      lo.backend = BackendKind::kGpu;
+      lo.gpu = gpu;
+    }
     return model.init(arena, w.source(), lo);
   }
 };
