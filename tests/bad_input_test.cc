@@ -3,8 +3,8 @@
 // where the call has state, leave it exactly as it was (the KV bytes compared with memcmp, size(),
 // threads(), bound()). Areas: spec strings, validate/make_plan, Arena, KvCache, attend,
 // ThreadPool, CpuBackend/dense_plan, AttentionLayer's sink logits and packed batches,
-// Session::encode, config.json, GGUF metadata and tensors, .npy, tokenizer files and the C API (headway.h: the same
-// checks, through codes and caller-owned memory).
+// Session::encode, Model::load_state and state files, config.json, GGUF metadata and tensors, .npy, tokenizer files and
+// the C API (headway.h: the same checks, through codes and caller-owned memory).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -24,12 +24,14 @@
 #include "headway/kv_cache.hpp"
 #include "headway/layer.hpp"
 #include "headway/session.hpp"
+#include "headway/state_file.hpp"
 #include "headway/model_files.hpp"
 #include "headway/npy.hpp"
 #include "headway/plan.hpp"
 #include "headway/plan_json.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
 #include "tests/formats/gguf_writer.hpp"
+#include "tests/support/tiny_model.hpp"
 #include "headway/tokenizer.hpp"
 
 namespace headway {
@@ -948,6 +950,108 @@ TEST_CASE("bad input: Session::encode lengths and pointers leave the session and
   CHECK(session->position() == 0);
   CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
   for (const float v : y) CHECK(v == 0.0f);
+}
+
+TEST_CASE("bad input: Model::load_state and state files leave the model and its arena as they were") {
+  test::TinyWeights w(test::tiny_model_config(true), 3);
+  PlanOptions o;
+  o.max_tokens = 8;
+  test::TinyModel src, m;
+  REQUIRE(src.init(w, o, nullptr).ok());
+  REQUIRE(m.init(w, o, nullptr).ok());
+  const std::vector<int32_t> ids = test::tiny_prompt(7, 1);
+  REQUIRE(src.model.prefill(ids.data(), 7).ok());
+  REQUIRE(m.model.prefill(ids.data(), 3).ok());
+  std::vector<uint8_t> good(src.model.state_bytes());
+  REQUIRE(src.model.save_state(good.data(), good.size(), nullptr).ok());
+  const uint8_t* arena = static_cast<const uint8_t*>(m.buffer);
+  const std::vector<uint8_t> before(arena, arena + m.plan.arena_bytes);
+
+  // good with the u32 at byte `at` set to v (header fields: magic 0, version 4, d_model 8, ...,
+  // kv_dtype 36, weight_dtype 40, position 44, has_logits 48, fingerprint 56, layer records 64).
+  auto with = [&good](size_t at, uint32_t v) {
+    std::vector<uint8_t> b = good;
+    std::memcpy(b.data() + at, &v, 4);
+    return b;
+  };
+  auto load = [&m](std::vector<uint8_t> b, size_t size) {
+    return [&m, b, size] { return m.model.load_state(b.data(), size); };
+  };
+  auto all = [&load](const std::vector<uint8_t>& b) { return load(b, b.size()); };
+  std::vector<uint8_t> flipped = good;
+  flipped[good.size() / 2] ^= 1;
+  Model never_initialized;
+  const std::string dir = HEADWAY_TEST_DATA;
+  check_rows({
+      {"null",
+       [&] { return m.model.load_state(nullptr, good.size()); },
+       Code::kInvalidArgument,
+       {"state: the buffer is null"}},
+      {"empty", load(good, 0), Code::kDataLoss, {"0 bytes, shorter than its 64-byte header"}},
+      {"a short header", load(good, 63), Code::kDataLoss, {"63 bytes", "64-byte header", "truncated"}},
+      {"no layer records", load(good, 70), Code::kDataLoss, {"70 bytes", "2 layer records"}},
+      {"magic", all(with(0, 0x46445547)), Code::kInvalidArgument, {"not a headway state", "0x47 0x55 0x44 0x46"}},
+      {"version", all(with(4, 0xffffffffu)), Code::kUnsupported, {"format version 4294967295", "reads version 1"}},
+      {"d_model", all(with(8, 64)), Code::kInvalidArgument, {"state: d_model 64, this plan's 32"}},
+      {"head_dim", all(with(20, 0)), Code::kInvalidArgument, {"state: head_dim 0, this plan's 8"}},
+      {"vocab", all(with(32, 49152)), Code::kInvalidArgument, {"state: vocab_size 49152, this plan's 50"}},
+      {"kv_dtype out of the enum",
+       all(with(36, 99)),
+       Code::kInvalidArgument,
+       {"state: kv_dtype unknown, this plan's f32"}},
+      {"kv_dtype q4_0",
+       all(with(36, static_cast<uint32_t>(DType::kQ4_0))),
+       Code::kInvalidArgument,
+       {"state: kv_dtype q4_0, this plan's f32"}},
+      {"weight_dtype",
+       all(with(40, static_cast<uint32_t>(DType::kBF16))),
+       Code::kInvalidArgument,
+       {"state: weight_dtype bf16, this plan's f32"}},
+      {"a sliding layer", all(with(64, 1)), Code::kInvalidArgument, {"layer 0 is sliding, this plan's is full"}},
+      {"the weights", all(with(56, 12345)), Code::kInvalidArgument, {"made with other weights", "this model's"}},
+      {"position past the context",
+       all(with(44, 0xffffffffu)),
+       Code::kOutOfRange,
+       {"position 4294967295", "context of 24 tokens"}},
+      {"logits at position 0", all(with(44, 0)), Code::kDataLoss, {"has_logits 1 at position 0"}},
+      {"position 8 in 7's bytes", all(with(44, 8)), Code::kDataLoss, {"its header describes", "(truncated)"}},
+      {"one byte short", load(good, good.size() - 1), Code::kDataLoss, {"(truncated)"}},
+      {"a flipped bit", all(flipped), Code::kDataLoss, {"state: checksum", "(corrupt)"}},
+      {"before init",
+       [&] { return never_initialized.load_state(good.data(), good.size()); },
+       Code::kFailedPrecondition,
+       {"state: the model is not initialized"}},
+      {"save before init",
+       [&] { return never_initialized.save_state(nullptr, 0, nullptr); },
+       Code::kFailedPrecondition,
+       {"state: the model is not initialized"}},
+      {"save into null",
+       [&] { return src.model.save_state(nullptr, 1 << 20, nullptr); },
+       Code::kOutOfRange,
+       {"0 bytes (null)", "the state needs"}},
+      {"file missing",
+       [&] { return load_model_state(m.model, "no/such/state.bin"); },
+       Code::kNotFound,
+       {"no/such/state.bin"}},
+      {"file a directory",
+       [&] { return load_model_state(m.model, dir.c_str()); },
+       Code::kInvalidArgument,
+       {"it is a directory"}},
+      {"file of another kind",
+       [&] { return load_model_state(m.model, (dir + "/bad/garbage.gguf").c_str()); },
+       Code::kDataLoss,
+       {"garbage.gguf", "not a headway state file"}},
+      {"ids of a missing file",
+       [&] { return status_of(read_model_state_ids("no/such/state.bin")); },
+       Code::kNotFound,
+       {"cannot open no/such/state.bin"}},
+      {"ids not matching the position",
+       [&] { return save_model_state(src.model, "unused.bin", ids.data(), 3); },
+       Code::kInvalidArgument,
+       {"unused.bin", "3 token ids for a state at position 7"}},
+  });
+  CHECK(m.model.position() == 3);
+  CHECK(std::memcmp(before.data(), arena, before.size()) == 0);
 }
 
 // A C API call as a Status: its code and the message it wrote into its headway_error.

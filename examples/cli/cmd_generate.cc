@@ -2,7 +2,7 @@
 //
 //   headway generate --gguf FILE (--prompt TEXT | --prompt-ids IDS) [--chat] [--tokens N]
 //                    [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
-//                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--json]
+//                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--prompt-cache FILE] [--json]
 //
 // The prompt is tokenized with the file's own tokenizer (--chat: wrapped in its chat template
 // first, as one user message), run through the model, and up to N tokens are sampled after it
@@ -11,8 +11,12 @@
 // heap calls made while generating go to stderr. --json prints one object at the end instead.
 // Sampling defaults are llama.cpp's (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05); --temp 0
 // is greedy. The context is the prompt and the tokens asked for (at most the model's).
+// --prompt-cache FILE: when FILE holds a state whose tokens begin this prompt (the same model and
+// plan), it is restored and only the rest of the prompt runs; the state after the prompt is then
+// saved to FILE for next time (headway/state_file.hpp). stderr says how many tokens came from it.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +35,7 @@
 #include "headway/model.hpp"
 #include "headway/model_file.hpp"
 #include "headway/sampler.hpp"
+#include "headway/state_file.hpp"
 #include "headway/thread_pool.hpp"
 #include "headway/tokenizer.hpp"
 
@@ -43,6 +48,7 @@ struct GenerateFlags {
   const char* gguf = nullptr;
   const char* prompt = nullptr;
   const char* prompt_ids = nullptr;
+  const char* prompt_cache = nullptr;
   bool chat = false;
   bool json = false;
   uint32_t tokens = 128;
@@ -61,6 +67,7 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
     if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&g->gguf));
     else if (n == "--prompt") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt));
     else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_ids));
+    else if (n == "--prompt-cache") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_cache));
     else if (n == "--chat" && !f.has_inline_value()) g->chat = true;
     else if (n == "--json" && !f.has_inline_value()) g->json = true;
     else if (n == "--tokens") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->tokens, 0, 1u << 20));
@@ -110,6 +117,28 @@ Status prompt_ids(const GenerateFlags& g, const ModelFile& file, Tokenizer& tok,
   return tok.encode(text, ids);
 }
 
+// --prompt-cache: restores the state FILE holds when its tokens begin `ids`; returns how many
+// prompt tokens it holds (0: none used, and why on stderr; the model is then unchanged).
+uint32_t restore_prompt_cache(const char* path, const std::vector<int32_t>& ids, Model& model) {
+  const Result<std::vector<int32_t>> cached = read_model_state_ids(path);
+  Status s = cached.status();
+  if (cached.ok()) {
+    const std::vector<int32_t>& c = cached.value();
+    if (c.empty() || c.size() > ids.size() || !std::equal(c.begin(), c.end(), ids.begin())) {
+      s = Status::error(Code::kInvalidArgument, "%s: its %zu tokens do not begin this prompt's %zu", path, c.size(),
+                        ids.size());
+    } else {
+      s = load_model_state(model, path);
+    }
+  }
+  if (!s.ok()) {
+    if (s.code() != Code::kNotFound)
+      std::fprintf(stderr, "headway generate: --prompt-cache not used: %s\n", s.message());
+    return 0;
+  }
+  return model.position();
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -147,23 +176,12 @@ int cmd_generate(int argc, char** argv) {
   options.max_tokens = n_prompt < 512 ? n_prompt : 512;
   const Result<Plan> plan = make_plan(c, options);
   if (!plan.ok()) return report(kCmd, plan.status());
-  AlignedBuffer memory;
-  const uint64_t bytes = align_up(plan.value().arena_bytes);
-  memory.p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
-  if (memory.p == nullptr) {
-    return report(kCmd, Status::error(Code::kInternal, "cannot allocate the plan's %llu bytes",
-                                      static_cast<unsigned long long>(bytes)));
-  }
-  Arena arena;
-  s = arena.bind(plan.value(), memory.p, static_cast<size_t>(bytes));
-  ThreadPool pool;
-  if (s.ok()) s = pool.create(g.threads);
-  LayerOptions layer_options;
-  layer_options.pool = &pool;
+  PlannedArena planned;
+  s = planned.create(plan.value(), g.threads);
   std::unique_ptr<Model> model(new Model);
-  if (s.ok()) s = model->init(arena, file.source(), layer_options);
+  if (s.ok()) s = model->init(planned.arena, file.source(), planned.options());
   Generator generator;
-  if (s.ok()) s = generator.init(model.get(), arena, &tok);
+  if (s.ok()) s = generator.init(model.get(), planned.arena, &tok);
   if (!s.ok()) return report(kCmd, s);
 
   // Everything the loop needs is made before it: the ids' room (the generator's), the text
@@ -173,13 +191,23 @@ int cmd_generate(int argc, char** argv) {
   std::vector<char> piece(generator.piece_bytes());
   size_t piece_len = 0;
 
+  const uint32_t n_cached = g.prompt_cache ? restore_prompt_cache(g.prompt_cache, ids, *model) : 0;
   // stdout's buffer, given before the count starts (stdio would allocate one at the first write).
   static char stdout_buffer[1 << 14];
   std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
   HeapCount heap;
   const auto t0 = std::chrono::steady_clock::now();
-  s = generator.start(ids.data(), n_prompt, g.tokens, g.sampling);
+  s = generator.start(ids.data(), n_prompt, g.tokens, g.sampling, n_cached);
   const double prefill_s = seconds_since(t0);
+  long heap_calls = heap.stop();
+  // The prompt's state for next time: file I/O between the counted prefill and generation.
+  if (s.ok() && g.prompt_cache != nullptr) {
+    if (n_cached < n_prompt) s = save_model_state(*model, g.prompt_cache, ids.data(), n_prompt);
+    if (s.ok())
+      std::fprintf(stderr, "headway generate: %u of %u prompt tokens from --prompt-cache %s\n", n_cached, n_prompt,
+                   g.prompt_cache);
+  }
+  HeapCount heap_generating;
   const auto t1 = std::chrono::steady_clock::now();
   for (bool done = !s.ok(); !done;) {
     s = generator.next(piece.data(), piece.size(), &piece_len, &done);
@@ -191,13 +219,14 @@ int cmd_generate(int argc, char** argv) {
     }
   }
   const double decode_s = seconds_since(t1);
-  const long heap_calls = heap.stop();
+  heap_calls += heap_generating.stop();
   if (!s.ok()) return report(kCmd, s);
   const uint32_t made = generator.n_generated();
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const double prefill_tps = prefill_s > 0 ? n_prompt / prefill_s : 0.0;
+  const uint32_t n_prefilled = n_prompt - n_cached;
+  const double prefill_tps = prefill_s > 0 ? n_prefilled / prefill_s : 0.0;
   // The decode steps: every token after the first came from one decode call.
   const double decode_tps = made > 1 && decode_s > 0 ? (made - 1) / decode_s : 0.0;
   const std::vector<int32_t> generated(generator.ids() + n_prompt, generator.ids() + generator.n_ids());
@@ -206,7 +235,8 @@ int cmd_generate(int argc, char** argv) {
     j["prompt_ids"] = ids;
     j["ids"] = generated;
     j["text"] = text;
-    j["prefill_tokens"] = n_prompt;
+    j["prefill_tokens"] = n_prefilled;
+    j["cached_prompt_tokens"] = n_cached;
     j["prefill_tokens_per_s"] = prefill_tps;
     j["decode_tokens"] = made;
     j["decode_tokens_per_s"] = decode_tps;
@@ -224,7 +254,7 @@ int cmd_generate(int argc, char** argv) {
                "headway generate: prefill %u tokens %.1f tokens/s, decode %u tokens %.1f tokens/s (%u thread%s, "
                "%s KV)\n"
                "headway generate: arena %s planned, peak RSS %s, %ld heap calls while generating\n",
-               n_prompt, prefill_tps, made, decode_tps, g.threads, g.threads == 1 ? "" : "s", dtype_name(g.kv_dtype),
+               n_prefilled, prefill_tps, made, decode_tps, g.threads, g.threads == 1 ? "" : "s", dtype_name(g.kv_dtype),
                human_bytes(plan.value().arena_bytes).c_str(),
                human_bytes(static_cast<uint64_t>(usage.ru_maxrss) * 1024).c_str(), heap_calls);
   return kExitOk;

@@ -126,6 +126,9 @@ class CpuBackend {
     return cache_.rotate_queries(q, q_token_stride, t_q);
   }
   const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
+  // The cache itself, for saving and restoring its rows (Model::save_state, load_state).
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
 
  private:
   KvCache cache_{};  // holds the plan

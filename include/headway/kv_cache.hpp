@@ -47,6 +47,21 @@ class KvCache {
     size_ = 0;
   }
 
+  // A cache's contents as they sit, for saving and restoring it (Model::save_state, load_state):
+  // kv head g's K (v false) or V rows, rows() rows of dtype_row_bytes(kv_dtype, head_dim) bytes
+  // each (a ring's rows in ring order, not in token order); null before bind.
+  uint8_t* head_rows(uint32_t g, bool v) const {
+    if (k_ == nullptr) return nullptr;
+    return (v ? v_ : k_) + size_t{g} * rows() * dtype_row_bytes(plan_.config.kv_dtype, plan_.head_dim);
+  }
+  // After rows written back through head_rows(): the cache holds `size` tokens appended since a
+  // reset at start_position, in the rows append() would have put them. The caller has checked
+  // start_position + size <= max_seq (nothing is checked here).
+  void restore(uint32_t start_position, uint32_t size) {
+    start_ = start_position;
+    size_ = size;
+  }
+
   // Appends n tokens at positions position()..position()+n-1. k and v are [n, n_kv_heads,
   // head_dim] f32, token t at k + t · k_token_stride (so they can point into a fused QKV row).
   // RoPE is applied to the stored K, not to the caller's buffer. On error (past the context, more tokens than a

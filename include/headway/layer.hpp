@@ -99,6 +99,10 @@ class AttentionLayer {
 
   // The next token's position, as the backend holds it.
   uint32_t position() const { return on_gpu_ ? gpu_.position() : cpu_.position(); }
+  // The layer's KV cache on the CPU backend (its rows in the arena), for saving and restoring a
+  // model's state; null on the GPU backend (its rows live on the device) or before init.
+  KvCache* cpu_cache() { return on_gpu_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
+  const KvCache* cpu_cache() const { return on_gpu_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
   BackendKind backend_kind() const { return on_gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
   const char* backend_description() const { return on_gpu_ ? gpu_.description() : cpu_.description(); }
   bool initialized() const { return plan_ != nullptr; }

@@ -70,7 +70,42 @@ class Model {
   uint32_t position() const { return n_layers_ ? layers_[0].position() : 0; }
   bool initialized() const { return arena_ != nullptr; }
 
+  // ---- State: what a prefill leaves behind, saved and restored (a long system prompt prefilled
+  // once; llama.cpp's llama_state_*). The bytes, in the machine's byte order (little-endian on
+  // every target headway builds for), fields u32 unless said:
+  //
+  //   header   "HWST", version (kStateVersion), d_model, n_heads, n_kv_heads, head_dim, n_layers,
+  //            max_seq, vocab_size, kv_dtype, weight_dtype (DType values), position, has_logits, 0,
+  //            weights fingerprint (u64: a hash of the norms and the embedding's first row, so a
+  //            state of other weights with the same shapes is refused too)
+  //   layers   n_layers × (sliding 0/1, window, kv rows, sink tokens)
+  //   K, V     per layer, per kv head: K's rows in use, then per kv head V's: min(position, kv
+  //            rows) rows of dtype_row_bytes(kv_dtype, head_dim) bytes, as they sit in the arena
+  //            (a sliding layer's ring in ring order, K already rotated at its positions)
+  //   logits   [vocab_size] f32, the last token's (when has_logits: position > 0)
+  //   checksum u64, FNV-1a of every byte before it
+  //
+  // A state loads into a model whose plan has the same shapes, dtypes, weights and layer kinds
+  // (each sliding layer the same window and ring rows); max_seq may differ where the position
+  // fits (full layers store only the rows in use). After load_state, logits() are the saved
+  // ones: generation goes on with the next decode as if it had never stopped (bitwise, with the
+  // same threads). The CPU backend only (the GPU backend's rows live on the device: kUnsupported).
+
+  static constexpr uint32_t kStateVersion = 1;
+  // The exact size of save_state's bytes at the current position (0 before init).
+  uint64_t state_bytes() const;
+  // Writes the state to out [capacity]; *written (when not null) gets its size. A capacity short
+  // of state_bytes() is kOutOfRange, and nothing is written. No allocation.
+  Status save_state(void* out, size_t capacity, size_t* written) const;
+  // Restores a state save_state wrote (any Model's, of a plan as said above). Every byte is
+  // checked before anything is written: a truncated, corrupt or foreign buffer is an error whose
+  // message names the first difference ("state: kv_dtype q8_0, this plan's f16"), and the
+  // model is unchanged. No allocation.
+  Status load_state(const void* in, size_t size);
+
  private:
+  uint64_t weights_fingerprint() const;
+  Status check_state_backend() const;
   Status run_chunk(const int32_t* ids, uint32_t t, float* logits);
 
   const Arena* arena_ = nullptr;

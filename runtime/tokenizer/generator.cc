@@ -33,17 +33,22 @@ Status Generator::init(Model* model, const Arena& arena, const Tokenizer* tokeni
   return Status();
 }
 
-Status Generator::start(const int32_t* prompt, size_t n, uint32_t max_tokens, const SamplerParams& params) {
+Status Generator::start(const int32_t* prompt, size_t n, uint32_t max_tokens, const SamplerParams& params,
+                        size_t cached) {
   if (model_ == nullptr) return Status::error(Code::kFailedPrecondition, "Generator::start before init");
   if (n == 0) return Status::error(Code::kInvalidArgument, "the prompt has no tokens");
+  if (cached > n || (cached > 0 && model_->position() != cached)) {
+    return Status::error(Code::kInvalidArgument, "%zu cached prompt tokens of %zu, the model at position %u", cached,
+                         n, model_->position());
+  }
   const uint32_t max_seq = arena_->plan().config.max_seq;
-  const uint64_t end = uint64_t{model_->position()} + n;
+  const uint64_t end = uint64_t{model_->position()} + (n - cached);
   if (end > max_seq) {
     return Status::error(Code::kOutOfRange, "the prompt's %zu tokens at position %u pass the context of %u", n,
                          model_->position(), max_seq);
   }
   HEADWAY_RETURN_IF_ERROR(sampler_.init(params, vocab_, arena_->sampler_scratch(), Sampler::scratch_bytes(vocab_)));
-  HEADWAY_RETURN_IF_ERROR(model_->prefill(prompt, static_cast<uint32_t>(n)));
+  if (cached < n) HEADWAY_RETURN_IF_ERROR(model_->prefill(prompt + cached, static_cast<uint32_t>(n - cached)));
   for (size_t i = 0; i < n; ++i) ids_[i] = prompt[i];
   n_ids_ = n_prompt_ = n;
   const uint64_t room = max_seq - end + 1;  // tokens run after the prompt, and the last one sampled

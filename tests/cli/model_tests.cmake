@@ -30,6 +30,9 @@ if(smollm2_gguf)
     generate --gguf ${smollm2_gguf} --prompt "Once upon a time" --tokens 8 --seed 7 --threads 2)
   headway_cli_test(logits-smollm2-vocab 2 "token id 49152 is outside the vocabulary of .* \\(0..49151\\)"
     logits --gguf ${smollm2_gguf} --prompt-ids 1,49152 --out x.npy)
+  add_test(NAME "cli: generate-smollm2-prompt-cache"
+    COMMAND ${CMAKE_COMMAND} -DHEADWAY=$<TARGET_FILE:headway_cli> -DGGUF=${smollm2_gguf}
+            -DCACHE=${CMAKE_CURRENT_BINARY_DIR}/prompt_cache_test.bin -P ${CMAKE_CURRENT_SOURCE_DIR}/prompt_cache.cmake)
   headway_cli_test(generate-smollm2-context 2 "the prompt's 3 tokens and --tokens 9000 need a context of 9003, the model's is 8192"
     generate --gguf ${smollm2_gguf} --prompt-ids 1,2,3 --tokens 9000)
 else()

@@ -33,6 +33,7 @@
 #include "tests/gpu/new_counter.hpp"
 #include "tests/reference/reference_layer.hpp"
 #include "tests/support/test_rng.hpp"
+#include "tests/support/tiny_model.hpp"
 
 namespace headway {
 namespace {
@@ -553,6 +554,27 @@ TEST_CASE("a GPU layer without a context is an init error that says so") {
   CHECK(st.code() == Code::kFailedPrecondition);
   CHECK(std::string(st.message()) == "gpu backend: the GpuContext is null (create it first)");
   CHECK(!layer.initialized());
+}
+
+TEST_CASE("a Model on the GPU backend refuses to save or load its state, naming the backend") {
+  GpuContext* gpu = context();
+  if (gpu == nullptr) return;
+  test::TinyWeights w(test::tiny_model_config(true), 3);
+  test::TinyModel m;
+  REQUIRE(m.init(w, PlanOptions{}, nullptr, gpu).ok());
+  const std::vector<int32_t> ids = test::tiny_prompt(5, 1);
+  REQUIRE(m.model.prefill(ids.data(), 5).ok());
+  std::vector<uint8_t> bytes(m.model.state_bytes());
+  const char* message =
+      "state: layer 0 runs on the gpu backend, whose KV rows live on the device; saving and loading a state needs the "
+      "cpu backend";
+  Status st = m.model.save_state(bytes.data(), bytes.size(), nullptr);
+  CHECK(st.code() == Code::kUnsupported);
+  CHECK(std::string(st.message()) == message);
+  st = m.model.load_state(bytes.data(), bytes.size());
+  CHECK(st.code() == Code::kUnsupported);
+  CHECK(std::string(st.message()) == message);
+  CHECK(m.model.position() == 5);
 }
 
 }  // namespace

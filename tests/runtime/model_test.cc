@@ -17,64 +17,13 @@
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
 #include "tests/reference/reference_layer.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/support/tiny_model.hpp"
 
 namespace headway {
 namespace {
 
-Config model_config(bool tied) {
-  Config c;
-  c.set_name("tiny-decoder");
-  c.d_model = 32;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_seq = 24;
-  c.n_layers = 2;
-  c.rope.style = RopeStyle::kNeox;
-  c.kv_dtype = DType::kF32;
-  c.model.vocab_size = 50;
-  c.model.intermediate_size = 48;
-  c.model.norm = NormKind::kRms;
-  c.model.norm_eps = 1e-5f;
-  c.model.mlp = MlpKind::kSwiGlu;
-  c.model.tie_word_embeddings = tied;
-  return c;
-}
-
-// The model's own tensors as f32 values (the runtime's weights and the reference's alike).
-struct Weights {
-  Config config;
-  std::vector<float> tensor[kModelTensorCount][2];  // [ModelTensor][layer] (the whole-model ones at layer 0)
-  std::vector<test::TestLayerWeights> attention;
-
-  Weights(const Config& c, uint64_t seed) : config(c) {
-    test::Rng rng(seed);
-    for (uint32_t t = 0; t < kModelTensorCount; ++t) {
-      if (!model_has_tensor(c, static_cast<ModelTensor>(t))) continue;
-      for (uint32_t l = 0; l < c.n_layers; ++l) {
-        const TensorShape s = model_tensor_shape(c, static_cast<ModelTensor>(t));
-        std::vector<float>& v = tensor[t][l];
-        v.resize(size_t{s.rows} * s.cols);
-        const bool norm = s.rows == 1;
-        for (float& x : v) x = static_cast<float>(norm ? 1.0 + 0.1 * rng.normal() : rng.normal() / std::sqrt(s.cols));
-      }
-    }
-    for (uint32_t l = 0; l < c.n_layers; ++l) attention.push_back(test::make_test_weights(c, DType::kF32, 31 + l));
-  }
-  const std::vector<float>& of(ModelTensor t, uint32_t layer) const {
-    return tensor[static_cast<uint32_t>(t)][model_tensor_info(t).per_layer ? layer : 0];
-  }
-};
-
-Status rows_fn(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
-  const std::vector<float>& v = static_cast<Weights*>(ctx)->of(t, layer);
-  std::memcpy(dst, v.data() + first * shape.cols, n * shape.cols * sizeof(float));
-  return Status();
-}
-Result<LayerWeights> attention_fn(void* ctx, uint32_t layer) {
-  return static_cast<Weights*>(ctx)->attention[layer].view;
-}
+Config model_config(bool tied) { return test::tiny_model_config(tied); }
+using Weights = test::TinyWeights;
 
 // The reference: every token from position 0, logits of each [t, vocab] in double.
 std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids) {
@@ -120,35 +69,16 @@ std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids
   return matmul(rms(h, w.of(ModelTensor::kFinalNorm, 0)), w.of(head, 0), c.model.vocab_size, d);
 }
 
-struct Instance {
-  Plan plan;
-  void* buffer = nullptr;
-  Arena arena;
-  Model model;
-  ~Instance() { std::free(buffer); }
-};
+using Instance = test::TinyModel;
 
 std::unique_ptr<Instance> make(Weights& w, PlanOptions o, ThreadPool* pool) {
   auto m = std::make_unique<Instance>();
-  Result<Plan> plan = make_plan(w.config, o);
-  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
-  m->plan = plan.value();
-  m->buffer = std::aligned_alloc(kAlignment, align_up(m->plan.arena_bytes));
-  REQUIRE(m->arena.bind(m->plan, m->buffer, align_up(m->plan.arena_bytes)).ok());
-  ModelWeightsSource src{&w, attention_fn, rows_fn};
-  LayerOptions lo;
-  lo.pool = pool;
-  const Status s = m->model.init(m->arena, src, lo);
+  const Status s = m->init(w, o, pool);
   REQUIRE_MESSAGE(s.ok(), s.message());
   return m;
 }
 
-std::vector<int32_t> prompt(uint32_t n, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<int32_t> ids(n);
-  for (int32_t& id : ids) id = static_cast<int32_t>(rng.uniform() * 50) % 50;
-  return ids;
-}
+std::vector<int32_t> prompt(uint32_t n, uint64_t seed) { return test::tiny_prompt(n, seed); }
 
 TEST_CASE("Model: every position's logits equal the double reference, tied and separate heads, 1 and 2 threads") {
   for (bool tied : {true, false}) {
@@ -216,6 +146,231 @@ TEST_CASE("Model: an id outside the vocabulary, a prompt past the context, or ev
   CHECK(m->model.prefill(ids.data(), 6, all.data()).code() == Code::kInvalidArgument);
   CHECK(m->model.position() == 6);
   CHECK(std::memcmp(before.data(), m->model.logits(), 50 * sizeof(float)) == 0);
+}
+
+// ---- State: save_state / load_state ----
+
+std::vector<uint8_t> save(const Model& m) {
+  std::vector<uint8_t> bytes(m.state_bytes());
+  size_t written = 0;
+  const Status s = m.save_state(bytes.data(), bytes.size(), &written);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  CHECK(written == bytes.size());
+  return bytes;
+}
+
+bool same_logits(const Model& a, const Model& b) {
+  return std::memcmp(a.logits(), b.logits(), 50 * sizeof(float)) == 0;
+}
+
+TEST_CASE("Model state: a restored model goes on bitwise as if it had never stopped, with no heap call") {
+  for (DType kv : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+    INFO("kv " << dtype_name(kv));
+    Config c = model_config(true);
+    c.kv_dtype = kv;
+    Weights w(c, 21);
+    PlanOptions o;
+    o.max_tokens = 8;
+    auto a = make(w, o, nullptr);
+    auto b = make(w, o, nullptr);  // a fresh model in a fresh arena
+    const std::vector<int32_t> ids = prompt(11, 4);
+    REQUIRE(a->model.prefill(ids.data(), 11).ok());
+    std::vector<uint8_t> bytes(a->model.state_bytes());
+    {
+      HeapCount heap;
+      size_t written = 0;
+      REQUIRE(a->model.save_state(bytes.data(), bytes.size(), &written).ok());
+      CHECK(written == bytes.size());
+      const Status s = b->model.load_state(bytes.data(), bytes.size());
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      CHECK(heap.stop() == 0);
+    }
+    // Only the rows in use: 11 of 24 per layer, K and V, 2 kv heads.
+    const uint64_t rows = 2 * uint64_t{2} * 2 * 11 * dtype_row_bytes(kv, 8);
+    CHECK(bytes.size() == 64 + 2 * 16 + rows + 50 * 4 + 8);
+    CHECK(b->model.position() == 11);
+    CHECK(same_logits(a->model, b->model));
+    for (int32_t next : {7, 3, 41}) {
+      REQUIRE(a->model.decode(next).ok());
+      REQUIRE(b->model.decode(next).ok());
+      CHECK(same_logits(a->model, b->model));
+    }
+    CHECK(save(a->model) == save(b->model));
+  }
+}
+
+TEST_CASE("Model state: a prompt's cached prefix and its rest give a full prefill's logits") {
+  Weights w(model_config(false), 23);
+  PlanOptions o;
+  o.max_tokens = 8;
+  auto full = make(w, o, nullptr);
+  auto prefix = make(w, o, nullptr);
+  auto reused = make(w, o, nullptr);
+  const std::vector<int32_t> ids = prompt(17, 6);
+  REQUIRE(full->model.prefill(ids.data(), 17).ok());
+  REQUIRE(prefix->model.prefill(ids.data(), 6).ok());
+  const std::vector<uint8_t> bytes = save(prefix->model);
+  REQUIRE(reused->model.load_state(bytes.data(), bytes.size()).ok());
+  REQUIRE(reused->model.prefill(ids.data() + 6, 11).ok());
+  REQUIRE(prefix->model.prefill(ids.data() + 6, 11).ok());
+  CHECK(same_logits(prefix->model, reused->model));  // the same calls: bitwise
+  double err = 0;
+  for (uint32_t v = 0; v < 50; ++v)
+    err = std::fmax(err, std::fabs(full->model.logits()[v] - reused->model.logits()[v]));
+  CHECK(err < 1e-5);
+  // A state at position 0 (a reset model) holds no rows and no logits and loads as a reset.
+  prefix->model.reset();
+  const std::vector<uint8_t> empty = save(prefix->model);
+  CHECK(empty.size() == 64 + 2 * 16 + 8);
+  REQUIRE(reused->model.load_state(empty.data(), empty.size()).ok());
+  CHECK(reused->model.position() == 0);
+}
+
+TEST_CASE("Model state: sliding-window rings, wrapped and with sink tokens, restore as they sit") {
+  for (uint32_t sinks : {0u, 1u}) {
+    INFO("sink tokens " << sinks);
+    Config c = model_config(true);
+    c.window = 4;
+    c.sink_tokens = sinks;
+    c.layers.sliding_pattern = 2;  // layer 0 slides, layer 1 is full
+    Weights w(c, 25);
+    PlanOptions o;
+    o.max_tokens = 3;  // ring: sinks + 4 + 3 - 1 rows
+    auto a = make(w, o, nullptr);
+    auto b = make(w, o, nullptr);
+    REQUIRE(a->plan.layer(0).sliding);
+    const uint32_t ring = a->plan.layer(0).kv_rows;
+    CHECK(ring == sinks + 6);
+    const std::vector<int32_t> ids = prompt(15, 9);  // past the ring: it has wrapped
+    REQUIRE(a->model.prefill(ids.data(), 15).ok());
+    const std::vector<uint8_t> bytes = save(a->model);
+    CHECK(bytes.size() == 64 + 2 * 16 + 2 * 2 * 8 * 4 * (ring + 15) + 50 * 4 + 8);
+    REQUIRE(b->model.load_state(bytes.data(), bytes.size()).ok());
+    for (int32_t next : {1, 2, 3, 4, 5, 6, 7}) {  // on through the ring's next wraps
+      REQUIRE(a->model.decode(next).ok());
+      REQUIRE(b->model.decode(next).ok());
+      CHECK(same_logits(a->model, b->model));
+    }
+  }
+}
+
+TEST_CASE("Model state: another plan's, truncated, corrupt or foreign bytes are refused by name and change nothing") {
+  Weights w(model_config(true), 27);
+  PlanOptions o;
+  o.max_tokens = 8;
+  auto src = make(w, o, nullptr);
+  const std::vector<int32_t> ids = prompt(11, 10);
+  REQUIRE(src->model.prefill(ids.data(), 11).ok());
+  const std::vector<uint8_t> good = save(src->model);
+
+  auto m = make(w, o, nullptr);
+  auto twin = make(w, o, nullptr);  // never offered a bad state
+  REQUIRE(m->model.prefill(ids.data(), 4).ok());
+  REQUIRE(twin->model.prefill(ids.data(), 4).ok());
+  auto refused = [&](const void* bytes, size_t n, Code code, const std::string& message) {
+    const Status s = m->model.load_state(bytes, n);
+    CHECK(s.code() == code);
+    CHECK(std::string(s.message()) == message);
+    CHECK(m->model.position() == 4);
+    CHECK(same_logits(m->model, twin->model));
+  };
+  const size_t n = good.size();
+  const std::string size = std::to_string(n);
+  refused(good.data(), 10, Code::kDataLoss, "state: 10 bytes, shorter than its 64-byte header (truncated)");
+  refused(good.data(), 70, Code::kDataLoss, "state: 70 bytes, shorter than its header and 2 layer records (truncated)");
+  refused(good.data(), n - 1, Code::kDataLoss,
+          "state: " + std::to_string(n - 1) + " bytes, its header describes " + size + " (truncated)");
+  std::vector<uint8_t> longer = good;
+  longer.push_back(0);
+  refused(longer.data(), longer.size(), Code::kDataLoss,
+          "state: " + std::to_string(n + 1) + " bytes, its header describes " + size + " (trailing bytes)");
+  refused(nullptr, n, Code::kInvalidArgument, "state: the buffer is null");
+
+  std::vector<uint8_t> bad = good;
+  bad[0] = 'G';
+  refused(bad.data(), n, Code::kInvalidArgument,
+          "state: not a headway state (its first bytes are 0x47 0x57 0x53 0x54, not \"HWST\")");
+  bad = good;
+  bad[4] = 2;  // version
+  refused(bad.data(), n, Code::kUnsupported, "state: format version 2, this build reads version 1");
+  bad = good;
+  bad[200] ^= 0x10;  // a K row's bit
+  {
+    const Status s = m->model.load_state(bad.data(), n);
+    CHECK(s.code() == Code::kDataLoss);
+    const std::string msg = s.message();
+    CHECK(msg.rfind("state: checksum ", 0) == 0);
+    CHECK(msg.find("(corrupt)") != std::string::npos);
+  }
+  bad = good;
+  bad[44] = 3;  // position 3 with the bytes of 11: the sizes disagree
+  refused(bad.data(), n, Code::kDataLoss,
+          "state: " + size + " bytes, its header describes " + std::to_string(n - 2 * 2 * 2 * 8 * 4 * 8) +
+              " (trailing bytes)");
+
+  // Other plans and models.
+  auto other = [&](Config c, PlanOptions po, uint64_t seed, Code code, const std::string& message) {
+    Weights w2(c, seed);
+    auto s2 = make(w2, po, nullptr);
+    REQUIRE(s2->model.prefill(ids.data(), 11).ok());
+    const std::vector<uint8_t> bytes = save(s2->model);
+    const Status s = m->model.load_state(bytes.data(), bytes.size());
+    CHECK(s.code() == code);
+    if (message.back() == '*') {
+      CHECK(std::string(s.message()).rfind(message.substr(0, message.size() - 1), 0) == 0);
+    } else {
+      CHECK(std::string(s.message()) == message);
+    }
+    CHECK(m->model.position() == 4);
+    CHECK(same_logits(m->model, twin->model));
+  };
+  Config c = model_config(true);
+  c.kv_dtype = DType::kQ8_0;
+  other(c, o, 27, Code::kInvalidArgument, "state: kv_dtype q8_0, this plan's f32");
+  c = model_config(true);
+  c.n_layers = 1;
+  other(c, o, 27, Code::kInvalidArgument, "state: n_layers 1, this plan's 2");
+  c = model_config(true);
+  c.n_kv_heads = 4;
+  other(c, o, 27, Code::kInvalidArgument, "state: n_kv_heads 4, this plan's 2");
+  PlanOptions f16 = o;
+  f16.weight_dtype = DType::kF16;
+  other(model_config(true), f16, 27, Code::kInvalidArgument, "state: weight_dtype f16, this plan's f32");
+  c = model_config(true);
+  c.window = 4;
+  c.layers.sliding_pattern = 2;
+  other(c, o, 27, Code::kInvalidArgument, "state: layer 0 is sliding, this plan's is full");
+  other(model_config(true), o, 28, Code::kInvalidArgument, "state: made with other weights (fingerprint *");
+  c = model_config(true);
+  c.max_seq = 40;
+  Weights w40(c, 27);
+  auto long_ctx = make(w40, o, nullptr);
+  const std::vector<int32_t> long_ids = prompt(30, 11);
+  REQUIRE(long_ctx->model.prefill(long_ids.data(), 30).ok());
+  const std::vector<uint8_t> past = save(long_ctx->model);
+  refused(past.data(), past.size(), Code::kOutOfRange,
+          "state: position 30 is past this plan's context of 24 tokens (max_seq)");
+
+  // A longer context's state whose position fits loads (full layers keep the rows in use only).
+  long_ctx->model.reset();
+  REQUIRE(long_ctx->model.prefill(ids.data(), 11).ok());
+  const std::vector<uint8_t> fits = save(long_ctx->model);
+  REQUIRE(m->model.load_state(fits.data(), fits.size()).ok());
+  CHECK(m->model.position() == 11);
+  CHECK(same_logits(m->model, src->model));
+
+  // Saving into a short buffer writes nothing.
+  std::vector<uint8_t> small(n - 1, 0xAB);
+  size_t written = 7;
+  const Status s = src->model.save_state(small.data(), small.size(), &written);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(std::string(s.message()) ==
+        "state: the buffer holds " + std::to_string(n - 1) + " bytes, the state needs " + size);
+  CHECK(written == 7);
+  CHECK(small == std::vector<uint8_t>(n - 1, 0xAB));
+  Model fresh;
+  CHECK(fresh.state_bytes() == 0);
+  CHECK(std::string(fresh.load_state(good.data(), n).message()) == "state: the model is not initialized");
 }
 
 TEST_CASE("Model config: validate() names what a model lacks") {

@@ -1,0 +1,280 @@
+// Model::state_bytes, save_state, load_state: a model's KV rows in use, its position and its last
+// logits as bytes (the format: include/headway/model.hpp). No allocation, no I/O: the caller's
+// buffer in and out; files are the tools layer's (headway/state_file.hpp).
+#include <cstring>
+
+#include "headway/model.hpp"
+
+namespace headway {
+namespace {
+
+constexpr char kMagic[4] = {'H', 'W', 'S', 'T'};
+
+// The fixed part of a state, 64 bytes, no padding.
+struct StateHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t d_model;
+  uint32_t n_heads;
+  uint32_t n_kv_heads;
+  uint32_t head_dim;
+  uint32_t n_layers;
+  uint32_t max_seq;
+  uint32_t vocab_size;
+  uint32_t kv_dtype;
+  uint32_t weight_dtype;
+  uint32_t position;
+  uint32_t has_logits;
+  uint32_t reserved;  // 0
+  uint64_t fingerprint;
+};
+static_assert(sizeof(StateHeader) == 64, "the state header has no padding");
+
+// One layer's kind as its cache holds rows.
+struct LayerRecord {
+  uint32_t sliding;
+  uint32_t window;
+  uint32_t rows;
+  uint32_t sink_tokens;
+};
+static_assert(sizeof(LayerRecord) == 16, "a state's layer record has no padding");
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+// FNV-1a over 8-byte words (then the tail's bytes): 8 times fewer multiplies than bytewise,
+// enough to catch a flipped bit or a torn write (not an adversary).
+uint64_t fnv(const void* data, size_t n, uint64_t h = kFnvOffset) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
+  return h;
+}
+
+const char* dtype_text(uint32_t v) { return v <= 0xff ? dtype_name(static_cast<DType>(v)) : "unknown"; }
+
+LayerRecord layer_record(const Plan& p, uint32_t l) {
+  const LayerPlan lp = p.layer(l);
+  return {lp.sliding ? 1u : 0u, lp.window, lp.kv_rows, lp.sink_tokens};
+}
+
+// Rows of a layer that hold tokens at `position` (a ring holds at most its rows).
+uint32_t rows_in_use(const Plan& p, uint32_t l, uint32_t position) {
+  const uint32_t rows = p.layer(l).kv_rows;
+  return position < rows ? position : rows;
+}
+
+// The state's size for plan p at `position`.
+uint64_t state_size(const Plan& p, uint32_t position) {
+  const Config& c = p.config;
+  const uint64_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
+  uint64_t n = sizeof(StateHeader) + uint64_t{c.n_layers} * sizeof(LayerRecord);
+  for (uint32_t l = 0; l < c.n_layers; ++l) n += 2 * uint64_t{c.kv_heads()} * rows_in_use(p, l, position) * row;
+  if (position > 0) n += uint64_t{c.model.vocab_size} * sizeof(float);
+  return n + sizeof(uint64_t);
+}
+
+Status differ(const char* field, uint32_t state, uint32_t plan) {
+  return Status::error(Code::kInvalidArgument, "state: %s %u, this plan's %u", field, state, plan);
+}
+
+}  // namespace
+
+uint64_t Model::weights_fingerprint() const {
+  const Plan& p = arena_->plan();
+  const uint32_t d = p.config.d_model;
+  uint64_t h = fnv(norm(ModelTensor::kFinalNorm, 0), d * sizeof(float));
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    h = fnv(norm(ModelTensor::kAttnNorm, l), d * sizeof(float), h);
+    h = fnv(norm(ModelTensor::kFfnNorm, l), d * sizeof(float), h);
+  }
+  return fnv(arena_->model_weights(), dtype_row_bytes(p.options.weight_dtype, d), h);
+}
+
+Status Model::check_state_backend() const {
+  if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "state: the model is not initialized");
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    if (layers_[l].cpu_cache() == nullptr) {
+      return Status::error(Code::kUnsupported,
+                           "state: layer %u runs on the %s backend, whose KV rows live on the device; saving and "
+                           "loading a state needs the cpu backend",
+                           l, backend_name(layers_[l].backend_kind()));
+    }
+  }
+  return Status();
+}
+
+uint64_t Model::state_bytes() const { return arena_ ? state_size(arena_->plan(), position()) : 0; }
+
+Status Model::save_state(void* out, size_t capacity, size_t* written) const {
+  HEADWAY_RETURN_IF_ERROR(check_state_backend());
+  const Plan& p = arena_->plan();
+  const Config& c = p.config;
+  const uint32_t pos = position();
+  const uint64_t need = state_size(p, pos);
+  if (out == nullptr || capacity < need) {
+    return Status::error(Code::kOutOfRange, "state: the buffer holds %zu bytes%s, the state needs %llu",
+                         out ? capacity : size_t{0}, out ? "" : " (null)", static_cast<unsigned long long>(need));
+  }
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    const KvCache& kv = *layers_[l].cpu_cache();
+    if (kv.start_position() != 0 || kv.position() != pos) {
+      return Status::error(Code::kInternal, "state: layer %u holds positions %u..%u, the model's position is %u", l,
+                           kv.start_position(), kv.position(), pos);
+    }
+  }
+  uint8_t* o = static_cast<uint8_t*>(out);
+  StateHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kStateVersion;
+  h.d_model = c.d_model;
+  h.n_heads = c.n_heads;
+  h.n_kv_heads = c.kv_heads();
+  h.head_dim = p.head_dim;
+  h.n_layers = c.n_layers;
+  h.max_seq = c.max_seq;
+  h.vocab_size = c.model.vocab_size;
+  h.kv_dtype = static_cast<uint32_t>(c.kv_dtype);
+  h.weight_dtype = static_cast<uint32_t>(p.options.weight_dtype);
+  h.position = pos;
+  h.has_logits = pos > 0 ? 1 : 0;
+  h.fingerprint = weights_fingerprint();
+  std::memcpy(o, &h, sizeof(h));
+  o += sizeof(h);
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    const LayerRecord r = layer_record(p, l);
+    std::memcpy(o, &r, sizeof(r));
+    o += sizeof(r);
+  }
+  const size_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    const KvCache& kv = *layers_[l].cpu_cache();
+    const size_t bytes = size_t{rows_in_use(p, l, pos)} * row;
+    for (bool v : {false, true}) {
+      for (uint32_t g = 0; g < c.kv_heads(); ++g) {
+        std::memcpy(o, kv.head_rows(g, v), bytes);
+        o += bytes;
+      }
+    }
+  }
+  if (pos > 0) {
+    std::memcpy(o, logits(), size_t{c.model.vocab_size} * sizeof(float));
+    o += size_t{c.model.vocab_size} * sizeof(float);
+  }
+  const uint64_t sum = fnv(out, static_cast<size_t>(o - static_cast<uint8_t*>(out)));
+  std::memcpy(o, &sum, sizeof(sum));
+  if (written != nullptr) *written = static_cast<size_t>(need);
+  return Status();
+}
+
+Status Model::load_state(const void* in, size_t size) {
+  HEADWAY_RETURN_IF_ERROR(check_state_backend());
+  const Plan& p = arena_->plan();
+  const Config& c = p.config;
+  if (in == nullptr) return Status::error(Code::kInvalidArgument, "state: the buffer is null");
+  const uint8_t* b = static_cast<const uint8_t*>(in);
+  if (size < sizeof(StateHeader)) {
+    return Status::error(Code::kDataLoss, "state: %zu bytes, shorter than its %zu-byte header (truncated)", size,
+                         sizeof(StateHeader));
+  }
+  StateHeader h;
+  std::memcpy(&h, b, sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "state: not a headway state (its first bytes are 0x%x 0x%x 0x%x 0x%x, not \"HWST\")",
+                         static_cast<uint8_t>(h.magic[0]), static_cast<uint8_t>(h.magic[1]),
+                         static_cast<uint8_t>(h.magic[2]), static_cast<uint8_t>(h.magic[3]));
+  }
+  if (h.version != kStateVersion) {
+    return Status::error(Code::kUnsupported, "state: format version %u, this build reads version %u", h.version,
+                         kStateVersion);
+  }
+  // What identifies the plan, in the header's order: the first difference is the message.
+  const struct {
+    const char* field;
+    uint32_t state, plan;
+  } same[] = {{"d_model", h.d_model, c.d_model},          {"n_heads", h.n_heads, c.n_heads},
+              {"n_kv_heads", h.n_kv_heads, c.kv_heads()}, {"head_dim", h.head_dim, p.head_dim},
+              {"n_layers", h.n_layers, c.n_layers},       {"vocab_size", h.vocab_size, c.model.vocab_size}};
+  for (const auto& f : same) {
+    if (f.state != f.plan) return differ(f.field, f.state, f.plan);
+  }
+  if (h.kv_dtype != static_cast<uint32_t>(c.kv_dtype)) {
+    return Status::error(Code::kInvalidArgument, "state: kv_dtype %s, this plan's %s", dtype_text(h.kv_dtype),
+                         dtype_name(c.kv_dtype));
+  }
+  if (h.weight_dtype != static_cast<uint32_t>(p.options.weight_dtype)) {
+    return Status::error(Code::kInvalidArgument, "state: weight_dtype %s, this plan's %s", dtype_text(h.weight_dtype),
+                         dtype_name(p.options.weight_dtype));
+  }
+  const size_t records = sizeof(StateHeader) + size_t{c.n_layers} * sizeof(LayerRecord);
+  if (size < records) {
+    return Status::error(Code::kDataLoss, "state: %zu bytes, shorter than its header and %u layer records (truncated)",
+                         size, c.n_layers);
+  }
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    LayerRecord r;
+    std::memcpy(&r, b + sizeof(StateHeader) + size_t{l} * sizeof(LayerRecord), sizeof(r));
+    const LayerRecord want = layer_record(p, l);
+    if (r.sliding != want.sliding) {
+      return Status::error(Code::kInvalidArgument, "state: layer %u is %s, this plan's is %s", l,
+                           r.sliding ? "sliding" : "full", want.sliding ? "sliding" : "full");
+    }
+    if (!want.sliding) continue;  // a full layer's rows are max_seq: only the position must fit
+    if (r.window != want.window || r.rows != want.rows || r.sink_tokens != want.sink_tokens) {
+      return Status::error(Code::kInvalidArgument,
+                           "state: layer %u's ring is window %u, %u rows, %u sink tokens; this plan's is window %u, "
+                           "%u rows, %u sink tokens",
+                           l, r.window, r.rows, r.sink_tokens, want.window, want.rows, want.sink_tokens);
+    }
+  }
+  const uint64_t fingerprint = weights_fingerprint();
+  if (h.fingerprint != fingerprint) {
+    return Status::error(Code::kInvalidArgument, "state: made with other weights (fingerprint %llx, this model's %llx)",
+                         static_cast<unsigned long long>(h.fingerprint), static_cast<unsigned long long>(fingerprint));
+  }
+  if (h.position > c.max_seq) {
+    return Status::error(Code::kOutOfRange, "state: position %u is past this plan's context of %u tokens (max_seq)",
+                         h.position, c.max_seq);
+  }
+  if (h.has_logits != (h.position > 0 ? 1u : 0u)) {
+    return Status::error(Code::kDataLoss, "state: has_logits %u at position %u (corrupt)", h.has_logits, h.position);
+  }
+  const uint64_t need = state_size(p, h.position);
+  if (size != need) {
+    return Status::error(Code::kDataLoss, "state: %zu bytes, its header describes %llu (%s)", size,
+                         static_cast<unsigned long long>(need), size < need ? "truncated" : "trailing bytes");
+  }
+  uint64_t stored = 0;
+  std::memcpy(&stored, b + size - sizeof(stored), sizeof(stored));
+  const uint64_t sum = fnv(b, size - sizeof(stored));
+  if (stored != sum) {
+    return Status::error(Code::kDataLoss, "state: checksum %llx, its bytes give %llx (corrupt)",
+                         static_cast<unsigned long long>(stored), static_cast<unsigned long long>(sum));
+  }
+
+  // Every check passed: write.
+  const uint8_t* src = b + records;
+  const size_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
+  for (uint32_t l = 0; l < n_layers_; ++l) {
+    KvCache& kv = *layers_[l].cpu_cache();
+    const size_t bytes = size_t{rows_in_use(p, l, h.position)} * row;
+    for (bool v : {false, true}) {
+      for (uint32_t g = 0; g < c.kv_heads(); ++g) {
+        std::memcpy(kv.head_rows(g, v), src, bytes);
+        src += bytes;
+      }
+    }
+    kv.restore(0, h.position);
+  }
+  if (h.position > 0) std::memcpy(arena_->logits(), src, size_t{c.model.vocab_size} * sizeof(float));
+  last_row_ = 0;
+  return Status();
+}
+
+}  // namespace headway
