@@ -5,6 +5,7 @@
 
 #include "headway/model.hpp"
 
+#include "runtime/model/model_blocks.hpp"
 namespace headway {
 namespace {
 
@@ -88,12 +89,13 @@ Status differ(const char* field, uint32_t state, uint32_t plan) {
 uint64_t Model::weights_fingerprint() const {
   const Plan& p = arena_->plan();
   const uint32_t d = p.config.d_model;
-  uint64_t h = fnv(norm(ModelTensor::kFinalNorm, 0), d * sizeof(float));
+  const ModelWeightsView w{&p, arena_->model_weights()};
+  uint64_t h = fnv(w.vector(ModelTensor::kFinalNorm, 0), d * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    h = fnv(norm(ModelTensor::kAttnNorm, l), d * sizeof(float), h);
-    h = fnv(norm(ModelTensor::kFfnNorm, l), d * sizeof(float), h);
+    h = fnv(w.vector(ModelTensor::kAttnNorm, l), d * sizeof(float), h);
+    h = fnv(w.vector(ModelTensor::kFfnNorm, l), d * sizeof(float), h);
   }
-  return fnv(arena_->model_weights(), dtype_row_bytes(p.options.weight_dtype, d), h);
+  return fnv(w.matrix(ModelTensor::kEmbedding, 0).data, dtype_row_bytes(p.options.weight_dtype, d), h);
 }
 
 Status Model::check_state_backend() const {
