@@ -77,8 +77,8 @@ struct Options {
   int32_t device = -1;
   const char* svg = nullptr;
   const char* target = nullptr;
-  // --model: a whole model (bench/model_runner.hpp); the flags only it takes are counted in
-  // model_flags, so that one given without --model is refused by name.
+  // --model: a whole model (bench/model_runner.hpp). model_only_flag: the last flag given that
+  // only --model takes, so that one without --model is refused by name.
   bench::ModelBenchOptions model;
   const char* model_only_flag = nullptr;
   bool reps_given = false;
