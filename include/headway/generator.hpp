@@ -44,8 +44,7 @@ class Generator {
   // `cached`: the first that many prompt ids are in the model already (a restored state whose
   // position is `cached`, its logits the last cached token's): only the rest is run, and all n
   // count as the prompt.
-  Status start(const int32_t* prompt, size_t n, uint32_t max_tokens, const SamplerParams& params,
-               size_t cached = 0);
+  Status start(const int32_t* prompt, size_t n, uint32_t max_tokens, const SamplerParams& params, size_t cached = 0);
 
   // Samples the next token and writes the text it completes to piece[0, cap) (*len bytes, no
   // NUL; may be 0 while a UTF-8 sequence is incomplete). The token is run through the model

@@ -6,8 +6,8 @@ using namespace headway;
 
 namespace {
 
-constexpr size_t kScratchOffset = (sizeof(headway_sampler) + HEADWAY_OBJECT_ALIGNMENT - 1) /
-                                  HEADWAY_OBJECT_ALIGNMENT * HEADWAY_OBJECT_ALIGNMENT;
+constexpr size_t kScratchOffset =
+    (sizeof(headway_sampler) + HEADWAY_OBJECT_ALIGNMENT - 1) / HEADWAY_OBJECT_ALIGNMENT * HEADWAY_OBJECT_ALIGNMENT;
 
 struct CallbackSource {
   headway_model_source c;
@@ -19,8 +19,9 @@ Result<LayerWeights> attention_of(void* ctx, uint32_t l) {
   headway_layer_weights_init(&s.layer);
   const headway_status code = s.c.attention(s.c.ctx, l, &s.layer);
   if (code != HEADWAY_OK) {
-    return Status::error(static_cast<Code>(code), "headway_model_create: the source's attention function failed for "
-                                                  "layer %u (status %d)",
+    return Status::error(static_cast<Code>(code),
+                         "headway_model_create: the source's attention function failed for "
+                         "layer %u (status %d)",
                          l, static_cast<int>(code));
   }
   LayerWeights w;
@@ -32,7 +33,8 @@ Status rows_of(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint
   const CallbackSource& s = *static_cast<const CallbackSource*>(ctx);
   const headway_status code = s.c.rows(s.c.ctx, static_cast<int>(t), layer, first, n, shape.cols, dst);
   if (code == HEADWAY_OK) return Status();
-  return Status::error(static_cast<Code>(code), "the source's rows function failed (status %d)", static_cast<int>(code));
+  return Status::error(static_cast<Code>(code), "the source's rows function failed (status %d)",
+                       static_cast<int>(code));
 }
 
 }  // namespace
@@ -76,7 +78,8 @@ headway_status headway_model_create(void* memory, size_t memory_bytes, const hea
   constexpr const char* kCall = "headway_model_create";
   CallbackSource cb{};
   headway_model_source_init(&cb.c);
-  Status s = source == nullptr ? capi::null_argument(kCall, "source") : capi::read_struct(kCall, "source", source, &cb.c);
+  Status s =
+      source == nullptr ? capi::null_argument(kCall, "source") : capi::read_struct(kCall, "source", source, &cb.c);
   if (s.ok() && (cb.c.attention == nullptr || cb.c.rows == nullptr)) {
     s = Status::error(Code::kInvalidArgument, "%s: source->%s is null", kCall,
                       cb.c.attention == nullptr ? "attention" : "rows");
@@ -119,9 +122,9 @@ void headway_model_destroy(headway_model* model) {
 void headway_sampler_params_init(headway_sampler_params* params) {
   if (params == nullptr) return;
   const SamplerParams d;
-  *params = headway_sampler_params{sizeof(headway_sampler_params), d.temperature,        d.top_k,
-                                   d.top_p,                        d.min_p,              d.repetition_penalty,
-                                   d.presence_penalty,             d.penalty_window,     d.seed};
+  *params =
+      headway_sampler_params{sizeof(headway_sampler_params), d.temperature,      d.top_k,          d.top_p, d.min_p,
+                             d.repetition_penalty,           d.presence_penalty, d.penalty_window, d.seed};
 }
 
 size_t headway_sampler_memory_bytes(uint32_t n_vocab) { return kScratchOffset + Sampler::scratch_bytes(n_vocab); }
@@ -134,12 +137,13 @@ headway_status headway_sampler_create(void* memory, size_t memory_bytes, const h
   Status s = params == nullptr    ? capi::null_argument(kCall, "params")
              : sampler == nullptr ? capi::null_argument(kCall, "sampler")
                                   : capi::read_struct(kCall, "params", params, &p);
-  if (s.ok()) s = capi::check_memory(kCall, memory, memory_bytes, headway_sampler_memory_bytes(n_vocab),
-                                     HEADWAY_OBJECT_ALIGNMENT);
+  if (s.ok())
+    s = capi::check_memory(kCall, memory, memory_bytes, headway_sampler_memory_bytes(n_vocab),
+                           HEADWAY_OBJECT_ALIGNMENT);
   if (!s.ok()) return capi::report(s, error);
   headway_sampler* h = new (memory) headway_sampler;
-  const SamplerParams sp{p.temperature,        p.top_k,          p.top_p,          p.min_p,
-                         p.repetition_penalty, p.presence_penalty, p.penalty_window, p.seed};
+  const SamplerParams sp{p.temperature,      p.top_k,          p.top_p, p.min_p, p.repetition_penalty,
+                         p.presence_penalty, p.penalty_window, p.seed};
   s = h->sampler.init(sp, n_vocab, static_cast<uint8_t*>(memory) + kScratchOffset, memory_bytes - kScratchOffset);
   if (!s.ok()) {
     h->~headway_sampler();

@@ -31,10 +31,10 @@ headway_status headway_model_file_open(const char* path, headway_model_file** fi
 headway_status headway_model_file_config(const headway_model_file* file, void* memory, size_t memory_bytes,
                                          headway_config** config, headway_error* error) {
   constexpr const char* kCall = "headway_model_file_config";
-  Status s = file == nullptr     ? capi::null_argument(kCall, "file")
-             : config == nullptr ? capi::null_argument(kCall, "config")
-                                 : capi::check_memory(kCall, memory, memory_bytes, sizeof(headway_config),
-                                                      HEADWAY_OBJECT_ALIGNMENT);
+  Status s = file == nullptr ? capi::null_argument(kCall, "file")
+             : config == nullptr
+                 ? capi::null_argument(kCall, "config")
+                 : capi::check_memory(kCall, memory, memory_bytes, sizeof(headway_config), HEADWAY_OBJECT_ALIGNMENT);
   if (!s.ok()) return capi::report(s, error);
   const Result<Config> c = file->file.config();
   if (!c.ok()) return capi::report(c.status(), error);
@@ -47,9 +47,9 @@ headway_status headway_model_create_from_file(void* memory, size_t memory_bytes,
                                               headway_model** model, headway_error* error) {
   constexpr const char* kCall = "headway_model_create_from_file";
   if (file == nullptr) return capi::report(capi::null_argument(kCall, "file"), error);
-  return capi::report(capi::create_model(kCall, memory, memory_bytes, plan, arena, arena_bytes, file->file.source(),
-                                         pool, model),
-                      error);
+  return capi::report(
+      capi::create_model(kCall, memory, memory_bytes, plan, arena, arena_bytes, file->file.source(), pool, model),
+      error);
 }
 
 void headway_model_file_close(headway_model_file* file) { delete file; }

@@ -38,8 +38,8 @@ Status Generator::start(const int32_t* prompt, size_t n, uint32_t max_tokens, co
   if (model_ == nullptr) return Status::error(Code::kFailedPrecondition, "Generator::start before init");
   if (n == 0) return Status::error(Code::kInvalidArgument, "the prompt has no tokens");
   if (cached > n || (cached > 0 && model_->position() != cached)) {
-    return Status::error(Code::kInvalidArgument, "%zu cached prompt tokens of %zu, the model at position %u", cached,
-                         n, model_->position());
+    return Status::error(Code::kInvalidArgument, "%zu cached prompt tokens of %zu, the model at position %u", cached, n,
+                         model_->position());
   }
   const uint32_t max_seq = arena_->plan().config.max_seq;
   const uint64_t end = uint64_t{model_->position()} + (n - cached);
