@@ -20,6 +20,7 @@
 #include "headway/arena.hpp"
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
+#include "headway/encoder.hpp"
 #include "headway/headway.h"
 #include "headway/kv_cache.hpp"
 #include "headway/layer.hpp"
@@ -950,6 +951,68 @@ TEST_CASE("bad input: Session::encode lengths and pointers leave the session and
   CHECK(session->position() == 0);
   CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
   for (const float v : y) CHECK(v == 0.0f);
+}
+
+TEST_CASE("bad input: Model and Encoder refuse ids and lengths by name and change nothing") {
+  test::TinyWeights dw(test::tiny_model_config(true), 41);
+  test::TinyModel m;
+  REQUIRE(m.init(dw, PlanOptions{}, nullptr).ok());
+  const int32_t prompt[3] = {1, 2, 3};
+  REQUIRE(m.model.prefill(prompt, 3).ok());
+  Config ec = test::tiny_model_config(false);  // a post-norm encoder of the same shapes
+  ec.causal = false;
+  ec.rope.style = RopeStyle::kNone;
+  ec.qkv_bias = ec.o_bias = true;
+  ec.model.norm = NormKind::kLayer;
+  ec.model.mlp = MlpKind::kGelu;
+  ec.model.mlp_bias = ec.model.post_norm = ec.model.embedding_norm = true;
+  ec.model.max_positions = 8;
+  ec.model.type_vocab_size = 2;
+  test::TinyWeights ew(ec, 43);
+  PlanOptions eo;
+  eo.max_tokens = 16;
+  const Result<Plan> ep = make_plan(ec, eo);
+  REQUIRE_MESSAGE(ep.ok(), ep.status().message());
+  std::vector<uint8_t> arena_mem(ep->arena_bytes + kAlignment);
+  void* aligned = arena_mem.data() + (kAlignment - reinterpret_cast<uintptr_t>(arena_mem.data()) % kAlignment);
+  Arena arena;
+  REQUIRE(arena.bind(ep.value(), aligned, ep->arena_bytes).ok());
+  auto encoder = std::make_unique<Encoder>();
+  REQUIRE(encoder->init(arena, ew.source(), LayerOptions{}).ok());
+  std::vector<float> out(16 * ec.d_model);
+  const int32_t ids[4] = {1, 2, 50, 3};
+  const uint32_t cu2[3] = {0, 2, 4};
+  const uint32_t cu_long[2] = {0, 9};
+  const int32_t nine[9] = {};
+  check_rows({
+      {"a decoder id outside the vocabulary",
+       [&] { return m.model.decode(50); },
+       Code::kInvalidArgument,
+       {"model: token id 50 at position 0 is outside the vocabulary (0..49)"}},
+      {"a decoder prompt past the context",
+       [&] {
+         std::vector<int32_t> many(22, 1);
+         return m.model.prefill(many.data(), 22);
+       },
+       Code::kOutOfRange,
+       {"model: 22 tokens at position 3 go past the context of 24 tokens"}},
+      {"an encoder id outside the vocabulary",
+       [&] { return encoder->encode(ids, cu2, 2, out.data()); },
+       Code::kInvalidArgument,
+       {"encoder: token id 50 at 2 is outside the vocabulary (0..49)"}},
+      {"an encoder sequence past its positions",
+       [&] { return encoder->encode(nine, cu_long, 1, out.data()); },
+       Code::kOutOfRange,
+       {"encoder: sequence 0 has 9 tokens, the model has 8 positions"}},
+      {"an encoder plan in a Model",
+       [&] {
+         auto wrong = std::make_unique<Model>();
+         return wrong->init(arena, ew.source(), LayerOptions{});
+       },
+       Code::kInvalidArgument,
+       {"model: the plan is an encoder's (bidirectional)"}},
+  });
+  CHECK(m.model.position() == 3);
 }
 
 TEST_CASE("bad input: Model::load_state and state files leave the model and its arena as they were") {
