@@ -20,19 +20,19 @@ export DEBIAN_FRONTEND=noninteractive
 host_pkgs=(cmake make g++ pkg-config python3 libhwy-dev libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
            doctest-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev)
 # Cross targets (toolchains/aarch64-linux-gnu.cmake, armv7-linux-gnueabihf.cmake): the cross
-# compiler, qemu-user to run the tests, and the target's Highway, PCRE2 and utf8proc (the
-# tokenizers) from Debian multiarch. Debian 12's pthreadpool and XNNPACK packages are not
-# Multi-Arch: same (installing the arm64 ones would remove the host's), so cross builds go without
-# them (the presets set HEADWAY_THREADS=OFF).
+# compiler, qemu-user to run the tests, and the target's Highway from Debian multiarch. Debian
+# 12's pthreadpool and XNNPACK packages are not Multi-Arch: same (installing the arm64 ones would
+# remove the host's), so cross builds go without them (the presets set HEADWAY_THREADS=OFF); and
+# without the target's PCRE2 and utf8proc (the tokenizers are OFF there, each loader saying so):
+# their -dev packages pull the target's libc6-dev and linux-libc-dev, and when a mirror serves
+# the two architectures at different versions apt resolves that by removing the host's compiler.
 pkgs=()
 want_arch=()
 case "$what" in
   host) pkgs=("${host_pkgs[@]}") ;;
-  aarch64) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libpcre2-dev:arm64
-                libutf8proc-dev:arm64)
+  aarch64) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64)
            want_arch=(arm64) ;;
-  armv7) pkgs=("${host_pkgs[@]}" g++-arm-linux-gnueabihf qemu-user libhwy-dev:armhf libpcre2-dev:armhf
-              libutf8proc-dev:armhf)
+  armv7) pkgs=("${host_pkgs[@]}" g++-arm-linux-gnueabihf qemu-user libhwy-dev:armhf)
          want_arch=(armhf) ;;
   cortex-m) pkgs=("${host_pkgs[@]}" gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
                   qemu-system-arm) ;;
@@ -43,8 +43,7 @@ case "$what" in
   # Debian gives only the interpreter and its venv module.
   python|torch) pkgs=("${host_pkgs[@]}" python3-venv) ;;
   all) pkgs=("${host_pkgs[@]}" g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user qemu-system-arm
-             libhwy-dev:arm64 libhwy-dev:armhf libpcre2-dev:arm64 libpcre2-dev:armhf libutf8proc-dev:arm64
-             libutf8proc-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
+             libhwy-dev:arm64 libhwy-dev:armhf gcc-arm-none-eabi libnewlib-arm-none-eabi
              libstdc++-arm-none-eabi-newlib libvulkan-dev glslc mesa-vulkan-drivers clang-14 libclang-rt-14-dev
              clang-format-14 python3-venv)
        want_arch=(arm64 armhf) ;;
@@ -124,8 +123,9 @@ for attempt in 1 2 3; do
   sleep $((attempt * 5))
 done
 
+# --no-remove: installing never takes a package away (a failed attempt is retried after a refresh).
 for attempt in 1 2 3; do
-  if "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  if "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends --no-remove "${missing[@]}"; then
     echo "install-deps.sh: installed ${missing[*]}"
     finish
     exit
