@@ -21,6 +21,7 @@
 
 #include "bench/buffer.hpp"
 #include "bench/cases.hpp"
+#include "bench/command/bench_command.hpp"
 #include "bench/model_runner.hpp"
 #include "bench/peak.hpp"
 #include "bench/roofline_svg.hpp"
@@ -33,6 +34,39 @@
 #include "headway/thread_pool.hpp"
 
 namespace headway::cli {
+namespace bench_command {
+
+double sig6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+Status make_pool(uint32_t threads, ThreadPool* pool) {
+  HEADWAY_RETURN_IF_ERROR(pool->create(threads));
+  if (pool->threads() != threads) {
+    std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", threads);
+  }
+  return Status();
+}
+
+uint64_t llc_bytes(const Options& o) {
+  if (o.llc_mib) return uint64_t{o.llc_mib} << 20;
+  const uint64_t reported = bench::last_level_cache_bytes();
+  if (reported != 0) return reported;
+  std::fprintf(stderr, "headway bench: the OS reports no last-level cache size; assuming %s (--llc-mib)\n",
+               human_bytes(kAssumedLlc).c_str());
+  return kAssumedLlc;
+}
+
+Status measure_roofs(ThreadPool* pool, const bench::BenchBuffer& buffer, Machine* m) {
+  const Result<bench::MachinePeak> peak = bench::measure_peak(pool, buffer.data(), buffer.size());
+  if (!peak.ok()) return peak.status();
+  m->measured = true;
+  m->peak = peak.value();
+  return Status();
+}
+
 namespace {
 
 constexpr const char* kUsage =
@@ -67,23 +101,6 @@ constexpr const char* kUsage =
     "  --kv-dtype D  the KV cache's type (default f16, llama-bench's); --weight-dtype D: the\n"
     "                weights' in the arena (default f32; the file's blocks are widened to it)\n";
 
-constexpr uint64_t kAssumedLlc = uint64_t{32} << 20;  // when the OS reports no cache size
-
-struct Options {
-  std::vector<const bench::BenchCase*> cases;
-  bool list = false, json = false, gpu = false;
-  uint32_t threads = 1, reps = bench::kAutoReps, llc_mib = 0;
-  bench::KvLayout layout = bench::KvLayout::kCache;
-  int32_t device = -1;
-  const char* svg = nullptr;
-  const char* target = nullptr;
-  // --model: a whole model (bench/model_runner.hpp). model_only_flag: the last flag given that
-  // only --model takes, so that one without --model is refused by name.
-  bench::ModelBenchOptions model;
-  const char* model_only_flag = nullptr;
-  bool reps_given = false;
-};
-
 int list_cases() {
   for (const bench::BenchCase& c : bench::bench_cases()) {
     std::printf("%-42s %-7s t_q %4u t_kv %4u heads %2u/%-2u d%-3u %s  %s\n", c.name, bench::case_kind_name(c.kind),
@@ -104,13 +121,6 @@ Group group_of(const bench::BenchCase& c) {
   return c.kind == bench::CaseKind::kDecode ? Group{"decode", 1} : Group{"prefill", 0};
 }
 
-struct Machine {
-  bool measured = false;  // false on the GPU backend: no roof
-  bench::MachinePeak peak;
-  uint64_t llc = 0;
-  std::string target;  // cpu: the attention kernels' Highway target; gpu: the device
-};
-
 // A case against this run's roofs: both fractions, and the attainable figure at its intensity
 // (the roofline, bench/peak.hpp) with the fraction of it. NaN and no bound without roofs (GPU).
 struct Fractions {
@@ -128,13 +138,6 @@ Fractions fractions(const bench::CaseResult& r, const Machine& m) {
   f.attainable = bench::attainable(m.peak, r.intensity);
   f.peak = r.gflops / f.attainable.gflops;
   return f;
-}
-
-// 6 significant digits: more than any timing here resolves, and lines a person can read.
-double sig6(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return std::strtod(buf, nullptr);
 }
 
 nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
@@ -377,22 +380,11 @@ Status run_gpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* res
 // The roofs measured before and after the cases, on the same pool and K/V pool as the cases.
 Status run_cpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* results) {
   ThreadPool pool;
-  HEADWAY_RETURN_IF_ERROR(pool.create(o.threads));
-  if (pool.threads() != o.threads) {
-    std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", o.threads);
-  }
-  m->llc = o.llc_mib ? uint64_t{o.llc_mib} << 20 : bench::last_level_cache_bytes();
-  if (m->llc == 0) {
-    m->llc = kAssumedLlc;
-    std::fprintf(stderr, "headway bench: the OS reports no last-level cache size; assuming %s (--llc-mib)\n",
-                 human_bytes(m->llc).c_str());
-  }
+  HEADWAY_RETURN_IF_ERROR(make_pool(o.threads, &pool));
+  m->llc = llc_bytes(o);
   bench::BenchBuffer kv;
   HEADWAY_RETURN_IF_ERROR(bench::make_kv_pool(&kv, bench::kv_pool_bytes(o.cases, m->llc)));
-  const Result<bench::MachinePeak> peak = bench::measure_peak(&pool, kv.data(), kv.size());
-  if (!peak.ok()) return peak.status();
-  m->measured = true;
-  m->peak = peak.value();
+  HEADWAY_RETURN_IF_ERROR(measure_roofs(&pool, kv, m));
   m->target = kernel_target_name();
   if (m->target != m->peak.target) {
     std::fprintf(stderr, "headway bench: note: the peak loops run %s, the attention kernels %s\n", m->peak.target,
@@ -414,158 +406,6 @@ Status run_cpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* res
   const Result<bench::MachinePeak> again = bench::measure_peak(&pool, kv.data(), kv.size());
   if (!again.ok()) return again.status();
   print_peak_again(o, *m, again.value());
-  return Status();
-}
-
-// --model: the file's name without its folders, as llama-bench's table shows a model by its type.
-const char* base_name(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
-// llama-bench's test names: "pp512", "tg128", with " @ d4096" after a depth.
-std::string model_test_name(const bench::ModelTestResult& r) {
-  char name[48];
-  const bool pp = r.test == bench::ModelTest::kPrompt;
-  int len = std::snprintf(name, sizeof(name), "%s%u", pp ? "pp" : "tg", pp ? r.n_prompt : r.n_gen);
-  if (r.n_depth > 0) std::snprintf(name + len, sizeof(name) - len, " @ d%u", r.n_depth);
-  return name;
-}
-
-// What one test reads or computes per token, against this run's roofs. tg: the decode step's
-// weight bytes plus the K/V it reads (the context grows from depth + 1 to depth + n_gen: its
-// mean), over the read roof; pp: the matrices' FLOP per token (attention left out), over the FMA
-// roof.
-struct ModelRoof {
-  double gbps = NAN, frac_bw = NAN, bytes_per_token = NAN;
-  double gflops = NAN, frac_flops = NAN;
-};
-ModelRoof model_roof(const bench::ModelTestResult& r, const bench::ModelBenchInfo& info,
-                     const bench::MachinePeak& peak) {
-  ModelRoof m;
-  if (r.test == bench::ModelTest::kGen) {
-    const double context = r.n_depth + (r.n_gen + 1) / 2.0;
-    m.bytes_per_token = static_cast<double>(info.read_bytes_per_tok) + context * info.kv_bytes_per_tok;
-    m.gbps = m.bytes_per_token * r.avg_ts / 1e9;
-    m.frac_bw = m.gbps / peak.gbps;
-  } else {
-    m.gflops = static_cast<double>(info.matmul_flops_per_tok) * r.avg_ts / 1e9;
-    m.frac_flops = m.gflops / peak.gflops;
-  }
-  return m;
-}
-
-nlohmann::ordered_json model_json(const bench::ModelTestResult& r, const bench::ModelBenchInfo& info, const Options& o,
-                                  const Machine& m) {
-  const auto number_or_null = [](double v) { return std::isfinite(v) ? nlohmann::ordered_json(sig6(v)) : nullptr; };
-  const ModelRoof roof = model_roof(r, info, m.peak);
-  std::vector<double> ns, ts;
-  for (double v : r.samples_ns) ns.push_back(std::round(v));
-  for (double v : r.samples_ts) ts.push_back(sig6(v));
-  nlohmann::ordered_json j;
-  // llama-bench's keys (its -o jsonl), where headway has the same thing.
-  j["model_filename"] = o.model.path;
-  j["model_size"] = info.file_bytes;
-  j["model_n_params"] = info.n_params;
-  j["n_batch"] = info.n_ubatch;
-  j["n_ubatch"] = info.n_ubatch;
-  j["n_threads"] = m.peak.threads;
-  j["type_k"] = dtype_name(o.model.kv_dtype);
-  j["type_v"] = dtype_name(o.model.kv_dtype);
-  j["n_prompt"] = r.n_prompt;
-  j["n_gen"] = r.n_gen;
-  j["n_depth"] = r.n_depth;
-  j["avg_ns"] = std::round(r.avg_ns);
-  j["stddev_ns"] = std::round(r.stddev_ns);
-  j["avg_ts"] = sig6(r.avg_ts);
-  j["stddev_ts"] = sig6(r.stddev_ts);
-  j["samples_ns"] = ns;
-  j["samples_ts"] = ts;
-  // headway's own.
-  j["backend"] = "cpu";
-  j["target"] = m.target;
-  j["weight_dtype"] = dtype_name(o.model.weight_dtype);
-  j["arena_bytes"] = info.arena_bytes;
-  j["weight_bytes"] = info.weight_bytes;
-  j["n_ctx"] = info.n_ctx;
-  j["reps"] = static_cast<uint32_t>(r.samples_ns.size());
-  j["heap_allocations"] = r.heap_calls;
-  j["bytes_per_token"] = number_or_null(roof.bytes_per_token);
-  j["gbps"] = number_or_null(roof.gbps);
-  j["gflops"] = number_or_null(roof.gflops);
-  j["peak_gbps"] = sig6(m.peak.gbps);
-  j["peak_gflops"] = sig6(m.peak.gflops);
-  j["frac_bw"] = number_or_null(roof.frac_bw);
-  j["frac_flops"] = number_or_null(roof.frac_flops);
-  return j;
-}
-
-void print_model_line(const bench::ModelTestResult& r, const bench::ModelBenchInfo& info, const Options& o,
-                      const Machine& m) {
-  const ModelRoof roof = model_roof(r, info, m.peak);
-  char weights[48], against[64];
-  std::snprintf(weights, sizeof(weights), "%s %s", dtype_name(o.model.weight_dtype),
-                human_bytes(info.weight_bytes).c_str());
-  if (r.test == bench::ModelTest::kGen) {
-    std::snprintf(against, sizeof(against), "%.1f GB/s, %.0f%% read", roof.gbps, 100 * roof.frac_bw);
-  } else {
-    std::snprintf(against, sizeof(against), "%.1f GFLOP/s, %.0f%% FMA", roof.gflops, 100 * roof.frac_flops);
-  }
-  std::printf("| %s | %s | %.2f M | cpu | %u | %s | %s | %s | %.2f ± %.2f | %s |\n", base_name(o.model.path),
-              human_bytes(info.file_bytes).c_str(), info.n_params / 1e6, m.peak.threads, dtype_name(o.model.kv_dtype),
-              weights, model_test_name(r).c_str(), r.avg_ts, r.stddev_ts, against);
-  std::fflush(stdout);
-}
-
-// --model: the model (a bad file or context refused before anything is timed), the roofs on the
-// same pool, then pp and tg.
-Status run_model(Options& o) {
-  ThreadPool pool;
-  HEADWAY_RETURN_IF_ERROR(pool.create(o.threads));
-  if (pool.threads() != o.threads) {
-    std::fprintf(stderr, "headway bench: this build runs 1 thread (no thread pool); --threads %u ignored\n", o.threads);
-  }
-  o.model.pool = &pool;
-  o.model.reps = o.reps_given ? o.reps : 5;
-  bench::ModelRunner runner;
-  HEADWAY_RETURN_IF_ERROR(runner.init(o.model));
-  Machine m;
-  m.llc = o.llc_mib ? uint64_t{o.llc_mib} << 20 : bench::last_level_cache_bytes();
-  if (m.llc == 0) m.llc = kAssumedLlc;
-  {
-    // The read roof's buffer, freed before the tests run.
-    bench::BenchBuffer buffer;
-    HEADWAY_RETURN_IF_ERROR(bench::make_kv_pool(&buffer, bench::kv_pool_bytes({}, m.llc)));
-    const Result<bench::MachinePeak> peak = bench::measure_peak(&pool, buffer.data(), buffer.size());
-    if (!peak.ok()) return peak.status();
-    m.measured = true;
-    m.peak = peak.value();
-  }
-  m.target = kernel_target_name();
-  const bench::ModelBenchInfo& info = runner.info();
-  std::FILE* out = o.json ? stderr : stdout;
-  std::fprintf(out,
-               "headway bench: model %s, %u layers, context %u, arena %s (weights %s %s, %s KV), cpu, target %s, "
-               "%u thread%s\n",
-               o.model.path, info.n_layers, info.n_ctx, human_bytes(info.arena_bytes).c_str(),
-               dtype_name(o.model.weight_dtype), human_bytes(info.weight_bytes).c_str(), dtype_name(o.model.kv_dtype),
-               m.target.c_str(), m.peak.threads, m.peak.threads == 1 ? "" : "s");
-  std::fprintf(out,
-               "peak, measured now: %.1f GFLOP/s FMA, %.1f GB/s read; a decode step reads %s of weights + %s of K/V "
-               "per token of context\n",
-               m.peak.gflops, m.peak.gbps, human_bytes(info.read_bytes_per_tok).c_str(),
-               human_bytes(info.kv_bytes_per_tok).c_str());
-  if (!o.json) {
-    std::printf("| model | size | params | backend | threads | type_k | weights | test | t/s | against the roofs |\n");
-    std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |\n");
-  }
-  for (bench::ModelTest t : {bench::ModelTest::kPrompt, bench::ModelTest::kGen}) {
-    if ((t == bench::ModelTest::kPrompt ? o.model.n_prompt : o.model.n_gen) == 0) continue;
-    const Result<bench::ModelTestResult> r = runner.run(t);
-    if (!r.ok()) return r.status();
-    if (o.json) std::printf("%s\n", model_json(r.value(), info, o, m).dump().c_str()), std::fflush(stdout);
-    else print_model_line(r.value(), info, o, m);
-  }
   return Status();
 }
 
@@ -635,7 +475,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace bench_command
 
-int cmd_bench(int argc, char** argv) { return run(argc, argv); }
+int cmd_bench(int argc, char** argv) { return bench_command::run(argc, argv); }
 
 }  // namespace headway::cli
