@@ -197,4 +197,46 @@ Status PlannedArena::create(const Plan& plan, uint32_t threads) {
   return pool.create(threads);
 }
 
+bool ModelSource::take(Flags* flags, Status* s) {
+  const std::string& f = flags->name();
+  const char** slot = f == "--gguf"        ? &gguf
+                      : f == "--model-dir" ? &dir
+                      : f == "--config"    ? &config
+                      : f == "--weights"   ? &weights
+                                           : nullptr;
+  if (slot == nullptr) return false;
+  *s = flags->value(slot);
+  return true;
+}
+
+Status ModelSource::check(bool gguf_ok, bool dir_ok) const {
+  const int ways = (gguf != nullptr) + (dir != nullptr) + (config != nullptr || weights != nullptr);
+  const char* which = gguf_ok && dir_ok ? "--gguf FILE, --model-dir DIR or --config C --weights W"
+                      : gguf_ok         ? "--gguf FILE or --config C --weights W"
+                                        : "--model-dir DIR or --config C --weights W";
+  if (ways != 1 || (gguf != nullptr && !gguf_ok) || (dir != nullptr && !dir_ok)) {
+    return Status::error(Code::kInvalidArgument, "give the model as one of %s", which);
+  }
+  if ((config == nullptr) != (weights == nullptr)) {
+    return Status::error(Code::kInvalidArgument, "%s needs %s too", config ? "--config" : "--weights",
+                         config ? "--weights FILE" : "--config config.json");
+  }
+  return Status();
+}
+
+const char* ModelSource::name() const { return gguf ? gguf : dir ? dir : weights; }
+
+Status ModelSource::open(ModelFile* file) const {
+  if (config != nullptr) return file->open(config, weights);
+  return file->open(gguf ? gguf : dir);
+}
+
+Result<Tokenizer> ModelSource::tokenizer() const {
+  if (gguf != nullptr) return Tokenizer::from_gguf(gguf);
+  if (dir != nullptr) return Tokenizer::from_model_dir(dir);
+  const std::string c = config;
+  const size_t slash = c.rfind('/');
+  return Tokenizer::from_model_dir(slash == std::string::npos ? "." : c.substr(0, slash).c_str());
+}
+
 }  // namespace headway::cli

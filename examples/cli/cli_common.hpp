@@ -9,7 +9,9 @@
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
 #include "headway/layer.hpp"
+#include "headway/model_file.hpp"
 #include "headway/thread_pool.hpp"
+#include "headway/tokenizer.hpp"
 #include "headway/config.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
@@ -93,6 +95,25 @@ struct PlannedArena {
     o.pool = &pool;
     return o;
   }
+};
+
+// Where a whole-model command takes its model from: --gguf FILE, --model-dir DIR (config.json,
+// model.safetensors, the tokenizer's files), or --config config.json --weights FILE (the
+// tokenizer from the config's folder). `allowed` lists the flags a command takes ("--gguf",
+// "--model-dir", "--config"), for its messages.
+struct ModelSource {
+  const char* gguf = nullptr;
+  const char* dir = nullptr;
+  const char* config = nullptr;
+  const char* weights = nullptr;
+  // When the current flag is one of the four: takes its value into *s and returns true.
+  bool take(Flags* flags, Status* s);
+  // Exactly one way given, and only those `gguf_ok` / `dir_ok` allow (--config and --weights go
+  // together); otherwise kInvalidArgument naming the flags.
+  Status check(bool gguf_ok, bool dir_ok) const;
+  const char* name() const;  // the file or folder, for messages
+  Status open(ModelFile* file) const;
+  Result<Tokenizer> tokenizer() const;
 };
 
 }  // namespace headway::cli

@@ -1,6 +1,7 @@
 // headway embed: sentence embeddings from a whole encoder, as sentence-transformers makes them.
 //
-//   headway embed --model-dir DIR --text T [--text T2 ...] [--threads N] [--json]
+//   headway embed (--model-dir DIR | --config C --weights W) --text T [--text T2 ...] [--threads N]
+//                 [--json]
 //
 // DIR: a sentence-transformers (or plain Hugging Face) directory: config.json, model.safetensors,
 // tokenizer.json (or vocab.txt), and where present 1_Pooling/config.json, modules.json and
@@ -33,7 +34,7 @@ namespace {
 constexpr const char* kCmd = "embed";
 
 struct EmbedFlags {
-  const char* dir = nullptr;
+  ModelSource model;
   std::vector<const char*> texts;
   uint32_t threads = 1;
   bool json = false;
@@ -43,7 +44,8 @@ Status parse(int argc, char** argv, EmbedFlags* e) {
   Flags f(kCmd, argc, argv);
   while (f.next()) {
     const std::string& n = f.name();
-    if (n == "--model-dir") HEADWAY_RETURN_IF_ERROR(f.value(&e->dir));
+    Status took;
+    if (e->model.take(&f, &took)) HEADWAY_RETURN_IF_ERROR(took);
     else if (n == "--text") {
       const char* t = nullptr;
       HEADWAY_RETURN_IF_ERROR(f.value(&t));
@@ -52,7 +54,7 @@ Status parse(int argc, char** argv, EmbedFlags* e) {
     else if (n == "--json" && !f.has_inline_value()) e->json = true;
     else return f.unknown();
   }
-  if (e->dir == nullptr) return Status::error(Code::kInvalidArgument, "--model-dir DIR is required (the model)");
+  HEADWAY_RETURN_IF_ERROR(e->model.check(false, true));
   if (e->texts.empty()) return Status::error(Code::kInvalidArgument, "give at least one --text");
   return Status();
 }
@@ -64,19 +66,19 @@ int cmd_embed(int argc, char** argv) {
   Status s = parse(argc, argv, &e);
   if (!s.ok()) return report(kCmd, s);
   ModelFile file;
-  s = file.open(e.dir);
+  s = e.model.open(&file);
   if (!s.ok()) return report(kCmd, s);
   Result<Config> config = file.config();
   if (!config.ok()) return report(kCmd, config.status());
   const Result<ModelFile::SentencePooling> pooling = file.sentence_pooling();
   if (!pooling.ok()) return report(kCmd, pooling.status());
-  Result<Tokenizer> tokenizer = Tokenizer::from_model_dir(e.dir);
+  Result<Tokenizer> tokenizer = e.model.tokenizer();
   if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
   Config c = config.value();
   if (c.causal) {
-    return report(kCmd,
-                  Status::error(Code::kInvalidArgument,
-                                "%s is a decoder: embed runs encoders (BERT, MiniLM); generate runs decoders", e.dir));
+    return report(kCmd, Status::error(Code::kInvalidArgument,
+                                      "%s is a decoder: embed runs encoders (BERT, MiniLM); generate runs decoders",
+                                      e.model.name()));
   }
   // Each text's ids, cut as sentence-transformers cuts them: the first max - 1, then the last ([SEP]).
   uint32_t max_len = c.model.max_positions;

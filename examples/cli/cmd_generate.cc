@@ -1,6 +1,7 @@
 // headway generate: text from a whole model, printed as it is made.
 //
-//   headway generate --gguf FILE (--prompt TEXT | --prompt-ids IDS) [--chat] [--tokens N]
+//   headway generate (--gguf FILE | --model-dir DIR | --config C --weights W) (--prompt TEXT |
+//                    --prompt-ids IDS) [--chat] [--tokens N]
 //                    [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
 //                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--prompt-cache FILE] [--json]
 //
@@ -45,7 +46,7 @@ namespace {
 constexpr const char* kCmd = "generate";
 
 struct GenerateFlags {
-  const char* gguf = nullptr;
+  ModelSource model;
   const char* prompt = nullptr;
   const char* prompt_ids = nullptr;
   const char* prompt_cache = nullptr;
@@ -64,7 +65,8 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
   while (f.next()) {
     const std::string& n = f.name();
     SamplerParams& s = g->sampling;
-    if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&g->gguf));
+    Status took;
+    if (g->model.take(&f, &took)) HEADWAY_RETURN_IF_ERROR(took);
     else if (n == "--prompt") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt));
     else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_ids));
     else if (n == "--prompt-cache") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_cache));
@@ -88,7 +90,7 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
       return f.unknown();
     }
   }
-  if (g->gguf == nullptr) return Status::error(Code::kInvalidArgument, "--gguf FILE is required (the model)");
+  HEADWAY_RETURN_IF_ERROR(g->model.check(true, true));
   if ((g->prompt == nullptr) == (g->prompt_ids == nullptr)) {
     return Status::error(Code::kInvalidArgument, "give one of --prompt TEXT and --prompt-ids IDS");
   }
@@ -110,7 +112,7 @@ Status prompt_ids(const GenerateFlags& g, const ModelFile& file, Tokenizer& tok,
   if (g.chat) {
     const Result<std::string> source = file.chat_template();
     if (!source.ok()) return source.status();
-    const Result<ChatTemplate> t = ChatTemplate::recognize(source.value(), g.gguf);
+    const Result<ChatTemplate> t = ChatTemplate::recognize(source.value(), g.model.name());
     if (!t.ok()) return t.status();
     text = t.value().render({{"user", g.prompt}});
   }
@@ -146,11 +148,11 @@ int cmd_generate(int argc, char** argv) {
   Status s = parse(argc, argv, &g);
   if (!s.ok()) return report(kCmd, s);
   ModelFile file;
-  s = file.open(g.gguf);
+  s = g.model.open(&file);
   if (!s.ok()) return report(kCmd, s);
   Result<Config> config = file.config();
   if (!config.ok()) return report(kCmd, config.status());
-  Result<Tokenizer> tokenizer = Tokenizer::from_gguf(g.gguf);
+  Result<Tokenizer> tokenizer = g.model.tokenizer();
   if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
   Tokenizer& tok = tokenizer.value();
   std::vector<int32_t> ids;

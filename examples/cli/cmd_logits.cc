@@ -1,6 +1,7 @@
 // headway logits: the next-token logits after each position of a prompt, from a whole model.
 //
-//   headway logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]
+//   headway logits (--gguf FILE | --model-dir DIR | --config C --weights W) --prompt-ids 1,2,3
+//                  --out logits.npy [--threads N]
 //                  [--kv-dtype D] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
@@ -29,8 +30,7 @@ namespace {
 constexpr const char* kCmd = "logits";
 
 struct LogitsFlags {
-  const char* gguf = nullptr;
-  const char* dir = nullptr;
+  ModelSource model;
   const char* ids_text = nullptr;
   const char* out = nullptr;
   uint32_t threads = 1;
@@ -43,8 +43,8 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
   Flags f(kCmd, argc, argv);
   while (f.next()) {
     const std::string& n = f.name();
-    if (n == "--gguf") HEADWAY_RETURN_IF_ERROR(f.value(&l->gguf));
-    else if (n == "--model-dir") HEADWAY_RETURN_IF_ERROR(f.value(&l->dir));
+    Status took;
+    if (l->model.take(&f, &took)) HEADWAY_RETURN_IF_ERROR(took);
     else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&l->ids_text));
     else if (n == "--out") HEADWAY_RETURN_IF_ERROR(f.value(&l->out));
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
@@ -53,9 +53,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--backend") HEADWAY_RETURN_IF_ERROR(f.value_backend(&l->backend));
     else return f.unknown();
   }
-  if ((l->gguf == nullptr) == (l->dir == nullptr)) {
-    return Status::error(Code::kInvalidArgument, "give one of --gguf FILE and --model-dir DIR (the model)");
-  }
+  HEADWAY_RETURN_IF_ERROR(l->model.check(true, true));
   if (l->ids_text == nullptr) return Status::error(Code::kInvalidArgument, "--prompt-ids is required (e.g. 1,2,3)");
   if (l->out == nullptr) return Status::error(Code::kInvalidArgument, "--out logits.npy is required");
   return Status();
@@ -71,8 +69,8 @@ int cmd_logits(int argc, char** argv) {
   s = parse_ids("--prompt-ids", l.ids_text, &ids);
   if (!s.ok()) return report(kCmd, s);
   ModelFile file;
-  const char* model_path = l.gguf != nullptr ? l.gguf : l.dir;
-  s = file.open(model_path);
+  const char* model_path = l.model.name();
+  s = l.model.open(&file);
   if (!s.ok()) return report(kCmd, s);
   Result<Config> config = file.config();
   if (!config.ok()) return report(kCmd, config.status());

@@ -33,17 +33,18 @@ constexpr Command kCommands[] = {
      "       [--layers N] [--threads N] [--weight-dtype f32|f16|bf16] [--projection auto|highway|xnnpack] [--json]\n"
      "                                    prefill and decode through the attention stack; tokens/s, arena, heap"},
     {"generate", headway::cli::cmd_generate,
-     "generate --gguf FILE (--prompt TEXT | --prompt-ids IDS) [--chat] [--tokens N] [--temp T] [--top-k K]\n"
+     "generate (--gguf FILE | --model-dir DIR | --config C --weights W) (--prompt TEXT | --prompt-ids IDS)\n"
+     "       [--chat] [--tokens N] [--temp T] [--top-k K]\n"
      "       [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--kv-dtype D] [--weight-dtype D]\n"
      "       [--threads N] [--ctx N] [--json]\n"
      "                                    a whole model's answer, printed as it comes; its speed, arena and heap"},
     {"embed", headway::cli::cmd_embed,
-     "embed --model-dir DIR --text T [--text T2 ...] [--threads N] [--json]\n"
+     "embed (--model-dir DIR | --config C --weights W) --text T [--text T2 ...] [--threads N] [--json]\n"
      "                                    sentence embeddings from a whole encoder (BERT, MiniLM), as "
      "sentence-transformers"},
     {"logits", headway::cli::cmd_logits,
-     "logits (--gguf FILE | --model-dir DIR) --prompt-ids 1,2,3 --out logits.npy [--threads N]\n"
-     "       [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]\n"
+     "logits (--gguf FILE | --model-dir DIR | --config C --weights W) --prompt-ids 1,2,3 --out logits.npy\n"
+     "       [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]\n"
      "                                    a whole model's next-token logits after each prompt position, f32 [T, "
      "vocab]"},
     {"tokenize", headway::cli::cmd_tokenize,

@@ -28,8 +28,12 @@ class ModelFile {
   ModelFile(const ModelFile&) = delete;
   ModelFile& operator=(const ModelFile&) = delete;
 
-  // Maps a GGUF file, or a directory's model.safetensors, and reads its tensor table.
+  // Maps a GGUF file, or a directory's model.safetensors (with its config.json), and reads its
+  // tensor table.
   Status open(const char* path);
+  // A Hugging Face config.json and a .safetensors file given apart; `dir`, when not null, is the
+  // model's directory (sentence-transformers' pooling files).
+  Status open(const char* config_json, const char* weights, const char* dir = nullptr);
   // A GGUF's `size` bytes at `data` (borrowed: they must outlive this object); `source` names them.
   Status parse(const uint8_t* data, uint64_t size, const char* source);
 

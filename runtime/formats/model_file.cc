@@ -39,7 +39,8 @@ std::string tensor_name(const char* pattern, uint32_t layer) {
 struct ModelFile::Parsed {
   formats::WeightFile file;
   bool hf = false;                           // a Hugging Face directory: config.json and model.safetensors
-  std::string dir;                           // its path
+  std::string dir;                           // its path (empty for a config and weights given apart)
+  std::string config_path;                   // its config.json
   Config attention{};                        // the attention config config() read (what the safetensors loader checks)
   formats::DequantizedLayer attention_rows;  // GGUF: the layer being loaded, f32
 
@@ -78,10 +79,8 @@ Status ModelFile::open(const char* path) {
   struct stat st {};
   if (path != nullptr && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     parsed_->hf = true;
-    parsed_->dir = path;
-    const std::string weights = parsed_->dir + "/model.safetensors";
-    HEADWAY_RETURN_IF_ERROR(parsed_->file.open(weights.c_str()));
-    return Status();
+    const std::string dir = path;
+    return open((dir + "/config.json").c_str(), (dir + "/model.safetensors").c_str(), dir.c_str());
   }
   HEADWAY_RETURN_IF_ERROR(parsed_->file.open(path));
   if (parsed_->file.format() != formats::WeightFormat::kGguf) {
@@ -89,6 +88,23 @@ Status ModelFile::open(const char* path) {
                          "%s is not a GGUF file (a model runs from a GGUF, or from a Hugging Face directory with "
                          "config.json and model.safetensors)",
                          path);
+  }
+  return Status();
+}
+
+Status ModelFile::open(const char* config_json, const char* weights, const char* dir) {
+  if (config_json == nullptr || weights == nullptr) {
+    return Status::error(Code::kInvalidArgument, "a model's config.json and weights are both needed");
+  }
+  delete parsed_;
+  parsed_ = new (std::nothrow) Parsed;
+  if (parsed_ == nullptr) return Status::error(Code::kInternal, "out of memory opening %s", weights);
+  parsed_->hf = true;
+  parsed_->dir = dir != nullptr ? dir : "";
+  parsed_->config_path = config_json;
+  HEADWAY_RETURN_IF_ERROR(parsed_->file.open(weights));
+  if (parsed_->file.format() != formats::WeightFormat::kSafetensors) {
+    return Status::error(Code::kInvalidArgument, "%s: with a config.json the weights are a .safetensors file", weights);
   }
   return Status();
 }
@@ -187,7 +203,7 @@ Result<Config> ModelFile::config() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   const formats::WeightFile& f = parsed_->file;
   if (parsed_->hf) {
-    const std::string path = parsed_->dir + "/config.json";
+    const std::string& path = parsed_->config_path;
     Result<Config> attention = load_hf_config(path.c_str());
     if (!attention.ok()) return attention;
     Config c = attention.value();
@@ -272,7 +288,7 @@ Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
 Result<ModelFile::SentencePooling> ModelFile::sentence_pooling() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   SentencePooling out;
-  if (!parsed_->hf) return out;
+  if (!parsed_->hf || parsed_->dir.empty()) return out;
   auto json_of = [&](const char* file, nlohmann::json* j) -> bool {
     const std::string path = parsed_->dir + "/" + file;
     struct stat st {};

