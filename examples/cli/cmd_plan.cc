@@ -64,9 +64,11 @@ void print_table(const Plan& p) {
               human_bytes(p.scratch_bytes_per_thread).c_str());
   if (c.model.vocab_size > 0) {
     std::printf("  model        %12s  embedding %s, %s per layer (norms, %s MLP %u wide), LM head %s\n",
-                human_bytes(p.model_weights_bytes).c_str(), human_bytes(p.embedding_bytes).c_str(),
+                human_bytes(p.model_weights_bytes).c_str(),
+                human_bytes(model_tensor_bytes(p, ModelTensor::kEmbedding)).c_str(),
                 human_bytes(p.model_layer_bytes).c_str(), mlp_kind_name(c.model.mlp), c.model.intermediate_size,
-                c.model.tie_word_embeddings ? "tied to the embedding" : human_bytes(p.lm_head_bytes).c_str());
+                c.model.tie_word_embeddings ? "tied to the embedding"
+                                            : human_bytes(model_tensor_bytes(p, ModelTensor::kLmHead)).c_str());
     std::printf("  model acts   %12s  normed rows, MLP hidden, logits of %u token%s over %u ids, sampler\n",
                 human_bytes(p.model_activation_bytes).c_str(), p.logits_rows, p.logits_rows == 1 ? "" : "s",
                 c.model.vocab_size);

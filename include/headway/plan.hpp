@@ -179,10 +179,8 @@ struct Plan {
 
   // The model around the blocks (zero without one: Config::model.vocab_size 0).
   uint32_t logits_rows = 0;           // a decoder's: 1, or max_tokens with PlanOptions::all_logits
-  uint64_t embedding_bytes = 0;       // [vocab, d_model] in weight_dtype, aligned
   uint64_t model_global_bytes = 0;    // the whole-model tensors (embeddings, final norm, head)
   uint64_t model_layer_bytes = 0;     // one layer's norms and MLP, aligned
-  uint64_t lm_head_bytes = 0;         // [vocab, d_model] in weight_dtype, aligned; 0 when tied or none
   uint64_t model_weights_offset = 0;  // the whole-model tensors first, then the layers
   uint64_t model_weights_bytes = 0;
   uint64_t model_activations_offset = 0;  // the normed rows first
@@ -354,8 +352,6 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
       const uint64_t bytes = ck.align(ck.mul(ck.mul(s.rows, s.cols), info.f32 ? 4 : wb));
       if (info.per_layer) p.model_layer_bytes = ck.add(p.model_layer_bytes, bytes);
       else p.model_global_bytes = ck.add(p.model_global_bytes, bytes);
-      if (info.tensor == ModelTensor::kEmbedding) p.embedding_bytes = bytes;
-      if (info.tensor == ModelTensor::kLmHead) p.lm_head_bytes = bytes;
     }
     p.logits_rows = !c.causal ? 0 : o.all_logits ? p.max_tokens : 1;
     p.model_weights_bytes = ck.add(p.model_global_bytes, ck.mul(p.model_layer_bytes, c.n_layers));
