@@ -7,7 +7,9 @@
 #   include/headway/     headway/ (nothing of the project but itself)
 #   simd/                simd/, hwy/, headway/attention_policy.hpp (the work split and scratch
 #                        layout: plain constexpr numbers that the plan and the kernels share) and
-#                        headway/dtype.hpp (the storage types' table, likewise plain constexpr data)
+#                        headway/dtype.hpp (the storage types' table, likewise plain constexpr data),
+#                        headway/dtype_convert.hpp and headway/ggml_blocks.hpp (the scalar f16 and
+#                        block decodes the loaders use too: header-only, integer or plain f32 code)
 #   runtime/, room by room, each the public headers and the rooms below it (runtime/CMakeLists.txt):
 #     core/              core/
 #     quant/             core/, quant/
@@ -36,7 +38,7 @@ endif()
 # rule name @ folder glob @ allowed include regex
 set(rules
   "public headers@include/headway/*@^headway/"
-  "kernels@simd/*@^(simd/|hwy/|headway/attention_policy\\.hpp$|headway/dtype\\.hpp$)"
+  "kernels@simd/*@^(simd/|hwy/|headway/(attention_policy|dtype|dtype_convert|ggml_blocks)\\.hpp$)"
   "runtime core@runtime/core/*@^(headway/|runtime/core/)"
   "runtime quant@runtime/quant/*@^(headway/|runtime/(core|quant)/)"
   "runtime linear@runtime/linear/*@^(headway/|runtime/(core|linear)/|simd/matmul\\.h$)"

@@ -289,6 +289,7 @@ HWY_INLINE void WidenKvRow(DF df, KvType type, const void* HWY_RESTRICT src, siz
     case KvType::kBF16: return WidenKvRowTyped<KvType::kBF16>(df, s, d, d_pad, dst);
     case KvType::kQ8_0: return WidenKvRowTyped<KvType::kQ8_0>(df, s, d, d_pad, dst);
     case KvType::kQ4_0: return WidenKvRowTyped<KvType::kQ4_0>(df, s, d, d_pad, dst);
+    default: return;  // weight formats: no cache stores them (attention_args_error refuses them)
   }
 }
 

@@ -78,8 +78,8 @@ HWY_INLINE const void* RowPtr(const void* w, size_t row, size_t stride) {
   return static_cast<const uint8_t*>(w) + row * stride * kBytes;
 }
 
-// y[t0 + j][o0 + r] for r < R, j < T.
-template <WeightType kW, size_t R, size_t T>
+// y[t0 + j][o0 + r] for r < R, j < T (kAdd: added to what y holds).
+template <WeightType kW, size_t R, size_t T, bool kAdd = false>
 HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
   const DF df;
   const size_t n = hn::Lanes(df);
@@ -163,7 +163,8 @@ HWY_INLINE void Block(const MatmulArgs& a, size_t o0, size_t t0) {
       if constexpr (!HEADWAY_SIMD_HELIUM) {  // the other targets' tail (Helium's took its step above)
         for (size_t kk = k; kk < in; ++kk) acc += ScalarW<kW>(wr[r], kk) * xr[j][kk];
       }
-      a.y[(t0 + j) * a.y_stride + o0 + r] = acc;
+      float& out = a.y[(t0 + j) * a.y_stride + o0 + r];
+      out = kAdd ? out + acc : acc;
     }
   }
 }
@@ -198,13 +199,24 @@ HWY_NOINLINE void MatmulT(const MatmulArgs& a, size_t o_begin, size_t o_end) {
 }
 
 }  // namespace mm
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#include "simd/matmul_blocks-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
 
 void MatmulF32(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   switch (a.w_type) {
     case WeightType::kF32: mm::MatmulT<WeightType::kF32>(a, o_begin, o_end); break;
     case WeightType::kF16: mm::MatmulT<WeightType::kF16>(a, o_begin, o_end); break;
     case WeightType::kBF16: mm::MatmulT<WeightType::kBF16>(a, o_begin, o_end); break;
-    default: break;  // matmul_args_error refuses the rest
+    default: mm::MatmulBlocks(a, o_begin, o_end); break;  // ggml's block formats
   }
 }
 

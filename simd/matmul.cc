@@ -28,6 +28,8 @@ const char* matmul_args_error(const MatmulArgs& a) {
   if (a.x_stride < a.in) return "x_stride is less than in";
   if (a.w_stride < a.in) return "w_stride is less than in";
   if (a.y_stride < a.out) return "y_stride is less than out";
+  const uint32_t block = dtype_traits(a.w_type).block_values;
+  if (a.in % block != 0 || a.w_stride % block != 0) return "in or w_stride is not a whole number of w_type's blocks";
   return nullptr;
 }
 

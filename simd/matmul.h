@@ -5,7 +5,9 @@
 //
 //   x [t, in] f32, token i at x + i · x_stride floats
 //   W [out, in] row-major in f32, f16 or bf16 (Hugging Face / GGUF layout), row o at
-//     w + o · w_stride elements
+//     w + o · w_stride elements; or in one of ggml's block formats (q8_0 ... q6_K, as GGUF files
+//     hold them: headway/ggml_types.hpp), row o at w + o · dtype_row_bytes(w_type, w_stride)
+//     bytes, in and w_stride whole blocks (matmul_blocks-inl.h)
 //   y [t, out] f32, token i at y + i · y_stride floats
 //   y[i][o] = Σ_k x[i][k] · W[o][k], accumulated in f32, for o in [out_begin, out_end).
 //
@@ -43,7 +45,8 @@ const char* matmul_args_error(const MatmulArgs& args);
 
 // Computes y[:, out_begin:out_end). Preconditions: matmul_args_error(args) == nullptr,
 // out_begin <= out_end <= args.out. t == 1 runs the GEMV path (bandwidth-bound: 4 weight rows
-// share each x load), t > 1 the register-blocked GEMM (4 tokens × 4 weight rows per block).
+// share each x load), t > 1 the register-blocked GEMM (4 tokens × 4 weight rows per block); block
+// formats decode tiles of W to f32 first (matmul_blocks-inl.h).
 void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end);
 
 // The Highway target the kernels dispatch to on this machine ("AVX3", "NEON", ...).

@@ -271,9 +271,13 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        Code::kInvalidArgument,
        {"query_pre_attn_scalar -2"}},
       {"kv dtype out of range",
-       plan_of([](Config& c) { c.kv_dtype = static_cast<DType>(7); }),
+       plan_of([](Config& c) { c.kv_dtype = static_cast<DType>(70); }),
        Code::kInvalidArgument,
-       {"kv dtype 7"}},
+       {"kv dtype unknown (70)"}},
+      {"a weight format as the kv dtype",
+       plan_of([](Config& c) { c.kv_dtype = DType::kQ5_1; }),
+       Code::kInvalidArgument,
+       {"kv dtype q5_1 (7) is not one of f32, f16, bf16, q8_0, q4_0"}},
       {"byte counts past 64 bits",
        plan_of([](Config& c) {
          c.d_model = 1 << 17;
@@ -647,7 +651,11 @@ TEST_CASE("bad input: AttentionOp in the wrong state, with hostile shapes, tenso
        {"n_heads 4294967295"}},
       {"NaN scale", reshape(good, {kNaN, 0.0f, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"scale nan"}},
       {"Inf softcap", reshape(good, {0.0f, kInf, false, 0}, DType::kF32, 1), Code::kInvalidArgument, {"softcap inf"}},
-      {"kv dtype 9", reshape(good, {}, static_cast<DType>(9), 1), Code::kInvalidArgument, {"kv dtype 9"}},
+      {"kv dtype 90", reshape(good, {}, static_cast<DType>(90), 1), Code::kInvalidArgument, {"kv dtype unknown (90)"}},
+      {"kv dtype q5_K",
+       reshape(good, {}, DType::kQ5_K, 1),
+       Code::kInvalidArgument,
+       {"kv dtype q5_K (9) is not one of f32, f16, bf16, q8_0, q4_0"}},
       {"threads 0", reshape(good, {}, DType::kF32, 0), Code::kInvalidArgument, {"threads 0"}},
       {"threads 257", reshape(good, {}, DType::kF32, 257), Code::kInvalidArgument, {"threads 257"}},
       {"null q", run(nullptr, k.data(), ws.p, ws.size), Code::kInvalidArgument, {"q is null"}},
@@ -725,10 +733,10 @@ TEST_CASE("bad input: CpuBackend and dense_plan") {
        {"n_heads 4 is not divisible by n_kv_heads 3"}},
       {"dense_plan of an unknown dtype",
        [] {
-         return status_of(dense_plan({1, 1, 4, 2, 16}, static_cast<DType>(5)));
+         return status_of(dense_plan({1, 1, 4, 2, 16}, static_cast<DType>(50)));
        },
        Code::kInvalidArgument,
-       {"kv dtype 5"}},
+       {"kv dtype unknown (50)"}},
   });
   CHECK(CpuBackend::memory_bytes(invalid, 1) == 0);
 
@@ -824,9 +832,13 @@ TEST_CASE("bad input: sink logits of AttentionLayer and CpuBackend") {
        Code::kInvalidArgument,
        {"layer 0: tensor sinks has shape [4, 1], expected [1, 4]"}},
       {"int32 sinks",
-       init({ints.data(), static_cast<DType>(7), 1, 4}),
+       init({ints.data(), static_cast<DType>(70), 1, 4}),
        Code::kUnsupported,
-       {"layer 0: tensor sinks has dtype code 7, expected one of f32, f16, bf16"}},
+       {"layer 0: tensor sinks has dtype code 70, expected one of f32, f16, bf16"}},
+      {"q8_0 sinks",
+       init({ints.data(), DType::kQ8_0, 1, 4}),
+       Code::kUnsupported,
+       {"layer 0: tensor sinks has dtype q8_0, expected one of f32, f16, bf16"}},
       {"a NaN sink",
        init({nan.data(), DType::kF32, 1, 4}),
        Code::kInvalidArgument,
@@ -1172,7 +1184,9 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
   headway_layer_weights weights;
   headway_layer_weights_init(&weights);
   weights.wq.data = kv.data();
-  weights.wq.dtype = HEADWAY_Q4_0;
+  weights.wq.dtype = HEADWAY_Q4_K;  // rows of 64 values: not whole 256-value super-blocks
+  weights.wq.rows = 64;
+  weights.wq.cols = 64;
   const char* broken_json = "{\"hidden_size\": 64,";
   check_rows({
       {"config from a null spec",
@@ -1210,9 +1224,13 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
        Code::kInvalidArgument,
        {"config.json"}},
       {"a kv dtype out of the enum",
-       c_call([&](headway_error* e) { return headway_config_set_kv_dtype(config, static_cast<headway_dtype>(5), e); }),
+       c_call([&](headway_error* e) { return headway_config_set_kv_dtype(config, static_cast<headway_dtype>(50), e); }),
        Code::kInvalidArgument,
-       {"dtype 5", "q4_0"}},
+       {"dtype 50", "q4_0"}},
+      {"a weight format as the kv dtype",
+       c_call([&](headway_error* e) { return headway_config_set_kv_dtype(config, HEADWAY_Q4_1, e); }),
+       Code::kInvalidArgument,
+       {"dtype q4_1 is not one a KV cache stores (f32, f16, bf16, q8_0, q4_0)"}},
       {"a dtype name",
        c_call([&](headway_error* e) { return headway_dtype_parse("fp8", &dtype, e); }),
        Code::kInvalidArgument,
@@ -1258,11 +1276,11 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
        {"params->struct_size"}},
       {"attend with a kv dtype out of the enum",
        c_call([&](headway_error* e) {
-         return headway_attend(q.data(), kv.data(), kv.data(), static_cast<headway_dtype>(9), o.data(), &shape, nullptr,
-                               nullptr, spare.p, spare.size, e);
+         return headway_attend(q.data(), kv.data(), kv.data(), static_cast<headway_dtype>(90), o.data(), &shape,
+                               nullptr, nullptr, spare.p, spare.size, e);
        }),
        Code::kInvalidArgument,
-       {"kv_dtype 9"}},
+       {"kv_dtype 90"}},
       {"attend without a shape",
        c_call([&](headway_error* e) {
          return headway_attend(q.data(), kv.data(), kv.data(), HEADWAY_F32, o.data(), nullptr, nullptr, nullptr,
@@ -1303,7 +1321,7 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
        }),
        Code::kInvalidArgument,
        {"n_layers 2", "plan's 1"}},
-      {"a session with q4_0 weights",
+      {"a session with q4_K weights in rows of 64",
        c_call([&](headway_error* e) {
          Aligned session_mem(headway_session_object_bytes());
          headway_plan_info p{};
@@ -1314,7 +1332,7 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
                                        &no_session, e);
        }),
        Code::kInvalidArgument,
-       {"layer 0", "dtype 4"}},
+       {"layer 0", "tensor wq has rows of 64 values, not whole q4_K blocks of 256"}},
       {"prefill of no session",
        c_call([&](headway_error* e) { return headway_session_prefill(nullptr, q.data(), 1, o.data(), e); }),
        Code::kInvalidArgument,

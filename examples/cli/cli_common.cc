@@ -71,8 +71,8 @@ Status Flags::value_float(float* out) {
 Status Flags::value_dtype(DType* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));
-  if (dtype_from_name(text, out) && dtype_holds_weights(*out)) return Status();
-  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kWeightDTypeNames);
+  if (dtype_from_name(text, out) && dtype_plans_weights(*out)) return Status();
+  return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kPlannedWeightDTypeNames);
 }
 
 Status Flags::value_kv_dtype(DType* out) {

@@ -4,8 +4,10 @@
 // API, the command line and the Python package. A new type is one row here (and the code that
 // computes with it).
 //
-// f32, f16 and bf16 hold one value each; q8_0 and q4_0 are ggml's block formats: blocks of 32
-// values with an f16 scale, 34 and 18 bytes (layouts: headway/quantize.hpp).
+// f32, f16 and bf16 hold one value each; the others are ggml's block formats (layouts:
+// headway/ggml_types.hpp): q8_0 and q4_0 (blocks of 32 values with an f16 scale, 34 and 18 bytes)
+// store K/V caches and weights, the others (blocks of 32, or super-blocks of 256 for the K-quants)
+// weights only, as GGUF files hold them: every type of ggml's that headway reads.
 // Plain constexpr data: no heap, no I/O, builds bare metal.
 #pragma once
 
@@ -13,7 +15,22 @@
 
 namespace headway {
 
-enum class DType : uint8_t { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0 };
+// The values are the C API's (headway_dtype): new rows go at the end.
+enum class DType : uint8_t {
+  kF32 = 0,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+  kQ2_K,
+  kQ3_K
+};
 
 struct DTypeTraits {
   DType type;
@@ -21,13 +38,19 @@ struct DTypeTraits {
   uint32_t block_values;  // values per block: 1 for a value type
   uint32_t block_bytes;   // bytes per block (of one value for a value type)
   bool kv;                // a KV cache stores it and the attention kernels read it
-  bool weights;           // the projections read weights in it (PlanOptions::weight_dtype, LayerWeights)
+  bool weights;           // the projections read weights in it (TensorRef, LayerWeights, simd/matmul.h)
+  bool planned_weights;   // the arena keeps weights converted to it (PlanOptions::weight_dtype)
+  uint32_t ggml;          // ggml's type id (enum ggml_type), as GGUF tensors name it
 };
 
 inline constexpr DTypeTraits kDTypeTable[] = {
-    {DType::kF32, "f32", 1, 4, true, true},      {DType::kF16, "f16", 1, 2, true, true},
-    {DType::kBF16, "bf16", 1, 2, true, true},    {DType::kQ8_0, "q8_0", 32, 34, true, false},
-    {DType::kQ4_0, "q4_0", 32, 18, true, false},
+    {DType::kF32, "f32", 1, 4, true, true, true, 0},          {DType::kF16, "f16", 1, 2, true, true, true, 1},
+    {DType::kBF16, "bf16", 1, 2, true, true, true, 30},       {DType::kQ8_0, "q8_0", 32, 34, true, true, false, 8},
+    {DType::kQ4_0, "q4_0", 32, 18, true, true, false, 2},     {DType::kQ4_1, "q4_1", 32, 20, false, true, false, 3},
+    {DType::kQ5_0, "q5_0", 32, 22, false, true, false, 6},    {DType::kQ5_1, "q5_1", 32, 24, false, true, false, 7},
+    {DType::kQ4_K, "q4_K", 256, 144, false, true, false, 12}, {DType::kQ5_K, "q5_K", 256, 176, false, true, false, 13},
+    {DType::kQ6_K, "q6_K", 256, 210, false, true, false, 14}, {DType::kQ2_K, "q2_K", 256, 84, false, true, false, 10},
+    {DType::kQ3_K, "q3_K", 256, 110, false, true, false, 11},
 };
 inline constexpr uint32_t kDTypeCount = sizeof(kDTypeTable) / sizeof(kDTypeTable[0]);
 
@@ -45,7 +68,7 @@ static_assert(detail::dtype_table_in_order(), "kDTypeTable lists the DTypes in e
 constexpr bool dtype_known(DType t) { return static_cast<uint32_t>(t) < kDTypeCount; }
 // What any other value reads as: no name, no bytes, stored and read by nothing. Sizes of it are 0,
 // so a check that computes a size before it names the bad type divides by no zero.
-inline constexpr DTypeTraits kUnknownDType = {DType::kF32, "unknown", 1, 0, false, false};
+inline constexpr DTypeTraits kUnknownDType = {DType::kF32, "unknown", 1, 0, false, false, false, ~0u};
 // The row of t (kUnknownDType outside the enum).
 constexpr const DTypeTraits& dtype_traits(DType t) {
   return dtype_known(t) ? kDTypeTable[static_cast<uint32_t>(t)] : kUnknownDType;
@@ -54,8 +77,19 @@ constexpr const DTypeTraits& dtype_traits(DType t) {
 constexpr bool dtype_is_block(DType t) { return dtype_known(t) && dtype_traits(t).block_values > 1; }
 constexpr bool dtype_stores_kv(DType t) { return dtype_known(t) && dtype_traits(t).kv; }
 constexpr bool dtype_holds_weights(DType t) { return dtype_known(t) && dtype_traits(t).weights; }
-// Values per block of a block format (32).
+constexpr bool dtype_plans_weights(DType t) { return dtype_known(t) && dtype_traits(t).planned_weights; }
+// Values per block of the K/V caches' block formats (q8_0, q4_0: 32).
 inline constexpr uint32_t kDTypeBlockValues = 32;
+// The DType of ggml type id `id` (a GGUF tensor's); false (and *out unchanged) for a type no row has.
+constexpr bool dtype_from_ggml(uint32_t id, DType* out) {
+  for (const DTypeTraits& row : kDTypeTable) {
+    if (row.ggml == id) {
+      *out = row.type;
+      return true;
+    }
+  }
+  return false;
+}
 // Bytes of one value of a value type; 0 for a block format, whose rows take dtype_row_bytes.
 constexpr uint32_t dtype_bytes(DType t) { return dtype_is_block(t) ? 0u : dtype_traits(t).block_bytes; }
 // Bytes of the first `values` values of a row (a whole number of blocks for a block format).
@@ -74,7 +108,7 @@ constexpr uint64_t dtype_row_values(DType t, uint64_t n) {
   return (n + b - 1) / b * b;
 }
 
-// "f32", "f16", "bf16", "q8_0", "q4_0"; "unknown" outside the enum.
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", ..., "q6_K"; "unknown" outside the enum.
 constexpr const char* dtype_name(DType t) { return dtype_known(t) ? dtype_traits(t).name : "unknown"; }
 // The dtype dtype_name() calls `name`; false (and *out unchanged) for any other text or null.
 constexpr bool dtype_from_name(const char* name, DType* out) {
@@ -113,11 +147,13 @@ constexpr bool dtype_any(DType) { return true; }
 inline constexpr DTypeList kAllDTypes = dtype_list<dtype_any>();
 inline constexpr DTypeList kKvDTypes = dtype_list<dtype_stores_kv>();
 inline constexpr DTypeList kWeightDTypes = dtype_list<dtype_holds_weights>();
+inline constexpr DTypeList kPlannedWeightDTypes = dtype_list<dtype_plans_weights>();
 }  // namespace detail
 
-// For messages: "f32, f16, bf16, q8_0, q4_0" (every type), the KV cache's and the weights'.
+// For messages: every type's names, the KV cache's, the weights' and PlanOptions::weight_dtype's.
 inline constexpr const char* kDTypeNames = detail::kAllDTypes.text;
 inline constexpr const char* kKvDTypeNames = detail::kKvDTypes.text;
 inline constexpr const char* kWeightDTypeNames = detail::kWeightDTypes.text;
+inline constexpr const char* kPlannedWeightDTypeNames = detail::kPlannedWeightDTypes.text;
 
 }  // namespace headway

@@ -62,13 +62,22 @@ typedef struct headway_error {
   char message[HEADWAY_MAX_MESSAGE]; /* "ok" after a call that succeeded */
 } headway_error;
 
-/* Storage dtypes: headway::DType's values. q8_0 / q4_0 are ggml's blocks of 32 (f16 scales). */
+/* Storage dtypes: headway::DType's values. q8_0 / q4_0 are ggml's blocks of 32 (f16 scales), for
+ * K/V caches and weights; q4_1 ... q3_K ggml's other blocks, for weights as GGUF files hold them. */
 typedef enum headway_dtype {
   HEADWAY_F32 = 0,
   HEADWAY_F16 = 1,
   HEADWAY_BF16 = 2,
   HEADWAY_Q8_0 = 3,
-  HEADWAY_Q4_0 = 4
+  HEADWAY_Q4_0 = 4,
+  HEADWAY_Q4_1 = 5,
+  HEADWAY_Q5_0 = 6,
+  HEADWAY_Q5_1 = 7,
+  HEADWAY_Q4_K = 8,
+  HEADWAY_Q5_K = 9,
+  HEADWAY_Q6_K = 10,
+  HEADWAY_Q2_K = 11,
+  HEADWAY_Q3_K = 12
 } headway_dtype;
 
 /* The alignment every object's memory needs (an arena's: HEADWAY_ARENA_ALIGNMENT). */

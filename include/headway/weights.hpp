@@ -18,7 +18,7 @@ struct TensorRef {
   uint32_t cols = 0;
   bool present() const { return data != nullptr; }
   uint64_t elements() const { return uint64_t{rows} * cols; }
-  uint64_t bytes() const { return elements() * dtype_bytes(dtype); }
+  uint64_t bytes() const { return rows * dtype_row_bytes(dtype, cols); }  // a block format's rows: whole blocks
 };
 
 // One layer's attention weights. wq [n_heads*head_dim, d_model], wk/wv [n_kv_heads*head_dim, d_model],

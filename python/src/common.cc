@@ -136,9 +136,9 @@ BackendKind parse_backend(const std::string& text) {
 
 DType parse_dtype(const std::string& text, const char* field, bool blocks_allowed) {
   DType t{};
-  if (dtype_from_name(text.c_str(), &t) && (blocks_allowed ? dtype_stores_kv(t) : dtype_holds_weights(t))) return t;
+  if (dtype_from_name(text.c_str(), &t) && (blocks_allowed ? dtype_stores_kv(t) : dtype_plans_weights(t))) return t;
   HEADWAY_PY_INVALID("%s '%s' is not one of %s", field, text.c_str(),
-                     blocks_allowed ? kKvDTypeNames : kWeightDTypeNames);
+                     blocks_allowed ? kKvDTypeNames : kPlannedWeightDTypeNames);
 }
 
 uint32_t to_u32(int64_t value, const char* field, uint32_t min) {

@@ -220,7 +220,7 @@ Status validate_attention_args(const simd::AttentionArgs& a) {
                          a.mask_row_stride, a.t_kv);
   }
   if (!dtype_stores_kv(a.kv_type)) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not one of %s",
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %s (%u) is not one of %s", dtype_name(a.kv_type),
                          static_cast<unsigned>(a.kv_type), kKvDTypeNames);
   }
   HEADWAY_RETURN_IF_ERROR(check_tensors(a.q, a.k, a.v, a.o));
@@ -427,7 +427,7 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
                                                    size_t kv_head_stride, size_t kv_row_stride) {
   simd::AttentionArgs a;
   if (!dtype_stores_kv(kv_dtype)) {
-    return Status::error(Code::kInvalidArgument, "attention: kv dtype %u is not one of %s",
+    return Status::error(Code::kInvalidArgument, "attention: kv dtype %s (%u) is not one of %s", dtype_name(kv_dtype),
                          static_cast<unsigned>(kv_dtype), kKvDTypeNames);
   }
   a.kv_type = kv_dtype;

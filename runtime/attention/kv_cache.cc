@@ -84,6 +84,7 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
       for (uint32_t i = 0; i < n; ++i) d[i] = f32_to_bf16_bits(src[i]);
       break;
     }
+    default: break;  // weight formats: no cache stores them (validate refuses them as kv_dtype)
   }
 }
 

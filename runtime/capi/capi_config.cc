@@ -50,6 +50,10 @@ headway_status headway_config_validate(const headway_config* config, headway_err
 headway_status headway_config_set_kv_dtype(headway_config* config, headway_dtype dtype, headway_error* error) {
   constexpr const char* kCall = "headway_config_set_kv_dtype";
   Status s = config == nullptr ? capi::null_argument(kCall, "config") : capi::check_dtype(kCall, "dtype", dtype);
+  if (s.ok() && !dtype_stores_kv(static_cast<DType>(dtype))) {
+    s = Status::error(Code::kInvalidArgument, "%s: dtype %s is not one a KV cache stores (%s)", kCall,
+                      dtype_name(static_cast<DType>(dtype)), kKvDTypeNames);
+  }
   if (s.ok()) config->config.kv_dtype = static_cast<DType>(dtype);
   return capi::report(s, error);
 }

@@ -10,10 +10,12 @@ Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
     return Status::error(Code::kInvalidArgument, "threads %u is above the supported maximum %u", options.threads,
                          ThreadPool::kMaxThreads);
   }
-  if (!dtype_holds_weights(options.weight_dtype)) {
+  if (!dtype_plans_weights(options.weight_dtype)) {
     return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of %s%s", dtype_name(options.weight_dtype),
-                         kWeightDTypeNames,
-                         dtype_is_block(options.weight_dtype) ? " (the block formats are for the KV cache)" : "");
+                         kPlannedWeightDTypeNames,
+                         dtype_is_block(options.weight_dtype)
+                             ? " (weights in a block format stay as their file holds them: weights_in_arena false)"
+                             : "");
   }
   const Plan plan = plan_for(config, options);
   if (plan.overflow) {

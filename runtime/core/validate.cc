@@ -267,8 +267,8 @@ Status validate(const Config& c) {
                          static_cast<double>(c.scale));
   }
   if (!dtype_stores_kv(c.kv_dtype)) {
-    return Status::error(Code::kInvalidArgument, "kv dtype %u is not one of %s", static_cast<unsigned>(c.kv_dtype),
-                         kKvDTypeNames);
+    return Status::error(Code::kInvalidArgument, "kv dtype %s (%u) is not one of %s", dtype_name(c.kv_dtype),
+                         static_cast<unsigned>(c.kv_dtype), kKvDTypeNames);
   }
   return validate_model(c);
 }

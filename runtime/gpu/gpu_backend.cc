@@ -122,9 +122,9 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
   }
   if (!dtype_stores_kv(plan.config.kv_dtype)) {
     return Status::error(Code::kInvalidArgument,
-                         "gpu backend: the plan's kv dtype %u is not one of %s (make the plan with make_plan(), which "
-                         "checks the config)",
-                         static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
+                         "gpu backend: the plan's kv dtype %s (%u) is not one of %s (make the plan with make_plan(), "
+                         "which checks the config)",
+                         dtype_name(plan.config.kv_dtype), static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
   }
   destroy();
   Impl* x = new (std::nothrow) Impl;

@@ -28,6 +28,7 @@ void decode_row(const void* src, DType t, uint32_t n, size_t row_bytes, float* o
       // The arguments are the backend's own (a block type, a whole row): cannot fail.
       (void)dequantize_row(quant_type_of(t), src, row_bytes, n, out);
       break;
+    default: break;  // weight formats: no cache stores them (dtype_stores_kv)
   }
 }
 

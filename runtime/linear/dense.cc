@@ -3,45 +3,58 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
+#include "headway/ggml_blocks.hpp"
 #include "simd/matmul.h"
 
 namespace headway {
+
+namespace {
+
+// Value `col` of a block-format row: its block decoded.
+float block_value(const TensorRef& t, uint64_t row, uint64_t col) {
+  const DTypeTraits& type = dtype_traits(t.dtype);
+  const uint8_t* r = static_cast<const uint8_t*>(t.data) + row * dtype_row_bytes(t.dtype, t.cols);
+  float block[ggml_blocks::kMaxBlockValues];
+  ggml_blocks::decode_block(t.dtype, r + col / type.block_values * type.block_bytes, block);
+  return block[col % type.block_values];
+}
+
+}  // namespace
 
 float tensor_at(const TensorRef& t, uint64_t i) {
   switch (t.dtype) {
     case DType::kF32: return static_cast<const float*>(t.data)[i];
     case DType::kF16: return f16_bits_to_f32(static_cast<const uint16_t*>(t.data)[i]);
     case DType::kBF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-    case DType::kQ8_0:
-    case DType::kQ4_0: break;  // K/V storage only: no tensor holds them (the loaders refuse them)
+    default: return t.cols == 0 ? 0.0f : block_value(t, i / t.cols, i % t.cols);
   }
-  return 0.0f;
 }
 
 void convert_tensor(const TensorRef& src, void* dst, DType dtype) {
-  const uint64_t n = src.elements();
   if (src.dtype == dtype) {
-    std::memcpy(dst, src.data, n * dtype_bytes(dtype));
+    std::memcpy(dst, src.data, src.bytes());
     return;
   }
-  switch (dtype) {
-    case DType::kF32: {
-      float* d = static_cast<float*>(dst);
-      for (uint64_t i = 0; i < n; ++i) d[i] = tensor_at(src, i);
-      break;
+  if (!dtype_plans_weights(dtype)) return;  // the block formats: weights stay as their files hold them
+  const auto store = [&](uint64_t i, float v) {
+    if (dtype == DType::kF32) static_cast<float*>(dst)[i] = v;
+    else if (dtype == DType::kF16) static_cast<uint16_t*>(dst)[i] = f32_to_f16_bits(v);
+    else static_cast<uint16_t*>(dst)[i] = f32_to_bf16_bits(v);
+  };
+  if (!dtype_is_block(src.dtype)) {
+    for (uint64_t i = 0; i < src.elements(); ++i) store(i, tensor_at(src, i));
+    return;
+  }
+  // A block format: each block decoded once (rows are whole blocks).
+  const DTypeTraits& type = dtype_traits(src.dtype);
+  const uint64_t row_bytes = dtype_row_bytes(src.dtype, src.cols);
+  float block[ggml_blocks::kMaxBlockValues];
+  for (uint64_t r = 0; r < src.rows; ++r) {
+    const uint8_t* row = static_cast<const uint8_t*>(src.data) + r * row_bytes;
+    for (uint64_t c = 0; c < src.cols; c += type.block_values) {
+      ggml_blocks::decode_block(src.dtype, row + c / type.block_values * type.block_bytes, block);
+      for (uint32_t j = 0; j < type.block_values; ++j) store(r * src.cols + c + j, block[j]);
     }
-    case DType::kF16: {
-      uint16_t* d = static_cast<uint16_t*>(dst);
-      for (uint64_t i = 0; i < n; ++i) d[i] = f32_to_f16_bits(tensor_at(src, i));
-      break;
-    }
-    case DType::kBF16: {
-      uint16_t* d = static_cast<uint16_t*>(dst);
-      for (uint64_t i = 0; i < n; ++i) d[i] = f32_to_bf16_bits(tensor_at(src, i));
-      break;
-    }
-    case DType::kQ8_0:
-    case DType::kQ4_0: break;  // K/V storage only: weights are never converted to them (make_plan refuses)
   }
 }
 

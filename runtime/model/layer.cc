@@ -11,15 +11,26 @@ namespace headway {
 
 namespace {
 
+// A projection matrix may be in any type the kernels read (ggml's blocks too, its rows whole
+// blocks); a bias, norm or sinks vector in a value type.
 Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows, uint32_t cols) {
   if (!required) return Status();
   if (!t.present()) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the config needs it [%u, %u]", layer,
                          name, rows, cols);
   }
-  if (!dtype_holds_weights(t.dtype)) {
-    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype code %u, expected one of %s", layer, name,
-                         static_cast<unsigned>(t.dtype), kWeightDTypeNames);
+  const bool matrix = rows > 1;
+  if (!(matrix ? dtype_holds_weights(t.dtype) : dtype_plans_weights(t.dtype))) {
+    if (!dtype_known(t.dtype)) {
+      return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype code %u, expected one of %s", layer, name,
+                           static_cast<unsigned>(t.dtype), matrix ? kWeightDTypeNames : kPlannedWeightDTypeNames);
+    }
+    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype %s, expected one of %s", layer, name,
+                         dtype_name(t.dtype), matrix ? kWeightDTypeNames : kPlannedWeightDTypeNames);
+  }
+  if (t.cols % dtype_traits(t.dtype).block_values != 0) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has rows of %u values, not whole %s blocks of %u",
+                         layer, name, t.cols, dtype_name(t.dtype), dtype_traits(t.dtype).block_values);
   }
   if (t.rows != rows || t.cols != cols) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,

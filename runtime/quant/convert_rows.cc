@@ -12,6 +12,11 @@ Status convert_rows(const void* src, DType from, size_t rows, size_t row_values,
     return Status::error(Code::kInvalidArgument, "convert_rows: rows in %s: the source is f32 or f16",
                          dtype_name(from));
   }
+  if (!dtype_stores_kv(to)) {
+    return Status::error(Code::kInvalidArgument,
+                         "convert_rows: rows into %s: headway writes %s (%s is read from files)", dtype_name(to),
+                         kKvDTypeNames, dtype_name(to));
+  }
   const size_t n = rows * row_values;
   const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(to, row_values));
   const size_t need = rows * row_bytes;

@@ -188,7 +188,7 @@ static void test_plan(void) {
         HEADWAY_INVALID_ARGUMENT);
   CHECK(contains(err.message, "aligned"));
   OK(headway_config_from_preset(memory, headway_config_object_bytes(), "llama-3-8b", &bad, &err));
-  CHECK(headway_config_set_kv_dtype(bad, (headway_dtype)9, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(headway_config_set_kv_dtype(bad, (headway_dtype)90, &err) == HEADWAY_INVALID_ARGUMENT);
   {
     const char* hf =
         "{\"model_type\": \"llama\", \"hidden_size\": 256, \"num_attention_heads\": 8, "
@@ -263,9 +263,9 @@ static void test_attend(void) {
     CHECK(headway_attend(q, k16, v16, HEADWAY_F16, o, &shape, &params, NULL, workspace, bytes, &err) ==
           HEADWAY_INVALID_ARGUMENT);
     CHECK(contains(err.message, "struct_size 3"));
-    CHECK(headway_attend(q, k16, v16, (headway_dtype)7, o, &shape, NULL, NULL, workspace, bytes, &err) ==
+    CHECK(headway_attend(q, k16, v16, (headway_dtype)70, o, &shape, NULL, NULL, workspace, bytes, &err) ==
           HEADWAY_INVALID_ARGUMENT);
-    CHECK(contains(err.message, "kv_dtype 7"));
+    CHECK(contains(err.message, "kv_dtype 70"));
     CHECK(max_abs_diff(o, ref, 0) == 0.0 && o[0] == 0.0f);
   }
   /* A pool: the same result bitwise as no pool. */

@@ -677,7 +677,7 @@ TEST_CASE("gpu backend rejects calls outside its plan with a message") {
   GpuBackend gpu;
   Status st = gpu.create(ctx, bad_dtype);
   CHECK(st.code() == Code::kInvalidArgument);
-  CHECK(std::string(st.message()).find("kv dtype 9 is not one of") != std::string::npos);
+  CHECK(std::string(st.message()).find("kv dtype q5_K (9) is not one of") != std::string::npos);
   REQUIRE(gpu.create(ctx, plan.value()).ok());
   std::vector<float> q(64 * 16), o(q.size()), kv(64 * 8);
   AttentionShape big = s;

@@ -410,7 +410,7 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
   CHECK(attempt(good, none, q, k, nullptr, out) == "attention: v is null");
   CHECK(attempt(good, none, q, k, v, nullptr) == "attention: o is null");
   CHECK(attempt(good, none, q, k, v, out, static_cast<DType>(9)) ==
-        "attention: kv dtype 9 is not one of f32, f16, bf16, q8_0, q4_0");
+        "attention: kv dtype q5_K (9) is not one of f32, f16, bf16, q8_0, q4_0");
   CHECK(attempt(good, {0.0f, 0.0f, true, 1000}, q, k, v, out) == "(ok)");  // window > t_kv is fine
   AttentionParams sink_tokens;
   sink_tokens.sink_tokens = 2;

@@ -142,7 +142,7 @@ const BadShape kBadShapes[] = {
     {"scale NaN", {4, 4, 2, 2, 64}, {kNaN, 0.0f, false, 0}, DType::kF32, 1},
     {"scale negative", {4, 4, 2, 2, 64}, {-1.0f, 0.0f, false, 0}, DType::kF32, 1},
     {"softcap inf", {4, 4, 2, 2, 64}, {0.0f, std::numeric_limits<float>::infinity(), false, 0}, DType::kF32, 1},
-    {"kv dtype 7", {4, 4, 2, 2, 64}, {}, static_cast<DType>(7), 1},
+    {"kv dtype unknown (70)", {4, 4, 2, 2, 64}, {}, static_cast<DType>(70), 1},
 };
 
 TEST_CASE("AttentionOp::reshape rejects what attend() rejects, with attend()'s message, and keeps its shape") {

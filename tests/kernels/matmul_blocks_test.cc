@@ -1,0 +1,141 @@
+// The dense kernel over weights in ggml's block formats (simd/matmul_blocks-inl.h) on every SIMD
+// target this machine supports, against x · Wᵀ in double with W dequantized by the loaders'
+// bit-exact dequantize_ggml_row (itself checked against gguf-py in tests/torch): GEMV and GEMM,
+// rows of one block to several tiles' chunks, row splits and t = 1 against t > 1 bitwise.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "headway/dtype_convert.hpp"
+#include "headway/ggml_types.hpp"
+#include "simd/matmul.h"
+#include "tests/kernels/target_scope.hpp"
+#include "tests/support/test_rng.hpp"
+
+namespace headway {
+namespace {
+
+namespace hs = simd;
+
+// The byte offsets of each block format's f16 fields (scales, mins): set to finite values, the
+// rest of a block's bytes drawn at random (every pattern of them is a valid block).
+struct BlockFields {
+  DType type;
+  int f16_at[2];  // -1: none
+};
+constexpr BlockFields kFormats[] = {
+    {DType::kQ8_0, {0, -1}},  {DType::kQ4_0, {0, -1}},   {DType::kQ4_1, {0, 2}}, {DType::kQ5_0, {0, -1}},
+    {DType::kQ5_1, {0, 2}},   {DType::kQ4_K, {0, 2}},    {DType::kQ5_K, {0, 2}}, {DType::kQ6_K, {208, -1}},
+    {DType::kQ2_K, {80, 82}}, {DType::kQ3_K, {108, -1}},
+};
+
+std::vector<uint8_t> random_rows(const BlockFields& f, size_t rows, size_t in, test::Rng& rng) {
+  const DTypeTraits& type = dtype_traits(f.type);
+  const size_t blocks = rows * in / type.block_values;
+  std::vector<uint8_t> w(blocks * type.block_bytes);
+  for (uint8_t& b : w) b = static_cast<uint8_t>(rng.next());
+  for (size_t b = 0; b < blocks; ++b) {
+    for (int at : f.f16_at) {
+      if (at < 0) continue;
+      const uint16_t h = f32_to_f16_bits(0.05f * rng.normal());
+      std::memcpy(&w[b * type.block_bytes + static_cast<size_t>(at)], &h, 2);
+    }
+  }
+  return w;
+}
+
+TEST_CASE("matmul over block-format weights matches the dequantized double reference on every target") {
+  const size_t ts[] = {1, 2, 5, 33};
+  const size_t outs[] = {1, 5, 37};
+  for (const int64_t target : test::test_targets()) {
+    test::TargetScope scope(target);
+    INFO(test::target_label(target));
+    for (const BlockFields& f : kFormats) {
+      const DTypeTraits& type = dtype_traits(f.type);
+      const GgmlType ggml = static_cast<GgmlType>(type.ggml);
+      for (size_t blocks : {size_t{1}, size_t{3}, size_t{9}}) {
+        const size_t in = blocks * type.block_values;
+        for (size_t out : outs) {
+          test::Rng rng(in * 131 + out + type.ggml);
+          const std::vector<uint8_t> w = random_rows(f, out, in, rng);
+          const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(f.type, in));
+          std::vector<float> wd(out * in);
+          for (size_t o = 0; o < out; ++o) {
+            REQUIRE(dequantize_ggml_row(ggml, &w[o * row_bytes], row_bytes, in, &wd[o * in]).ok());
+          }
+          for (size_t t : ts) {
+            INFO(type.name << " t " << t << " in " << in << " out " << out);
+            const size_t xs = in + 3, ys = out + 2;
+            std::vector<float> x(t * xs);
+            for (float& v : x) v = rng.normal();
+            hs::MatmulArgs a;
+            a.x = x.data();
+            a.x_stride = xs;
+            a.w = w.data();
+            a.w_type = f.type;
+            a.w_stride = in;
+            std::vector<float> y(t * ys, 7.0f), y2(t * ys, 7.0f), y1(ys, 7.0f);
+            a.y = y.data();
+            a.y_stride = ys;
+            a.t = t;
+            a.in = in;
+            a.out = out;
+            REQUIRE(hs::matmul_args_error(a) == nullptr);
+            hs::matmul(a, 0, out);
+            double worst = 0.0;
+            for (size_t i = 0; i < t; ++i) {
+              for (size_t o = 0; o < out; ++o) {
+                double s = 0.0, mag = 0.0;
+                for (size_t k = 0; k < in; ++k) {
+                  s += static_cast<double>(x[i * xs + k]) * wd[o * in + k];
+                  mag += std::fabs(static_cast<double>(x[i * xs + k]) * wd[o * in + k]);
+                }
+                worst = std::max(worst, std::fabs(y[i * ys + o] - s) / (mag + 1e-30));
+              }
+              for (size_t o = out; o < ys; ++o) CHECK(y[i * ys + o] == 7.0f);  // padding untouched
+            }
+            CHECK(worst < 1e-5);
+            // Any split of the output rows, and each token alone, give bitwise the same y.
+            a.y = y2.data();
+            const size_t cut = out / 3;
+            hs::matmul(a, cut, out);
+            hs::matmul(a, 0, cut);
+            CHECK(std::memcmp(y.data(), y2.data(), y.size() * 4) == 0);
+            a.t = 1;
+            a.y = y1.data();
+            a.x = x.data() + (t - 1) * xs;
+            hs::matmul(a, 0, out);
+            CHECK(std::memcmp(y1.data(), y.data() + (t - 1) * ys, out * 4) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_args_error refuses block-format rows that are not whole blocks") {
+  hs::MatmulArgs a;
+  float x[64] = {}, y[1] = {};
+  uint8_t w[40] = {};
+  a.x = x;
+  a.w = w;
+  a.y = y;
+  a.t = 1;
+  a.in = 48;
+  a.out = 1;
+  a.x_stride = 64;
+  a.w_stride = 64;
+  a.y_stride = 1;
+  a.w_type = DType::kQ4_1;
+  CHECK(std::string(hs::matmul_args_error(a)) == "in or w_stride is not a whole number of w_type's blocks");
+  a.in = 64;
+  CHECK(hs::matmul_args_error(a) == nullptr);
+  a.w_type = DType::kQ4_K;
+  CHECK(std::string(hs::matmul_args_error(a)) == "in or w_stride is not a whole number of w_type's blocks");
+}
+
+}  // namespace
+}  // namespace headway
