@@ -92,6 +92,7 @@ Status ModelRunner::init(const ModelBenchOptions& o) {
   PlanOptions po;
   po.threads = o.pool ? o.pool->threads() : 1;
   po.weight_dtype = o.weight_dtype;
+  po.weights_in_arena = o.weights_in_arena;
   const uint32_t chunk = o.n_depth > longest ? o.n_depth : longest;
   po.max_tokens = chunk < 512 ? chunk : 512;
   const Result<Plan> plan = make_plan(c, po);
@@ -123,8 +124,15 @@ Status ModelRunner::init(const ModelBenchOptions& o) {
   if (::stat(o.path, &file_stat) == 0) info.file_bytes = static_cast<uint64_t>(file_stat.st_size);
   info.n_params = n.per_layer * c.n_layers + n.norms + n.embedding * (n.tied ? 1 : 2);
   info.arena_bytes = st.plan.arena_bytes;
-  info.weight_bytes = (n.per_layer * c.n_layers + n.embedding * (n.tied ? 1 : 2)) * wb + n.norms * sizeof(float);
-  info.read_bytes_per_tok = (n.per_layer * c.n_layers + n.embedding) * wb + n.norms * sizeof(float);
+  if (o.weights_in_arena) {
+    info.weight_bytes = (n.per_layer * c.n_layers + n.embedding * (n.tied ? 1 : 2)) * wb + n.norms * sizeof(float);
+    info.read_bytes_per_tok = (n.per_layer * c.n_layers + n.embedding) * wb + n.norms * sizeof(float);
+  } else {
+    const Result<ModelFile::WeightBytes> bytes = st.file.weight_bytes();
+    if (!bytes.ok()) return bytes.status();
+    info.weight_bytes = bytes.value().total;
+    info.read_bytes_per_tok = bytes.value().per_token;
+  }
   info.kv_bytes_per_tok = st.plan.kv_bytes_per_token;
   info.matmul_flops_per_tok = 2 * (n.per_layer * c.n_layers + n.embedding);
   info.n_ubatch = st.plan.max_tokens;

@@ -34,6 +34,9 @@ struct ModelBenchOptions {
   ThreadPool* pool = nullptr;  // the caller's, for the whole run; null: one thread
   uint32_t reps = 5;
   DType kv_dtype = DType::kF16;
+  // false: the weights stay in the file in its own types (a GGUF's blocks); true: converted into
+  // the arena in weight_dtype.
+  bool weights_in_arena = false;
   DType weight_dtype = DType::kF32;
   uint32_t seed = 1234;  // of the random token ids
 };
@@ -43,7 +46,7 @@ struct ModelBenchInfo {
   uint64_t file_bytes = 0;
   uint64_t n_params = 0;              // every weight of the model (the embedding counted once when tied)
   uint64_t arena_bytes = 0;           // the plan's arena: weights, KV cache, activations, scratch
-  uint64_t weight_bytes = 0;          // the weights as the arena holds them (weight_dtype, norms f32)
+  uint64_t weight_bytes = 0;          // the weights as the run keeps them: the file's, or weight_dtype's (norms f32)
   uint64_t read_bytes_per_tok = 0;    // weight bytes one decode step reads: every matrix but the embedding
                                       // lookup (the LM head once, tied or not), and the norms
   uint64_t kv_bytes_per_tok = 0;      // K and V of one token, all layers (kv_dtype)

@@ -99,7 +99,7 @@ constexpr const char* kUsage =
     "  --depth N     tokens of context prefilled before each repetition, untimed (default 0)\n"
     "  --reps N      timed repetitions after one warm-up (default 5)\n"
     "  --kv-dtype D  the KV cache's type (default f16, llama-bench's); --weight-dtype D: the\n"
-    "                weights' in the arena (default f32; the file's blocks are widened to it)\n";
+    "                weights converted into the arena (default: kept as the file holds them)\n";
 
 int list_cases() {
   for (const bench::BenchCase& c : bench::bench_cases()) {
@@ -341,6 +341,7 @@ Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool
       o->model_only_flag = "--kv-dtype";
     } else if (f == "--weight-dtype") {
       s = flags.value_dtype(&o->model.weight_dtype);
+      o->model.weights_in_arena = true;
       o->model_only_flag = "--weight-dtype";
     } else {
       s = flags.unknown();

@@ -18,6 +18,11 @@
 namespace headway::cli::bench_command {
 namespace {
 
+// The weights' storage for the reports: "file" (kept as the file holds them) or the dtype converted to.
+const char* weights_name(const bench::ModelBenchOptions& o) {
+  return o.weights_in_arena ? dtype_name(o.weight_dtype) : "file";
+}
+
 // --model: the file's name without its folders, as llama-bench's table shows a model by its type.
 const char* base_name(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -85,7 +90,7 @@ nlohmann::ordered_json model_json(const bench::ModelTestResult& r, const bench::
   // headway's own.
   j["backend"] = "cpu";
   j["target"] = m.target;
-  j["weight_dtype"] = dtype_name(o.model.weight_dtype);
+  j["weight_dtype"] = weights_name(o.model);
   j["arena_bytes"] = info.arena_bytes;
   j["weight_bytes"] = info.weight_bytes;
   j["n_ctx"] = info.n_ctx;
@@ -105,8 +110,7 @@ void print_model_line(const bench::ModelTestResult& r, const bench::ModelBenchIn
                       const Machine& m) {
   const ModelRoof roof = model_roof(r, info, m.peak);
   char weights[48], against[64];
-  std::snprintf(weights, sizeof(weights), "%s %s", dtype_name(o.model.weight_dtype),
-                human_bytes(info.weight_bytes).c_str());
+  std::snprintf(weights, sizeof(weights), "%s %s", weights_name(o.model), human_bytes(info.weight_bytes).c_str());
   if (r.test == bench::ModelTest::kGen) {
     std::snprintf(against, sizeof(against), "%.1f GB/s, %.0f%% read", roof.gbps, 100 * roof.frac_bw);
   } else {
@@ -143,9 +147,9 @@ Status run_model(Options& o) {
   std::fprintf(out,
                "headway bench: model %s, %u layers, context %u, arena %s (weights %s %s, %s KV), cpu, target %s, "
                "%u thread%s\n",
-               o.model.path, info.n_layers, info.n_ctx, human_bytes(info.arena_bytes).c_str(),
-               dtype_name(o.model.weight_dtype), human_bytes(info.weight_bytes).c_str(), dtype_name(o.model.kv_dtype),
-               m.target.c_str(), m.peak.threads, m.peak.threads == 1 ? "" : "s");
+               o.model.path, info.n_layers, info.n_ctx, human_bytes(info.arena_bytes).c_str(), weights_name(o.model),
+               human_bytes(info.weight_bytes).c_str(), dtype_name(o.model.kv_dtype), m.target.c_str(), m.peak.threads,
+               m.peak.threads == 1 ? "" : "s");
   std::fprintf(out,
                "peak, measured now: %.1f GFLOP/s FMA, %.1f GB/s read; a decode step reads %s of weights + %s of K/V "
                "per token of context\n",

@@ -37,7 +37,7 @@ class Flags {
   Status value(const char** out);
   Status value_u32(uint32_t* out, uint32_t min, uint32_t max);
   Status value_float(float* out);     // finite numbers only
-  Status value_dtype(DType* out);     // a weight dtype (dtype_holds_weights)
+  Status value_dtype(DType* out);     // a weight dtype the arena keeps (dtype_plans_weights)
   Status value_kv_dtype(DType* out);  // those, q8_0 or q4_0 (the KV cache)
   // cpu or gpu; gpu in a build without the Vulkan backend is kUnsupported, saying so.
   Status value_backend(BackendKind* out);
@@ -114,6 +114,23 @@ struct ModelSource {
   const char* name() const;  // the file or folder, for messages
   Status open(ModelFile* file) const;
   Result<Tokenizer> tokenizer() const;
+};
+
+// Where a whole-model command keeps the weights. Without --weight-dtype they stay where the file
+// holds them, in its own types (a GGUF's blocks, a safetensors' f16), borrowed from the mapping;
+// --weight-dtype f32|f16|bf16 converts them into the arena.
+struct WeightStorage {
+  DType dtype = DType::kF32;
+  bool converted = false;
+  Status take(Flags* flags) {
+    converted = true;
+    return flags->value_dtype(&dtype);
+  }
+  void apply(PlanOptions* o) const {
+    o->weights_in_arena = converted;
+    o->weight_dtype = dtype;
+  }
+  const char* name() const { return converted ? dtype_name(dtype) : "file"; }  // for reports: "file", "f16"
 };
 
 }  // namespace headway::cli

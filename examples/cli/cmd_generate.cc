@@ -11,7 +11,8 @@
 // piece that ends inside a UTF-8 sequence waits for the rest); then the speed, the arena and the
 // heap calls made while generating go to stderr. --json prints one object at the end instead.
 // Sampling defaults are llama.cpp's (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05); --temp 0
-// is greedy. The context is the prompt and the tokens asked for (at most the model's).
+// is greedy. The context is the prompt and the tokens asked for (at most the model's). The weights
+// stay in the file in its own types (a GGUF's blocks), or --weight-dtype converts them into the arena.
 // --prompt-cache FILE: when FILE holds a state whose tokens begin this prompt (the same model and
 // plan), it is restored and only the rest of the prompt runs; the state after the prompt is then
 // saved to FILE for next time (headway/state_file.hpp). stderr says how many tokens came from it.
@@ -56,7 +57,7 @@ struct GenerateFlags {
   uint32_t threads = 1;
   uint32_t ctx = 0;
   DType kv_dtype = DType::kF16;
-  DType weight_dtype = DType::kF32;
+  WeightStorage weights;
   SamplerParams sampling{0.8f, 40, 0.95f, 0.05f, 1.0f, 0.0f, 64, 0};
 };
 
@@ -76,7 +77,7 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->threads, 1, ThreadPool::kMaxThreads));
     else if (n == "--ctx") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->ctx, 1, 1u << 24));
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&g->kv_dtype));
-    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&g->weight_dtype));
+    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(g->weights.take(&f));
     else if (n == "--temp") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.temperature));
     else if (n == "--top-k") HEADWAY_RETURN_IF_ERROR(f.value_u32(&s.top_k, 0, UINT32_MAX));
     else if (n == "--top-p") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.top_p));
@@ -174,7 +175,7 @@ int cmd_generate(int argc, char** argv) {
   c.kv_dtype = g.kv_dtype;
   PlanOptions options;
   options.threads = g.threads;
-  options.weight_dtype = g.weight_dtype;
+  g.weights.apply(&options);
   options.max_tokens = n_prompt < 512 ? n_prompt : 512;
   const Result<Plan> plan = make_plan(c, options);
   if (!plan.ok()) return report(kCmd, plan.status());

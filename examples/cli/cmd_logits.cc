@@ -5,9 +5,9 @@
 //                  [--kv-dtype D] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
-// the token after ids[0..i]. The plan's context is the prompt's length; its weights are
-// dequantized from the file (a GGUF, or a Hugging Face directory's config.json and
-// model.safetensors) into the arena (f32 unless --weight-dtype says otherwise). --backend gpu
+// the token after ids[0..i]. The plan's context is the prompt's length; the weights stay in the
+// file (a GGUF, or a Hugging Face directory's config.json and model.safetensors) in its own
+// types, or with --weight-dtype are converted into the arena. --backend gpu
 // keeps every layer's attention and KV cache on the Vulkan device and runs the rest (embedding,
 // norms, MLP, head) on the CPU; stderr says so.
 #include <cstdio>
@@ -35,7 +35,7 @@ struct LogitsFlags {
   const char* out = nullptr;
   uint32_t threads = 1;
   DType kv_dtype = DType::kF32;
-  DType weight_dtype = DType::kF32;
+  WeightStorage weights;
   BackendKind backend = BackendKind::kCpu;
 };
 
@@ -49,7 +49,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--out") HEADWAY_RETURN_IF_ERROR(f.value(&l->out));
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&l->kv_dtype));
-    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(f.value_dtype(&l->weight_dtype));
+    else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(l->weights.take(&f));
     else if (n == "--backend") HEADWAY_RETURN_IF_ERROR(f.value_backend(&l->backend));
     else return f.unknown();
   }
@@ -84,7 +84,7 @@ int cmd_logits(int argc, char** argv) {
   c.kv_dtype = l.kv_dtype;
   PlanOptions options;
   options.threads = l.threads;
-  options.weight_dtype = l.weight_dtype;
+  l.weights.apply(&options);
   options.max_tokens = t < 512 ? t : 512;
   options.all_logits = true;
   const Result<Plan> plan = make_plan(c, options);

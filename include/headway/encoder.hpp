@@ -7,8 +7,8 @@
 //   for each layer:  h = attn_norm(h + attn(h));  h = ffn_norm(h + down(gelu(up(h))))
 //
 // Weights live in the arena's model weights region, copied in at init from a ModelWeightsSource
-// (headway/model.hpp); activations in the arena. encode() never allocates; bad lengths or ids are
-// an error naming them, and nothing is cached between calls.
+// (headway/model.hpp), or stay in the source (weights_in_arena false); activations in the arena. encode() never
+// allocates; bad lengths or ids are an error naming them, and nothing is cached between calls.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace headway {
 
 class Encoder {
  public:
-  static constexpr uint32_t kMaxLayers = 128;
+  static constexpr uint32_t kMaxLayers = kMaxModelLayers;
 
   // Binds the arena (its plan: a bidirectional model with post_norm, Config::model) and copies
   // every weight in, as Model::init does. The Arena and options.pool must outlive the encoder.
@@ -40,6 +40,7 @@ class Encoder {
   ThreadPool* pool_ = nullptr;
   uint32_t n_layers_ = 0;
   AttentionLayer layers_[kMaxLayers];
+  BorrowedMatrices borrowed_;
 };
 
 // How sentence-transformers turns a sequence's hidden states into one embedding (its

@@ -35,18 +35,41 @@ namespace headway {
 // weights (as Session's LayerWeightsFn: with weights in the arena they need only live until the
 // next call). rows(ctx, t, layer, shape, first, n, dst): rows [first, first + n) of tensor t (of
 // that layer, for the per-layer ones) as f32 into dst [n, shape.cols] — a file's blocks
-// dequantized there; a tensor whose shape is not `shape` is an error naming both.
+// dequantized there; a tensor whose shape is not `shape` is an error naming both. tensor(ctx, t,
+// layer, shape): tensor t as the source keeps it (a GGUF's blocks, a safetensors' f16), borrowed
+// for as long as the model runs — what a plan with weights_in_arena false reads the matrices
+// through (and the attention weights: then attention()'s must live as long too).
 struct ModelWeightsSource {
   void* ctx = nullptr;
   Result<LayerWeights> (*attention)(void* ctx, uint32_t layer) = nullptr;
   Status (*rows)(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n,
                  float* dst) = nullptr;
+  Result<TensorRef> (*tensor)(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape) = nullptr;
+};
+
+// The deepest model a Model or an Encoder holds (its layer objects are members, not heap).
+inline constexpr uint32_t kMaxModelLayers = 128;
+
+// The matrices a plan with borrowed weights (PlanOptions::weights_in_arena false) leaves in the
+// source, as views in the source's own types (a GGUF's blocks), taken at init: the whole-model
+// ones by ModelTensor, and per layer the per-layer matrices of the table (the MLP's) in its order.
+constexpr uint32_t borrowed_layer_slot(ModelTensor t) {
+  uint32_t slot = 0;
+  for (const ModelTensorInfo& info : kModelTensors) {
+    if (info.tensor == t) break;
+    if (info.per_layer && !info.f32) ++slot;
+  }
+  return slot;
+}
+inline constexpr uint32_t kBorrowedLayerTensors = borrowed_layer_slot(ModelTensor::kLmHead);
+struct BorrowedMatrices {
+  TensorRef whole[kModelTensorCount];
+  TensorRef layer[kMaxModelLayers][kBorrowedLayerTensors];
 };
 
 class Model {
  public:
-  // The deepest model a Model holds (its layer objects are members, not heap).
-  static constexpr uint32_t kMaxLayers = 128;
+  static constexpr uint32_t kMaxLayers = kMaxModelLayers;
 
   // Binds the arena (its plan must have a model: Config::model.vocab_size > 0) and copies every
   // weight in: the model's through source.rows (staged in f32 through the arena's model
@@ -113,6 +136,7 @@ class Model {
   uint32_t n_layers_ = 0;
   uint32_t last_row_ = 0;  // the logits region's row that holds the last token's logits
   AttentionLayer layers_[kMaxLayers];
+  BorrowedMatrices borrowed_;
 };
 
 }  // namespace headway

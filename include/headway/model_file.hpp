@@ -1,10 +1,12 @@
 // A model's weights for Model (decoders, headway/model.hpp) or Encoder (headway/encoder.hpp):
 //   - a GGUF in any weight type the ggml table holds (headway/ggml_types.hpp: f32, f16, bf16,
-//     q4_0 ... q8_0, q2_K ... q6_K), each tensor dequantized bit-exactly as ggml does;
+//     q4_0 ... q8_0, q2_K ... q6_K);
 //   - a Hugging Face directory: config.json and model.safetensors (f32, f16, bf16).
+// The source lends every matrix from the mapping in the file's own type (a plan with
+// weights_in_arena false runs on them there), and reads any tensor as f32 rows (a GGUF's blocks
+// dequantized bit-exactly as ggml does) for a plan that copies the weights into its arena.
 // Tensor names: headway/model_tensors.hpp, and the attention tensors of headway/weights_file.hpp.
-// Part of the hosted tools layer (headway::tools): open() maps the file and allocates its index;
-// a GGUF's attention weights of one layer are dequantized into a buffer it holds until the next.
+// Part of the hosted tools layer (headway::tools): open() maps the file and allocates its index.
 //
 // Families: the pre-norm RMSNorm + SwiGLU decoders (GGUF architectures llama — which also carries
 // Mistral, SmolLM and SmolLM2 files —, qwen2, qwen3; config.json model_type llama, mistral, qwen2,
@@ -50,6 +52,16 @@ class ModelFile {
   // may differ). Valid while this object lives; each tensor's shape is checked against the plan
   // (an error names the tensor, its shape and the one expected).
   ModelWeightsSource source();
+
+  // The bytes of the weights the model reads, as this file stores them: every tensor of config()
+  // (the embedding once when tied), and of those what one decode step reads — every matrix and
+  // norm but the embedding table, of which a token reads one row, with the LM head (the embedding
+  // again when tied). What a plan that borrows the weights (weights_in_arena false) leaves here.
+  struct WeightBytes {
+    uint64_t total = 0;
+    uint64_t per_token = 0;
+  };
+  Result<WeightBytes> weight_bytes() const;
 
   // How a sentence-transformers directory turns hidden states into sentence embeddings: its
   // 1_Pooling/config.json (mean or CLS), whether modules.json ends in Normalize, and

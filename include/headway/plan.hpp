@@ -22,12 +22,13 @@
 //   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
-//   With a model (Config::model.vocab_size > 0), always copied in (whatever weights_in_arena says:
-//   a file's blocks are dequantized into them at init):
+//   With a model (Config::model.vocab_size > 0):
 //   [model weights: the tensors of headway/model_tensors.hpp the config has, each aligned, in
 //                   f32 (norms, biases) or weight_dtype: the whole-model ones first (embedding,
 //                   ..., LM head, in the table's order), then n_layers slices of the per-layer
-//                   ones (norms, MLP matrices and biases): model_tensor_offset()]
+//                   ones (norms, MLP matrices and biases): model_tensor_offset(). With weights
+//                   borrowed (weights_in_arena false) the matrices stay in the source, in its own
+//                   types (a GGUF's blocks), and only the f32 tensors are here]
 //   [model activations: normed rows [max_tokens, d_model] f32, MLP hidden [max_tokens, 2·ffn] f32
 //                       (gate | up), logits [logits_rows, vocab] f32 and the sampler's scratch
 //                       (Sampler::scratch_bytes: 8 bytes per vocabulary id) for a decoder]
@@ -89,11 +90,18 @@ struct PlanOptions {
   // model: there an encoder's packed batch (Session::encode) holds sentences of up to max_seq each.
   uint32_t max_tokens = 0;
   DType weight_dtype = DType::kF32;  // projection weights as the runtime keeps them
-  bool weights_in_arena = true;      // false: weights are borrowed (memory-mapped), not copied
+  // false: the matrices (the attention projections, a model's embeddings, MLP and LM head) are
+  // borrowed (memory-mapped) in the source's own types, not copied; weight_dtype is then unused.
+  bool weights_in_arena = true;
   // With a model: logits for every token of a prefill chunk (max_tokens rows), not only the last.
   bool all_logits = false;
   Projection projection = Projection::kHighway;
 };
+
+// Whether the arena holds model tensor t (else the source lends it): norms and biases always.
+constexpr bool model_tensor_in_arena(const PlanOptions& o, ModelTensor t) {
+  return o.weights_in_arena || model_tensor_info(t).f32;
+}
 
 struct HeadLayout {
   uint32_t q_head = 0;
@@ -347,7 +355,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   if (c.model.vocab_size > 0) {
     const uint64_t ffn = c.model.intermediate_size;
     for (const ModelTensorInfo& info : kModelTensors) {
-      if (!model_has_tensor(c, info.tensor)) continue;
+      if (!model_has_tensor(c, info.tensor) || !model_tensor_in_arena(o, info.tensor)) continue;
       const TensorShape s = model_tensor_shape(c, info.tensor);
       const uint64_t bytes = ck.align(ck.mul(ck.mul(s.rows, s.cols), info.f32 ? 4 : wb));
       if (info.per_layer) p.model_layer_bytes = ck.add(p.model_layer_bytes, bytes);
@@ -394,9 +402,10 @@ constexpr const char* attention_kind_name(const Plan& p) {
   return p.group_size == 1 ? "MHA" : p.config.kv_heads() == 1 ? "MQA" : "GQA";
 }
 
-// Bytes of model tensor t in the plan's model weights region (0 when the config has none).
+// Bytes of model tensor t in the plan's model weights region (0 when the config has none, or when
+// it is borrowed).
 constexpr uint64_t model_tensor_bytes(const Plan& p, ModelTensor t) {
-  if (!model_has_tensor(p.config, t)) return 0;
+  if (!model_has_tensor(p.config, t) || !model_tensor_in_arena(p.options, t)) return 0;
   const TensorShape s = model_tensor_shape(p.config, t);
   return align_up(uint64_t{s.rows} * s.cols * (model_tensor_info(t).f32 ? 4 : dtype_bytes(p.options.weight_dtype)));
 }

@@ -104,14 +104,17 @@ class PyTokenizer {
 
 class PyModel {
  public:
-  PyModel(const std::string& gguf, const std::string& kv_dtype, const std::string& weight_dtype, int64_t threads,
-          std::optional<int64_t> ctx) {
+  PyModel(const std::string& gguf, const std::string& kv_dtype, const std::optional<std::string>& weight_dtype,
+          int64_t threads, std::optional<int64_t> ctx) {
     // The caller's values first: a bad one fails before the file is read.
     const DType kv = parse_dtype(kv_dtype, "kv_dtype", true);
     PlanOptions options;
     options.threads = to_u32(threads, "threads", 1);
-    options.weight_dtype = parse_dtype(weight_dtype, "weight_dtype", false);
-    ModelFile file;
+    // None: the weights stay in the file in its own types (a GGUF's blocks); else converted into
+    // the arena.
+    options.weights_in_arena = weight_dtype.has_value();
+    if (weight_dtype) options.weight_dtype = parse_dtype(*weight_dtype, "weight_dtype", false);
+    ModelFile& file = file_;
     check(file.open(gguf.c_str()));
     Result<Config> config = file.config();
     check(config.status());
@@ -287,6 +290,7 @@ class PyModel {
     return tokenizer_.encode(text, ids);
   }
 
+  ModelFile file_;  // the mapped file: the weights the model borrows live there
   Plan plan_{};
   AlignedBytes memory_;  // the arena's buffer: plan.arena_bytes
   Arena arena_;
@@ -318,8 +322,9 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("eos_id", &PyTokenizer::eos_id);
 
   nb::class_<PyModel>(m, "_Model", "A whole decoder from a GGUF file over one arena it owns (headway.Model).")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int64_t, std::optional<int64_t>>(),
-           nb::kw_only(), nb::arg("gguf"), nb::arg("kv_dtype") = "f16", nb::arg("weight_dtype") = "f32",
+      .def(nb::init<const std::string&, const std::string&, const std::optional<std::string>&, int64_t,
+                    std::optional<int64_t>>(),
+           nb::kw_only(), nb::arg("gguf"), nb::arg("kv_dtype") = "f16", nb::arg("weight_dtype") = nb::none(),
            nb::arg("threads") = 1, nb::arg("ctx") = nb::none())
       .def("logits", &PyModel::logits, nb::arg("ids"))
       .def("_start", &PyModel::start, nb::arg("prompt").none(), nb::arg("ids").none(), nb::arg("max_tokens"),

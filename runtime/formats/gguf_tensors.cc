@@ -181,14 +181,9 @@ Result<TensorRef> GgufFile::find(const char* name, uint32_t* rank) const {
   const char* src = source_.c_str();
   if (!e) return Status::error(Code::kNotFound, "%s: no tensor '%s'", src, name);
   TensorRef t;
-  switch (e->type) {
-    case gguf::kGgmlF32: t.dtype = DType::kF32; break;
-    case gguf::kGgmlF16: t.dtype = DType::kF16; break;
-    case gguf::kGgmlBF16: t.dtype = DType::kBF16; break;
-    default:
-      return Status::error(Code::kUnsupported,
-                           "%s: tensor '%s' has ggml type %s (%u); headway reads f32, f16 and bf16 tensors", src, name,
-                           gguf::ggml_type_name(e->type), e->type);
+  if (!dtype_from_ggml(e->type, &t.dtype) || !dtype_holds_weights(t.dtype)) {
+    return Status::error(Code::kUnsupported, "%s: tensor '%s' has ggml type %s (%u); headway reads %s tensors in place",
+                         src, name, gguf::ggml_type_name(e->type), e->type, kWeightDTypeNames);
   }
   char s[128];
   format_shape(e->ne, e->n_dims, s, sizeof(s));
@@ -202,10 +197,15 @@ Result<TensorRef> GgufFile::find(const char* name, uint32_t* rank) const {
     return Status::error(Code::kUnsupported, "%s: tensor '%s' has ne %s, a dim past %u", src, name, s, UINT32_MAX);
   }
   const uint8_t* p = data_ + e->begin;
-  const uint32_t element_bytes = ggml_type_info(e->type)->block_bytes;  // one of the three types above
+  // A value type's elements are read in place, aligned; blocks are read byte by byte.
+  const uint32_t element_bytes = dtype_is_block(t.dtype) ? 1 : dtype_bytes(t.dtype);
   if (reinterpret_cast<uintptr_t>(p) % element_bytes != 0) {
     return Status::error(Code::kUnsupported, "%s: tensor '%s' starts at file offset %llu, not a multiple of %u bytes",
                          src, name, static_cast<unsigned long long>(e->begin), element_bytes);
+  }
+  if (e->ne[0] % dtype_traits(t.dtype).block_values != 0) {  // parse() refuses such rows; said here for the kernels
+    return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has rows of %llu values, not whole %s blocks", src,
+                         name, static_cast<unsigned long long>(e->ne[0]), dtype_name(t.dtype));
   }
   t.data = p;
   t.cols = static_cast<uint32_t>(e->ne[0]);

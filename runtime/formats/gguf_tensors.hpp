@@ -1,7 +1,7 @@
 // GGUF tensors, memory-mapped: the tensor_info table after the kv section (layout in
-// gguf_reader.hpp), checked against the file, f32/f16/bf16 tensors handed out as borrowed views,
-// and tensors of every ggml type of headway/ggml_types.hpp (q4_0 ... q6_K) dequantized into a
-// caller's f32 rows. Part of the hosted tools layer.
+// gguf_reader.hpp), checked against the file, tensors of the types headway reads in place (every
+// DType that dtype_holds_weights admits: every type of headway/ggml_types.hpp) handed out as
+// borrowed views, or dequantized into a caller's f32 rows. Part of the hosted tools layer.
 //
 // open()/parse() check the structure: general.alignment (a power of two; default 32), every
 // tensor_info inside the file, n_dims 1..4, no duplicate names, offsets multiples of the
@@ -9,9 +9,7 @@
 // blocks, and the rows · blocks · block bytes of the tensor inside the file and overlapping no
 // other tensor. A ggml type headway does not read (iq2_xxs, q8_K, i32, ...) is accepted unsized,
 // so that such a file still gives its config; reading that tensor is the error.
-// find() hands out f32/f16/bf16 only: a tensor of another ggml type (q4_K, q8_0, ...) is an error
-// naming the tensor and its type, so a caller that takes values in place reads blocks nothing
-// else; dequantize_rows() is the way to read those.
+// find() of a tensor of another ggml type (iq2_xxs, i32, ...) is an error naming it and its type.
 #pragma once
 
 #include <cstddef>

@@ -38,11 +38,10 @@ std::string tensor_name(const char* pattern, uint32_t layer) {
 
 struct ModelFile::Parsed {
   formats::WeightFile file;
-  bool hf = false;                           // a Hugging Face directory: config.json and model.safetensors
-  std::string dir;                           // its path (empty for a config and weights given apart)
-  std::string config_path;                   // its config.json
-  Config attention{};                        // the attention config config() read (what the safetensors loader checks)
-  formats::DequantizedLayer attention_rows;  // GGUF: the layer being loaded, f32
+  bool hf = false;          // a Hugging Face directory: config.json and model.safetensors
+  std::string dir;          // its path (empty for a config and weights given apart)
+  std::string config_path;  // its config.json
+  Config attention{};       // the attention config config() read (what the safetensors loader checks)
 
   // rows x cols of a tensor as the file stores it; false when absent.
   bool shape(const std::string& name, uint64_t* rows, uint64_t* cols) const {
@@ -248,8 +247,8 @@ Result<Config> ModelFile::config() const {
 
 namespace {
 
-Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
-  const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
+// Tensor t's name in the file, checked to be there with `shape`.
+Result<std::string> checked_name(const ModelFile::Parsed& p, ModelTensor t, uint32_t layer, TensorShape shape) {
   const std::string name = p.name_of(t, layer);
   uint64_t rows = 0, cols = 0;
   if (name.empty() || !p.shape(name, &rows, &cols)) {
@@ -261,6 +260,21 @@ Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, ui
                          static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), shape.rows,
                          shape.cols);
   }
+  return name;
+}
+
+Result<TensorRef> lend_tensor(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape) {
+  const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
+  const Result<std::string> name = checked_name(p, t, layer, shape);
+  if (!name.ok()) return name.status();
+  return p.file.find(name.value().c_str());
+}
+
+Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
+  const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
+  const Result<std::string> checked = checked_name(p, t, layer, shape);
+  if (!checked.ok()) return checked.status();
+  const std::string& name = checked.value();
   if (!p.hf) return p.file.gguf().dequantize_rows(name.c_str(), first, n, dst, n * shape.cols);
   const Result<TensorRef> view = p.file.find(name.c_str());
   if (!view.ok()) return view.status();
@@ -279,8 +293,9 @@ Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, ui
 
 Result<LayerWeights> read_attention(void* ctx, uint32_t layer) {
   ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
-  // Safetensors: borrowed from the mapping; GGUF: dequantized into the layer's buffers.
-  return formats::load_layer_weights(p.file, p.attention, layer, p.hf ? nullptr : &p.attention_rows);
+  // Borrowed from the mapping in the file's own types (a GGUF's blocks): AttentionLayer keeps them
+  // so (weights_in_arena false) or converts them into the arena.
+  return formats::load_layer_weights(p.file, p.attention, layer);
 }
 
 }  // namespace
@@ -337,6 +352,37 @@ Result<std::string> ModelFile::chat_template() const {
   return parsed_->file.gguf().text("tokenizer.chat_template");
 }
 
+Result<ModelFile::WeightBytes> ModelFile::weight_bytes() const {
+  const Result<Config> got = config();
+  if (!got.ok()) return got.status();
+  const Config& c = got.value();
+  WeightBytes out;
+  for (const ModelTensorInfo& info : kModelTensors) {
+    if (!model_has_tensor(c, info.tensor)) continue;
+    for (uint32_t l = 0; l < (info.per_layer ? c.n_layers : 1); ++l) {
+      const Result<TensorRef> t = parsed_->file.find(parsed_->name_of(info.tensor, l).c_str());
+      if (!t.ok()) return t.status();
+      const uint64_t bytes = t.value().bytes();
+      out.total += bytes;
+      // A token reads one row of each embedding table; the tied head reads the whole table.
+      const bool table = info.tensor == ModelTensor::kEmbedding || info.tensor == ModelTensor::kPositionEmbedding ||
+                         info.tensor == ModelTensor::kTokenTypeEmbedding;
+      out.per_token += !table || (info.tensor == ModelTensor::kEmbedding && c.model.tie_word_embeddings) ? bytes : 0;
+    }
+  }
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const Result<LayerWeights> w = formats::load_layer_weights(parsed_->file, parsed_->attention, l);
+    if (!w.ok()) return w.status();
+    const LayerWeights& v = w.value();
+    for (const TensorRef* t :
+         {&v.wq, &v.wk, &v.wv, &v.wo, &v.bq, &v.bk, &v.bv, &v.bo, &v.q_norm, &v.k_norm, &v.sinks}) {
+      out.total += t->bytes();
+      out.per_token += t->bytes();
+    }
+  }
+  return out;
+}
+
 ModelWeightsSource ModelFile::source() {
   ModelWeightsSource s;
   if (parsed_ == nullptr) return s;
@@ -345,6 +391,7 @@ ModelWeightsSource ModelFile::source() {
   s.ctx = parsed_;
   s.attention = read_attention;
   s.rows = read_rows;
+  s.tensor = lend_tensor;
   return s;
 }
 

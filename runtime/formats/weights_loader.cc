@@ -302,10 +302,14 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                            config.d_model, config.n_heads, config.kv_heads(), hd);
     }
     TensorRef r = t.value();
+    if (s.cols == Slot::kNone && dtype_is_block(r.dtype)) {
+      return Status::error(Code::kUnsupported, "%s: tensor '%s' is %s; headway reads biases, norms and sinks in %s",
+                           file.path(), name, dtype_name(r.dtype), kPlannedWeightDTypeNames);
+    }
     if (fused) {
       const uint64_t first = s.part == Slot::kQPart ? 0 : s.part == Slot::kKPart ? q_width : q_width + kv_width;
-      const uint64_t per_row = s.cols == Slot::kNone ? 1 : r.cols;
-      r.data = static_cast<const uint8_t*>(r.data) + first * per_row * dtype_bytes(r.dtype);
+      const uint64_t row_bytes = s.cols == Slot::kNone ? dtype_bytes(r.dtype) : dtype_row_bytes(r.dtype, r.cols);
+      r.data = static_cast<const uint8_t*>(r.data) + first * row_bytes;
       if (s.cols == Slot::kNone) r.cols = static_cast<uint32_t>(out);
       else r.rows = static_cast<uint32_t>(out);
     }

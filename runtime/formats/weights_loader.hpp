@@ -82,8 +82,9 @@ class WeightFile {
 //
 // With `dequantized`, a GGUF's tensors of any type of the ggml table (q4_1, q8_0, q6_K, ...) are
 // dequantized into its buffers (one per tensor, f32) and the LayerWeights point there, valid until
-// the next call with the same buffers; without it they are refused by name and type, as find()
-// refuses them.
+// the next call with the same buffers; without it the projections are borrowed in the file's own
+// type (blocks included, as find() hands them out) and biases, norms and sinks must be f32, f16 or
+// bf16.
 struct DequantizedLayer {
   std::vector<float> tensors[11];  // one per LayerWeights member
 };

@@ -22,7 +22,7 @@ Status Encoder::init(const Arena& arena, const ModelWeightsSource& source, const
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "encoder: %u layers, an Encoder holds at most %u", c.n_layers, kMaxLayers);
   }
-  HEADWAY_RETURN_IF_ERROR(load_model_weights("encoder", arena, source, options, layers_));
+  HEADWAY_RETURN_IF_ERROR(load_model_weights("encoder", arena, source, options, layers_, &borrowed_));
   arena_ = &arena;
   pool_ = options.pool;
   n_layers_ = c.n_layers;
@@ -56,7 +56,7 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
   float* a = arena_->block_out();
   float* row = arena_->normed();
   float* hidden = arena_->mlp_hidden();
-  const ModelWeightsView w{&p, arena_->model_weights()};
+  const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   const TensorRef words = w.matrix(ModelTensor::kEmbedding, 0);
   const bool positions = model_has_tensor(c, ModelTensor::kPositionEmbedding);
   const bool types = model_has_tensor(c, ModelTensor::kTokenTypeEmbedding);

@@ -27,7 +27,7 @@ Status Model::init(const Arena& arena, const ModelWeightsSource& source, const L
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "model: %u layers, a Model holds at most %u", c.n_layers, kMaxLayers);
   }
-  HEADWAY_RETURN_IF_ERROR(load_model_weights("model", arena, source, options, layers_));
+  HEADWAY_RETURN_IF_ERROR(load_model_weights("model", arena, source, options, layers_, &borrowed_));
   arena_ = &arena;
   pool_ = options.pool;
   n_layers_ = c.n_layers;
@@ -85,7 +85,7 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   float* hidden = arena_->mlp_hidden();
   const size_t n = size_t{t} * d;
 
-  const ModelWeightsView w{&p, arena_->model_weights()};
+  const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   const TensorRef embedding = w.matrix(ModelTensor::kEmbedding, 0);
   for (uint32_t i = 0; i < t; ++i) widen_row(embedding.data, embedding.dtype, ids[i], d, h + size_t{i} * d);
   for (uint32_t l = 0; l < n_layers_; ++l) {

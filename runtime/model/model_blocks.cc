@@ -9,6 +9,10 @@
 namespace headway {
 
 TensorRef ModelWeightsView::matrix(ModelTensor t, uint32_t layer) const {
+  if (!model_tensor_in_arena(plan->options, t)) {
+    return model_tensor_info(t).per_layer ? borrowed->layer[layer][borrowed_layer_slot(t)]
+                                          : borrowed->whole[static_cast<uint32_t>(t)];
+  }
   const TensorShape s = model_tensor_shape(plan->config, t);
   return TensorRef{base + model_tensor_offset(*plan, t, layer), plan->options.weight_dtype, s.rows, s.cols};
 }
@@ -44,27 +48,62 @@ Status load_tensor(const char* who, const Plan& p, const ModelWeightsSource& src
   return Status();
 }
 
+// Borrows matrix t of `layer` from the source into its slot of `borrowed`, checked: the shape the
+// config gives, a type the kernels read, rows of whole blocks.
+Status borrow_tensor(const char* who, const Plan& p, const ModelWeightsSource& src, ModelTensor t, uint32_t layer,
+                     BorrowedMatrices* borrowed) {
+  const TensorShape shape = model_tensor_shape(p.config, t);
+  const Result<TensorRef> got = src.tensor(src.ctx, t, layer, shape);
+  if (!got.ok()) {
+    return Status::error(got.status().code(), "%s: %s of layer %u: %s", who, model_tensor_name(t), layer,
+                         got.status().message());
+  }
+  const TensorRef& v = got.value();
+  if (v.data == nullptr || !dtype_holds_weights(v.dtype) || v.rows != shape.rows || v.cols != shape.cols ||
+      v.cols % dtype_traits(v.dtype).block_values != 0) {
+    return Status::error(
+        Code::kInvalidArgument, "%s: %s of layer %u: the source lent [%u, %u] %s, expected [%u, %u] %s", who,
+        model_tensor_name(t), layer, v.rows, v.cols, dtype_name(v.dtype), shape.rows, shape.cols, kWeightDTypeNames);
+  }
+  TensorRef& slot = model_tensor_info(t).per_layer ? borrowed->layer[layer][borrowed_layer_slot(t)]
+                                                   : borrowed->whole[static_cast<uint32_t>(t)];
+  slot = v;
+  return Status();
+}
+
+// Tensor t of `layer` into the arena, or borrowed.
+Status load_or_borrow(const char* who, const Plan& p, const ModelWeightsSource& src, ModelTensor t, uint32_t layer,
+                      uint8_t* region, float* staging, uint64_t staging_floats, BorrowedMatrices* borrowed) {
+  if (model_tensor_in_arena(p.options, t)) return load_tensor(who, p, src, t, layer, region, staging, staging_floats);
+  return borrow_tensor(who, p, src, t, layer, borrowed);
+}
+
 }  // namespace
 
 Status load_model_weights(const char* who, const Arena& arena, const ModelWeightsSource& source,
-                          const LayerOptions& options, AttentionLayer* layers) {
+                          const LayerOptions& options, AttentionLayer* layers, BorrowedMatrices* borrowed) {
   const Plan& p = arena.plan();
   const Config& c = p.config;
-  if (source.attention == nullptr || source.rows == nullptr) {
-    return Status::error(Code::kInvalidArgument, "%s: the weights source lacks its %s function", who,
-                         source.attention == nullptr ? "attention" : "rows");
+  const bool borrows = !p.options.weights_in_arena;
+  if (source.attention == nullptr || source.rows == nullptr || (borrows && source.tensor == nullptr)) {
+    return Status::error(Code::kInvalidArgument, "%s: the weights source lacks its %s function%s", who,
+                         source.attention == nullptr ? "attention"
+                         : source.rows == nullptr    ? "rows"
+                                                     : "tensor",
+                         source.tensor == nullptr ? " (a plan with weights_in_arena false borrows the matrices)" : "");
   }
   uint8_t* region = arena.model_weights();
   float* staging = arena.normed();
   const uint64_t staging_floats = p.model_activation_bytes / sizeof(float);
   for (const ModelTensorInfo& info : kModelTensors) {
     if (info.per_layer || !model_has_tensor(c, info.tensor)) continue;
-    HEADWAY_RETURN_IF_ERROR(load_tensor(who, p, source, info.tensor, 0, region, staging, staging_floats));
+    HEADWAY_RETURN_IF_ERROR(load_or_borrow(who, p, source, info.tensor, 0, region, staging, staging_floats, borrowed));
   }
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     for (const ModelTensorInfo& info : kModelTensors) {
       if (!info.per_layer || !model_has_tensor(c, info.tensor)) continue;
-      HEADWAY_RETURN_IF_ERROR(load_tensor(who, p, source, info.tensor, l, region, staging, staging_floats));
+      HEADWAY_RETURN_IF_ERROR(
+          load_or_borrow(who, p, source, info.tensor, l, region, staging, staging_floats, borrowed));
     }
     const Result<LayerWeights> w = source.attention(source.ctx, l);
     if (!w.ok()) return w.status();

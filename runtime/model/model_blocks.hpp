@@ -15,21 +15,24 @@
 
 namespace headway {
 
-// The model weights region of a bound arena, tensor by tensor.
+// The model weights region of a bound arena, tensor by tensor, and the borrowed matrices.
 struct ModelWeightsView {
   const Plan* plan = nullptr;
-  const uint8_t* base = nullptr;  // the region's start
-  // A matrix or an embedding table in the plan's weight dtype ([rows, cols] as the table says).
+  const uint8_t* base = nullptr;               // the region's start
+  const BorrowedMatrices* borrowed = nullptr;  // with weights_in_arena false
+  // A matrix or an embedding table in the plan's weight dtype, or borrowed in the source's type
+  // ([rows, cols] as the table says).
   TensorRef matrix(ModelTensor t, uint32_t layer) const;
   // A norm's weight or a bias, f32; null where the config has none.
   const float* vector(ModelTensor t, uint32_t layer) const;
 };
 
 // Copies every model tensor the config has from `source` into the arena (staged in f32 through
-// the model activations region, then stored in f32 or the weight dtype), and inits layers[l] with
-// layer l's attention weights. `who` ("model", "encoder") starts each message.
+// the model activations region, then stored in f32 or the weight dtype) or, with borrowed weights,
+// the norms and biases so and the matrices' views into `borrowed`; inits layers[l] with layer l's
+// attention weights. `who` ("model", "encoder") starts each message.
 Status load_model_weights(const char* who, const Arena& arena, const ModelWeightsSource& source,
-                          const LayerOptions& options, AttentionLayer* layers);
+                          const LayerOptions& options, AttentionLayer* layers, BorrowedMatrices* borrowed);
 
 // y = norm(x) over t rows of d_model: RMSNorm or LayerNorm as the config says, with `weight`'s
 // (and `bias`'s, for LayerNorm) tensors of `layer`. y may be x.

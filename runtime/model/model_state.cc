@@ -89,7 +89,7 @@ Status differ(const char* field, uint32_t state, uint32_t plan) {
 uint64_t Model::weights_fingerprint() const {
   const Plan& p = arena_->plan();
   const uint32_t d = p.config.d_model;
-  const ModelWeightsView w{&p, arena_->model_weights()};
+  const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   uint64_t h = fnv(w.vector(ModelTensor::kFinalNorm, 0), d * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {
     h = fnv(w.vector(ModelTensor::kAttnNorm, l), d * sizeof(float), h);

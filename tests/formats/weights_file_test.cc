@@ -411,11 +411,12 @@ TEST_CASE("gguf: f32, f16 and bf16 tensors in HF layout, default and explicit al
   }
 }
 
-TEST_CASE("gguf: quantized and 3-D tensors fail when asked for, by name and type") {
+TEST_CASE("gguf: quantized tensors are handed out in place, unread types and 3-D tensors fail by name and type") {
   GgufBuilder b;
   b.str("general.architecture", "llama");
-  b.tensor({"blk.0.attn_q.weight", {32, 4}, 2, std::vector<uint8_t>(4 * 18)});  // q4_0: 4 blocks of 18 bytes
-  b.tensor({"blk.0.attn_k.weight", {256, 1}, 12, std::vector<uint8_t>(144)});   // q4_K: 1 block of 144 bytes
+  b.tensor({"blk.0.attn_q.weight", {32, 4}, 2, std::vector<uint8_t>(4 * 18, 3)});  // q4_0: 4 blocks of 18 bytes
+  b.tensor({"blk.0.attn_k.weight", {256, 1}, 12, std::vector<uint8_t>(144, 5)});   // q4_K: 1 block of 144 bytes
+  b.tensor({"blk.0.attn_v.weight", {256, 1}, 16, std::vector<uint8_t>(66)});       // iq2_xxs: not read
   b.tensor(gg("cube", {2, 2, 2}, 0));
   b.tensor(gg("flat4", {3, 2, 1, 1}, 0));
   const std::vector<uint8_t> bytes = b.bytes();
@@ -425,9 +426,18 @@ TEST_CASE("gguf: quantized and 3-D tensors fail when asked for, by name and type
   const Status s = f.parse(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size(), "m.gguf");
   REQUIRE_MESSAGE(s.ok(), s.message());
   const Result<TensorRef> q = f.find("blk.0.attn_q.weight");
-  REQUIRE_FALSE(q.ok());
-  CHECK_HAS(q.status(), "m.gguf: tensor 'blk.0.attn_q.weight' has ggml type q4_0 (2); headway reads f32, f16 and bf16");
-  CHECK_HAS(f.find("blk.0.attn_k.weight").status(), "has ggml type q4_K (12)");
+  REQUIRE_MESSAGE(q.ok(), q.status().message());
+  CHECK(q->dtype == DType::kQ4_0);
+  CHECK(q->rows == 4);
+  CHECK(q->cols == 32);
+  CHECK(q->bytes() == 4 * 18);
+  CHECK(static_cast<const uint8_t*>(q->data)[0] == 3);
+  const Result<TensorRef> k = f.find("blk.0.attn_k.weight");
+  REQUIRE_MESSAGE(k.ok(), k.status().message());
+  CHECK(k->dtype == DType::kQ4_K);
+  CHECK(k->bytes() == 144);
+  CHECK_HAS(f.find("blk.0.attn_v.weight").status(),
+            "m.gguf: tensor 'blk.0.attn_v.weight' has ggml type iq2_xxs (16); headway reads f32, f16, bf16, q8_0");
   CHECK_HAS(f.find("cube").status(), "tensor 'cube' has ne [2, 2, 2] (3 dims); headway reads 1-D and 2-D weights");
   const Result<TensorRef> flat = f.find("flat4");  // trailing dims of 1 are 2-D
   REQUIRE_MESSAGE(flat.ok(), flat.status().message());
@@ -493,9 +503,14 @@ TEST_CASE("gguf: tensors of every ggml type in the table are sized and dequantiz
       }
     }
   }
-  // find() still hands out only what can be read in place.
-  CHECK_HAS(f.find("q8_0").status(), "m.gguf: tensor 'q8_0' has ggml type q8_0 (8); headway reads f32, f16 and bf16");
-  CHECK(f.find("f16").ok());
+  // find() hands out each in place, in its own type.
+  for (const Want& w : want) {
+    const Result<TensorRef> t = f.find(w.name);
+    if (w.ne.size() > 2) continue;  // a 3-D tensor is refused (above)
+    REQUIRE_MESSAGE(t.ok(), t.status().message());
+    CHECK(dtype_traits(t->dtype).ggml == static_cast<uint32_t>(w.type));
+    CHECK(t->bytes() == w.rows * w.row_bytes);
+  }
 
   std::vector<float> out(1024, -7.0f);
   CHECK_HAS(f.dequantize_rows("q4_0", 2, 2, out.data(), out.size()),
@@ -968,7 +983,7 @@ GgufBuilder qwen3_gguf(const Config& c, uint32_t q_type = 1) {
   return b;
 }
 
-TEST_CASE("weights: a quantized attention weight is refused by name and type, and dequantizes") {
+TEST_CASE("weights: a quantized attention weight is lent in its blocks, and dequantizes") {
   TempDir dir("weights");
   Config want = small_config();
   want.head_dim = 32;
@@ -985,10 +1000,10 @@ TEST_CASE("weights: a quantized attention weight is refused by name and type, an
     const Result<Config> c = file.gguf_config();
     REQUIRE_MESSAGE(c.ok(), c.status().message());
     const Result<LayerWeights> w = load_layer_weights(file, c.value(), 0);
-    REQUIRE_FALSE(w.ok());
-    CHECK(w.status().code() == Code::kUnsupported);
-    CHECK_HAS(w.status(), type == 8u ? "tensor 'blk.0.attn_q.weight' has ggml type q8_0 (8)"
-                                     : "tensor 'blk.0.attn_q.weight' has ggml type q4_1 (3)");
+    REQUIRE_MESSAGE(w.ok(), w.status().message());
+    CHECK(w->wq.dtype == (type == 8u ? DType::kQ8_0 : DType::kQ4_1));
+    CHECK(w->wq.rows == 128);
+    CHECK(w->wq.cols == 64);
     std::vector<float> rows(128 * 64);
     CHECK(file.gguf().dequantize_rows("blk.0.attn_q.weight", 0, 128, rows.data(), rows.size()).ok());
   }
@@ -1153,20 +1168,20 @@ TEST_CASE("weights: a quantized GGUF projection is named with its type") {
   Config want = small_config();
   want.head_dim = 32;
   GgufBuilder b = qwen3_gguf(want, 0);
-  // Patch attn_q's type (f32 -> q8_0) in place: same bytes, a type headway does not read.
+  // Patch attn_q's type (f32 -> iq2_xxs) in place: same bytes, a type headway does not read.
   std::vector<uint8_t> bytes = b.bytes();
   const std::string name = "blk.0.attn_q.weight";
   const auto at = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
   REQUIRE(at != bytes.end());
   const size_t type_at = static_cast<size_t>(at - bytes.begin()) + name.size() + 4 + 2 * 8;
   REQUIRE(bytes[type_at] == 0);
-  bytes[type_at] = 8;
+  bytes[type_at] = 16;
   WeightFile file;
   write_file(dir / "q.gguf", bytes);
   REQUIRE(file.open((dir / "q.gguf").c_str()).ok());
   const Result<LayerWeights> w = load_layer_weights(file, file.gguf_config().value(), 0);
   REQUIRE_FALSE(w.ok());
-  CHECK_HAS(w.status(), "tensor 'blk.0.attn_q.weight' has ggml type q8_0 (8)");
+  CHECK_HAS(w.status(), "tensor 'blk.0.attn_q.weight' has ggml type iq2_xxs (16)");
 }
 
 TEST_CASE("weights: a file that is neither format") {
