@@ -38,6 +38,12 @@ struct MatmulArgs {
   size_t t = 0;    // tokens (rows of x and y)
   size_t in = 0;   // reduction length
   size_t out = 0;  // rows of W (columns of y)
+  // Block-format W: x keeps 16 bits or more in the products — a decode step quantizes it to 16-bit
+  // codes per block (q8_0 W) or W is decoded to f32 — never to the 8 bits of the integer decode
+  // step (matmul_int8-inl.h). For outputs a decision reads directly (a model's logits): half an
+  // 8-bit code step of x's blocks moves a logit by ~0.1, as much as the gap between the top two
+  // in a confident answer.
+  bool precise_x = false;
 };
 
 // Null when the arguments are usable, else what is wrong with them.

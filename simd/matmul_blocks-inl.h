@@ -7,7 +7,9 @@
 // in the 4 × 4 register blocks (4 × 1 for a single token). Decoding is paid once per weight per
 // call, however many tokens share it. y[i][o] is the sum over the chunks of `in`, in order, of the
 // register block's sum over the chunk: the same for t == 1 and t > 1, and for any split of the
-// output rows (the tiles of a row never depend on its neighbours).
+// output rows (the tiles of a row never depend on its neighbours). Where the CPU multiplies int8
+// vectors (matmul_int8-inl.h), a decode step (t == 1) over q8_0, q4_0, q4_1 or q4_K runs in
+// integers instead, x quantized as ggml quantizes its activations.
 //
 // Stack: kTileRows · kChunkValues · 4 bytes (16 KiB on 64-bit hosts, 4 KiB elsewhere).
 
@@ -24,6 +26,7 @@
 #include "headway/ggml_blocks.hpp"
 #include "hwy/highway.h"
 #include "simd/matmul.h"
+#include "simd/matmul_int8-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
@@ -46,7 +49,8 @@ HWY_INLINE void DecodeTile(const MatmulArgs& a, size_t row_bytes, size_t o0, siz
   const size_t bv = type.block_values, bb = type.block_bytes;
   for (size_t r = 0; r < rows; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(a.w) + (o0 + r) * row_bytes + k0 / bv * bb;
-    for (size_t i = 0; i < n; i += bv) ggml_blocks::decode_block(a.w_type, row + i / bv * bb, tile + r * kChunkValues + i);
+    for (size_t i = 0; i < n; i += bv)
+      ggml_blocks::decode_block(a.w_type, row + i / bv * bb, tile + r * kChunkValues + i);
   }
 }
 
@@ -67,6 +71,7 @@ HWY_INLINE void TileTimesTokens(const MatmulArgs& t, size_t rows) {
 }
 
 HWY_NOINLINE void MatmulBlocks(const MatmulArgs& a, size_t o_begin, size_t o_end) {
+  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);  // a decode step on AVX-512 VNNI
   const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(a.w_type, a.w_stride));
   HWY_ALIGN float tile[kTileRows * kChunkValues];
   for (size_t o = o_begin; o < o_end; o += kTileRows) {

@@ -17,8 +17,8 @@
 namespace headway {
 namespace ggml_blocks {
 
-inline constexpr size_t kQK = 32;    // values per block of the 32-value types
-inline constexpr size_t kQKK = 256;  // values per K-quant super-block
+inline constexpr size_t kQK = 32;                // values per block of the 32-value types
+inline constexpr size_t kQKK = 256;              // values per K-quant super-block
 inline constexpr size_t kMaxBlockValues = kQKK;  // the most values decode_block writes
 
 static inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }

@@ -93,6 +93,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.args.in = m.w.cols;
   c.args.out = m.w.rows;
   c.bias = m.bias;
+  c.args.precise_x = m.precise_x;
   const size_t tasks = (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
   const uint64_t macs = uint64_t{t} * m.w.cols * m.w.rows;
   if (pool != nullptr && tasks > 1 && macs >= kDenseMinParallelMacs) {

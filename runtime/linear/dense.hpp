@@ -14,7 +14,8 @@ namespace headway {
 // One projection: W [out, in] (row stride `in`), optional bias [out], both borrowed.
 struct DenseMatrix {
   TensorRef w;
-  TensorRef bias;  // !present(): none
+  TensorRef bias;          // !present(): none
+  bool precise_x = false;  // a block-format W meets x at 16 bits or more (MatmulArgs::precise_x)
 };
 
 // Element i of a tensor as f32 (f32, f16 or bf16 storage).

@@ -102,7 +102,8 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   apply_norm(w, ModelTensor::kFinalNorm, ModelTensor::kFinalNormBias, 0, h + size_t{first} * d, x, rows);
   const uint32_t vocab = c.model.vocab_size;
   const ModelTensor head = c.model.tie_word_embeddings ? ModelTensor::kEmbedding : ModelTensor::kLmHead;
-  dense_highway({w.matrix(head, 0), {}}, x, d, arena_->logits(), vocab, rows, pool_);
+  // The logits with x unquantized: sampling and greedy choices read them directly.
+  dense_highway({w.matrix(head, 0), {}, true}, x, d, arena_->logits(), vocab, rows, pool_);
   last_row_ = rows - 1;
   if (logits != nullptr) std::memcpy(logits, arena_->logits(), size_t{rows} * vocab * sizeof(float));
   return Status();

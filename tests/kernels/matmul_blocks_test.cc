@@ -1,7 +1,9 @@
 // The dense kernel over weights in ggml's block formats (simd/matmul_blocks-inl.h) on every SIMD
 // target this machine supports, against x · Wᵀ in double with W dequantized by the loaders'
 // bit-exact dequantize_ggml_row (itself checked against gguf-py in tests/torch): GEMV and GEMM,
-// rows of one block to several tiles' chunks, row splits and t = 1 against t > 1 bitwise.
+// rows of one block to several tiles' chunks, row splits bitwise. A decode step (t = 1) may run in
+// integers with x quantized per block of 32 as ggml does (matmul_int8-inl.h): there the bound adds
+// x's rounding, half of each block's code step d_x = max|x| / 127 times Σ|w| over the block.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -48,7 +50,7 @@ std::vector<uint8_t> random_rows(const BlockFields& f, size_t rows, size_t in, t
 }
 
 TEST_CASE("matmul over block-format weights matches the dequantized double reference on every target") {
-  const size_t ts[] = {1, 2, 5, 33};
+  const size_t ts[] = {2, 5, 33};  // t = 1: the decode step below
   const size_t outs[] = {1, 5, 37};
   for (const int64_t target : test::test_targets()) {
     test::TargetScope scope(target);
@@ -56,7 +58,7 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
     for (const BlockFields& f : kFormats) {
       const DTypeTraits& type = dtype_traits(f.type);
       const GgmlType ggml = static_cast<GgmlType>(type.ggml);
-      for (size_t blocks : {size_t{1}, size_t{3}, size_t{9}}) {
+      for (size_t blocks : {size_t{1}, size_t{3}, size_t{9}, size_t{18}}) {
         const size_t in = blocks * type.block_values;
         for (size_t out : outs) {
           test::Rng rng(in * 131 + out + type.ggml);
@@ -77,7 +79,7 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             a.w = w.data();
             a.w_type = f.type;
             a.w_stride = in;
-            std::vector<float> y(t * ys, 7.0f), y2(t * ys, 7.0f), y1(ys, 7.0f);
+            std::vector<float> y(t * ys, 7.0f), y2(t * ys, 7.0f);
             a.y = y.data();
             a.y_stride = ys;
             a.t = t;
@@ -104,11 +106,42 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             hs::matmul(a, cut, out);
             hs::matmul(a, 0, cut);
             CHECK(std::memcmp(y.data(), y2.data(), y.size() * 4) == 0);
-            a.t = 1;
+          }
+          // A decode step: within x's rounding of the dequantized product (8-bit codes, or 16-bit
+          // with precise_x).
+          for (const bool precise : {false, true}) {
+            std::vector<float> x1(in), y1(out + 1, 7.0f);
+            for (float& v : x1) v = rng.normal();
+            x1[in / 2] = 4.0f;  // one large value: a coarse code step for its block
+            hs::MatmulArgs a;
+            a.precise_x = precise;
+            a.x = x1.data();
+            a.x_stride = in;
+            a.w = w.data();
+            a.w_type = f.type;
+            a.w_stride = in;
             a.y = y1.data();
-            a.x = x.data() + (t - 1) * xs;
+            a.y_stride = out + 1;
+            a.t = 1;
+            a.in = in;
+            a.out = out;
             hs::matmul(a, 0, out);
-            CHECK(std::memcmp(y1.data(), y.data() + (t - 1) * ys, out * 4) == 0);
+            for (size_t o = 0; o < out; ++o) {
+              double s = 0.0, mag = 0.0, rounding = 0.0;
+              for (size_t b = 0; b < in / 32; ++b) {
+                double amax = 0.0, wsum = 0.0;
+                for (size_t k = b * 32; k < b * 32 + 32; ++k) {
+                  s += static_cast<double>(x1[k]) * wd[o * in + k];
+                  mag += std::fabs(static_cast<double>(x1[k]) * wd[o * in + k]);
+                  amax = std::max(amax, std::fabs(static_cast<double>(x1[k])));
+                  wsum += std::fabs(static_cast<double>(wd[o * in + k]));
+                }
+                rounding += 0.5 * amax / (precise ? 32767.0 : 127.0) * wsum;
+              }
+              INFO(type.name << " decode in " << in << " out " << out << " row " << o << " precise " << precise);
+              CHECK(std::fabs(y1[o] - s) <= rounding * 1.001 + 1e-5 * mag);
+            }
+            CHECK(y1[out] == 7.0f);
           }
         }
       }
