@@ -67,7 +67,7 @@ HWY_INLINE __m512i DotU8S8(__m512i acc, __m512i u8, __m512i s8) {
 
 struct QuantizedX {
   alignas(64) int8_t codes[kMaxQuantizedIn];
-  alignas(64) float dx[kMaxQuantizedIn / 4];   // per pair, 16 lanes
+  alignas(64) float dx[kMaxQuantizedIn / 4];     // per pair, 16 lanes
   alignas(64) int32_t aux[kMaxQuantizedIn / 4];  // per pair, 16 lanes: the int32 start or d_x · Σ (f32 bits)
 };
 
@@ -128,36 +128,55 @@ HWY_INLINE void QuantizeX(const float* HWY_RESTRICT x, size_t in, QuantizedX* q)
   }
 }
 
-HWY_INLINE __m128i SplatF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _mm_set1_epi16(static_cast<short>(h));
+HWY_INLINE uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+HWY_INLINE uint32_t Load16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Each lane's index into a pair's scales [d_a, d_b] (q8_0, q4_0) or [d_a, m_a, d_b, m_b] (q4_1).
+template <WeightType kW>
+HWY_INLINE __m512i ScaleLanes(bool min) {
+  alignas(64) int32_t idx[16];
+  for (int lane = 0; lane < 16; ++lane) {
+    const bool first = kW == WeightType::kQ8_0 ? lane < 8 : lane % 8 < 4;
+    idx[lane] = kW == WeightType::kQ4_1 ? (first ? 0 : 2) + (min ? 1 : 0) : (first ? 0 : 1);
+  }
+  return _mm512_load_si512(idx);
 }
 
 // A pair of 32-value weight blocks (the second absent when `single`) as the bytes VPDPBUSD takes
-// (the x layout above), and each lane's d_w (and m_w for q4_1).
+// (the x layout above), and each lane's d_w (and m_w for q4_1): the pair's two or four f16
+// scales converted at once, then spread over the lanes.
 template <WeightType kW>
-HWY_INLINE void LoadPair(const uint8_t* a, bool single, __m512i& w, __m512& dw, __m512& mw) {
+HWY_INLINE void LoadPair(const uint8_t* a, bool single, const __m512i& d_lanes, const __m512i& m_lanes, __m512i& w,
+                         __m512& dw, __m512& mw) {
   constexpr size_t kB = kW == WeightType::kQ8_0 ? 34 : kW == WeightType::kQ4_0 ? 18 : 20;
   constexpr size_t kCodes = kW == WeightType::kQ4_1 ? 4 : 2;
   const uint8_t* b = a + kB;
-  const __m128i ha = SplatF16(a), hb = single ? _mm_setzero_si128() : SplatF16(b);
+  __m128 scales;
+  if constexpr (kW == WeightType::kQ4_1) {
+    scales = _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(single ? 0 : Load32(b)), static_cast<int>(Load32(a))));
+  } else {
+    scales = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(Load16(a) | (single ? 0 : Load16(b)) << 16)));
+  }
+  dw = _mm512_permutexvar_ps(d_lanes, _mm512_castps128_ps512(scales));
+  if constexpr (kW == WeightType::kQ4_1) mw = _mm512_permutexvar_ps(m_lanes, _mm512_castps128_ps512(scales));
   if constexpr (kW == WeightType::kQ8_0) {
     const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 2));
     const __m256i c1 = single ? _mm256_set1_epi8(-128) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
     w = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), _mm512_set1_epi8(-128));
-    dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
   } else {
     const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + kCodes));
     const __m128i c1 = single ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kCodes));
     const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1);
     w = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c), _mm256_srli_epi16(c, 4), 1),
                          _mm512_set1_epi8(0x0F));
-    dw = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_unpacklo_epi64(ha, hb)));
-    if constexpr (kW == WeightType::kQ4_1) {
-      const __m128i ma = SplatF16(a + 2), mb = single ? _mm_setzero_si128() : SplatF16(b + 2);
-      mw = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_unpacklo_epi64(ma, mb)));
-    }
   }
 }
 
@@ -168,6 +187,7 @@ HWY_NOINLINE void GemvPairs(const MatmulArgs& a, const QuantizedX& q, size_t o_b
   const size_t nb = a.in / 32, np = (nb + 1) / 2;
   const size_t row_bytes = a.w_stride / 32 * kB;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
+  const __m512i d_lanes = ScaleLanes<kW>(false), m_lanes = ScaleLanes<kW>(true);
   size_t o = o_begin;
   const auto rows = [&](auto kR) {
     constexpr size_t R = decltype(kR)::value;
@@ -181,7 +201,7 @@ HWY_NOINLINE void GemvPairs(const MatmulArgs& a, const QuantizedX& q, size_t o_b
       for (size_t r = 0; r < R; ++r) {
         __m512i wb;
         __m512 dw, mw;
-        LoadPair<kW>(w + (o + r) * row_bytes + 2 * p * kB, single, wb, dw, mw);
+        LoadPair<kW>(w + (o + r) * row_bytes + 2 * p * kB, single, d_lanes, m_lanes, wb, dw, mw);
         if constexpr (kW == WeightType::kQ4_1) {
           const __m512 dot = _mm512_cvtepi32_ps(DotU8S8(_mm512_setzero_si512(), wb, xc));
           acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, dx), acc[r]);
@@ -299,9 +319,7 @@ HWY_NOINLINE void MatmulInteger(const MatmulArgs& a, size_t o_begin, size_t o_en
     case WeightType::kQ4_1:
       QuantizeX<WeightType::kQ4_1>(a.x, a.in, &q);
       return GemvPairs<WeightType::kQ4_1>(a, q, o_begin, o_end);
-    default:
-      QuantizeX<WeightType::kQ4_K>(a.x, a.in, &q);
-      return GemvQ4K(a, q, o_begin, o_end);
+    default: QuantizeX<WeightType::kQ4_K>(a.x, a.in, &q); return GemvQ4K(a, q, o_begin, o_end);
   }
 }
 
