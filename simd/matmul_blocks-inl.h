@@ -2,8 +2,8 @@
 // q5_1, q4_K, q5_K, q6_K: layouts in headway/ggml_types.hpp), kept as the file holds them. Included
 // by matmul-inl.h, whose register blocks do the multiply-adds.
 //
-// The weights are decoded a tile at a time: kTileRows rows × kChunkValues values (one K-quant
-// super-block, eight 32-value blocks) into f32 on the stack, then every token of x meets the tile
+// The weights are decoded a tile at a time: kTileRows rows × kChunkValues values (whole K-quant
+// super-blocks and 32-value blocks) into f32 on the stack, then every token of x meets the tile
 // in the 4 × 4 register blocks (4 × 1 for a single token). Decoding is paid once per weight per
 // call, however many tokens share it. y[i][o] is the sum over the chunks of `in`, in order, of the
 // register block's sum over the chunk: the same for t == 1 and t > 1, and for any split of the
@@ -11,7 +11,9 @@
 // vectors (matmul_int8-inl.h), a decode step (t == 1) over q8_0, q4_0, q4_1 or q4_K runs in
 // integers instead, x quantized as ggml quantizes its activations.
 //
-// Stack: kTileRows · kChunkValues · 4 bytes (16 KiB on 64-bit hosts, 4 KiB elsewhere).
+// A tile of 16 rows × 1024 values on 64-bit hosts (64 KiB of stack, in L2): each token's x chunk
+// loaded from the cache serves 16 rows, and the register blocks reduce their lanes once per 1024
+// values; 4 × 256 elsewhere (4 KiB: microcontrollers and 32-bit boards).
 
 #if defined(HEADWAY_SIMD_MATMUL_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_BLOCKS_INL_H_
@@ -36,10 +38,11 @@ namespace mm {
 
 #if HWY_ARCH_X86_64 || HWY_ARCH_ARM_A64
 inline constexpr size_t kTileRows = 16;
+inline constexpr size_t kChunkValues = 1024;
 #else
 inline constexpr size_t kTileRows = 4;  // microcontrollers and 32-bit boards: a small stack
-#endif
 inline constexpr size_t kChunkValues = 256;
+#endif
 static_assert(kChunkValues % ggml_blocks::kMaxBlockValues == 0, "a chunk is whole blocks of every format");
 
 // tile[r · kChunkValues + i] = W[o0 + r][k0 + i] for r < rows, i < n (n whole blocks).
