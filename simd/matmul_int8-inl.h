@@ -1,5 +1,5 @@
-// The decode GEMV (t == 1) over q8_0, q4_0, q4_1 and q4_K weights in integers, on x86 with
-// AVX-512 VNNI (Highway's AVX3_DL target, whose dispatch requires it), as ggml's own dot
+// The decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K and q6_K weights in integers, on
+// x86 with AVX-512 VNNI (Highway's AVX3_DL target, whose dispatch requires it), as ggml's own dot
 // products do: x is quantized once per call to int8 codes per block of 32 values (d_x = max|x| /
 // 127, code = round(x / d_x), a block with a value that is not finite gets d_x NaN), and each
 // weight block meets its x block in VPDPBUSD (unsigned weight bytes × signed x codes, four
@@ -7,7 +7,9 @@
 //   q8_0  Σ w x = d_w d_x Σ q c          (q + 128 unsigned; each lane starts at −128 · Σ of its codes)
 //   q4_0  Σ w x = d_w d_x Σ (q − 8) c    (q as it is; each lane starts at −8 · Σ of its codes)
 //   q4_1  Σ w x = d_w d_x Σ q c + m_w d_x Σ c
+//   q5_0  Σ w x = d_w d_x Σ (q − 16) c    (each lane starts at −16 · Σ of its codes), q5_1 as q4_1
 //   q4_K  Σ w x = Σ over its 32-value sub-blocks of (d·sc) d_x Σ q c − (dmin·mn) d_x Σ c
+//   q6_K  Σ w x = Σ over its 16-value sub-blocks of (d·sc) d_x Σ (q − 32) c
 // The error against x · Wᵀ with W dequantized is x's rounding alone (half a code of each block's
 // d_x per value; tests/kernels/matmul_blocks_test.cc bounds it), the same that ggml's q8_0 / q8_1
 // / q8_K activations bring. Highway 1.0.3 has no op for VPDPBUSD: inline assembly, as in
@@ -16,8 +18,8 @@
 // x's codes and per-lane constants lie on the stack (kMaxQuantizedIn values at most: 40 KiB), per
 // pair p of x blocks (2p, 2p + 1; a last single block pairs with zeros), in the order the pair's
 // weight bytes load:
-//   q8_0, q4_K: values in order (lanes 0-7 block 2p, 8-15 block 2p + 1);
-//   q4_0, q4_1: [values 0-15 of 2p, of 2p + 1, values 16-31 of 2p, of 2p + 1] (a q4 pair's low
+//   q8_0, q4_K, q6_K: values in order (lanes 0-7 block 2p, 8-15 block 2p + 1);
+//   q4_*, q5_*: [values 0-15 of 2p, of 2p + 1, values 16-31 of 2p, of 2p + 1] (a q4 pair's low
 //               nibbles then high nibbles; lanes 0-3 and 8-11 block 2p).
 // Per lane: d_x of its block, and Σ of its four codes (as the int32 start, −8 or −128 times it,
 // or as d_x times it in f32 for the types with a min).
@@ -56,7 +58,8 @@ inline bool IntegerGemv(const MatmulArgs& a) {
   if (a.t != 1 || a.in > kMaxQuantizedIn) return false;
   if (a.precise_x) return a.w_type == WeightType::kQ8_0;
   return a.w_type == WeightType::kQ8_0 || a.w_type == WeightType::kQ4_0 || a.w_type == WeightType::kQ4_1 ||
-         a.w_type == WeightType::kQ4_K;
+         a.w_type == WeightType::kQ5_0 || a.w_type == WeightType::kQ5_1 || a.w_type == WeightType::kQ4_K ||
+         a.w_type == WeightType::kQ6_K;
 }
 
 // acc + Σ of four u8 · s8 products per int32 lane.
@@ -71,10 +74,28 @@ struct QuantizedX {
   alignas(64) int32_t aux[kMaxQuantizedIn / 4];  // per pair, 16 lanes: the int32 start or d_x · Σ (f32 bits)
 };
 
+// The 32-value block formats as the pair kernel reads them (layouts: headway/ggml_types.hpp).
+struct PairFormat {
+  size_t block_bytes;
+  size_t codes;    // offset of qs
+  size_t high;     // offset of qh (the fifth bits); 0: none
+  bool nibbles;    // q4/q5: byte j holds values j and j + 16
+  bool min;        // x = q · d + m (m at offset 2)
+  int32_t offset;  // x = (q − offset) · d: each lane starts at −offset · Σ of its codes
+};
+template <WeightType kW>
+constexpr PairFormat kPair = kW == WeightType::kQ8_0   ? PairFormat{34, 2, 0, false, false, 128}
+                             : kW == WeightType::kQ4_0 ? PairFormat{18, 2, 0, true, false, 8}
+                             : kW == WeightType::kQ4_1 ? PairFormat{20, 4, 0, true, true, 0}
+                             : kW == WeightType::kQ5_0 ? PairFormat{22, 6, 2, true, false, 16}
+                             : kW == WeightType::kQ5_1 ? PairFormat{24, 8, 4, true, true, 0}
+                             : kW == WeightType::kQ6_K ? PairFormat{0, 0, 0, false, false, 32}  // values in order
+                                                       : PairFormat{0, 0, 0, false, true, 0};   // q4_K: likewise
+
 // The position in its pair's 64 bytes of value i of block h (0 or 1) of the pair.
 template <WeightType kW>
 HWY_INLINE size_t PairAt(size_t h, size_t i) {
-  if constexpr (kW == WeightType::kQ4_0 || kW == WeightType::kQ4_1) return (i / 16) * 32 + h * 16 + i % 16;
+  if constexpr (kPair<kW>.nibbles) return (i / 16) * 32 + h * 16 + i % 16;
   return h * 32 + i;
 }
 
@@ -91,7 +112,7 @@ HWY_INLINE __m512i PairOrder() {
 
 template <WeightType kW>
 HWY_INLINE void QuantizeX(const float* HWY_RESTRICT x, size_t in, QuantizedX* q) {
-  constexpr bool kNibbles = kW == WeightType::kQ4_0 || kW == WeightType::kQ4_1;
+  constexpr bool kNibbles = kPair<kW>.nibbles;
   const size_t nb = in / 32, np = (nb + 1) / 2;
   const __m512i order = PairOrder<kW>();
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
@@ -118,10 +139,8 @@ HWY_INLINE void QuantizeX(const float* HWY_RESTRICT x, size_t in, QuantizedX* q)
     const __mmask16 first = kNibbles ? 0x0F0F : 0x00FF;
     const __m512 dx = _mm512_mask_blend_ps(first, _mm512_set1_ps(d[1]), _mm512_set1_ps(d[0]));
     _mm512_store_ps(q->dx + p * 16, dx);
-    if constexpr (kW == WeightType::kQ8_0) {
-      _mm512_store_si512(q->aux + p * 16, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-128)));
-    } else if constexpr (kW == WeightType::kQ4_0) {
-      _mm512_store_si512(q->aux + p * 16, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-8)));
+    if constexpr (!kPair<kW>.min) {
+      _mm512_store_si512(q->aux + p * 16, _mm512_mullo_epi32(sums, _mm512_set1_epi32(-kPair<kW>.offset)));
     } else {
       _mm512_store_ps(reinterpret_cast<float*>(q->aux + p * 16), _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sums)));
     }
@@ -144,8 +163,8 @@ template <WeightType kW>
 HWY_INLINE __m512i ScaleLanes(bool min) {
   alignas(64) int32_t idx[16];
   for (int lane = 0; lane < 16; ++lane) {
-    const bool first = kW == WeightType::kQ8_0 ? lane < 8 : lane % 8 < 4;
-    idx[lane] = kW == WeightType::kQ4_1 ? (first ? 0 : 2) + (min ? 1 : 0) : (first ? 0 : 1);
+    const bool first = kPair<kW>.nibbles ? lane % 8 < 4 : lane < 8;
+    idx[lane] = kPair<kW>.min ? (first ? 0 : 2) + (min ? 1 : 0) : (first ? 0 : 1);
   }
   return _mm512_load_si512(idx);
 }
@@ -156,34 +175,38 @@ HWY_INLINE __m512i ScaleLanes(bool min) {
 template <WeightType kW>
 HWY_INLINE void LoadPair(const uint8_t* a, bool single, const __m512i& d_lanes, const __m512i& m_lanes, __m512i& w,
                          __m512& dw, __m512& mw) {
-  constexpr size_t kB = kW == WeightType::kQ8_0 ? 34 : kW == WeightType::kQ4_0 ? 18 : 20;
-  constexpr size_t kCodes = kW == WeightType::kQ4_1 ? 4 : 2;
-  const uint8_t* b = a + kB;
+  constexpr PairFormat kF = kPair<kW>;
+  const uint8_t* b = a + kF.block_bytes;
   __m128 scales;
-  if constexpr (kW == WeightType::kQ4_1) {
+  if constexpr (kF.min) {
     scales = _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(single ? 0 : Load32(b)), static_cast<int>(Load32(a))));
   } else {
     scales = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(Load16(a) | (single ? 0 : Load16(b)) << 16)));
   }
   dw = _mm512_permutexvar_ps(d_lanes, _mm512_castps128_ps512(scales));
-  if constexpr (kW == WeightType::kQ4_1) mw = _mm512_permutexvar_ps(m_lanes, _mm512_castps128_ps512(scales));
+  if constexpr (kF.min) mw = _mm512_permutexvar_ps(m_lanes, _mm512_castps128_ps512(scales));
   if constexpr (kW == WeightType::kQ8_0) {
     const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 2));
     const __m256i c1 = single ? _mm256_set1_epi8(-128) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
     w = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), _mm512_set1_epi8(-128));
   } else {
-    const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + kCodes));
-    const __m128i c1 = single ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kCodes));
+    const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + kF.codes));
+    const __m128i c1 = single ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kF.codes));
     const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1);
     w = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c), _mm256_srli_epi16(c, 4), 1),
                          _mm512_set1_epi8(0x0F));
+    if constexpr (kF.high != 0) {  // the fifth bits, in the bytes' order: values 0-15 of a, of b, 16-31 of a, of b
+      const uint64_t ha = Load32(a + kF.high), hb = single ? 0 : Load32(b + kF.high);
+      const __mmask64 bits = (ha & 0xFFFF) | (hb & 0xFFFF) << 16 | (ha >> 16) << 32 | (hb >> 16) << 48;
+      w = _mm512_or_si512(w, _mm512_maskz_mov_epi8(bits, _mm512_set1_epi8(0x10)));
+    }
   }
 }
 
 // y[o] for rows [o_begin, o_end) of a 32-value block type, four rows sharing each x load.
 template <WeightType kW>
 HWY_NOINLINE void GemvPairs(const MatmulArgs& a, const QuantizedX& q, size_t o_begin, size_t o_end) {
-  constexpr size_t kB = kW == WeightType::kQ8_0 ? 34 : kW == WeightType::kQ4_0 ? 18 : 20;
+  constexpr size_t kB = kPair<kW>.block_bytes;
   const size_t nb = a.in / 32, np = (nb + 1) / 2;
   const size_t row_bytes = a.w_stride / 32 * kB;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
@@ -202,7 +225,7 @@ HWY_NOINLINE void GemvPairs(const MatmulArgs& a, const QuantizedX& q, size_t o_b
         __m512i wb;
         __m512 dw, mw;
         LoadPair<kW>(w + (o + r) * row_bytes + 2 * p * kB, single, d_lanes, m_lanes, wb, dw, mw);
-        if constexpr (kW == WeightType::kQ4_1) {
+        if constexpr (kPair<kW>.min) {
           const __m512 dot = _mm512_cvtepi32_ps(DotU8S8(_mm512_setzero_si512(), wb, xc));
           acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, dx), acc[r]);
           acc[r] = _mm512_fmadd_ps(mw, _mm512_castsi512_ps(aux), acc[r]);
@@ -306,6 +329,52 @@ HWY_NOINLINE void GemvQ8Wide(const MatmulArgs& a, size_t o_begin, size_t o_end) 
   for (; o < o_end; ++o) rows(std::integral_constant<size_t, 1>());
 }
 
+// q6_K: per super-block of 256, two halves of 128 values (64 bytes of ql, 32 of qh, 8 scales);
+// each half's two pairs of x blocks meet [low nibbles of ql | bits 0-1 (then 2-3) of qh] and
+// [high nibbles | bits 4-5 (then 6-7)], values 0-63 and 64-127 of the half in order. Each lane's
+// four values share one of the 16-value sub-blocks' int8 scales.
+HWY_NOINLINE void GemvQ6K(const MatmulArgs& a, const QuantizedX& q, size_t o_begin, size_t o_end) {
+  const size_t ns = a.in / 256;
+  const size_t row_bytes = a.w_stride / 256 * 210;
+  const uint8_t* w = static_cast<const uint8_t*>(a.w);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+  const __m512i sub = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  for (size_t o = o_begin; o < o_end; ++o) {
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t s = 0; s < ns; ++s) {
+      const uint8_t* blk = w + o * row_bytes + s * 210;
+      uint16_t hd;
+      std::memcpy(&hd, blk + 208, 2);
+      const float d = _cvtsh_ss(hd);
+      for (size_t h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+        // bytes 0-31: qh, 32-63: qh >> 2 (the high bits of values l and l + 32 of each pair)
+        const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        // The half's eight scales as f32, times d.
+        const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 192 + 8 * h));
+        const __m256 scales = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), _mm256_set1_ps(d));
+        for (size_t k = 0; k < 2; ++k) {
+          const __m512i lo = k == 0 ? _mm512_and_si512(ql, low4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(hh, static_cast<unsigned>(4 * k)), low2);
+          const __m512i wb = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+          const size_t p = s * 4 + h * 2 + k;
+          const __m512i xc = _mm512_load_si512(q.codes + p * 64);
+          const __m512 dx = _mm512_load_ps(q.dx + p * 16);
+          const __m512i start = _mm512_load_si512(q.aux + p * 16);
+          // Lanes 0-3 values 0-15 of the pair (scale 4k + 0 of the half), 4-7 (4k + 1), 8-11 the
+          // second block's first 16 (4k + 2), 12-15 (4k + 3): ggml's sc[l / 16 + 2j] order.
+          const __m512 sc = _mm512_permutexvar_ps(_mm512_add_epi32(sub, _mm512_set1_epi32(static_cast<int>(4 * k))),
+                                                  _mm512_castps256_ps512(scales));
+          const __m512 dot = _mm512_cvtepi32_ps(DotU8S8(start, wb, xc));
+          acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(sc, dx), acc);
+        }
+      }
+    }
+    a.y[o] = _mm512_reduce_add_ps(acc);
+  }
+}
+
 HWY_NOINLINE void MatmulInteger(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   if (a.precise_x) return GemvQ8Wide(a, o_begin, o_end);
   QuantizedX q;
@@ -319,6 +388,13 @@ HWY_NOINLINE void MatmulInteger(const MatmulArgs& a, size_t o_begin, size_t o_en
     case WeightType::kQ4_1:
       QuantizeX<WeightType::kQ4_1>(a.x, a.in, &q);
       return GemvPairs<WeightType::kQ4_1>(a, q, o_begin, o_end);
+    case WeightType::kQ5_0:
+      QuantizeX<WeightType::kQ5_0>(a.x, a.in, &q);
+      return GemvPairs<WeightType::kQ5_0>(a, q, o_begin, o_end);
+    case WeightType::kQ5_1:
+      QuantizeX<WeightType::kQ5_1>(a.x, a.in, &q);
+      return GemvPairs<WeightType::kQ5_1>(a, q, o_begin, o_end);
+    case WeightType::kQ6_K: QuantizeX<WeightType::kQ6_K>(a.x, a.in, &q); return GemvQ6K(a, q, o_begin, o_end);
     default: QuantizeX<WeightType::kQ4_K>(a.x, a.in, &q); return GemvQ4K(a, q, o_begin, o_end);
   }
 }

@@ -1,13 +1,15 @@
 // headway logits: the next-token logits after each position of a prompt, from a whole model.
 //
 //   headway logits (--gguf FILE | --model-dir DIR | --config C --weights W) --prompt-ids 1,2,3
-//                  --out logits.npy [--threads N]
+//                  --out logits.npy [--threads N] [--step]
 //                  [--kv-dtype D] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
 // the token after ids[0..i]. The plan's context is the prompt's length; the weights stay in the
 // file (a GGUF, or a Hugging Face directory's config.json and model.safetensors) in its own
-// types, or with --weight-dtype are converted into the arena. --backend gpu
+// types, or with --weight-dtype are converted into the arena. --step runs the prompt one token at
+// a time, as generation's decode steps run (quantized weights: x in 8-bit codes per block where
+// the CPU multiplies in integers), rather than in one prefill. --backend gpu
 // keeps every layer's attention and KV cache on the Vulkan device and runs the rest (embedding,
 // norms, MLP, head) on the CPU; stderr says so.
 #include <cstdio>
@@ -37,6 +39,7 @@ struct LogitsFlags {
   DType kv_dtype = DType::kF32;
   WeightStorage weights;
   BackendKind backend = BackendKind::kCpu;
+  bool step = false;
 };
 
 Status parse(int argc, char** argv, LogitsFlags* l) {
@@ -51,6 +54,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&l->kv_dtype));
     else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(l->weights.take(&f));
     else if (n == "--backend") HEADWAY_RETURN_IF_ERROR(f.value_backend(&l->backend));
+    else if (n == "--step" && !f.has_inline_value()) l->step = true;
     else return f.unknown();
   }
   HEADWAY_RETURN_IF_ERROR(l->model.check(true, true));
@@ -109,7 +113,10 @@ int cmd_logits(int argc, char** argv) {
   std::unique_ptr<Model> model(new Model);
   if (s.ok()) s = model->init(planned.arena, file.source(), layer_options);
   std::vector<float> logits(size_t{t} * c.model.vocab_size);
-  if (s.ok()) s = model->prefill(ids.data(), t, logits.data());
+  if (s.ok() && !l.step) s = model->prefill(ids.data(), t, logits.data());
+  for (uint32_t i = 0; s.ok() && l.step && i < t; ++i) {
+    s = model->prefill(&ids[i], 1, logits.data() + size_t{i} * c.model.vocab_size);
+  }
   if (s.ok()) {
     const uint64_t shape[2] = {t, c.model.vocab_size};
     s = formats::save_npy(l.out, DType::kF32, logits.data(), shape, 2);

@@ -44,8 +44,8 @@ constexpr Command kCommands[] = {
      "sentence-transformers"},
     {"logits", headway::cli::cmd_logits,
      "logits (--gguf FILE | --model-dir DIR | --config C --weights W) --prompt-ids 1,2,3 --out logits.npy\n"
-     "       [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]\n"
-     "                                    a whole model's next-token logits after each prompt position, f32 [T, "
+     "       [--threads N] [--step] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16]\n"
+     "       [--backend cpu|gpu]          a whole model's next-token logits after each prompt position, f32 [T, "
      "vocab]"},
     {"tokenize", headway::cli::cmd_tokenize,
      "tokenize (--gguf FILE | --tokenizer tokenizer.json | --model-dir DIR) (--text T | --text-file F | --ids 1,2,3)\n"

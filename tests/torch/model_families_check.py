@@ -2,10 +2,13 @@
 weights and run in float64: LlamaForCausalLM (GQA, separate and tied heads), Qwen2ForCausalLM
 (q/k/v biases), Qwen3ForCausalLM (q/k norms, head_dim apart from hidden / heads) and
 MistralForCausalLM. Each model is written as a GGUF the way llama.cpp's converter writes its
-family (the llama architecture's Q/K rows permuted for interleaved RoPE), in f32, f16, q8_0 and
-q4_0 through gguf-py, and saved by save_pretrained as a Hugging Face directory (config.json and
-model.safetensors, f32); the reference runs on exactly the weights the file holds (the quantized
-ones dequantized by gguf-py). Every position's logits must agree within MAX_ABS.
+family (the llama architecture's Q/K rows permuted for interleaved RoPE), in f32, f16, q8_0, q4_0,
+q4_1, q5_0 and q5_1 through gguf-py, and saved by save_pretrained as a Hugging Face directory
+(config.json and model.safetensors, f32); the reference runs on exactly the weights the file holds
+(the quantized ones dequantized by gguf-py, which headway reads in place). Every position's logits
+must agree within MAX_ABS, from one prefill and (GGUF) from decode steps one token at a time
+(`logits --step`). Decode steps over quantized weights may run in integers with x in 8-bit codes
+per block of 32, as ggml's do (simd/matmul_int8-inl.h): their bound is STEP_MAX_ABS.
 """
 import argparse
 import os
@@ -17,6 +20,10 @@ import numpy as np
 import torch
 
 MAX_ABS = 1e-3  # the issue's bound for f32 weights; measured about 3e-6 here, logits up to about 4 (f32 against float64)
+# x's rounding to 8-bit codes: half a code step (max|x| / 254 per block) on every product, about
+# 0.5% of a dot product's typical size, through two layers; measured 6e-2 to 1.2e-1 here (logits up
+# to about 4). A wrong scale, offset or layout errs by whole units.
+STEP_MAX_ABS = 0.25
 T = None
 
 
@@ -142,7 +149,7 @@ def main():
             checks += 1
             failures += 0 if err <= MAX_ABS else 1
             print(f"{family} safetensors: max |err| {err:.2e} ({'ok' if err <= MAX_ABS else 'FAIL'})")
-            for qtype in (Q.F32, Q.F16, Q.Q8_0, Q.Q4_0):
+            for qtype in (Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1):
                 model = model.to(torch.float64).eval()
                 path = os.path.join(tmp, f"{family}-{qtype.name}.gguf")
                 write_gguf(path, arch, model, qtype)
@@ -158,6 +165,14 @@ def main():
                 failures += 0 if ok else 1
                 print(f"{family} {qtype.name}: max |err| {err:.2e} of logits up to {np.abs(ref).max():.1f} "
                       f"({'ok' if ok else 'FAIL'})")
+                subprocess.run([args.headway, "logits", "--gguf", path, "--prompt-ids", ",".join(map(str, ids)),
+                                "--out", out, "--kv-dtype", "f32", "--step"], check=True)
+                err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
+                bound = MAX_ABS if qtype in (Q.F32, Q.F16) else STEP_MAX_ABS
+                ok = err <= bound
+                checks += 1
+                failures += 0 if ok else 1
+                print(f"{family} {qtype.name} decode steps: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
     print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
