@@ -29,9 +29,11 @@ void convert_tensor(const TensorRef& src, void* dst, DType dtype);
 // result is the same for every pool size, and for no pool). Never allocates.
 inline constexpr uint32_t kDenseRowTask = 64;
 // Below this many multiply-adds (t · in · out) the caller's thread does all the work: waking the
-// pool costs more than it saves (a small model's decode projection is ~0.5 M, ~50 µs on a core;
-// on a busy device a worker may wait a whole scheduler slice to run).
-inline constexpr uint64_t kDenseMinParallelMacs = 1u << 20;
+// pool costs more than it saves. A small model's decode projection is ~0.3-0.9 M (SmolLM2-135M's),
+// ~15-30 µs on a core from quantized blocks, well above a spinning worker's wake-up; splitting
+// them took SmolLM2's 2-thread decode from about 1.0× to 1.7× its 1-thread speed. On a busy
+// device a worker may still wait a whole scheduler slice to run.
+inline constexpr uint64_t kDenseMinParallelMacs = 1u << 16;
 void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float* y, size_t y_stride, uint32_t t,
                    ThreadPool* pool);
 
