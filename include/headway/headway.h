@@ -132,7 +132,7 @@ typedef struct headway_plan_options {
   uint32_t threads;           /* 1.. the threads a pool will run the plan's layers on */
   uint32_t max_tokens;        /* most tokens per prefill call; 0: min(512, max_seq) */
   headway_dtype weight_dtype; /* projection weights as the runtime keeps them: f32, f16, bf16 */
-  int weights_in_arena;       /* 1: copied into the arena at session create; 0: borrowed */
+  int weights_in_arena;       /* 1: copied into the arena at create; 0: borrowed (a model file's in its types) */
   int projection;             /* 0: Highway GEMM; 1: XNNPACK (hosted builds with it) */
 } headway_plan_options;
 
@@ -335,7 +335,9 @@ HEADWAY_API void headway_model_destroy(headway_model* model); /* NULL is a no-op
 
 /* Hosted: a model file (a GGUF, or a Hugging Face directory with config.json and
  * model.safetensors), its whole config, and a model made from it. open allocates the file's
- * index (init time); close frees it. */
+ * index (init time); close frees it. With a plan whose weights_in_arena is 0 the model reads the
+ * file's matrices in place, in their own types (a GGUF's quantized blocks): keep the file open
+ * for as long as the model runs. */
 typedef struct headway_model_file headway_model_file;
 
 HEADWAY_API headway_status headway_model_file_open(const char* path, headway_model_file** file, headway_error* error);

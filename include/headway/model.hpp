@@ -9,7 +9,9 @@
 //
 // rms_norm(x, w) = x / sqrt(mean(x²) + eps) · w, in f32, as transformers' LlamaRMSNorm computes it.
 // Every weight lives in the arena's model weights region (Plan: plan.hpp), copied in at init from
-// a ModelWeightsSource in the plan's weight_dtype (norms in f32); every activation in the arena.
+// a ModelWeightsSource in the plan's weight_dtype (norms in f32), or, with weights_in_arena false,
+// the matrices stay in the source in its own types (a GGUF's quantized blocks, read in place);
+// every activation is in the arena.
 //
 //   headway::Arena arena;  arena.bind(plan, buffer, plan.arena_bytes);
 //   headway::Model m;      m.init(arena, source, options);
@@ -74,8 +76,11 @@ class Model {
   // Binds the arena (its plan must have a model: Config::model.vocab_size > 0) and copies every
   // weight in: the model's through source.rows (staged in f32 through the arena's model
   // activations, then stored in the plan's weight_dtype), each layer's attention through
-  // AttentionLayer::init. The Arena and options.pool must outlive the model. Init-time only: may
-  // allocate where AttentionLayer::init does (XNNPACK, the GPU backend).
+  // AttentionLayer::init. With weights_in_arena false only the norms are copied: the matrices
+  // are borrowed through source.tensor and source.attention in the source's own types (a
+  // GGUF's blocks), and the source's memory must outlive the model too. The Arena and
+  // options.pool must outlive the model. Init-time only: may allocate where AttentionLayer::init
+  // does (XNNPACK, the GPU backend).
   Status init(const Arena& arena, const ModelWeightsSource& source, const LayerOptions& options);
 
   // ids [n] at positions position()..position()+n-1, run in chunks of plan.max_tokens. Afterwards

@@ -90,7 +90,9 @@ Status load_model_weights(const char* who, const Arena& arena, const ModelWeight
                          source.attention == nullptr ? "attention"
                          : source.rows == nullptr    ? "rows"
                                                      : "tensor",
-                         source.tensor == nullptr ? " (a plan with weights_in_arena false borrows the matrices)" : "");
+                         source.attention != nullptr && source.rows != nullptr
+                             ? " (a plan with weights_in_arena false borrows the matrices)"
+                             : "");
   }
   uint8_t* region = arena.model_weights();
   float* staging = arena.normed();
