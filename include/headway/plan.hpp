@@ -291,10 +291,21 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   const uint64_t wb = dtype_bytes(o.weight_dtype);
   // Wq [q_width, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
   uint64_t per_layer = ck.mul(ck.add(ck.mul(2, qw), ck.mul(2, kvw)), c.d_model);
-  if (c.qkv_bias) per_layer = ck.add(per_layer, qkvw);
-  if (c.o_bias) per_layer = ck.add(per_layer, c.d_model);
-  if (c.qk_norm) per_layer = ck.add(per_layer, ck.mul(2, p.head_dim));
-  p.weight_bytes_per_layer = ck.align(ck.mul(per_layer, wb));
+  uint64_t vectors = 0;
+  if (c.qkv_bias) vectors = ck.add(vectors, qkvw);
+  if (c.o_bias) vectors = ck.add(vectors, c.d_model);
+  if (c.qk_norm) vectors = ck.add(vectors, ck.mul(2, p.head_dim));
+  if (dtype_is_block(o.weight_dtype)) {
+    // Borrowed blocks (weights_in_arena false): the matrices' rows as the file holds them, the
+    // biases and norms in f32.
+    const uint64_t in_model = dtype_row_bytes(o.weight_dtype, c.d_model);
+    const uint64_t rows = ck.add(qw, ck.mul(2, kvw));
+    per_layer = ck.add(ck.add(ck.mul(rows, in_model), ck.mul(c.d_model, dtype_row_bytes(o.weight_dtype, qw))),
+                       ck.mul(vectors, 4));
+    p.weight_bytes_per_layer = ck.align(per_layer);
+  } else {
+    p.weight_bytes_per_layer = ck.align(ck.mul(ck.add(per_layer, vectors), wb));
+  }
   p.weight_bytes = ck.mul(p.weight_bytes_per_layer, c.n_layers);
   const bool xnn = o.projection == Projection::kXnnpack;
   p.weights_region_bytes = o.weights_in_arena && !xnn ? p.weight_bytes : 0;

@@ -10,7 +10,9 @@ Result<Plan> make_plan(const Config& config, const PlanOptions& options) {
     return Status::error(Code::kInvalidArgument, "threads %u is above the supported maximum %u", options.threads,
                          ThreadPool::kMaxThreads);
   }
-  if (!dtype_plans_weights(options.weight_dtype)) {
+  // Borrowed weights may be in any type the kernels read (a GGUF's blocks): the plan only counts them.
+  const bool borrowed_blocks = !options.weights_in_arena && dtype_holds_weights(options.weight_dtype);
+  if (!dtype_plans_weights(options.weight_dtype) && !borrowed_blocks) {
     return Status::error(Code::kInvalidArgument, "weight dtype %s is not one of %s%s", dtype_name(options.weight_dtype),
                          kPlannedWeightDTypeNames,
                          dtype_is_block(options.weight_dtype)

@@ -125,6 +125,13 @@ TEST_CASE("options: threads multiply scratch, dtypes change bytes, borrowed weig
   CHECK(p.scratch_bytes == 4 * p.scratch_bytes_per_thread + p.attention_partials_bytes);
   CHECK(p.scratch_bytes_per_thread == attention_scratch_bytes(64, 3));
   CHECK(p.weight_bytes_per_layer == align_up((2ull * 576 * 576 + 2ull * 192 * 576) * 2));
+  // Borrowed q4_1 blocks, as a GGUF holds them: 20 bytes per 32 values of each matrix row.
+  PlanOptions blocks = o;
+  blocks.weight_dtype = DType::kQ4_1;
+  const Plan q = make_plan(c, blocks).value();
+  CHECK(q.weight_bytes_per_layer == align_up((576ull + 2 * 192 + 576) * (576 / 32) * 20));
+  blocks.weights_in_arena = true;  // the arena keeps f32, f16 or bf16 only
+  CHECK(make_plan(c, blocks).status().code() == Code::kInvalidArgument);
   CHECK(p.kv_bytes_per_token == 2ull * 192 * 4 * 30);
   CHECK(p.kv_offset == 0);
   CHECK(p.rope_bytes == 30 * align_up(32 * 8));  // head_dim 64: 32 frequencies per layer
