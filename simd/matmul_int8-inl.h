@@ -15,7 +15,7 @@
 // / q8_K activations bring. Highway 1.0.3 has no op for VPDPBUSD: inline assembly, as in
 // attention_decode_int8-inl.h.
 //
-// x's codes and per-lane constants lie on the stack (kMaxQuantizedIn values at most: 40 KiB), per
+// x's codes and per-lane constants lie on the stack (kMaxQuantizedIn values at most: 24 KiB), per
 // pair p of x blocks (2p, 2p + 1; a last single block pairs with zeros), in the order the pair's
 // weight bytes load:
 //   q8_0, q4_K, q6_K: values in order (lanes 0-7 block 2p, 8-15 block 2p + 1);
