@@ -42,7 +42,9 @@ build_llama() {
   local out=$1 src=$cache/src
   mkdir -p "$src" "$out"
   if [[ ! -d $src/llama_cpp_python-0.3.36 ]]; then
-    "$python" -m pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$src"
+    # The sdist itself (--no-binary names the package alone: pip reads its metadata with its build
+    # dependencies' wheels, instead of building each of them from source).
+    "$python" -m pip download --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$src"
     tar xzf "$src"/llama_cpp_python-0.3.36.tar.gz -C "$src"
   fi
   local flags=(-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
