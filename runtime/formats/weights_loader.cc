@@ -199,24 +199,7 @@ Result<Config> WeightFile::gguf_config() const {
   return c;
 }
 
-namespace {
-
-// A GGUF tensor of any type of the ggml table as f32 rows in `buffer`, in find()'s 2-D view.
-Result<TensorRef> dequantized_view(const GgufFile& gguf, const char* name, uint32_t* rank, std::vector<float>* buffer) {
-  const GgufFile::Entry* e = gguf.entry(name);
-  if (e == nullptr) return gguf.find(name, rank);  // find() words the missing tensor
-  const uint64_t cols = e->ne[0], rows = e->ne[1] * e->ne[2] * e->ne[3];
-  if (rows > 0xffffffffull || cols > 0xffffffffull) return gguf.find(name, rank);
-  buffer->resize(static_cast<size_t>(rows * cols));
-  HEADWAY_RETURN_IF_ERROR(gguf.dequantize_rows(name, 0, rows, buffer->data(), buffer->size()));
-  *rank = e->n_dims;
-  return TensorRef{buffer->data(), DType::kF32, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols)};
-}
-
-}  // namespace
-
-Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer,
-                                        DequantizedLayer* dequantized) {
+Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer) {
   if (file.format() == WeightFormat::kNone) {
     return Status::error(Code::kFailedPrecondition, "no weight file is open");
   }
@@ -236,8 +219,6 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                          "attention to run; save the language model's tensors alone",
                          file.path(), file.name_prefix().c_str(), anchor, file.ambiguous_anchor().c_str());
   }
-  static_assert(sizeof(kSlots) / sizeof(kSlots[0]) == sizeof(DequantizedLayer::tensors) / sizeof(std::vector<float>),
-                "a dequantization buffer per slot");
   LayerWeights w;
   for (size_t slot = 0; slot < sizeof(kSlots) / sizeof(kSlots[0]); ++slot) {
     const Slot& s = kSlots[slot];
@@ -265,9 +246,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
       continue;
     }
     uint32_t rank = 0;
-    const Result<TensorRef> t = dequantized != nullptr && file.format() == WeightFormat::kGguf
-                                    ? dequantized_view(file.gguf(), name, &rank, &dequantized->tensors[slot])
-                                    : file.find(name, &rank);
+    const Result<TensorRef> t = file.find(name, &rank);
     if (!t.ok()) {
       if (t.status().code() == Code::kNotFound && s.need != Slot::kAlways) {
         return Status::error(Code::kNotFound, "%s: no tensor '%s', which the config's %s needs", file.path(), name,

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "headway/config.hpp"
 #include "headway/status.hpp"
@@ -80,15 +79,8 @@ class WeightFile {
 // different model than the file holds. Every error names the tensor, the expected and the found
 // shape.
 //
-// With `dequantized`, a GGUF's tensors of any type of the ggml table (q4_1, q8_0, q6_K, ...) are
-// dequantized into its buffers (one per tensor, f32) and the LayerWeights point there, valid until
-// the next call with the same buffers; without it the projections are borrowed in the file's own
-// type (blocks included, as find() hands them out) and biases, norms and sinks must be f32, f16 or
-// bf16.
-struct DequantizedLayer {
-  std::vector<float> tensors[11];  // one per LayerWeights member
-};
-Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer,
-                                        DequantizedLayer* dequantized = nullptr);
+// The projections are borrowed in the file's own type (a GGUF's blocks included, as find() hands
+// them out); biases, norms and sinks must be f32, f16 or bf16.
+Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer);
 
 }  // namespace headway::formats
