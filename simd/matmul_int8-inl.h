@@ -110,23 +110,31 @@ HWY_INLINE __m512i PairOrder() {
   return _mm512_load_si512(idx);
 }
 
+// One block of 32 x values (v0, v1) scaled to codes of at most kMax: v · id, rounded, is each
+// value's code, and d = max|x| / kMax its step. A value that is not finite makes amax NaN or inf:
+// then d is NaN (the block's products NaN, as widening would give) and id 0.
+template <int kMax>
+HWY_INLINE float ScaleBlock(__m512 v0, __m512 v1, __m512* id) {
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
+  const bool finite = amax <= std::numeric_limits<float>::max();
+  *id = _mm512_set1_ps(finite && amax != 0.0f ? static_cast<float>(kMax) / amax : 0.0f);
+  return finite ? amax / static_cast<float>(kMax) : std::numeric_limits<float>::quiet_NaN();
+}
+
 template <WeightType kW>
 HWY_INLINE void QuantizeX(const float* HWY_RESTRICT x, size_t in, QuantizedX* q) {
   constexpr bool kNibbles = kPair<kW>.nibbles;
   const size_t nb = in / 32, np = (nb + 1) / 2;
   const __m512i order = PairOrder<kW>();
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   for (size_t p = 0; p < np; ++p) {
     float d[2] = {0.0f, 0.0f};
     __m512i codes = _mm512_setzero_si512();
     for (size_t h = 0; h < 2 && 2 * p + h < nb; ++h) {
       const float* v = x + (2 * p + h) * 32;
       const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
-      // amax is NaN or inf where a value is: then d is NaN and the codes 0 (the products NaN).
-      const bool finite = amax <= std::numeric_limits<float>::max();
-      d[h] = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-      const __m512 id = _mm512_set1_ps(finite && amax != 0.0f ? 127.0f / amax : 0.0f);
+      __m512 id;
+      d[h] = ScaleBlock<127>(v0, v1, &id);
       const __m128i c0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
       const __m128i c1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
       const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1);
@@ -293,13 +301,10 @@ HWY_NOINLINE void GemvQ8Wide(const MatmulArgs& a, size_t o_begin, size_t o_end) 
   const size_t nb = a.in / 32;
   alignas(64) int16_t codes[kMaxQuantizedIn];
   alignas(64) float dxs[kMaxQuantizedIn / 32];
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   for (size_t b = 0; b < nb; ++b) {
     const __m512 v0 = _mm512_loadu_ps(a.x + b * 32), v1 = _mm512_loadu_ps(a.x + b * 32 + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
-    const bool finite = amax <= std::numeric_limits<float>::max();
-    dxs[b] = finite ? amax / 32767.0f : std::numeric_limits<float>::quiet_NaN();
-    const __m512 id = _mm512_set1_ps(finite && amax != 0.0f ? 32767.0f / amax : 0.0f);
+    __m512 id;
+    dxs[b] = ScaleBlock<32767>(v0, v1, &id);
     const __m256i c0 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
     const __m256i c1 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
     _mm512_store_si512(codes + b * 32, _mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1));
