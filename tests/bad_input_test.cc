@@ -33,6 +33,7 @@
 #include "runtime/formats/gguf_tensors.hpp"
 #include "tests/formats/gguf_writer.hpp"
 #include "tests/support/tiny_model.hpp"
+#include "headway/chat_template.hpp"
 #include "headway/tokenizer.hpp"
 
 namespace headway {
@@ -1697,6 +1698,21 @@ TEST_CASE("bad input: tokenizer files and calls on an empty Tokenizer") {
        },
        Code::kFailedPrecondition,
        {"not loaded"}},
+      {"chat template of an empty tokenizer",
+       [] { return status_of(ChatTemplate::of(Tokenizer(), "x.gguf")); },
+       Code::kFailedPrecondition,
+       {"not loaded"}},
+      {"unknown chat template",
+       [] { return status_of(ChatTemplate::recognize("{{ messages }}", "t.jinja")); },
+       Code::kUnsupported,
+       {"t.jinja: its chat template is not one headway recognizes"}},
+      {"chat without messages",
+       [] {
+         std::string out;
+         return ChatTemplate{}.render({}, &out);
+       },
+       Code::kInvalidArgument,
+       {"chat: no messages"}},
   });
 }
 

@@ -1,12 +1,14 @@
 // headway generate: text from a whole model, printed as it is made.
 //
 //   headway generate (--gguf FILE | --model-dir DIR | --config C --weights W) (--prompt TEXT |
-//                    --prompt-ids IDS) [--chat] [--tokens N]
+//                    --prompt-ids IDS | --messages FILE) [--chat [--system S]] [--chat-template FILE]
+//                    [--tokens N]
 //                    [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
 //                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--prompt-cache FILE] [--json]
 //
 // The prompt is tokenized with the file's own tokenizer (--chat: wrapped in its chat template
-// first, as one user message), run through the model, and up to N tokens are sampled after it
+// first, as one user message after --system's; --messages: a whole conversation; chat_prompt.hpp),
+// run through the model, and up to N tokens are sampled after it
 // (stopping at the end-of-turn or end-of-text token). The text goes to stdout as it comes (a
 // piece that ends inside a UTF-8 sequence waits for the rest); then the speed, the arena and the
 // heap calls made while generating go to stderr. --json prints one object at the end instead.
@@ -28,10 +30,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "examples/cli/chat_prompt.hpp"
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
-#include "headway/chat_template.hpp"
 #include "headway/generator.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/model.hpp"
@@ -51,7 +53,7 @@ struct GenerateFlags {
   const char* prompt = nullptr;
   const char* prompt_ids = nullptr;
   const char* prompt_cache = nullptr;
-  bool chat = false;
+  ChatFlags chat;
   bool json = false;
   uint32_t tokens = 128;
   uint32_t threads = 1;
@@ -71,7 +73,7 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
     else if (n == "--prompt") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt));
     else if (n == "--prompt-ids") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_ids));
     else if (n == "--prompt-cache") HEADWAY_RETURN_IF_ERROR(f.value(&g->prompt_cache));
-    else if (n == "--chat" && !f.has_inline_value()) g->chat = true;
+    else if (g->chat.take(&f, &took)) HEADWAY_RETURN_IF_ERROR(took);
     else if (n == "--json" && !f.has_inline_value()) g->json = true;
     else if (n == "--tokens") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->tokens, 0, 1u << 20));
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->threads, 1, ThreadPool::kMaxThreads));
@@ -92,10 +94,12 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
     }
   }
   HEADWAY_RETURN_IF_ERROR(g->model.check(true, true));
-  if ((g->prompt == nullptr) == (g->prompt_ids == nullptr)) {
-    return Status::error(Code::kInvalidArgument, "give one of --prompt TEXT and --prompt-ids IDS");
+  const int prompts = (g->prompt != nullptr) + (g->prompt_ids != nullptr) + (g->chat.messages != nullptr);
+  if (prompts != 1) {
+    return Status::error(Code::kInvalidArgument, "give one of --prompt TEXT, --prompt-ids IDS and --messages FILE");
   }
-  if (g->chat && g->prompt == nullptr) {
+  HEADWAY_RETURN_IF_ERROR(g->chat.check());
+  if (g->chat.chat && g->prompt == nullptr) {
     return Status::error(Code::kInvalidArgument, "--chat wraps --prompt TEXT in the chat template: give --prompt");
   }
   return Status();
@@ -105,19 +109,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The prompt's ids: --prompt-ids as given; --prompt through the tokenizer (--chat: rendered by
-// the file's chat template first, its special tokens parsed, no BOS added twice).
-Status prompt_ids(const GenerateFlags& g, const ModelFile& file, Tokenizer& tok, std::vector<int32_t>* ids) {
+// The prompt's ids: --prompt-ids as given; --prompt through the tokenizer; --chat / --messages
+// rendered by the chat template first and tokenized as apply_chat_template does (no BOS added).
+Status prompt_ids(const GenerateFlags& g, Tokenizer& tok, std::vector<int32_t>* ids) {
   if (g.prompt_ids != nullptr) return parse_ids("--prompt-ids", g.prompt_ids, ids);
-  std::string text = g.prompt;
-  if (g.chat) {
-    const Result<std::string> source = file.chat_template();
-    if (!source.ok()) return source.status();
-    const Result<ChatTemplate> t = ChatTemplate::recognize(source.value(), g.model.name());
-    if (!t.ok()) return t.status();
-    text = t.value().render({{"user", g.prompt}});
-  }
-  return tok.encode(text, ids);
+  if (!g.chat.active()) return tok.encode(g.prompt, ids);
+  std::string text;
+  const std::string user = g.prompt != nullptr ? g.prompt : "";
+  HEADWAY_RETURN_IF_ERROR(g.chat.render(tok, g.model.name(), g.prompt != nullptr ? &user : nullptr, &text));
+  EncodeOptions options;
+  options.add_special = false;
+  return tok.encode(text, ids, options);
 }
 
 // --prompt-cache: restores the state FILE holds when its tokens begin `ids`; returns how many
@@ -157,7 +159,7 @@ int cmd_generate(int argc, char** argv) {
   if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
   Tokenizer& tok = tokenizer.value();
   std::vector<int32_t> ids;
-  s = prompt_ids(g, file, tok, &ids);
+  s = prompt_ids(g, tok, &ids);
   if (!s.ok()) return report(kCmd, s);
   if (ids.empty()) return report(kCmd, Status::error(Code::kInvalidArgument, "the prompt has no tokens"));
 

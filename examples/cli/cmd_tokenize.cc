@@ -1,4 +1,13 @@
 // headway tokenize: text to ids and ids to text with a model file's own tokenizer.
+//
+//   headway tokenize (--gguf FILE | --tokenizer tokenizer.json | --model-dir DIR)
+//                    (--text T | --text-file F | --ids 1,2,3 | --messages FILE) [--json]
+//                    [--chat [--system S]] [--chat-template FILE]
+//                    [--no-add-special] [--no-parse-special] [--keep-special]
+//
+// --json prints {"ids": [...]} for text and {"text": "..."} for ids. --chat renders the text as a
+// user message through the file's chat template (chat_prompt.hpp) and tokenizes the prompt as
+// transformers' apply_chat_template does; --json then adds "prompt", the rendered text.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -6,30 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "examples/cli/chat_prompt.hpp"
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/tokenizer.hpp"
 
 namespace headway::cli {
 namespace {
-
-constexpr size_t kMaxTextFile = size_t{64} << 20;
-
-Status read_text_file(const char* path, std::string* out) {
-  std::FILE* f = std::fopen(path, "rb");
-  if (f == nullptr) return Status::error(Code::kNotFound, "--text-file %s: %s", path, std::strerror(errno));
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    out->append(buf, n);
-    if (out->size() > kMaxTextFile) {
-      std::fclose(f);
-      return Status::error(Code::kInvalidArgument, "--text-file %s is larger than %zu bytes", path, kMaxTextFile);
-    }
-  }
-  std::fclose(f);
-  return Status();
-}
 
 // "1,2,3" → ids; each a whole number below 2^31.
 Status parse_ids(const char* text, std::vector<int32_t>* ids) {
@@ -88,10 +80,12 @@ int cmd_tokenize(int argc, char** argv) {
   bool json = false;
   EncodeOptions encode_options;
   DecodeOptions decode_options;
+  ChatFlags chat;
   while (flags.next()) {
     const std::string& f = flags.name();
     Status s;
-    if (f == "--gguf") {
+    if (chat.take(&flags, &s)) {
+    } else if (f == "--gguf") {
       s = flags.value(&gguf);
     } else if (f == "--tokenizer") {
       s = flags.value(&tokenizer_json);
@@ -123,10 +117,16 @@ int cmd_tokenize(int argc, char** argv) {
                                             "(%d given)",
                                             sources));
   }
-  const int inputs = (text != nullptr) + (text_file != nullptr) + (ids_text != nullptr);
+  const int inputs = (text != nullptr) + (text_file != nullptr) + (ids_text != nullptr) + (chat.messages != nullptr);
   if (inputs != 1) {
-    return report("tokenize", Status::error(Code::kInvalidArgument,
-                                            "give one of --text T, --text-file F, --ids 1,2,3 (%d given)", inputs));
+    return report(
+        "tokenize",
+        Status::error(Code::kInvalidArgument,
+                      "give one of --text T, --text-file F, --ids 1,2,3, --messages FILE (%d given)", inputs));
+  }
+  if (const Status s = chat.check(); !s.ok()) return report("tokenize", s);
+  if (chat.chat && ids_text != nullptr) {
+    return report("tokenize", Status::error(Code::kInvalidArgument, "--chat renders text: give --text or --text-file"));
   }
   std::vector<int32_t> ids;
   if (ids_text != nullptr) {
@@ -155,17 +155,30 @@ int cmd_tokenize(int argc, char** argv) {
   }
   std::string input;
   if (text_file != nullptr) {
-    const Status s = read_text_file(text_file, &input);
+    const Status s = read_text_file("--text-file", text_file, &input);
     if (!s.ok()) return report("tokenize", s);
-  } else {
+  } else if (text != nullptr) {
     input = text;
+  }
+  if (chat.active()) {
+    std::string prompt;
+    const char* source = gguf != nullptr ? gguf : tokenizer_json != nullptr ? tokenizer_json : model_dir;
+    const Status s = chat.render(tokenizer, source, chat.messages != nullptr ? nullptr : &input, &prompt);
+    if (!s.ok()) return report("tokenize", s);
+    input = std::move(prompt);
+    encode_options.add_special = false;
   }
   const Status s = tokenizer.encode(input, &ids, encode_options);
   if (!s.ok()) return report("tokenize", s);
   if (json) {
     std::fputs("{\"ids\": [", stdout);
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? ", %d" : "%d", ids[i]);
-    std::fputs("]}\n", stdout);
+    std::fputs("]", stdout);
+    if (chat.active()) {
+      std::fputs(", \"prompt\": ", stdout);
+      print_json_string(input);
+    }
+    std::fputs("}\n", stdout);
   } else {
     std::printf("%zu tokens:", ids.size());
     for (int32_t id : ids) std::printf(" %d", id);

@@ -74,9 +74,6 @@ class ModelFile {
   };
   Result<SentencePooling> sentence_pooling() const;
 
-  // The file's chat template (tokenizer.chat_template); kNotFound naming the file when it has none.
-  Result<std::string> chat_template() const;
-
   struct Parsed;  // the mapped file and its buffers (the loader's)
 
  private:

@@ -84,6 +84,9 @@ class Tokenizer {
   int32_t eot_id() const;  // end of turn (<|im_end|>, <|eot_id|>); eos where the file has none
   bool add_bos() const;    // whether encode() with add_special puts BOS first, as the file says
   bool is_special(int32_t id) const;
+  // The file's chat template (a GGUF's tokenizer.chat_template, tokenizer_config.json's
+  // chat_template: the string, or the one named "default" of a list); empty when it has none.
+  std::string_view chat_template() const;
   // The token's text as the vocabulary stores it (byte-level form for BPE); empty past the end.
   std::string_view token_text(int32_t id) const;
 

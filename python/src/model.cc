@@ -121,14 +121,9 @@ class PyModel {
     Result<Tokenizer> tokenizer = Tokenizer::from_gguf(gguf.c_str());
     check(tokenizer.status());
     tokenizer_ = std::move(tokenizer.value());
-    const Result<std::string> chat_source = file.chat_template();
-    if (chat_source.ok()) {
-      const Result<ChatTemplate> t = ChatTemplate::recognize(chat_source.value(), gguf.c_str());
-      if (t.ok()) chat_ = t.value();
-      else chat_error_ = t.status();
-    } else {
-      chat_error_ = chat_source.status();
-    }
+    const Result<ChatTemplate> chat = ChatTemplate::of(tokenizer_, gguf.c_str());
+    if (chat.ok()) chat_ = chat.value();
+    else chat_error_ = chat.status();
 
     Config c = config.value();
     if (ctx) {
@@ -195,12 +190,15 @@ class PyModel {
     if (ids_in) {
       ids = to_ids(*ids_in, "model", vocab_size());
     } else {
-      std::string text = *prompt;
       if (chat) {
+        // As apply_chat_template tokenizes the rendered prompt: no BOS added.
         if (!chat_) raise_status(chat_error_);
-        text = chat_->render({{"user", *prompt}});
+        std::string text;
+        check(chat_->render({{"user", *prompt}}, &text));
+        check(encode(text, &ids, false));
+      } else {
+        check(encode(*prompt, &ids, true));
       }
-      check(encode(text, &ids));
     }
     if (ids.empty()) HEADWAY_PY_INVALID("the prompt has no tokens");
     Status s;
@@ -285,9 +283,11 @@ class PyModel {
 
  private:
   // The file's tokenizer as the CLI uses it: special tokens parsed, BOS where the file says.
-  Status encode(const std::string& text, std::vector<int32_t>* ids) {
+  Status encode(const std::string& text, std::vector<int32_t>* ids, bool add_special = true) {
     std::lock_guard<std::mutex> lock(tokenizer_mutex_);
-    return tokenizer_.encode(text, ids);
+    EncodeOptions options;
+    options.add_special = add_special;
+    return tokenizer_.encode(text, ids, options);
   }
 
   ModelFile file_;  // the mapped file: the weights the model borrows live there

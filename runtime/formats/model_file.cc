@@ -343,15 +343,6 @@ Result<ModelFile::SentencePooling> ModelFile::sentence_pooling() const {
   return out;
 }
 
-Result<std::string> ModelFile::chat_template() const {
-  if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
-  if (parsed_->hf) {
-    return Status::error(Code::kUnsupported, "%s: chat templates are read from GGUF files for now",
-                         parsed_->dir.c_str());
-  }
-  return parsed_->file.gguf().text("tokenizer.chat_template");
-}
-
 Result<ModelFile::WeightBytes> ModelFile::weight_bytes() const {
   const Result<Config> got = config();
   if (!got.ok()) return got.status();

@@ -20,7 +20,7 @@ constexpr int32_t kTypeControl = 3;
 constexpr int32_t kTypeUserDefined = 4;
 
 struct Keys {
-  gguf::Kv arch, model, pre, tokens, token_type, scores, merges, bos, eos, eot, unk, add_bos, add_eos, add_space;
+  gguf::Kv arch, model, pre, tokens, token_type, scores, merges, bos, eos, eot, unk, add_bos, add_eos, add_space, chat;
 };
 
 // An array's element type and count; *pos is left at its first element.
@@ -114,6 +114,7 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
         {"tokenizer.ggml.unknown_token_id", &k.unk},
         {"tokenizer.ggml.add_bos_token", &k.add_bos},
         {"tokenizer.ggml.add_eos_token", &k.add_eos},
+        {"tokenizer.chat_template", &k.chat},
     };
     for (const auto& s : slots) {
       if (kv.is(s.name)) *s.slot = kv;
@@ -218,6 +219,10 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   if (t->add_bos && t->bos_id != Tokenizer::kNone) t->prefix_ids.push_back(t->bos_id);
   if (t->add_eos && t->eos_id != Tokenizer::kNone) t->suffix_ids.push_back(t->eos_id);
   if (t->eot_id == Tokenizer::kNone) t->eot_id = guess_eot(*t);
+  if (k.chat.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, k.chat, &text, &len));
+    t->chat_template.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
+  }
 
   if (t->model == TokenizerModel::kSentencePiece) return Status();
   std::string pre = "default";

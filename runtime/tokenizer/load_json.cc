@@ -221,12 +221,25 @@ Status post_processor(const json& p, const char* path, Tokenizer::Impl* t) {
   return unsupported(path, "post_processor.type", type);
 }
 
-void bos_eos_from_config(const char* dir_of, Tokenizer::Impl* t) {
-  std::string config = dir_of;
+// tokenizer_config.json's chat_template: a string, or a list of {"name", "template"} of which
+// transformers applies the one named "default".
+std::string config_chat_template(const json& config) {
+  const json* v = field(config, "chat_template");
+  if (v == nullptr) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (!v->is_array()) return "";
+  for (const json& entry : *v) {
+    if (entry.is_object() && str(field(entry, "name")) == "default") return str(field(entry, "template"));
+  }
+  return "";
+}
+
+void from_tokenizer_config(const char* path, Tokenizer::Impl* t) {
   json c;
-  if (!parse_file(config.c_str(), "a tokenizer_config.json", &c).ok()) return;
+  if (!parse_file(path, "a tokenizer_config.json", &c).ok()) return;
   t->bos_id = config_token(*t, c, "bos_token");
   t->eos_id = config_token(*t, c, "eos_token");
+  t->chat_template = config_chat_template(c);
 }
 
 }  // namespace
@@ -367,11 +380,12 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
                            path, id, t->tokens.size());
     }
   }
-  // bos/eos: tokenizer_config.json beside the file, else the post-processor's first/last token.
+  // bos/eos and the chat template: tokenizer_config.json beside the file; bos/eos else the post-processor's first/last
+  // token.
   std::string config = path;
   const size_t slash = config.find_last_of('/');
   config = (slash == std::string::npos ? std::string() : config.substr(0, slash + 1)) + "tokenizer_config.json";
-  bos_eos_from_config(config.c_str(), t);
+  from_tokenizer_config(config.c_str(), t);
   if (t->bos_id == Tokenizer::kNone && !t->prefix_ids.empty()) t->bos_id = t->prefix_ids.front();
   if (t->eos_id == Tokenizer::kNone && !t->suffix_ids.empty()) t->eos_id = t->suffix_ids.back();
   t->add_bos = !t->prefix_ids.empty() && t->prefix_ids.front() == t->bos_id;
@@ -404,6 +418,7 @@ Status load_vocab_txt(const char* dir, Tokenizer::Impl* t) {
     std::fclose(f);
     HEADWAY_RETURN_IF_ERROR(parse_file(config_path.c_str(), "a tokenizer_config.json", &c));
   }
+  t->chat_template = config_chat_template(c);
   t->bert.enabled = true;
   t->bert.lowercase = flag(c, "do_lower_case", true);
   t->bert.strip_accents = flag(c, "strip_accents", t->bert.lowercase);

@@ -58,6 +58,7 @@ int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
 int32_t Tokenizer::eos_id() const { return impl_->eos_id; }
 int32_t Tokenizer::eot_id() const { return impl_->eot_id != kNone ? impl_->eot_id : impl_->eos_id; }
 bool Tokenizer::add_bos() const { return impl_->add_bos; }
+std::string_view Tokenizer::chat_template() const { return impl_ ? impl_->chat_template : std::string_view(); }
 bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->special.size() && impl_->special[static_cast<size_t>(id)];
 }

@@ -87,6 +87,7 @@ struct Tokenizer::Impl {
   bool add_eos = false;
   std::vector<int32_t> prefix_ids;  // the post-processor's tokens before the text ([CLS], BOS)
   std::vector<int32_t> suffix_ids;  // and after it ([SEP], EOS)
+  std::string chat_template;        // the file's, as Tokenizer::chat_template
 
   // Added tokens matched in the text, longest first for each first byte.
   std::vector<tok::AddedToken> added;

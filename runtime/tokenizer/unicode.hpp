@@ -31,6 +31,8 @@ bool bert_is_whitespace(uint32_t cp);
 bool bert_is_control(uint32_t cp);
 bool bert_is_chinese(uint32_t cp);
 bool bert_is_punctuation(uint32_t cp);
+// Python's str.isspace (category Zs, or bidirectional class WS, B or S): what Jinja's trim strips.
+bool python_is_space(uint32_t cp);
 // Appends cp lowercased (Unicode full lowercase mapping) and/or with accents stripped (NFD, then
 // combining marks Mn dropped) to *out as code points.
 void bert_fold(uint32_t cp, bool lowercase, bool strip_accents, std::vector<uint32_t>* out);

@@ -13,6 +13,13 @@ bool bert_is_whitespace(uint32_t cp) {
   return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_ZS;
 }
 
+bool python_is_space(uint32_t cp) {
+  if (utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_ZS) return true;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->bidi_class == UTF8PROC_BIDI_CLASS_WS || p->bidi_class == UTF8PROC_BIDI_CLASS_B ||
+         p->bidi_class == UTF8PROC_BIDI_CLASS_S;
+}
+
 bool bert_is_control(uint32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {

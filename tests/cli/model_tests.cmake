@@ -10,7 +10,11 @@ headway_cli_test(embed-gguf 2 "give the model as one of --model-dir DIR or --con
 headway_cli_test(logits-config-alone 2 "--config needs --weights FILE too" logits --config c.json --prompt-ids 1 --out x.npy)
 headway_cli_test(embed-no-text 2 "give at least one --text" embed --model-dir ${data})
 headway_cli_test(embed-not-a-model 2 "model.safetensors" embed --model-dir ${data} --text hello)
-headway_cli_test(generate-no-prompt 2 "give one of --prompt TEXT and --prompt-ids IDS" generate --gguf x.gguf)
+headway_cli_test(generate-no-prompt 2 "give one of --prompt TEXT, --prompt-ids IDS and --messages FILE" generate --gguf x.gguf)
+headway_cli_test(generate-messages-and-chat 2 "--messages FILE is the whole conversation: give it without --chat and --system"
+  generate --gguf x.gguf --messages m.json --chat)
+headway_cli_test(generate-system-alone 2 "--system and --chat-template go with --chat or --messages"
+  generate --gguf x.gguf --prompt hi --system be-brief)
 headway_cli_test(generate-chat-ids 2 "--chat wraps --prompt TEXT" generate --gguf x.gguf --chat --prompt-ids 1)
 headway_cli_test(generate-bad-temp 2 "--temp nan is not a finite number" generate --gguf x.gguf --prompt a --temp nan)
 

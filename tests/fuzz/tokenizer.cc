@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "headway/chat_template.hpp"
 #include "headway/tokenizer.hpp"
 #include "tests/formats/gguf_writer.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
@@ -136,13 +137,45 @@ std::vector<int32_t> encode_checked(Tokenizer& t, const std::string& text) {
 
 }  // namespace
 
+// The payload's first half as a template (prefixed by one of the formats' markers, so that the
+// variants are reached), its second half as messages (a role from each piece's first byte). A
+// template is recognized or refused; a recognized one renders or refuses the messages, and a
+// rendered prompt holds every user message's text.
+static void fuzz_chat_template(const std::string& payload) {
+  static const char* const kMarkers[] = {"",
+                                         "<|im_start|><|im_end|>",
+                                         "<|start_header_id|><|eot_id|>",
+                                         "<start_of_turn><end_of_turn>",
+                                         "<|end|><|user|>",
+                                         "[INST][/INST]"};
+  const size_t half = payload.size() / 2;
+  const std::string marker = payload.empty() ? "" : kMarkers[static_cast<uint8_t>(payload[0]) % 6];
+  const headway::Result<headway::ChatTemplate> t =
+      headway::ChatTemplate::recognize(marker + payload.substr(0, half), "fuzz", "<s>", "</s>");
+  if (!t.ok()) return;
+  std::vector<headway::ChatMessage> messages;
+  static const char* const kRoles[] = {"system", "user", "assistant", "tool"};
+  for (size_t i = half; i < payload.size(); i += 8) {
+    messages.push_back({kRoles[static_cast<uint8_t>(payload[i]) % 4], payload.substr(i + 1, 7)});
+  }
+  std::string out;
+  if (!t.value().render(messages, &out).ok()) return;
+  for (const headway::ChatMessage& m : messages) {
+    if (m.role == "user") FUZZ_CHECK(out.find(t.value().trim ? std::string() : m.content) != std::string::npos);
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (g_bpe == nullptr) setup();
   if (size == 0) return 0;
   // 0 BPE encode, 1 WordPiece encode, 2 BPE decode (special kept), 3 BPE stream, 4 SentencePiece
-  // encode, 5 SentencePiece stream.
-  const uint8_t mode = data[0] % 6;
+  // encode, 5 SentencePiece stream, 6 a chat template.
+  const uint8_t mode = data[0] % 7;
   const std::string payload(reinterpret_cast<const char*>(data + 1), size - 1);
+  if (mode == 6) {
+    fuzz_chat_template(payload);
+    return 0;
+  }
   headway::DecodeOptions keep;
   keep.skip_special = false;
   if (mode == 0 || mode == 1 || mode == 4) {
