@@ -14,6 +14,11 @@
 //                   which transformers reads differently, are refused. Or a tokenizer.json with
 //                   model.type "BPE", byte_fallback, and the Prepend + Replace normalizers or a
 //                   Metaspace pre-tokenizer (prepend_scheme first/always/never, split or not).
+//   Unigram         tokenizer.json with model.type "Unigram" (scores, unk_id, byte_fallback) and the
+//                   SentencePiece-style Metaspace / Prepend + Replace steps: the best-scoring split
+//                   of each piece (Viterbi, an unknown character scored 10 below the lowest score),
+//                   consecutive unknown characters fused into one <unk> or, with byte_fallback,
+//                   their bytes as <0xNN> tokens.
 //
 // The pipeline is Hugging Face's: the text is first split on the special (added) tokens written
 // in it, each other part is normalized, pre-tokenized and run through the model, and the
@@ -56,7 +61,7 @@ struct DecodeOptions {
   bool skip_special = true;
 };
 
-enum class TokenizerModel : uint8_t { kBpe, kWordPiece, kSentencePiece };
+enum class TokenizerModel : uint8_t { kBpe, kWordPiece, kSentencePiece, kUnigram };
 
 class Tokenizer {
  public:

@@ -56,7 +56,7 @@ void for_each_token_byte(const Tokenizer::Impl& t, int32_t id, Visit&& visit) {
       return;
     }
   }
-  if (t.model == TokenizerModel::kSentencePiece) {
+  if (t.spm_like()) {
     uint8_t b = 0;
     if (spm_byte(s, &b)) {
       visit(b);
@@ -128,7 +128,7 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, char* out, size_t capacit
         const char c = t.bytes_out[start + 1];
         if (c == '.' || c == '?' || c == '!' || c == ',') t.bytes_out.erase(start, 1);
       }
-    } else if (t.model == TokenizerModel::kSentencePiece) {
+    } else if (t.spm_like()) {
       // Hugging Face's ByteFallback: a run of <0xNN> tokens is its bytes when they are UTF-8,
       // else one U+FFFD per byte.
       uint8_t b = 0;
@@ -143,7 +143,7 @@ Status Tokenizer::decode(const int32_t* ids, size_t n, char* out, size_t capacit
     }
     first = false;
   }
-  if (t.model == TokenizerModel::kSentencePiece) {
+  if (t.spm_like()) {
     flush_byte_run(&t);
     if (t.spm_strip && !t.bytes_out.empty() && t.bytes_out[0] == ' ') t.bytes_out.erase(0, 1);  // Strip
   }
@@ -243,7 +243,7 @@ Status StreamDecoder::push(int32_t id, char* out, size_t capacity, size_t* lengt
       feed(' ');
     }
     for (char c : s) feed(static_cast<uint8_t>(c));
-  } else if (t->model == TokenizerModel::kSentencePiece && !started_ && t->spm_strip) {
+  } else if (t->spm_like() && !started_ && t->spm_strip) {
     // The decoder's Strip: the text's first space (the prepended U+2581) is dropped.
     bool at_start = true;
     tok::for_each_token_byte(*t, id, [&](uint8_t b) {

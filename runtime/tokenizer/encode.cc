@@ -62,6 +62,11 @@ void Tokenizer::Impl::finish_load() {
   pieces.reserve(kScratchText / 4);
   next_pieces.reserve(kScratchText / 4);
   symbols.reserve(kScratchPiece);
+  if (model == TokenizerModel::kUnigram) {
+    best_score.reserve(kScratchPiece + 1);
+    best_start.reserve(kScratchPiece + 1);
+    best_id.reserve(kScratchPiece + 1);
+  }
   next.reserve(kScratchPiece);
   prev.reserve(kScratchPiece);
   heap.reserve(kScratchPiece);
@@ -192,6 +197,77 @@ void Tokenizer::Impl::spm_piece(std::string_view piece, Out* out) {
   merge_symbols(out);
 }
 
+// Hugging Face's Unigram::encode_optimized: for each character boundary, every model token that
+// starts there extends the best path to its end (a later start wins only with a higher score);
+// where no one-character token starts, the character as <unk> scored min_score - 10. The path is
+// read back from the end; consecutive <unk> characters are one string, which is its token if the
+// vocabulary has it, else its bytes as <0xNN> tokens (byte_fallback, when all exist), else <unk>.
+void Tokenizer::Impl::unigram_piece(std::string_view piece, Out* out) {
+  const size_t n = piece.size();
+  if (n == 0) return;
+  const double unk_score = unigram_min_score - 10.0;
+  best_score.assign(n + 1, 0.0);
+  best_start.assign(n + 1, Tokenizer::kNone);
+  best_id.assign(n + 1, Tokenizer::kNone);
+  uint32_t cp = 0;
+  for (size_t at = 0; at < n;) {
+    const size_t step = tok::utf8_next(piece, at, &cp);
+    const size_t char_len = step == 0 ? 1 : step;
+    const double base = best_score[at];
+    bool single = false;
+    const auto offer = [&](size_t end, int32_t id, double score) {
+      if (best_start[end] == Tokenizer::kNone || base + score > best_score[end]) {
+        best_score[end] = base + score;
+        best_start[end] = static_cast<int32_t>(at);
+        best_id[end] = id;
+      }
+    };
+    const size_t reach = std::min(n - at, unigram_max_token);
+    for (size_t len = 1; len <= reach; ++len) {
+      const auto it = vocab.find(piece.substr(at, len));
+      if (it == vocab.end() || static_cast<size_t>(it->second) >= unigram_score.size()) continue;
+      offer(at + len, it->second, unigram_score[static_cast<size_t>(it->second)]);
+      single = single || len == char_len;
+    }
+    if (!single) offer(at + char_len, unk_id, unk_score);
+    at += char_len;
+  }
+  // Back from the end: each token's end in `symbols` (reversed), <unk> runs fused.
+  symbols.clear();
+  for (size_t end = n; end > 0;) {
+    const auto start = static_cast<size_t>(best_start[end]);
+    const bool unk = best_id[end] == unk_id;
+    if (!(unk && !symbols.empty() && symbols.back() < 0))
+      symbols.push_back(unk ? -static_cast<int32_t>(end) - 1 : static_cast<int32_t>(end));
+    end = start;
+  }
+  // Forward: symbols hold ends (>= 0) or -(end + 1) of a fused <unk> run; its start is the next
+  // symbol's end.
+  size_t start = 0;
+  for (size_t k = symbols.size(); k-- > 0;) {
+    const int32_t sym = symbols[k];
+    const size_t end = static_cast<size_t>(sym >= 0 ? sym : -sym - 1);
+    if (sym >= 0) {
+      out->put(best_id[end]);
+    } else {
+      const std::string_view run = piece.substr(start, end - start);
+      const auto it = vocab.find(run);
+      bool bytes = spm_byte_fallback;
+      for (size_t i = 0; bytes && i < run.size(); ++i) {
+        bytes = byte_fallback_token[static_cast<uint8_t>(run[i])] != Tokenizer::kNone;
+      }
+      if (it != vocab.end() && static_cast<size_t>(it->second) < unigram_score.size()) {
+        out->put(it->second);
+      } else if (bytes) {
+        for (char c : run) out->put(byte_fallback_token[static_cast<uint8_t>(c)]);
+      } else {
+        out->put(unk_id);
+      }
+    }
+    start = end;
+  }
+}
+
 Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) {
   // Hugging Face's SentencePiece-style BPE: spaces as U+2581 and one prepended (Metaspace, or the
   // Prepend + Replace normalizers), optionally split before each U+2581, then BPE over
@@ -211,15 +287,19 @@ Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) 
     }
   }
   const std::string_view s = norm;
+  const auto piece = [&](std::string_view p) {
+    if (model == TokenizerModel::kUnigram) unigram_piece(p, out);
+    else spm_piece(p, out);
+  };
   if (!spm_split) {
-    spm_piece(s, out);
+    piece(s);
     return Status();
   }
   // Metaspace's split: a piece begins at each U+2581.
   size_t start = 0;
   for (size_t i = 1; i <= s.size(); ++i) {
     if (i == s.size() || s.substr(i, kSpace.size()) == kSpace) {
-      spm_piece(s.substr(start, i - start), out);
+      piece(s.substr(start, i - start));
       start = i;
     }
   }
@@ -308,7 +388,8 @@ Status Tokenizer::Impl::encode_segment(std::string_view text, bool first, Out* o
   if (text.empty()) return Status();
   switch (model) {
     case TokenizerModel::kBpe: return encode_bpe(text, out);
-    case TokenizerModel::kSentencePiece: return encode_spm(text, first, out);
+    case TokenizerModel::kSentencePiece:
+    case TokenizerModel::kUnigram: return encode_spm(text, first, out);
     default: return encode_wordpiece(text, out);
   }
 }

@@ -1,6 +1,8 @@
 // Tokenizers from Hugging Face's files: tokenizer.json (BPE or WordPiece, with the normalizer,
 // pre-tokenizer, post-processor and decoder it names), and BERT's vocab.txt with its
 // tokenizer_config.json. nlohmann::json without exceptions: every value is type-checked first.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -63,6 +65,41 @@ void set_token(Tokenizer::Impl* t, int32_t id, const std::string& text) {
   if (static_cast<size_t>(id) >= t->tokens.size()) t->tokens.resize(static_cast<size_t>(id) + 1);
   t->tokens[static_cast<size_t>(id)] = text;
   t->vocab.emplace(text, id);
+}
+
+// model.vocab of a Unigram: [[piece, score], ...] in id order; model.unk_id its index (required:
+// an unknown character has no other token); model.byte_fallback.
+Status unigram_vocab(const json& model, const char* path, Tokenizer::Impl* t) {
+  const json* vocab = field(model, "vocab");
+  if (vocab == nullptr || !vocab->is_array() || vocab->empty()) {
+    return Status::error(Code::kInvalidArgument, "%s: model.vocab is not a list of [piece, score]", path);
+  }
+  t->vocab.reserve(vocab->size());
+  t->unigram_score.resize(vocab->size());
+  t->unigram_min_score = INFINITY;
+  for (size_t i = 0; i < vocab->size(); ++i) {
+    const json& e = (*vocab)[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number() ||
+        !std::isfinite(e[1].get<double>())) {
+      return Status::error(Code::kInvalidArgument, "%s: model.vocab[%zu] is not [piece, score]", path, i);
+    }
+    const std::string piece = e[0].get<std::string>();
+    if (piece.empty()) return Status::error(Code::kInvalidArgument, "%s: model.vocab[%zu] is an empty piece", path, i);
+    set_token(t, static_cast<int32_t>(i), piece);
+    t->unigram_score[i] = e[1].get<double>();
+    t->unigram_min_score = std::min(t->unigram_min_score, t->unigram_score[i]);
+    t->unigram_max_token = std::max(t->unigram_max_token, piece.size());
+  }
+  const json* unk = field(model, "unk_id");
+  if (unk == nullptr || !unk->is_number_unsigned() || unk->get<uint64_t>() >= vocab->size()) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: model.unk_id is not an index into model.vocab (headway needs "
+                         "one)",
+                         path);
+  }
+  t->unk_id = unk->get<int32_t>();
+  t->spm_byte_fallback = flag(model, "byte_fallback", false);
+  return Status();
 }
 
 Status normalizer(const json& n, const char* path, Tokenizer::Impl* t) {
@@ -255,22 +292,29 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
     t->byte_level = false;
   } else if (type == "WordPiece") {
     t->model = TokenizerModel::kWordPiece;
+  } else if (type == "Unigram") {
+    t->model = TokenizerModel::kUnigram;
+    t->byte_level = false;
   } else {
     return Status::error(Code::kUnsupported,
-                         "%s: model.type \"%.40s\" is not supported (headway reads BPE and WordPiece)", path,
+                         "%s: model.type \"%.40s\" is not supported (headway reads BPE, WordPiece and Unigram)", path,
                          type.c_str());
   }
-  const json* vocab = field(*model, "vocab");
-  if (vocab == nullptr || !vocab->is_object()) {
-    return Status::error(Code::kInvalidArgument, "%s: model.vocab is not an object", path);
-  }
-  t->vocab.reserve(vocab->size());
-  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() >= int64_t{INT32_MAX}) {
-      return Status::error(Code::kInvalidArgument, "%s: model.vocab[\"%.40s\"] is not an id", path, it.key().c_str());
+  if (t->model == TokenizerModel::kUnigram) {
+    HEADWAY_RETURN_IF_ERROR(unigram_vocab(*model, path, t));
+  } else {
+    const json* vocab = field(*model, "vocab");
+    if (vocab == nullptr || !vocab->is_object()) {
+      return Status::error(Code::kInvalidArgument, "%s: model.vocab is not an object", path);
     }
-    set_token(t, it.value().get<int32_t>(), it.key());
+    t->vocab.reserve(vocab->size());
+    for (auto it = vocab->begin(); it != vocab->end(); ++it) {
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+          it.value().get<int64_t>() >= int64_t{INT32_MAX}) {
+        return Status::error(Code::kInvalidArgument, "%s: model.vocab[\"%.40s\"] is not an id", path, it.key().c_str());
+      }
+      set_token(t, it.value().get<int32_t>(), it.key());
+    }
   }
   if (const json* added = field(top, "added_tokens"); added != nullptr && added->is_array()) {
     for (const json& a : *added) {
@@ -287,7 +331,7 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
     }
   }
   t->special.assign(t->tokens.size(), 0);
-  t->unk_id = id_of(*t, str(field(*model, "unk_token")));
+  if (t->model != TokenizerModel::kUnigram) t->unk_id = id_of(*t, str(field(*model, "unk_token")));
 
   if (t->model == TokenizerModel::kBpe) {
     if (!str(field(*model, "continuing_subword_prefix")).empty() || !str(field(*model, "end_of_word_suffix")).empty()) {
@@ -314,7 +358,7 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
       }
     }
     if (!pairs.empty()) HEADWAY_RETURN_IF_ERROR(add_merges(pairs, path, "model.merges", t));
-  } else {
+  } else if (t->model == TokenizerModel::kWordPiece) {
     const std::string prefix = str(field(*model, "continuing_subword_prefix"));
     t->continuing_prefix = prefix.empty() ? "##" : prefix;
     if (const json* m = field(*model, "max_input_chars_per_word"); m != nullptr && m->is_number_unsigned()) {
@@ -356,6 +400,12 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
       const std::string prefix = str(field(*d, "prefix"));
       if (!prefix.empty()) t->continuing_prefix = prefix;
     }
+  }
+  if (t->model == TokenizerModel::kUnigram && (!t->spm_style || !t->steps.empty() || t->nfc)) {
+    return unsupported(path,
+                       "a Unigram model without a Metaspace pre-tokenizer (or Prepend + Replace), or with "
+                       "Split/Digits/NFC",
+                       "Unigram");
   }
   if (t->model == TokenizerModel::kBpe && !t->byte_level) {
     if (!t->spm_style && !t->spm_byte_fallback) {

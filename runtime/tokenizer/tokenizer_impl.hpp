@@ -114,6 +114,13 @@ struct Tokenizer::Impl {
   bool spm_strip = true;                 // the decoder drops the text's first space (Strip)
   bool spm_style = false;                // loading: a Metaspace / Prepend / Replace was seen
   int32_t byte_fallback_token[256];      // <0xNN> of each byte, or kNone
+  bool spm_like() const { return model == TokenizerModel::kSentencePiece || model == TokenizerModel::kUnigram; }
+
+  // Unigram: each model token's score (id → score; added tokens past the model's vocabulary have
+  // none), the lowest, and the longest token in bytes (how far a piece's matches reach).
+  std::vector<double> unigram_score;
+  double unigram_min_score = 0;
+  size_t unigram_max_token = 0;
 
   // WordPiece.
   tok::BertNormalizer bert;
@@ -130,8 +137,11 @@ struct Tokenizer::Impl {
   std::vector<int32_t> symbols;     // BPE symbols of one piece, by first position (kNone: merged away)
   std::vector<int32_t> next, prev;  // the symbols' list
   std::vector<tok::Candidate> heap;
-  std::string bytes_out;  // decode work
-  std::string byte_run;   // decode: a run of SentencePiece <0xNN> tokens
+  std::vector<double> best_score;   // Unigram: best path ending at each byte of a piece
+  std::vector<int32_t> best_start;  // where its last token starts (kNone: no path)
+  std::vector<int32_t> best_id;     // and that token
+  std::string bytes_out;            // decode work
+  std::string byte_run;             // decode: a run of SentencePiece <0xNN> tokens
 
   void finish_load();  // indexes added tokens, reserves scratch, fills byte maps
   Status encode_text(std::string_view text, const EncodeOptions& options, tok::Out* out);
@@ -139,6 +149,7 @@ struct Tokenizer::Impl {
   Status encode_segment(std::string_view text, bool first, tok::Out* out);
   Status encode_spm(std::string_view text, bool first, tok::Out* out);
   void spm_piece(std::string_view piece, tok::Out* out);
+  void unigram_piece(std::string_view piece, tok::Out* out);
   Status encode_bpe(std::string_view text, tok::Out* out);
   Status encode_wordpiece(std::string_view text, tok::Out* out);
   void bpe_piece(std::string_view piece, tok::Out* out);

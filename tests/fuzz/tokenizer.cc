@@ -1,8 +1,9 @@
-// Tokenizers: random bytes to encode (byte-level BPE, WordPiece, SentencePiece-style BPE) and random ids to decode and
-// to the stream decoder, on tiny tokenizers written at start-up. Invariants: encode never fails on
-// any bytes, the count it reports is the count it writes, byte-level BPE gives the (U+FFFD-
-// sanitized) text back, decoded text is valid UTF-8, an id past the vocabulary is an error, and the
-// stream decoder's pieces join to decode()'s text.
+// Tokenizers: random bytes to encode (byte-level BPE, WordPiece, SentencePiece-style BPE, Unigram)
+// and random ids to decode and to the stream decoder, on tiny tokenizers written at start-up, and
+// random chat templates and conversations. Invariants: encode never fails on any bytes, the count
+// it reports is the count it writes, byte-level BPE gives the (U+FFFD-sanitized) text back,
+// decoded text is valid UTF-8, an id past the vocabulary is an error, the stream decoder's pieces
+// join to decode()'s text, and a rendered chat prompt holds every user message.
 #include <unistd.h>
 
 #include <cstdint>
@@ -23,6 +24,7 @@ using headway::Tokenizer;
 Tokenizer* g_bpe = nullptr;
 Tokenizer* g_wordpiece = nullptr;
 Tokenizer* g_spm = nullptr;
+Tokenizer* g_unigram = nullptr;
 
 bool valid_utf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
@@ -118,6 +120,20 @@ void setup() {
   write(d + "/spm.gguf", std::string(bytes.begin(), bytes.end()));
   g_spm = load(Tokenizer::from_gguf((d + "/spm.gguf").c_str()));
   std::remove((d + "/spm.gguf").c_str());
+  // Unigram with byte fallback: the byte tokens of 'a'..'z', pieces with scores.
+  std::string u =
+      "{\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":"
+      "\"always\",\"split\":true},\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"byte_fallback\":true,"
+      "\"vocab\":[[\"<unk>\",0],[\"\u2581\",-2],[\"\u2581he\",-3],[\"llo\",-2.5],[\"h\",-4],[\"e\",-4],"
+      "[\"l\",-4],[\"o\",-4.5],[\"\u00e9\",-6]";
+  for (int b = 'a'; b <= 'z'; ++b) {
+    char name[16];
+    std::snprintf(name, sizeof(name), ",[\"<0x%02X>\",-9]", b);
+    u += name;
+  }
+  write(d + "/unigram.json", u + "]}}");
+  g_unigram = load(Tokenizer::from_tokenizer_json((d + "/unigram.json").c_str()));
+  std::remove((d + "/unigram.json").c_str());
   rmdir(d.c_str());
 }
 
@@ -169,8 +185,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (g_bpe == nullptr) setup();
   if (size == 0) return 0;
   // 0 BPE encode, 1 WordPiece encode, 2 BPE decode (special kept), 3 BPE stream, 4 SentencePiece
-  // encode, 5 SentencePiece stream, 6 a chat template.
-  const uint8_t mode = data[0] % 7;
+  // encode, 5 SentencePiece stream, 6 a chat template, 7 Unigram encode.
+  const uint8_t mode = data[0] % 8;
   const std::string payload(reinterpret_cast<const char*>(data + 1), size - 1);
   if (mode == 6) {
     fuzz_chat_template(payload);
@@ -178,8 +194,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   headway::DecodeOptions keep;
   keep.skip_special = false;
-  if (mode == 0 || mode == 1 || mode == 4) {
-    Tokenizer& t = mode == 0 ? *g_bpe : mode == 1 ? *g_wordpiece : *g_spm;
+  if (mode == 0 || mode == 1 || mode == 4 || mode == 7) {
+    Tokenizer& t = mode == 0 ? *g_bpe : mode == 1 ? *g_wordpiece : mode == 4 ? *g_spm : *g_unigram;
     const std::vector<int32_t> ids = encode_checked(t, payload);
     std::string back;
     FUZZ_CHECK(t.decode(ids.data(), ids.size(), &back, keep).ok());

