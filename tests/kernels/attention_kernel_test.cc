@@ -68,7 +68,8 @@ using headway::test::Rng;
 
 // Under qemu-user (HEADWAY_TEST_EMULATED, cross builds) the two largest sweeps leave out their
 // longest shapes, whose double reference alone takes minutes there, the long sequence runs 2
-// query heads of 64 (GQA still) instead of 4 of 128, and partial + merge skips one-key chunks:
+// query heads of 64 (GQA still) instead of 4 of 128, partial + merge skips one-key chunks, and
+// the random sweep draws 40 cases of at most 10^6 multiply-adds (120 of 4 * 10^6 natively):
 // every path still runs, at the lengths below them, and T = 1000 in the long-sequence case.
 #ifdef HEADWAY_TEST_EMULATED
 constexpr bool kEmulated = true;
@@ -968,7 +969,7 @@ TEST_CASE("attention prefill: every K/V layout gives bitwise the same O") {
         c.window = variant % 3 == 1 ? 41 : variant % 3 == 2 ? 72 : 0;
         c.softcap = variant % 7 == 2 ? 30.0f : 0.0f;
         ++variant;
-        if (kEmulated && (t_kv == 300 || (t_kv == 130 && group != 1))) continue;
+        if (kEmulated && (t_kv == 300 || (t_kv == 130 && (group != 1 || d == 128 || d == 50)))) continue;
         check_layouts_agree(c);
       }
     }
@@ -1409,8 +1410,10 @@ TEST_CASE("attention random sweep: every axis mixed (seeded)") {
   const uint32_t groups[] = {1, 2, 4, 7, 8};
   const hs::KvType types[] = {hs::KvType::kF32, hs::KvType::kF16, hs::KvType::kBF16};
   Rng pick(4242);
+  const int wanted = kEmulated ? 40 : 120;
+  const double max_work = kEmulated ? 1e6 : 4e6;
   int run = 0;
-  for (int attempt = 0; attempt < 400 && run < 120; ++attempt) {
+  for (int attempt = 0; attempt < 400 && run < wanted; ++attempt) {
     Case c;
     c.head_dim = dims[pick.next() % 9];
     c.t_q = lengths[pick.next() % 9];
@@ -1419,7 +1422,7 @@ TEST_CASE("attention random sweep: every axis mixed (seeded)") {
     c.n_kv_heads = 1 + static_cast<uint32_t>(pick.next() % 3);
     c.n_heads = group * c.n_kv_heads;
     const double work = double(c.t_q) * c.t_kv * c.n_heads * c.head_dim;
-    if (work > 4e6) continue;
+    if (work > max_work) continue;
     c.kv = types[pick.next() % 3];
     c.causal = pick.next() % 2 == 0;
     const uint32_t windows[] = {0, 0, 1, 7, 64, 300};
@@ -1446,7 +1449,7 @@ TEST_CASE("attention random sweep: every axis mixed (seeded)") {
     check_case(c);
     ++run;
   }
-  CHECK(run == 120);
+  CHECK(run == wanted);
 }
 
 TEST_CASE("attention partial + merge on a wrapping ring with the prefill tiling") {
