@@ -4,7 +4,8 @@
 // (--json; the machine lines then go to stderr), and a roofline picture (--svg).
 // With --model FILE it times a whole model from a GGUF instead, as llama.cpp's llama-bench does
 // (bench/model_runner.hpp): prompt processing and text generation in tokens/s, mean ± stddev,
-// one table row or JSON line per test with llama-bench's keys.
+// one table row or JSON line per test with llama-bench's keys. With --tokenize FILE it times a
+// tokenizer's encode on a megabyte of mixed text (bench_tokenize_command.cc).
 // docs/PERFORMANCE.md says what every column means.
 //
 // The command's code lives here, beside the machinery it drives; the tool reaches it only through
@@ -99,7 +100,14 @@ constexpr const char* kUsage =
     "  --depth N     tokens of context prefilled before each repetition, untimed (default 0)\n"
     "  --reps N      timed repetitions after one warm-up (default 5)\n"
     "  --kv-dtype D  the KV cache's type (default f16, llama-bench's); --weight-dtype D: the\n"
-    "                weights converted into the arena (default: kept as the file holds them)\n";
+    "                weights converted into the arena (default: kept as the file holds them)\n"
+    "\n"
+    "       headway bench --tokenize FILE [--text-file F] [--reps N] [--json]\n"
+    "  --tokenize FILE  encode a megabyte of mixed text (prose, code, Greek, Cyrillic, CJK, Korean,\n"
+    "                emoji) with FILE's tokenizer (a GGUF, tokenizer.json or model folder) on one\n"
+    "                thread: MB/s, the median of --reps (default 5); bench/tokenize_vs_hf.py puts\n"
+    "                Hugging Face's tokenizers beside it\n"
+    "  --text-file F encode F's bytes instead\n";
 
 int list_cases() {
   for (const bench::BenchCase& c : bench::bench_cases()) {
@@ -327,6 +335,10 @@ Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool
       s = flags.value(&o->target);
     } else if (f == "--model") {
       s = flags.value(&o->model.path);
+    } else if (f == "--tokenize") {
+      s = flags.value(&o->tokenize);
+    } else if (f == "--text-file") {
+      s = flags.value(&o->text_file);
     } else if (f == "--prompt") {
       s = flags.value_u32(&o->model.n_prompt, 0, 1u << 20);
       o->model_only_flag = "--prompt";
@@ -421,6 +433,26 @@ int run(int argc, char** argv) {
   }
   if (o.list) return list_cases();
   o.gpu = std::strcmp(backend, "gpu") == 0;
+  if (o.text_file != nullptr && o.tokenize == nullptr) {
+    return report("bench", Status::error(Code::kInvalidArgument, "--text-file is the text --tokenize FILE encodes"));
+  }
+  if (o.tokenize != nullptr) {
+    const char* clash = o.model.path        ? "--model"
+                        : !o.cases.empty()  ? "--case"
+                        : o.gpu             ? "--backend gpu"
+                        : o.svg             ? "--svg"
+                        : o.target          ? "--target"
+                        : o.model_only_flag ? o.model_only_flag
+                        : o.threads != 1    ? "--threads"
+                                            : nullptr;
+    if (clash != nullptr) {
+      return report("bench",
+                    Status::error(Code::kInvalidArgument,
+                                  "--tokenize times a tokenizer on one thread; %s is for the other benches", clash));
+    }
+    if (Status s = run_tokenize(o); !s.ok()) return report("bench", s);
+    return kExitOk;
+  }
   if (o.model.path == nullptr && o.model_only_flag != nullptr) {
     return report("bench",
                   Status::error(Code::kInvalidArgument, "%s times a model: give --model FILE", o.model_only_flag));

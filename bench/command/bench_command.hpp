@@ -1,6 +1,6 @@
-// What the two halves of `headway bench` share (bench_command.cc: the attention cases;
-// bench_model_command.cc: a whole model): the parsed options, the machine a run measured, and the
-// steps both take before they time anything.
+// What the parts of `headway bench` share (bench_command.cc: the attention cases;
+// bench_model_command.cc: a whole model; bench_tokenize_command.cc: a tokenizer): the parsed options, the machine a run
+// measured, and the steps both take before they time anything.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,9 @@ struct Options {
   bench::ModelBenchOptions model;
   const char* model_only_flag = nullptr;
   bool reps_given = false;
+  // --tokenize: a tokenizer's encode speed (bench_tokenize_command.cc).
+  const char* tokenize = nullptr;
+  const char* text_file = nullptr;
 };
 
 struct Machine {
@@ -54,5 +57,7 @@ Status measure_roofs(ThreadPool* pool, const bench::BenchBuffer& buffer, Machine
 
 // --model: the whole model's pp and tg tests (bench_model_command.cc).
 Status run_model(Options& o);
+// --tokenize: encode a megabyte of mixed text (or --text-file) on one thread (bench_tokenize_command.cc).
+Status run_tokenize(const Options& o);
 
 }  // namespace headway::cli::bench_command

@@ -1,8 +1,5 @@
 #include "examples/cli/chat_prompt.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,8 +9,6 @@
 namespace headway::cli {
 
 namespace {
-
-constexpr size_t kMaxTextFile = size_t{64} << 20;
 
 // --messages FILE: [{"role": "system" | "user" | "assistant", "content": "..."}, ...].
 Status read_messages(const char* path, std::vector<ChatMessage>* out) {
@@ -38,24 +33,6 @@ Status read_messages(const char* path, std::vector<ChatMessage>* out) {
 }
 
 }  // namespace
-
-Status read_text_file(const char* flag, const char* path, std::string* out) {
-  std::FILE* f = std::fopen(path, "rb");
-  if (f == nullptr) return Status::error(Code::kNotFound, "%s %s: %s", flag, path, std::strerror(errno));
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    out->append(buf, n);
-    if (out->size() > kMaxTextFile) {
-      std::fclose(f);
-      return Status::error(Code::kInvalidArgument, "%s %s is larger than %zu bytes", flag, path, kMaxTextFile);
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return Status::error(Code::kInvalidArgument, "%s %s: could not be read (a folder?)", flag, path);
-  return Status();
-}
 
 bool ChatFlags::take(Flags* flags, Status* s) {
   const std::string& n = flags->name();

@@ -14,9 +14,6 @@
 
 namespace headway::cli {
 
-// A text file's bytes (at most 64 MiB); errors name `flag` and the path.
-Status read_text_file(const char* flag, const char* path, std::string* out);
-
 struct ChatFlags {
   bool chat = false;
   const char* system = nullptr;

@@ -15,6 +15,25 @@ int report(const char* cmd, const Status& status) {
   return status.code() == Code::kInternal ? kExitInternal : kExitBadInput;
 }
 
+Status read_text_file(const char* flag, const char* path, std::string* out) {
+  constexpr size_t kMaxTextFile = size_t{64} << 20;
+  std::FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return Status::error(Code::kNotFound, "%s %s: %s", flag, path, std::strerror(errno));
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+    out->append(buf, n);
+    if (out->size() > kMaxTextFile) {
+      std::fclose(f);
+      return Status::error(Code::kInvalidArgument, "%s %s is larger than %zu bytes", flag, path, kMaxTextFile);
+    }
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return Status::error(Code::kInvalidArgument, "%s %s: could not be read (a folder?)", flag, path);
+  return Status();
+}
+
 bool Flags::next() {
   ++i_;
   if (i_ >= argc_) return false;

@@ -26,6 +26,9 @@ inline constexpr int kExitBadInput = 2;
 int report(const char* cmd, const Status& status);
 
 // Walks argv of one subcommand: `--name value` and `--name=value` forms, boolean switches.
+// A text file's bytes (at most 64 MiB); errors name `flag` and the path.
+Status read_text_file(const char* flag, const char* path, std::string* out);
+
 class Flags {
  public:
   Flags(const char* cmd, int argc, char** argv) : cmd_(cmd), argc_(argc), argv_(argv) {}
