@@ -41,7 +41,7 @@ std::string megabyte_of_text() {
 }
 
 Result<Tokenizer> load(const char* path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return Tokenizer::from_model_dir(path);
   const size_t n = std::strlen(path);
   if (n >= 5 && std::strcmp(path + n - 5, ".gguf") == 0) return Tokenizer::from_gguf(path);
@@ -73,9 +73,14 @@ Status run_tokenize(const Options& o) {
   std::sort(mbps.begin(), mbps.end());
   const double median = mbps[mbps.size() / 2];
   if (o.json) {
-    nlohmann::json j = {{"tokenizer", o.tokenize},     {"text_bytes", text.size()}, {"tokens", ids.size()},
-                        {"threads", 1},                {"reps", reps},              {"mb_per_s", sig6(median)},
-                        {"mb_per_s_min", sig6(mbps.front())}, {"mb_per_s_max", sig6(mbps.back())}};
+    nlohmann::json j = {{"tokenizer", o.tokenize},
+                        {"text_bytes", text.size()},
+                        {"tokens", ids.size()},
+                        {"threads", 1},
+                        {"reps", reps},
+                        {"mb_per_s", sig6(median)},
+                        {"mb_per_s_min", sig6(mbps.front())},
+                        {"mb_per_s_max", sig6(mbps.back())}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("headway bench --tokenize %s: %zu bytes -> %zu tokens, 1 thread, %u reps\n", o.tokenize, text.size(),

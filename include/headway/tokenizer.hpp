@@ -10,8 +10,10 @@
 //   -style BPE      (LlamaTokenizer): U+2581 for spaces, one prepended to the text's first part
 //                   unless it starts with a space (tokenizer.ggml.add_space_prefix false: never),
 //                   merges from tokenizer.ggml.merges or derived from the scores, byte fallback to
-//                   <0xNN> tokens, BOS unless the file says otherwise. Gemma's and Phi-3's files,
-//                   which transformers reads differently, are refused. Or a tokenizer.json with
+//                   <0xNN> tokens, BOS unless the file says otherwise; Gemma's and Phi-3's files
+//                   as transformers reads those (Gemma: spaces as U+2581 with nothing prepended,
+//                   tokens of real spaces respelled, merges ranked by token order; Phi-3: U+2581
+//                   before every part of the text). Or a tokenizer.json with
 //                   model.type "BPE", byte_fallback, and the Prepend + Replace normalizers or a
 //                   Metaspace pre-tokenizer (prepend_scheme first/always/never, split or not).
 //   Unigram         tokenizer.json with model.type "Unigram" (scores, unk_id, byte_fallback) and the
@@ -19,6 +21,9 @@
 //                   of each piece (Viterbi, an unknown character scored 10 below the lowest score),
 //                   consecutive unknown characters fused into one <unk> or, with byte_fallback,
 //                   their bytes as <0xNN> tokens.
+//
+// A tokenizer.json's NFC, NFD, NFKC or NFKD normalizer runs through utf8proc (BPE, SentencePiece-
+// style and Unigram; before the Prepend / Replace steps where it has those).
 //
 // The pipeline is Hugging Face's: the text is first split on the special (added) tokens written
 // in it, each other part is normalized, pre-tokenized and run through the model, and the
@@ -32,7 +37,7 @@
 // encode() and decode() into caller buffers do not allocate once the scratch has grown to the
 // largest text seen: it is reserved at load (about 0.6 MiB) for texts of kScratchText bytes with
 // pieces (words) of kScratchPiece bytes, and grows (allocates) only for larger ones. A
-// tokenizer.json with an NFC normalizer allocates per call (utf8proc returns a new string). The
+// tokenizer.json with a Unicode normalizer allocates per call (utf8proc returns a new string). The
 // std::vector / std::string overloads allocate their result. encode/decode use the Tokenizer's
 // scratch: one Tokenizer per thread.
 #pragma once

@@ -145,9 +145,9 @@ void Tokenizer::Impl::merge_symbols(Out* out) {
 
 Status Tokenizer::Impl::encode_bpe(std::string_view text, Out* out) {
   std::string_view s = text;
-  if (nfc) {
+  if (unicode_form != tok::UnicodeForm::kNone) {
     norm.clear();
-    tok::nfc(text, &norm);
+    tok::normalize(unicode_form, text, &norm);
     s = norm;
   }
   if (add_prefix_space && !s.empty() && s[0] != ' ') {
@@ -273,6 +273,11 @@ Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) 
   // Prepend + Replace normalizers), optionally split before each U+2581, then BPE over
   // characters with byte fallback.
   static constexpr std::string_view kSpace = "\xE2\x96\x81";
+  if (unicode_form != tok::UnicodeForm::kNone) {  // the normalizer's Unicode form comes first (load_json.cc)
+    mapped.clear();
+    tok::normalize(unicode_form, text, &mapped);
+    text = mapped;
+  }
   norm.clear();
   bool prepend = spm_prepend && (first || !spm_prepend_first_only);
   if (spm_prepend_unless_space && (text.substr(0, 1) == " " || text.substr(0, kSpace.size()) == kSpace)) {

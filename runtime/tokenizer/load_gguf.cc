@@ -136,9 +136,9 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   if (model == "gpt2") {
     t->model = TokenizerModel::kBpe;
     t->byte_level = true;
-  } else if (model == "llama" && arch.rfind("gemma", 0) != 0 && arch != "phi3") {
+  } else if (model == "llama") {
     // Hugging Face's LlamaTokenizer (transformers' reading of such a file); Gemma's and Phi-3's
-    // files are read differently there.
+    // as transformers reads those (below).
     t->model = TokenizerModel::kSentencePiece;
     t->byte_level = false;
   } else {
@@ -150,6 +150,26 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   if (!k.tokens.present()) return Status::error(Code::kNotFound, "%s: no tokenizer.ggml.tokens", path);
   HEADWAY_RETURN_IF_ERROR(read_strings(r, k.tokens, "tokenizer.ggml.tokens", &t->tokens));
   const size_t n = t->tokens.size();
+  const bool gemma = model == "llama" && (arch == "gemma" || arch == "gemma2" || arch == "gemma3");
+  const bool phi3 = model == "llama" && arch == "phi3";
+  // Gemma's files spell a token of spaces with real spaces, which GemmaTokenizer looks up as
+  // U+2581s: transformers respells every all-whitespace token holding a space as that many U+2581.
+  std::vector<uint8_t> respelled(n, 0);
+  for (size_t i = 0; gemma && i < n; ++i) {
+    const std::string& token = t->tokens[i];
+    size_t chars = 0;
+    bool blank = token.find(' ') != std::string::npos;
+    uint32_t cp = 0;
+    for (size_t at = 0; blank && at < token.size(); ++chars) {
+      const size_t len = utf8_next(token, at, &cp);
+      blank = len != 0 && python_is_space(cp);
+      at += len == 0 ? 1 : len;
+    }
+    if (!blank) continue;
+    t->tokens[i].clear();
+    for (size_t c = 0; c < chars; ++c) t->tokens[i] += "\xE2\x96\x81";
+    respelled[i] = 1;
+  }
   t->special.assign(n, 0);
   t->vocab.reserve(n);
   // A token written twice takes its last id, as transformers' reading of the file does.
@@ -173,7 +193,8 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
       // converter's mislabel that transformers leaves out; so does headway.
       const bool control = type == kTypeControl && (t->model != TokenizerModel::kBpe || byte_spelled(t->tokens[i]));
       const bool special = control || (type == kTypeUnknown && t->model == TokenizerModel::kSentencePiece);
-      if (special || type == kTypeUserDefined) {
+      // transformers adds a user-defined token only under its own spelling, which a respelled one lost.
+      if (special || (type == kTypeUserDefined && !respelled[i])) {
         t->added.push_back({t->tokens[i], static_cast<int32_t>(i), special, false, false});
       }
     }
@@ -201,6 +222,8 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     for (size_t i = 0; i < n; ++i) {
       const auto bits = static_cast<uint32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
       std::memcpy(&scores[i], &bits, 4);
+      // Gemma's scores do not follow its merge order, its token order does (transformers ranks by it).
+      if (gemma) scores[i] = -static_cast<float>(i);
     }
     merges_from_scores(scores, t);
   } else {
@@ -215,6 +238,18 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   if (k.add_bos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_bos, &t->add_bos));
   if (k.add_space.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_space, &t->spm_prepend));
   t->spm_strip = t->spm_prepend;
+  if (gemma) {
+    // GemmaTokenizer: spaces as U+2581, nothing prepended, the decoder strips nothing.
+    t->spm_prepend = false;
+    t->spm_strip = false;
+  } else if (phi3) {
+    // transformers' Phi-3: the Prepend + Replace normalizers (a U+2581 before every part of the
+    // text between special tokens, even one that starts with a space), the decoder's Strip.
+    t->spm_prepend = true;
+    t->spm_prepend_first_only = false;
+    t->spm_prepend_unless_space = false;
+    t->spm_strip = true;
+  }
   if (k.add_eos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_eos, &t->add_eos));
   if (t->add_bos && t->bos_id != Tokenizer::kNone) t->prefix_ids.push_back(t->bos_id);
   if (t->add_eos && t->eos_id != Tokenizer::kNone) t->suffix_ids.push_back(t->eos_id);

@@ -127,8 +127,16 @@ Status normalizer(const json& n, const char* path, Tokenizer::Impl* t) {
     t->spm_style = true;
     return Status();
   }
-  if (type == "NFC") {
-    t->nfc = true;
+  const std::pair<const char*, UnicodeForm> forms[] = {{"NFC", UnicodeForm::kNfc},
+                                                       {"NFD", UnicodeForm::kNfd},
+                                                       {"NFKC", UnicodeForm::kNfkc},
+                                                       {"NFKD", UnicodeForm::kNfkd}};
+  for (const auto& [name, form] : forms) {
+    if (type != name) continue;
+    // Encoding applies the form before the SentencePiece-style steps; a form after them would
+    // see their U+2581 and could make new spaces they never replace.
+    if (t->spm_style) return unsupported(path, "normalizer.type", type + " after Prepend/Replace");
+    t->unicode_form = form;
     return Status();
   }
   if (type == "BertNormalizer") {
@@ -372,7 +380,9 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
   if (const json* n = field(top, "normalizer")) HEADWAY_RETURN_IF_ERROR(normalizer(*n, path, t));
   if (t->bert.enabled && t->model != TokenizerModel::kWordPiece)
     return unsupported(path, "normalizer.type", "BertNormalizer");
-  if (t->nfc && t->model != TokenizerModel::kBpe) return unsupported(path, "normalizer.type", "NFC");
+  if (t->unicode_form != UnicodeForm::kNone && t->model == TokenizerModel::kWordPiece) {
+    return unsupported(path, "normalizer.type", "NFC/NFD/NFKC/NFKD with WordPiece");
+  }
   if (const json* p = field(top, "pre_tokenizer")) HEADWAY_RETURN_IF_ERROR(pre_tokenizer(*p, path, true, t));
   if (const json* d = field(top, "decoder")) {
     const std::string dtype = str(field(*d, "type"));
@@ -401,18 +411,18 @@ Status load_tokenizer_json(const char* path, Tokenizer::Impl* t) {
       if (!prefix.empty()) t->continuing_prefix = prefix;
     }
   }
-  if (t->model == TokenizerModel::kUnigram && (!t->spm_style || !t->steps.empty() || t->nfc)) {
+  if (t->model == TokenizerModel::kUnigram && (!t->spm_style || !t->steps.empty())) {
     return unsupported(path,
                        "a Unigram model without a Metaspace pre-tokenizer (or Prepend + Replace), or with "
-                       "Split/Digits/NFC",
+                       "Split/Digits",
                        "Unigram");
   }
   if (t->model == TokenizerModel::kBpe && !t->byte_level) {
     if (!t->spm_style && !t->spm_byte_fallback) {
       return unsupported(path, "model.type BPE without a ByteLevel or Metaspace pre-tokenizer", "BPE");
     }
-    if (!t->steps.empty() || t->nfc) {
-      return unsupported(path, "a SentencePiece-style BPE with a Split/Digits pre-tokenizer or NFC", "BPE");
+    if (!t->steps.empty()) {
+      return unsupported(path, "a SentencePiece-style BPE with a Split/Digits pre-tokenizer", "BPE");
     }
     t->model = TokenizerModel::kSentencePiece;
     if (!t->spm_style) t->spm_prepend = false;  // byte fallback alone: the text as it is

@@ -12,6 +12,7 @@
 
 #include "headway/tokenizer.hpp"
 #include "runtime/tokenizer/regex_split.hpp"
+#include "runtime/tokenizer/unicode.hpp"
 
 namespace headway {
 
@@ -93,8 +94,9 @@ struct Tokenizer::Impl {
   std::vector<tok::AddedToken> added;
   std::vector<uint32_t> added_by_byte[256];
 
+  tok::UnicodeForm unicode_form = tok::UnicodeForm::kNone;  // normalizer NFC / NFD / NFKC / NFKD
+
   // BPE.
-  bool nfc = false;               // normalizer NFC
   bool byte_level = true;         // the byte-to-unicode map (GPT-2)
   bool add_prefix_space = false;  // ByteLevel's add_prefix_space
   bool ignore_merges = false;     // a piece that is a whole token is taken as it is (Llama 3)

@@ -33,6 +33,6 @@ bool bert_is_control(uint32_t) { return false; }
 bool bert_is_chinese(uint32_t) { return false; }
 bool bert_is_punctuation(uint32_t) { return false; }
 void bert_fold(uint32_t cp, bool, bool, std::vector<uint32_t>* out) { out->push_back(cp); }
-void nfc(std::string_view s, std::string* out) { out->append(s); }
+void normalize(UnicodeForm, std::string_view s, std::string* out) { out->append(s); }
 
 }  // namespace headway::tok

@@ -36,7 +36,9 @@ bool python_is_space(uint32_t cp);
 // Appends cp lowercased (Unicode full lowercase mapping) and/or with accents stripped (NFD, then
 // combining marks Mn dropped) to *out as code points.
 void bert_fold(uint32_t cp, bool lowercase, bool strip_accents, std::vector<uint32_t>* out);
-// NFC of s appended to *out (utf8proc; allocates).
-void nfc(std::string_view s, std::string* out);
+// The Unicode normalization forms a tokenizer's normalizer may ask for.
+enum class UnicodeForm : uint8_t { kNone, kNfc, kNfd, kNfkc, kNfkd };
+// s in `form` appended to *out (utf8proc; allocates); kNone appends s as it is.
+void normalize(UnicodeForm form, std::string_view s, std::string* out);
 
 }  // namespace headway::tok

