@@ -17,7 +17,10 @@
 //                   model.type "BPE", byte_fallback, and the Prepend + Replace normalizers or a
 //                   Metaspace pre-tokenizer (prepend_scheme first/always/never, split or not).
 //   Unigram         tokenizer.json with model.type "Unigram" (scores, unk_id, byte_fallback) and the
-//                   SentencePiece-style Metaspace / Prepend + Replace steps: the best-scoring split
+//                   SentencePiece-style Metaspace / Prepend + Replace steps, or a GGUF's
+//                   tokenizer.ggml.model "t5" as transformers' T5Tokenizer reads it (words split at
+//                   whitespace, U+2581 before each, </s> after; no precompiled_charsmap, [PADn]
+//                   sentinels named <extra_id_99> down): the best-scoring split
 //                   of each piece (Viterbi, an unknown character scored 10 below the lowest score),
 //                   consecutive unknown characters fused into one <unk> or, with byte_fallback,
 //                   their bytes as <0xNN> tokens.

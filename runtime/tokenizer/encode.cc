@@ -278,6 +278,31 @@ Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) 
     tok::normalize(unicode_form, text, &mapped);
     text = mapped;
   }
+  const auto piece = [&](std::string_view p) {
+    if (model == TokenizerModel::kUnigram) unigram_piece(p, out);
+    else spm_piece(p, out);
+  };
+  if (spm_whitespace_split) {
+    // Words between runs of White_Space (Rust's char::is_whitespace: Python's isspace but for
+    // U+001C..U+001F), each as U+2581 + word.
+    uint32_t cp = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= text.size();) {
+      const size_t len = i < text.size() ? tok::utf8_next(text, i, &cp) : 0;
+      const bool space = i < text.size() && len != 0 && tok::python_is_space(cp) && !(cp >= 0x1C && cp <= 0x1F);
+      if (i == text.size() || space) {
+        if (i > start) {
+          norm.assign(kSpace);
+          norm.append(text.substr(start, i - start));
+          piece(norm);
+        }
+        if (i == text.size()) break;
+        start = i + len;
+      }
+      i += len == 0 ? 1 : len;
+    }
+    return Status();
+  }
   norm.clear();
   bool prepend = spm_prepend && (first || !spm_prepend_first_only);
   if (spm_prepend_unless_space && (text.substr(0, 1) == " " || text.substr(0, kSpace.size()) == kSpace)) {
@@ -292,10 +317,6 @@ Status Tokenizer::Impl::encode_spm(std::string_view text, bool first, Out* out) 
     }
   }
   const std::string_view s = norm;
-  const auto piece = [&](std::string_view p) {
-    if (model == TokenizerModel::kUnigram) unigram_piece(p, out);
-    else spm_piece(p, out);
-  };
   if (!spm_split) {
     piece(s);
     return Status();

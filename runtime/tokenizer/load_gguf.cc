@@ -1,5 +1,7 @@
 // A tokenizer from a GGUF file's tokenizer.ggml.* keys, read as llama.cpp reads them
 // (llama-vocab.cpp): tokens, token types, merges, the special ids and the pre-tokenizer's name.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -88,6 +90,44 @@ Status read_id(const gguf::Reader& r, const gguf::Kv& kv, const char* key, size_
   return Status();
 }
 
+// tokenizer.ggml.scores: one f32 per token.
+Status read_scores(const gguf::Reader& r, const gguf::Kv& kv, size_t n, std::vector<float>* scores) {
+  if (!kv.present()) return Status::error(Code::kNotFound, "%s: no tokenizer.ggml.scores", r.source);
+  uint64_t count = 0;
+  size_t pos = 0;
+  HEADWAY_RETURN_IF_ERROR(array_head(r, kv, "tokenizer.ggml.scores", gguf::kF32, &count, &pos));
+  if (count != n) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: tokenizer.ggml.scores has %llu entries, tokenizer.ggml.tokens %zu", r.source,
+                         static_cast<unsigned long long>(count), n);
+  }
+  if (kv.value_end - pos < count * 4) {
+    return Status::error(Code::kDataLoss, "%s: tokenizer.ggml.scores is truncated", r.source);
+  }
+  scores->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto bits = static_cast<uint32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
+    std::memcpy(&(*scores)[i], &bits, 4);
+  }
+  return Status();
+}
+
+// T5's files call its sentinel tokens [PAD32000]...: transformers names the first 100 of them
+// <extra_id_99> down to <extra_id_0>, as T5Tokenizer has them, and so does headway.
+void name_t5_sentinels(std::vector<std::string>* tokens, std::vector<uint8_t>* sentinel) {
+  size_t named = 0;
+  for (size_t i = 0; i < tokens->size() && named < 100; ++i) {
+    const std::string& tok = (*tokens)[i];
+    if (tok.size() < 6 || tok.compare(0, 4, "[PAD") != 0 || tok.back() != ']') continue;
+    bool digits = true;
+    for (size_t c = 4; c + 1 < tok.size(); ++c) digits = digits && tok[c] >= '0' && tok[c] <= '9';
+    if (!digits) continue;
+    (*tokens)[i] = "<extra_id_" + std::to_string(99 - named) + ">";
+    (*sentinel)[i] = 1;
+    ++named;
+  }
+}
+
 }  // namespace
 
 Status load_gguf(const char* path, Tokenizer::Impl* t) {
@@ -141,10 +181,16 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     // as transformers reads those (below).
     t->model = TokenizerModel::kSentencePiece;
     t->byte_level = false;
+  } else if (model == "t5") {
+    // transformers' T5Tokenizer from the vocabulary and its scores: a Unigram after WhitespaceSplit
+    // and Metaspace, </s> after the text (the file's precompiled_charsmap is not read there either).
+    t->model = TokenizerModel::kUnigram;
+    t->byte_level = false;
   } else {
     return Status::error(Code::kUnsupported,
                          "%s: tokenizer.ggml.model \"%.40s\" (general.architecture \"%.40s\") is not supported "
-                         "(headway reads \"gpt2\", byte-level BPE, and \"llama\", SentencePiece BPE)",
+                         "(headway reads \"gpt2\", byte-level BPE, \"llama\", SentencePiece BPE, and \"t5\", "
+                         "Unigram)",
                          path, model.c_str(), arch.c_str());
   }
   if (!k.tokens.present()) return Status::error(Code::kNotFound, "%s: no tokenizer.ggml.tokens", path);
@@ -155,6 +201,8 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   // Gemma's files spell a token of spaces with real spaces, which GemmaTokenizer looks up as
   // U+2581s: transformers respells every all-whitespace token holding a space as that many U+2581.
   std::vector<uint8_t> respelled(n, 0);
+  std::vector<uint8_t> sentinel(n, 0);
+  if (model == "t5") name_t5_sentinels(&t->tokens, &sentinel);
   for (size_t i = 0; gemma && i < n; ++i) {
     const std::string& token = t->tokens[i];
     size_t chars = 0;
@@ -192,7 +240,7 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
       // A control token of a byte-level vocabulary spelled outside the byte alphabet is a
       // converter's mislabel that transformers leaves out; so does headway.
       const bool control = type == kTypeControl && (t->model != TokenizerModel::kBpe || byte_spelled(t->tokens[i]));
-      const bool special = control || (type == kTypeUnknown && t->model == TokenizerModel::kSentencePiece);
+      const bool special = control || sentinel[i] || (type == kTypeUnknown && t->spm_like());
       // transformers adds a user-defined token only under its own spelling, which a respelled one lost.
       if (special || (type == kTypeUserDefined && !respelled[i])) {
         t->added.push_back({t->tokens[i], static_cast<int32_t>(i), special, false, false});
@@ -207,25 +255,20 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     if (!k.scores.present()) {
       return Status::error(Code::kNotFound, "%s: neither tokenizer.ggml.merges nor tokenizer.ggml.scores", path);
     }
-    uint64_t count = 0;
-    size_t pos = 0;
-    HEADWAY_RETURN_IF_ERROR(array_head(r, k.scores, "tokenizer.ggml.scores", gguf::kF32, &count, &pos));
-    if (count != n) {
-      return Status::error(Code::kInvalidArgument,
-                           "%s: tokenizer.ggml.scores has %llu entries, tokenizer.ggml.tokens %zu", path,
-                           static_cast<unsigned long long>(count), n);
-    }
-    if (k.scores.value_end - pos < count * 4) {
-      return Status::error(Code::kDataLoss, "%s: tokenizer.ggml.scores is truncated", path);
-    }
-    std::vector<float> scores(n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto bits = static_cast<uint32_t>(gguf::load_le(r.data + pos + 4 * i, 4));
-      std::memcpy(&scores[i], &bits, 4);
-      // Gemma's scores do not follow its merge order, its token order does (transformers ranks by it).
-      if (gemma) scores[i] = -static_cast<float>(i);
-    }
+    std::vector<float> scores;
+    HEADWAY_RETURN_IF_ERROR(read_scores(r, k.scores, n, &scores));
+    // Gemma's scores do not follow its merge order, its token order does (transformers ranks by it).
+    for (size_t i = 0; gemma && i < n; ++i) scores[i] = -static_cast<float>(i);
     merges_from_scores(scores, t);
+  } else if (t->model == TokenizerModel::kUnigram) {
+    std::vector<float> scores;
+    HEADWAY_RETURN_IF_ERROR(read_scores(r, k.scores, n, &scores));
+    t->unigram_score.assign(scores.begin(), scores.end());
+    t->unigram_min_score = INFINITY;
+    for (size_t i = 0; i < n; ++i) {
+      t->unigram_min_score = std::min(t->unigram_min_score, t->unigram_score[i]);
+      t->unigram_max_token = std::max(t->unigram_max_token, t->tokens[i].size());
+    }
   } else {
     HEADWAY_RETURN_IF_ERROR(add_merges(merges, path, "tokenizer.ggml.merges", t));
   }
@@ -235,6 +278,7 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.eot, "tokenizer.ggml.eot_token_id", n, &t->eot_id));
   HEADWAY_RETURN_IF_ERROR(read_id(r, k.unk, "tokenizer.ggml.unknown_token_id", n, &t->unk_id));
   t->add_bos = t->model == TokenizerModel::kSentencePiece;  // absent: llama.cpp and transformers add BOS
+  t->add_eos = t->model == TokenizerModel::kUnigram;        // T5: "$A </s>"
   if (k.add_bos.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_bos, &t->add_bos));
   if (k.add_space.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(r, k.add_space, &t->spm_prepend));
   t->spm_strip = t->spm_prepend;
@@ -242,6 +286,15 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     // GemmaTokenizer: spaces as U+2581, nothing prepended, the decoder strips nothing.
     t->spm_prepend = false;
     t->spm_strip = false;
+  } else if (t->model == TokenizerModel::kUnigram) {
+    // WhitespaceSplit, then Metaspace (prepend always): each word with one U+2581 before it.
+    t->spm_whitespace_split = true;
+    t->spm_prepend = true;
+    t->spm_strip = true;
+    if (t->unk_id == Tokenizer::kNone) {
+      return Status::error(Code::kInvalidArgument, "%s: no tokenizer.ggml.unknown_token_id (a Unigram needs one)",
+                           path);
+    }
   } else if (phi3) {
     // transformers' Phi-3: the Prepend + Replace normalizers (a U+2581 before every part of the
     // text between special tokens, even one that starts with a space), the decoder's Strip.
@@ -259,7 +312,7 @@ Status load_gguf(const char* path, Tokenizer::Impl* t) {
     t->chat_template.assign(reinterpret_cast<const char*>(text), static_cast<size_t>(len));
   }
 
-  if (t->model == TokenizerModel::kSentencePiece) return Status();
+  if (t->spm_like()) return Status();
   std::string pre = "default";
   if (k.pre.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_string(r, k.pre, &text, &len));

@@ -111,6 +111,7 @@ struct Tokenizer::Impl {
   bool spm_prepend_first_only = true;    // only before the text's first part (Metaspace "first")
   bool spm_prepend_unless_space = true;  // not before a space (Metaspace; the Prepend normalizer: always)
   bool spm_split = false;                // pieces start at each U+2581 (Metaspace split)
+  bool spm_whitespace_split = false;     // WhitespaceSplit first (T5): each word is a piece, U+2581 before it
   bool spm_byte_fallback = true;         // a character not in the vocabulary as <0xNN> tokens
   bool spm_fuse_unk = true;              // consecutive unknown characters as one <unk>
   bool spm_strip = true;                 // the decoder drops the text's first space (Strip)

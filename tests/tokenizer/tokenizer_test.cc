@@ -343,10 +343,13 @@ TEST_CASE("tokenizer: bad files name the file and the field") {
   CHECK(m.find("tokenizer.ggml.token_type has 100 entries, tokenizer.ggml.tokens 262") != std::string::npos);
   m = gguf_error(bpe_gguf(262, 0, "mystery"));
   CHECK(m.find("tokenizer.ggml.pre \"mystery\"") != std::string::npos);
-  GgufWriter llama;
-  llama.str("tokenizer.ggml.model", "t5");
-  m = gguf_error(llama);
-  CHECK(m.find("tokenizer.ggml.model \"t5\"") != std::string::npos);
+  GgufWriter rwkv;
+  rwkv.str("tokenizer.ggml.model", "rwkv");
+  m = gguf_error(rwkv);
+  CHECK(m.find("tokenizer.ggml.model \"rwkv\"") != std::string::npos);
+  GgufWriter t5;  // a Unigram without scores
+  t5.str("tokenizer.ggml.model", "t5").string_array("tokenizer.ggml.tokens", {"<unk>", "a"});
+  CHECK(gguf_error(t5).find("no tokenizer.ggml.scores") != std::string::npos);
   GgufWriter none;
   none.str("general.architecture", "llama");
   CHECK(gguf_error(none).find("no tokenizer.ggml.model") != std::string::npos);
@@ -525,6 +528,42 @@ TEST_CASE("tokenizer: Unigram takes the best-scoring split, unknown characters f
   Result<Tokenizer> bytelevel = unigram("bytelevel.json", false, "0", "{\"type\":\"ByteLevel\"}");
   CHECK(bytelevel.status().code() == Code::kUnsupported);
   CHECK(std::string(bytelevel.status().message()).find("bytelevel.json") != std::string::npos);
+}
+
+// T5's GGUF (tokenizer.ggml.model t5) as transformers' T5Tokenizer reads it: its [PADn] sentinels
+// named <extra_id_99> down, special; words between whitespace each behind one U+2581; </s> after.
+TEST_CASE("tokenizer: a T5 GGUF is a Unigram over whitespace-split words, sentinels named") {
+  TempDir dir("tok_t5");
+  const std::vector<std::string> tokens = {"<pad>",
+                                           "</s>",
+                                           "<unk>",
+                                           "\xE2\x96\x81"
+                                           "a",
+                                           "a",
+                                           "[PAD5]",
+                                           "[PAD6]",
+                                           "b"};
+  const std::vector<uint32_t> types = {3, 3, 2, 1, 1, 1, 1, 1};
+  GgufWriter w;
+  w.str("general.architecture", "t5").str("tokenizer.ggml.model", "t5");
+  w.string_array("tokenizer.ggml.tokens", tokens).u32_array("tokenizer.ggml.token_type", types);
+  w.begin("tokenizer.ggml.scores", test::kArray).u32(test::kF32).u64(tokens.size());
+  for (const float score : {0.0f, 0.0f, 0.0f, -1.0f, -2.0f, 0.0f, 0.0f, -3.0f}) w.raw(&score, 4);
+  w.u32kv("tokenizer.ggml.unknown_token_id", 2).u32kv("tokenizer.ggml.eos_token_id", 1);
+  write_bytes(dir / "t5.gguf", w.bytes());
+  Result<Tokenizer> r = Tokenizer::from_gguf((dir / "t5.gguf").c_str());
+  INFO(std::string(r.status().message()));
+  REQUIRE(r.ok());
+  Tokenizer& t = r.value();
+  CHECK(t.model() == TokenizerModel::kUnigram);
+  CHECK(t.token_text(5) == "<extra_id_99>");
+  CHECK(t.token_text(6) == "<extra_id_98>");
+  CHECK(t.is_special(6));
+  CHECK(enc(t, "a <extra_id_98>") == std::vector<int32_t>{3, 6, 1});
+  // "▁x": no one-character token for U+2581 or x, one fused <unk>; "b" alone is "▁" + "b": <unk>, b.
+  CHECK(enc(t, " x\t\n a  ") == std::vector<int32_t>{2, 3, 1});
+  CHECK(enc(t, "b") == std::vector<int32_t>{2, 7, 1});
+  CHECK(dec(t, {3, 3, 1}) == "a a");
 }
 
 }  // namespace
