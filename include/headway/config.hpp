@@ -85,7 +85,7 @@ struct LayerKinds {
 // The model around the attention blocks (embeddings, norms, MLP, LM head), as its files give it;
 // its tensors: headway/model_tensors.hpp. vocab_size 0: no model, only the stack of attention
 // blocks (Session). A decoder (causal; Model, headway/model.hpp) runs pre-norm, as Llama,
-// SmolLM2, Mistral and Qwen2 do:
+// SmolLM2, Mistral, Qwen2/3 and Gemma do (Gemma 2/3: h += norm(attn(norm(h))), likewise the MLP):
 //   h += attn(norm(h));  h += mlp(norm(h));  logits = final_norm(h) · headᵀ (the embedding when tied)
 // An encoder (bidirectional, post_norm; Encoder, headway/encoder.hpp) as BERT and MiniLM do:
 //   h = embedding_norm(tokens + positions + token type 0);  h = norm(h + attn(h));  h = norm(h + mlp(h))
@@ -98,9 +98,10 @@ enum class MlpKind : uint8_t {
   kNone = 0,
   kSwiGlu,  // down(silu(gate(x)) · up(x))
   kGelu,    // down(gelu(up(x))), GELU exact (erf), as BERT's "gelu"
+  kGeGlu,   // down(gelu_tanh(gate(x)) · up(x)), as Gemma's "gelu_pytorch_tanh"
 };
 const char* norm_kind_name(NormKind k);  // "none", "rms", "layer"
-const char* mlp_kind_name(MlpKind k);    // "none", "swiglu", "gelu"
+const char* mlp_kind_name(MlpKind k);    // "none", "swiglu", "gelu", "geglu"
 struct ModelConfig {
   uint32_t vocab_size = 0;
   uint32_t intermediate_size = 0;  // the MLP's hidden width
@@ -113,6 +114,14 @@ struct ModelConfig {
   bool embedding_norm = false;       // a norm after the embeddings (BERT)
   uint32_t max_positions = 0;        // learned absolute position embeddings (BERT); 0: none
   uint32_t type_vocab_size = 0;      // token type embeddings (BERT; type 0 is added); 0: none
+  // Gemma: the RMSNorm weights scale by (norm_offset + w): 1 for config.json's weights, 0 for a
+  // GGUF's (llama.cpp's converter adds the 1); embeddings times sqrt(d_model); Gemma 2/3 also
+  // normalize each block's output before its residual add (kPostAttnNorm, kPostFfnNorm), and
+  // Gemma 2 caps the logits: c · tanh(logits / c).
+  float norm_offset = 0.0f;
+  bool scale_embedding = false;
+  bool sandwich_norm = false;
+  float final_softcap = 0.0f;
 };
 
 // The longest name a Config carries (a preset name or config.json's model_type).

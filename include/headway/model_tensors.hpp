@@ -31,9 +31,11 @@ enum class ModelTensor : uint8_t {
   kDownBias,   // [d_model]
   kFinalNorm,  // pre-norm models: the norm before the head [d_model]
   kFinalNormBias,
-  kLmHead,  // [vocab, d_model]; absent when tied to the embedding, and in an encoder
+  kLmHead,        // [vocab, d_model]; absent when tied to the embedding, and in an encoder
+  kPostAttnNorm,  // per layer (Gemma 2/3): on the attention's output, before its residual add
+  kPostFfnNorm,   // per layer (Gemma 2/3): on the MLP's output, before its residual add
 };
-inline constexpr uint32_t kModelTensorCount = 17;
+inline constexpr uint32_t kModelTensorCount = 19;
 
 struct TensorShape {
   uint32_t rows = 0;
@@ -83,6 +85,10 @@ inline constexpr ModelTensorInfo kModelTensors[kModelTensorCount] = {
     {ModelTensor::kFinalNorm, "final_norm", false, true, "output_norm.weight", "model.norm.weight", nullptr},
     {ModelTensor::kFinalNormBias, "final_norm_bias", false, true, "output_norm.bias", nullptr, nullptr},
     {ModelTensor::kLmHead, "lm_head", false, false, "output.weight", "lm_head.weight", nullptr},
+    {ModelTensor::kPostAttnNorm, "post_attn_norm", true, true, "blk.%u.post_attention_norm.weight",
+     "model.layers.%u.post_attention_layernorm.weight", nullptr},
+    {ModelTensor::kPostFfnNorm, "post_ffn_norm", true, true, "blk.%u.post_ffw_norm.weight",
+     "model.layers.%u.post_feedforward_layernorm.weight", nullptr},
 };
 // clang-format on
 
@@ -114,7 +120,7 @@ constexpr bool model_has_tensor(const Config& c, ModelTensor t) {
     case ModelTensor::kFfnNorm: return true;
     case ModelTensor::kAttnNormBias:
     case ModelTensor::kFfnNormBias: return layer_norm;
-    case ModelTensor::kGate: return m.mlp == MlpKind::kSwiGlu;
+    case ModelTensor::kGate: return m.mlp == MlpKind::kSwiGlu || m.mlp == MlpKind::kGeGlu;
     case ModelTensor::kUp:
     case ModelTensor::kDown: return true;
     case ModelTensor::kUpBias:
@@ -122,8 +128,24 @@ constexpr bool model_has_tensor(const Config& c, ModelTensor t) {
     case ModelTensor::kFinalNorm: return !m.post_norm;
     case ModelTensor::kFinalNormBias: return !m.post_norm && layer_norm;
     case ModelTensor::kLmHead: return c.causal && !m.tie_word_embeddings;
+    case ModelTensor::kPostAttnNorm:
+    case ModelTensor::kPostFfnNorm: return m.sandwich_norm;
   }
   return false;
+}
+
+// Tensor t's Hugging Face decoder name: the table's, but for the pre-MLP norm of the models with
+// four norms a layer, which Gemma 2/3 call pre_feedforward_layernorm (their
+// post_attention_layernorm is kPostAttnNorm).
+constexpr const char* model_tensor_hf_name(const Config& c, ModelTensor t) {
+  if (t == ModelTensor::kFfnNorm && c.model.sandwich_norm) return "model.layers.%u.pre_feedforward_layernorm.weight";
+  return model_tensor_info(t).hf;
+}
+
+// Whether t is a norm's weight (what ModelConfig::norm_offset is added to).
+constexpr bool model_tensor_is_norm_weight(ModelTensor t) {
+  return t == ModelTensor::kEmbeddingNorm || t == ModelTensor::kAttnNorm || t == ModelTensor::kFfnNorm ||
+         t == ModelTensor::kFinalNorm || t == ModelTensor::kPostAttnNorm || t == ModelTensor::kPostFfnNorm;
 }
 
 // [rows, cols] of tensor t in a config's model (a norm or a bias: [1, n]).

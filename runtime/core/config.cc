@@ -8,7 +8,7 @@ const char* norm_kind_name(NormKind k) {
   return k == NormKind::kRms ? "rms" : k == NormKind::kLayer ? "layer" : "none";
 }
 const char* mlp_kind_name(MlpKind k) {
-  return k == MlpKind::kSwiGlu ? "swiglu" : k == MlpKind::kGelu ? "gelu" : "none";
+  return k == MlpKind::kSwiGlu ? "swiglu" : k == MlpKind::kGelu ? "gelu" : k == MlpKind::kGeGlu ? "geglu" : "none";
 }
 
 const char* rope_style_name(RopeStyle s) {

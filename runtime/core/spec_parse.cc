@@ -186,7 +186,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   if (equal(t.key, "mlp")) {
     if (equal(t.value, "swiglu")) c.model.mlp = MlpKind::kSwiGlu;
     else if (equal(t.value, "gelu")) c.model.mlp = MlpKind::kGelu;
-    else return bad_value(t, "one of swiglu, gelu");
+    else if (equal(t.value, "geglu")) c.model.mlp = MlpKind::kGeGlu;
+    else return bad_value(t, "one of swiglu, geglu, gelu");
     return Status();
   }
   if (equal(t.key, "norm_eps")) {

@@ -116,7 +116,8 @@ Status validate_model(const Config& c) {
     return Status::error(Code::kInvalidArgument, "norm none: a model's layers need their norms (norm rms or layer)");
   }
   if (m.mlp == MlpKind::kNone) {
-    return Status::error(Code::kInvalidArgument, "mlp none: a model's layers need their MLP (mlp swiglu or gelu)");
+    return Status::error(Code::kInvalidArgument,
+                         "mlp none: a model's layers need their MLP (mlp swiglu, geglu or gelu)");
   }
   // The two kinds of model headway runs: pre-norm decoders (Model) and post-norm encoders (Encoder).
   if (c.causal == m.post_norm) {
@@ -131,6 +132,19 @@ Status validate_model(const Config& c) {
   if (!finite(m.norm_eps) || m.norm_eps <= 0.0f) {
     return Status::error(Code::kInvalidArgument, "norm eps %g must be a positive number (rms_norm_eps, layer_norm_eps)",
                          static_cast<double>(m.norm_eps));
+  }
+  if (!finite(m.norm_offset)) {
+    return Status::error(Code::kInvalidArgument, "norm offset %g must be a finite number",
+                         static_cast<double>(m.norm_offset));
+  }
+  if (!finite(m.final_softcap) || m.final_softcap < 0.0f) {
+    return Status::error(Code::kInvalidArgument, "final_logit_softcapping %g must be 0 (off) or positive",
+                         static_cast<double>(m.final_softcap));
+  }
+  if (m.sandwich_norm && (m.post_norm || m.norm != NormKind::kRms)) {
+    return Status::error(Code::kInvalidArgument,
+                         "norms on each block's output (Gemma 2/3) come with pre-norm RMSNorm layers, not %s-norm %s",
+                         m.post_norm ? "post" : "pre", norm_kind_name(m.norm));
   }
   return Status();
 }

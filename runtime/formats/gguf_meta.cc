@@ -71,7 +71,8 @@ constexpr ArchInfo kArchs[] = {
 // The values a Config is made of, located by key in the second pass.
 struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
-      freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa;
+      freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa,
+      final_softcap;
   // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
   gguf::Kv scaling_type, scaling_factor, scaling_original_context, yarn_beta_fast, yarn_beta_slow, scale_linear;
   // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
@@ -97,6 +98,7 @@ constexpr SlotName kSlotNames[] = {
     {"rope.dimension_count", &Slots::rope_dims},
     {"attention.sliding_window", &Slots::sliding_window},
     {"attn_logit_softcapping", &Slots::softcap},
+    {"final_logit_softcapping", &Slots::final_softcap},  // the model's (Gemma 2), into Config::model
     {"attention.causal", &Slots::causal},
     {"attention.kv_lora_rank", &Slots::kv_lora_rank},
     {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
@@ -333,6 +335,9 @@ Result<Config> parse_impl(gguf::Reader& p) {
   }
   if (slots.softcap.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.softcap, true, &cfg.softcap));
+  }
+  if (slots.final_softcap.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.final_softcap, true, &cfg.model.final_softcap));
   }
   if (slots.causal.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_bool(p, slots.causal, &cfg.causal));
   cfg.alibi = info->alibi;

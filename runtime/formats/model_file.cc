@@ -19,10 +19,23 @@ namespace headway {
 
 namespace {
 
-// The GGUF architectures whose blocks are ModelConfig's (pre-norm RMSNorm, SwiGLU MLP without biases).
-constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3"};
+// The GGUF architectures whose blocks are ModelConfig's (pre-norm RMSNorm, a gated MLP without
+// biases: SwiGLU, or Gemma's GeGLU).
+constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3"};
 // The same families in a Hugging Face directory (config.json's model_type), and the encoders.
 constexpr const char* kHfDecoders[] = {"llama", "mistral", "qwen2", "qwen3"};
+constexpr const char* kHfGemmas[] = {"gemma", "gemma2", "gemma3_text"};
+
+// Gemma's model part, over a config read as the other decoders': GeGLU, embeddings times
+// sqrt(d_model), norms on each block's output from Gemma 2 on. `hf`: config.json's norm weights,
+// which scale by 1 + w (a GGUF's have the 1 added). Gemma 2 caps its logits (its GGUF says by how
+// much, config.json's final_logit_softcapping, 30 when absent).
+void gemma_model_part(const std::string& family, bool hf, ModelConfig* m) {
+  m->mlp = MlpKind::kGeGlu;
+  m->scale_embedding = true;
+  m->norm_offset = hf ? 1.0f : 0.0f;
+  m->sandwich_norm = family != "gemma";
+}
 constexpr const char* kHfEncoders[] = {"bert"};
 
 // A ModelTensor's GGUF name (headway/model_tensors.hpp); %u is the layer.
@@ -61,7 +74,9 @@ struct ModelFile::Parsed {
   // Tensor t's name in this file (%u filled with the layer); empty where the naming has none.
   std::string name_of(ModelTensor t, uint32_t layer) const {
     const ModelTensorInfo& info = model_tensor_info(t);
-    const char* pattern = !hf ? info.gguf : file.naming() == formats::Naming::kHfBert ? info.bert : info.hf;
+    const char* pattern = !hf                                         ? info.gguf
+                          : file.naming() == formats::Naming::kHfBert ? info.bert
+                                                                      : model_tensor_hf_name(attention, t);
     if (pattern == nullptr) return "";
     return (hf && file.naming() == formats::Naming::kHfBert ? file.name_prefix() : std::string()) +
            tensor_name(pattern, layer);
@@ -159,6 +174,27 @@ Status hf_model_part(const std::string& path, Config* c) {
   ModelConfig& m = c->model;
   HEADWAY_RETURN_IF_ERROR(count("vocab_size", &m.vocab_size));
   HEADWAY_RETURN_IF_ERROR(count("intermediate_size", &m.intermediate_size));
+  if (listed(type, kHfGemmas)) {
+    // transformers' Gemma MLP runs hidden_activation, gelu_pytorch_tanh when it is null or absent.
+    const std::string gemma_act = text("hidden_activation").empty() ? "gelu_pytorch_tanh" : text("hidden_activation");
+    if (gemma_act != "gelu_pytorch_tanh") {
+      return Status::error(Code::kUnsupported,
+                           "%s: hidden_activation '%s': the %s MLP headway runs is GeGLU (gelu_pytorch_tanh)",
+                           path.c_str(), gemma_act.c_str(), type.c_str());
+    }
+    m.norm = NormKind::kRms;
+    m.norm_eps = real("rms_norm_eps", 1e-6f);
+    gemma_model_part(type == "gemma3_text" ? "gemma3" : type, true, &m);
+    m.tie_word_embeddings = !j.contains("tie_word_embeddings") || !j["tie_word_embeddings"].is_boolean() ||
+                            j["tie_word_embeddings"].get<bool>();  // GemmaConfig's default: tied
+    const bool capped = j.contains("final_logit_softcapping");
+    if (capped && j["final_logit_softcapping"].is_number()) {
+      m.final_softcap = j["final_logit_softcapping"].get<float>();
+    } else if (!capped && type == "gemma2") {
+      m.final_softcap = 30.0f;  // Gemma2Config's default
+    }
+    return Status();
+  }
   if (listed(type, kHfDecoders)) {
     if (act != "silu") {
       return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is SwiGLU (silu)",
@@ -191,8 +227,9 @@ Status hf_model_part(const std::string& path, Config* c) {
     return Status();
   }
   return Status::error(Code::kUnsupported,
-                       "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3; "
-                       "encoders: bert); its attention layers still run through `headway layer`",
+                       "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3, "
+                       "gemma, gemma2, gemma3_text; encoders: bert); its attention layers still run through "
+                       "`headway layer`",
                        path.c_str(), type.c_str());
 }
 
@@ -216,8 +253,9 @@ Result<Config> ModelFile::config() const {
   for (const char* a : kDecoderArchitectures) known = known || arch.value() == a;
   if (!known) {
     return Status::error(Code::kUnsupported,
-                         "%s: architecture '%s' is not one headway runs whole (llama, qwen2, qwen3: pre-norm RMSNorm "
-                         "blocks with a SwiGLU MLP); its attention layers still run through `headway layer`",
+                         "%s: architecture '%s' is not one headway runs whole (llama, qwen2, qwen3, gemma, gemma2, "
+                         "gemma3: pre-norm RMSNorm blocks with a gated MLP); its attention layers still run through "
+                         "`headway layer`",
                          f.path(), arch.value().c_str());
   }
   Result<Config> parsed = f.gguf_config();
@@ -240,6 +278,7 @@ Result<Config> ModelFile::config() const {
   c.model.norm = NormKind::kRms;
   c.model.norm_eps = c.rms_norm_eps;
   c.model.mlp = MlpKind::kSwiGlu;
+  if (arch.value().rfind("gemma", 0) == 0) gemma_model_part(arch.value(), false, &c.model);
   c.model.tie_word_embeddings = f.gguf().entry(gguf_name(ModelTensor::kLmHead)) == nullptr;
   parsed_->attention = c;
   return c;

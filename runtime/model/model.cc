@@ -1,5 +1,6 @@
 #include "headway/model.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "runtime/linear/dense.hpp"
@@ -88,12 +89,23 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   const TensorRef embedding = w.matrix(ModelTensor::kEmbedding, 0);
   for (uint32_t i = 0; i < t; ++i) widen_row(embedding.data, embedding.dtype, ids[i], d, h + size_t{i} * d);
+  if (c.model.scale_embedding) {
+    const float normalizer = std::sqrt(static_cast<float>(d));
+    for (size_t i = 0; i < n; ++i) h[i] *= normalizer;
+  }
+  // Gemma 2/3's norms on each block's output: RMSNorm, as validate() requires of them.
+  const bool sandwich = c.model.sandwich_norm;
+  const auto post_norm = [&](ModelTensor weight, uint32_t l) {
+    rms_norm(out, w.vector(weight, l), out, t, d, c.model.norm_eps);
+  };
   for (uint32_t l = 0; l < n_layers_; ++l) {
     apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, x, t);
     HEADWAY_RETURN_IF_ERROR(layers_[l].forward(x, out, t));
+    if (sandwich) post_norm(ModelTensor::kPostAttnNorm, l);
     add_rows(h, out, n);
     apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, x, t);
     apply_mlp(w, l, x, hidden, out, t, pool_);
+    if (sandwich) post_norm(ModelTensor::kPostFfnNorm, l);
     add_rows(h, out, n);
   }
   // The logits of every token (all_logits) or of the last one alone.
@@ -104,6 +116,7 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   const ModelTensor head = c.model.tie_word_embeddings ? ModelTensor::kEmbedding : ModelTensor::kLmHead;
   // The logits with x unquantized: sampling and greedy choices read them directly.
   dense_highway({w.matrix(head, 0), {}, true}, x, d, arena_->logits(), vocab, rows, pool_);
+  if (c.model.final_softcap > 0.0f) softcap_rows(arena_->logits(), size_t{rows} * vocab, c.model.final_softcap);
   last_row_ = rows - 1;
   if (logits != nullptr) std::memcpy(logits, arena_->logits(), size_t{rows} * vocab * sizeof(float));
   return Status();

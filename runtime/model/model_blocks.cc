@@ -38,6 +38,9 @@ Status load_tensor(const char* who, const Plan& p, const ModelWeightsSource& src
     if (!s.ok())
       return Status::error(s.code(), "%s: %s of layer %u: %s", who, model_tensor_name(t), layer, s.message());
     const uint64_t values = n * shape.cols;
+    if (model_tensor_is_norm_weight(t) && p.config.model.norm_offset != 0.0f) {
+      for (uint64_t i = 0; i < values; ++i) staging[i] += p.config.model.norm_offset;
+    }
     uint8_t* out = dst + dtype_row_bytes(dtype, shape.cols) * first;
     switch (dtype) {
       case DType::kF16: f32_to_f16(staging, reinterpret_cast<uint16_t*>(out), values); break;
@@ -135,9 +138,10 @@ void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float*
     return v == nullptr ? TensorRef{} : TensorRef{v, DType::kF32, 1, model_tensor_shape(c, b).cols};
   };
   dense_highway({w.matrix(ModelTensor::kUp, layer), bias(ModelTensor::kUpBias)}, x, d, hidden + ffn, 2 * ffn, t, pool);
-  if (c.model.mlp == MlpKind::kSwiGlu) {
+  if (c.model.mlp == MlpKind::kSwiGlu || c.model.mlp == MlpKind::kGeGlu) {
     dense_highway({w.matrix(ModelTensor::kGate, layer), {}}, x, d, hidden, 2 * ffn, t, pool);
-    swiglu(hidden, t, static_cast<uint32_t>(ffn));
+    if (c.model.mlp == MlpKind::kSwiGlu) swiglu(hidden, t, static_cast<uint32_t>(ffn));
+    else geglu(hidden, t, static_cast<uint32_t>(ffn));
   } else {
     gelu(hidden + ffn, hidden, t, static_cast<uint32_t>(ffn));
   }

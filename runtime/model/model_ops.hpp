@@ -24,6 +24,13 @@ void gelu(const float* x, float* y, uint32_t t, uint32_t ffn);
 // j < ffn, in place (the up half is left as it was).
 void swiglu(float* h, uint32_t t, uint32_t ffn);
 
+// GeGLU likewise: h[i][j] = gelu_tanh(gate) · up, with torch's tanh approximation
+// 0.5 · g · (1 + tanh(√(2/π) · (g + 0.044715 · g³))) (Gemma's "gelu_pytorch_tanh").
+void geglu(float* h, uint32_t t, uint32_t ffn);
+
+// y = c · tanh(y / c) over n values (Gemma 2's final_logit_softcapping).
+void softcap_rows(float* y, size_t n, float c);
+
 // x[i] += y[i] for n values (the residual add).
 inline void add_rows(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];

@@ -376,7 +376,18 @@ TEST_CASE("Model state: another plan's, truncated, corrupt or foreign bytes are 
 TEST_CASE("Model config: validate() names what a model lacks") {
   Config c = model_config(true);
   c.model.mlp = MlpKind::kNone;
-  CHECK(std::string(validate(c).message()) == "mlp none: a model's layers need their MLP (mlp swiglu or gelu)");
+  CHECK(std::string(validate(c).message()) == "mlp none: a model's layers need their MLP (mlp swiglu, geglu or gelu)");
+  c = model_config(true);
+  c.model.sandwich_norm = true;
+  c.model.norm = NormKind::kLayer;
+  CHECK(std::string(validate(c).message()) ==
+        "norms on each block's output (Gemma 2/3) come with pre-norm RMSNorm layers, not pre-norm layer");
+  c = model_config(true);
+  c.model.final_softcap = -1.0f;
+  CHECK(std::string(validate(c).message()) == "final_logit_softcapping -1 must be 0 (off) or positive");
+  c = model_config(true);
+  c.model.norm_offset = NAN;
+  CHECK(validate(c).code() == Code::kInvalidArgument);
   c = model_config(true);
   c.model.intermediate_size = 0;
   CHECK(std::string(validate(c).message()) == "intermediate_size is 0: the MLP needs its hidden width");
