@@ -30,6 +30,10 @@ Status Regex::split(std::string_view, Piece, bool, std::vector<Piece>*) const { 
 
 bool bert_is_whitespace(uint32_t cp) { return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r'; }
 bool bert_is_control(uint32_t) { return false; }
+// Python's isspace below U+0100 (the chat templates' trim in a build without utf8proc).
+bool python_is_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0;
+}
 bool bert_is_chinese(uint32_t) { return false; }
 bool bert_is_punctuation(uint32_t) { return false; }
 void bert_fold(uint32_t cp, bool, bool, std::vector<uint32_t>* out) { out->push_back(cp); }
