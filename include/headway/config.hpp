@@ -113,7 +113,11 @@ struct ModelConfig {
   bool post_norm = false;            // each norm after its residual add, no final norm (BERT)
   bool embedding_norm = false;       // a norm after the embeddings (BERT)
   uint32_t max_positions = 0;        // learned absolute position embeddings (BERT); 0: none
-  uint32_t type_vocab_size = 0;      // token type embeddings (BERT; type 0 is added); 0: none
+  // RoBERTa's positions: padding_idx + the count of non-padding tokens so far (padding itself at
+  // padding_idx), as create_position_ids_from_input_ids; a sequence then holds at most
+  // max_positions − padding_idx − 1 tokens. −1: positions 0, 1, 2, ... (BERT).
+  int32_t padding_idx = -1;
+  uint32_t type_vocab_size = 0;  // token type embeddings (BERT; type 0 is added); 0: none
   // Gemma: the RMSNorm weights scale by (norm_offset + w): 1 for config.json's weights, 0 for a
   // GGUF's (llama.cpp's converter adds the 1); embeddings times sqrt(d_model); Gemma 2/3 also
   // normalize each block's output before its residual add (kPostAttnNorm, kPostFfnNorm), and

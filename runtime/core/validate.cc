@@ -133,6 +133,11 @@ Status validate_model(const Config& c) {
     return Status::error(Code::kInvalidArgument, "norm eps %g must be a positive number (rms_norm_eps, layer_norm_eps)",
                          static_cast<double>(m.norm_eps));
   }
+  if (m.padding_idx >= 0 && (m.max_positions == 0 || static_cast<uint32_t>(m.padding_idx) + 1 >= m.max_positions)) {
+    return Status::error(Code::kInvalidArgument,
+                         "padding_idx %d leaves no position of the %u learned ones (max_position_embeddings)",
+                         m.padding_idx, m.max_positions);
+  }
   if (!finite(m.norm_offset)) {
     return Status::error(Code::kInvalidArgument, "norm offset %g must be a finite number",
                          static_cast<double>(m.norm_offset));

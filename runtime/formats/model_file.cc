@@ -36,7 +36,7 @@ void gemma_model_part(const std::string& family, bool hf, ModelConfig* m) {
   m->norm_offset = hf ? 1.0f : 0.0f;
   m->sandwich_norm = family != "gemma";
 }
-constexpr const char* kHfEncoders[] = {"bert"};
+constexpr const char* kHfEncoders[] = {"bert", "roberta"};
 
 // A ModelTensor's GGUF name (headway/model_tensors.hpp); %u is the layer.
 const char* gguf_name(ModelTensor t) { return model_tensor_info(t).gguf; }
@@ -224,11 +224,16 @@ Status hf_model_part(const std::string& path, Config* c) {
     m.embedding_norm = true;
     HEADWAY_RETURN_IF_ERROR(count("max_position_embeddings", &m.max_positions));
     if (j.contains("type_vocab_size")) HEADWAY_RETURN_IF_ERROR(count("type_vocab_size", &m.type_vocab_size));
+    if (type == "roberta") {  // RobertaEmbeddings: positions from padding_idx = pad_token_id (1 unless said)
+      uint32_t pad = 1;
+      if (j.contains("pad_token_id")) HEADWAY_RETURN_IF_ERROR(count("pad_token_id", &pad));
+      m.padding_idx = static_cast<int32_t>(pad);
+    }
     return Status();
   }
   return Status::error(Code::kUnsupported,
                        "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3, "
-                       "gemma, gemma2, gemma3_text; encoders: bert); its attention layers still run through "
+                       "gemma, gemma2, gemma3_text; encoders: bert, roberta); its attention layers still run through "
                        "`headway layer`",
                        path.c_str(), type.c_str());
 }

@@ -37,11 +37,13 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
   if (ids == nullptr || out == nullptr) return Status::error(Code::kInvalidArgument, "encoder: ids or out is null");
   HEADWAY_RETURN_IF_ERROR(layers_[0].check_packed(cu_seqlens, n_seqs));
   const uint32_t t = cu_seqlens[n_seqs];
+  // Positions past the padding index (RoBERTa) are not a sequence's to use.
+  const uint32_t first_position = m.padding_idx >= 0 ? static_cast<uint32_t>(m.padding_idx) + 1 : 0;
   for (uint32_t s = 0; s < n_seqs; ++s) {
     const uint32_t len = cu_seqlens[s + 1] - cu_seqlens[s];
-    if (m.max_positions && len > m.max_positions) {
+    if (m.max_positions && len > m.max_positions - first_position) {
       return Status::error(Code::kOutOfRange, "encoder: sequence %u has %u tokens, the model has %u positions", s, len,
-                           m.max_positions);
+                           m.max_positions - first_position);
     }
   }
   for (uint32_t i = 0; i < t; ++i) {
@@ -63,11 +65,14 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
   const TensorRef position = positions ? w.matrix(ModelTensor::kPositionEmbedding, 0) : TensorRef{};
   const TensorRef type = types ? w.matrix(ModelTensor::kTokenTypeEmbedding, 0) : TensorRef{};
   for (uint32_t s = 0; s < n_seqs; ++s) {
+    uint32_t counted = 0;  // RoBERTa: the sequence's non-padding tokens so far
     for (uint32_t i = cu_seqlens[s]; i < cu_seqlens[s + 1]; ++i) {
       float* hi = h + size_t{i} * d;
       widen_row(words.data, words.dtype, ids[i], d, hi);
       if (positions) {
-        widen_row(position.data, position.dtype, i - cu_seqlens[s], d, row);
+        uint32_t at = i - cu_seqlens[s];
+        if (m.padding_idx >= 0) at = ids[i] == m.padding_idx ? first_position - 1 : first_position - 1 + ++counted;
+        widen_row(position.data, position.dtype, at, d, row);
         add_rows(hi, row, d);
       }
       if (types) {

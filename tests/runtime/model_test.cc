@@ -386,6 +386,10 @@ TEST_CASE("Model config: validate() names what a model lacks") {
   c.model.final_softcap = -1.0f;
   CHECK(std::string(validate(c).message()) == "final_logit_softcapping -1 must be 0 (off) or positive");
   c = model_config(true);
+  c.model.padding_idx = 1;
+  CHECK(std::string(validate(c).message()) ==
+        "padding_idx 1 leaves no position of the 0 learned ones (max_position_embeddings)");
+  c = model_config(true);
   c.model.norm_offset = NAN;
   CHECK(validate(c).code() == Code::kInvalidArgument);
   c = model_config(true);

