@@ -21,6 +21,7 @@ import tempfile
 
 import numpy as np
 import torch
+from model_families_check import randomize
 
 TEXTS = [
     "A man is eating food.",
@@ -38,19 +39,6 @@ def embed(headway, folder, texts):
         args += ["--text", t]
     run = subprocess.run(args, check=True, capture_output=True, text=True)
     return np.array(json.loads(run.stdout)["embeddings"], dtype=np.float64)
-
-
-def randomized(model):
-    """Every weight drawn anew: LayerNorms about 1, biases about 0.1, matrices scaled by their width."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm.weight" in name:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif name.endswith("bias"):
-                p.copy_(0.1 * torch.randn_like(p))
-            else:
-                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
-    return model
 
 
 def main():
@@ -77,7 +65,7 @@ def main():
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=128, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12)
-    bert = randomized(BertModel(cfg, add_pooling_layer=False))
+    bert = randomize(BertModel(cfg, add_pooling_layer=False))
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "bert")
         bert.save_pretrained(folder, safe_serialization=True)
@@ -112,7 +100,7 @@ def main():
     rcfg = RobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                          intermediate_size=128, max_position_embeddings=40, type_vocab_size=1, pad_token_id=1,
                          layer_norm_eps=1e-5)
-    roberta = randomized(RobertaModel(rcfg, add_pooling_layer=False))
+    roberta = randomize(RobertaModel(rcfg, add_pooling_layer=False))
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "roberta")
         roberta.save_pretrained(folder, safe_serialization=True)

@@ -65,10 +65,11 @@ def families():
 
 
 def randomize(model):
-    """Every weight drawn anew, so that none is left as initialized (zero biases, unit norms)."""
+    """Every weight drawn anew, so that none is left as initialized (zero biases, unit norms):
+    norm weights about 1, biases about 0.1, matrices scaled by their width (embed_check.py too)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "norm" in name:
+            if "norm" in name.lower() and name.endswith("weight"):
                 p.copy_(1.0 + 0.1 * torch.randn_like(p))
             elif name.endswith("bias"):
                 p.copy_(0.1 * torch.randn_like(p))
