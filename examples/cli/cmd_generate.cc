@@ -8,8 +8,9 @@
 //
 // The prompt is tokenized with the file's own tokenizer (--chat: wrapped in its chat template
 // first, as one user message after --system's; --messages: a whole conversation; chat_prompt.hpp),
-// run through the model, and up to N tokens are sampled after it
-// (stopping at the end-of-turn or end-of-text token). The text goes to stdout as it comes (a
+// run through the model, and up to N tokens are sampled after it (stopping at the end-of-turn or
+// end-of-text token, or config.json's eos_token_id). --prompt-ids runs without a tokenizer where
+// the model has none: the ids go to stdout instead of text. The text goes to stdout as it comes (a
 // piece that ends inside a UTF-8 sequence waits for the rest); then the speed, the arena and the
 // heap calls made while generating go to stderr. --json prints one object at the end instead.
 // Sampling defaults are llama.cpp's (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05); --temp 0
@@ -111,8 +112,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // The prompt's ids: --prompt-ids as given; --prompt through the tokenizer; --chat / --messages
 // rendered by the chat template first and tokenized as apply_chat_template does (no BOS added).
-Status prompt_ids(const GenerateFlags& g, Tokenizer& tok, std::vector<int32_t>* ids) {
+Status prompt_ids(const GenerateFlags& g, Tokenizer* tokenizer, std::vector<int32_t>* ids) {
   if (g.prompt_ids != nullptr) return parse_ids("--prompt-ids", g.prompt_ids, ids);
+  Tokenizer& tok = *tokenizer;
   if (!g.chat.active()) return tok.encode(g.prompt, ids);
   std::string text;
   const std::string user = g.prompt != nullptr ? g.prompt : "";
@@ -155,9 +157,14 @@ int cmd_generate(int argc, char** argv) {
   if (!s.ok()) return report(kCmd, s);
   Result<Config> config = file.config();
   if (!config.ok()) return report(kCmd, config.status());
+  // --prompt-ids runs without a tokenizer where the model has none: ids out, no text.
   Result<Tokenizer> tokenizer = g.model.tokenizer();
-  if (!tokenizer.ok()) return report(kCmd, tokenizer.status());
-  Tokenizer& tok = tokenizer.value();
+  if (!tokenizer.ok() && g.prompt_ids == nullptr) return report(kCmd, tokenizer.status());
+  Tokenizer* tok = tokenizer.ok() ? &tokenizer.value() : nullptr;
+  if (tok == nullptr)
+    std::fprintf(stderr, "headway generate: no tokenizer (%s): ids only, no text\n", tokenizer.status().message());
+  const Result<std::vector<int32_t>> end_ids = file.eos_ids();
+  if (!end_ids.ok()) return report(kCmd, end_ids.status());
   std::vector<int32_t> ids;
   s = prompt_ids(g, tok, &ids);
   if (!s.ok()) return report(kCmd, s);
@@ -186,7 +193,7 @@ int cmd_generate(int argc, char** argv) {
   std::unique_ptr<Model> model(new Model);
   if (s.ok()) s = model->init(planned.arena, file.source(), planned.options());
   Generator generator;
-  if (s.ok()) s = generator.init(model.get(), planned.arena, &tok);
+  if (s.ok()) s = generator.init(model.get(), planned.arena, tok, end_ids.value());
   if (!s.ok()) return report(kCmd, s);
 
   // Everything the loop needs is made before it: the ids' room (the generator's), the text
@@ -212,6 +219,7 @@ int cmd_generate(int argc, char** argv) {
       std::fprintf(stderr, "headway generate: %u of %u prompt tokens from --prompt-cache %s\n", n_cached, n_prompt,
                    g.prompt_cache);
   }
+  size_t printed_ids = n_prompt;
   HeapCount heap_generating;
   const auto t1 = std::chrono::steady_clock::now();
   for (bool done = !s.ok(); !done;) {
@@ -220,6 +228,10 @@ int cmd_generate(int argc, char** argv) {
     text.append(piece.data(), piece_len);
     if (!g.json) {
       std::fwrite(piece.data(), 1, piece_len, stdout);
+      // Without a tokenizer the ids are what is made: each as it comes.
+      for (; tok == nullptr && printed_ids < generator.n_ids(); ++printed_ids) {
+        std::printf("%d ", generator.ids()[printed_ids]);
+      }
       std::fflush(stdout);
     }
   }

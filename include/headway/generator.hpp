@@ -1,7 +1,8 @@
 // Generator: the one generation loop every front end shares (the command-line tool, the Python
 // package). It holds a Model, a Sampler over the arena's scratch, a StreamDecoder and the ids so
 // far; start() runs the prompt, and each next() samples one token and returns the text it
-// completes, stopping at the tokenizer's end-of-text or end-of-turn token or at the token budget.
+// completes, stopping at an end token (the tokenizer's end-of-text or end-of-turn, and any the
+// model file names) or at the token budget. Without a tokenizer it runs ids alone: no text.
 // Part of the hosted tools layer (headway::tools), like the tokenizers.
 //
 //   headway::Generator gen;
@@ -33,9 +34,11 @@ namespace headway {
 class Generator {
  public:
   // Binds an initialized model, the arena it runs over (its plan gives the vocabulary, the
-  // context and the sampler's scratch) and the tokenizer of the model's file. All three must
-  // outlive the generator. Allocates the ids' room: the plan's max_seq ids.
-  Status init(Model* model, const Arena& arena, const Tokenizer* tokenizer);
+  // context and the sampler's scratch) and the tokenizer of the model's file, or null to run ids
+  // without text (the pieces are then empty). `end_ids`: the tokens that end a generation besides
+  // the tokenizer's (ModelFile::eos_ids). The model, arena and tokenizer must outlive the
+  // generator. Allocates the ids' room: the plan's max_seq ids.
+  Status init(Model* model, const Arena& arena, const Tokenizer* tokenizer, const std::vector<int32_t>& end_ids = {});
 
   // Checks and seeds the sampler with `params`, then runs prompt[0, n) through the model at its
   // position() (reset the model first for a fresh sequence). Up to max_tokens tokens follow,
@@ -47,9 +50,9 @@ class Generator {
   Status start(const int32_t* prompt, size_t n, uint32_t max_tokens, const SamplerParams& params, size_t cached = 0);
 
   // Samples the next token and writes the text it completes to piece[0, cap) (*len bytes, no
-  // NUL; may be 0 while a UTF-8 sequence is incomplete). The token is run through the model
-  // unless it is the last one. *done turns true at the end-of-text or end-of-turn token (its text
-  // is not written) and with the budget's last token; the held bytes of an unfinished sequence
+  // NUL; may be 0 while a UTF-8 sequence is incomplete, always 0 without a tokenizer). The token
+  // is run through the model unless it is the last one. *done turns true at an end token (its
+  // text is not written) and with the budget's last token; the held bytes of an unfinished sequence
   // come with that last piece (as U+FFFD). cap must be at least piece_bytes(). After done, or
   // after an error, next() writes nothing and says done.
   Status next(char* piece, size_t cap, size_t* len, bool* done);
@@ -70,6 +73,7 @@ class Generator {
   Sampler sampler_;
   std::optional<StreamDecoder> stream_;  // made anew by each start()
   std::vector<int32_t> ids_;             // [max_seq], sized at init
+  std::vector<int32_t> end_ids_;         // the tokens that end a generation
   size_t n_ids_ = 0;
   size_t n_prompt_ = 0;
   size_t piece_bytes_ = 0;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "headway/config.hpp"
 #include "headway/encoder.hpp"
@@ -47,6 +48,11 @@ class ModelFile {
   // tie_word_embeddings, max_position_embeddings, type_vocab_size). A family headway cannot run
   // whole is an error naming it.
   Result<Config> config() const;
+
+  // The token ids a generation ends at, as transformers' generate takes them without a tokenizer:
+  // generation_config.json's eos_token_id (one or a list) beside config.json, else config.json's;
+  // none when neither says. A GGUF: none here (its end tokens are its tokenizer's).
+  Result<std::vector<int32_t>> eos_ids() const;
 
   // Model::init's source for a plan made from config() (max_seq, kv_dtype and the weight dtype
   // may differ). Valid while this object lives; each tensor's shape is checked against the plan

@@ -240,6 +240,38 @@ Status hf_model_part(const std::string& path, Config* c) {
 
 }  // namespace
 
+// The ids transformers' generate stops at: generation_config.json's eos_token_id beside
+// config.json (transformers reads it first), else config.json's; a number or a list of them.
+Result<std::vector<int32_t>> ModelFile::eos_ids() const {
+  if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
+  std::vector<int32_t> ids;
+  if (!parsed_->hf) return ids;  // a GGUF's end tokens are its tokenizer's
+  const std::string& config = parsed_->config_path;
+  const size_t slash = config.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : config.substr(0, slash);
+  for (const std::string& path : {dir + "/generation_config.json", config}) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    Result<formats::FileBytes> bytes = formats::read_file(path.c_str(), size_t{16} << 20, "a model's config");
+    if (!bytes.ok()) return bytes.status();
+    const std::vector<uint8_t>& b = bytes.value().bytes;
+    const nlohmann::json j = nlohmann::json::parse(b.begin(), b.end(), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
+    if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) continue;
+    const nlohmann::json& e = j["eos_token_id"];
+    const nlohmann::json list = e.is_array() ? e : nlohmann::json::array({e});
+    for (const nlohmann::json& id : list) {
+      if (!id.is_number_unsigned() || id.get<uint64_t>() > 0x7fffffffu) {
+        return Status::error(Code::kInvalidArgument, "%s: eos_token_id holds %s, not a token id", path.c_str(),
+                             id.dump().c_str());
+      }
+      ids.push_back(id.get<int32_t>());
+    }
+    return ids;
+  }
+  return ids;
+}
+
 Result<Config> ModelFile::config() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   const formats::WeightFile& f = parsed_->file;

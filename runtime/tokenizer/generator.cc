@@ -2,13 +2,16 @@
 // into text, run it through the model unless it is the last.
 #include "headway/generator.hpp"
 
+#include <algorithm>
+
 namespace headway {
 
-Status Generator::init(Model* model, const Arena& arena, const Tokenizer* tokenizer) {
+Status Generator::init(Model* model, const Arena& arena, const Tokenizer* tokenizer,
+                       const std::vector<int32_t>& end_ids) {
   if (model == nullptr || !model->initialized()) {
     return Status::error(Code::kFailedPrecondition, "Generator::init: the model is not initialized");
   }
-  if (tokenizer == nullptr || !tokenizer->loaded()) {
+  if (tokenizer != nullptr && !tokenizer->loaded()) {
     return Status::error(Code::kFailedPrecondition, "Generator::init: the tokenizer is not loaded");
   }
   const Plan& plan = arena.plan();
@@ -21,10 +24,16 @@ Status Generator::init(Model* model, const Arena& arena, const Tokenizer* tokeni
   vocab_ = plan.config.model.vocab_size;
   // The last token of a full context is sampled but never run: one id more than the context.
   ids_.assign(size_t{plan.config.max_seq} + 1, 0);
+  end_ids_ = end_ids;
   size_t longest = 0;
-  for (uint32_t id = 0; id < tokenizer->vocab_size(); ++id) {
-    const size_t n = tokenizer->token_text(static_cast<int32_t>(id)).size();
-    if (n > longest) longest = n;
+  if (tokenizer != nullptr) {
+    for (const int32_t id : {tokenizer->eos_id(), tokenizer->eot_id()}) {
+      if (id != Tokenizer::kNone) end_ids_.push_back(id);
+    }
+    for (uint32_t id = 0; id < tokenizer->vocab_size(); ++id) {
+      const size_t n = tokenizer->token_text(static_cast<int32_t>(id)).size();
+      if (n > longest) longest = n;
+    }
   }
   piece_bytes_ = longest * 3 + 8 + StreamDecoder::kMaxHeld;
   n_ids_ = n_prompt_ = 0;
@@ -54,7 +63,7 @@ Status Generator::start(const int32_t* prompt, size_t n, uint32_t max_tokens, co
   const uint64_t room = max_seq - end + 1;  // tokens run after the prompt, and the last one sampled
   budget_ = room < max_tokens ? static_cast<uint32_t>(room) : max_tokens;
   made_ = 0;
-  stream_.emplace(*tokenizer_);
+  if (tokenizer_ != nullptr) stream_.emplace(*tokenizer_);
   started_ = true;
   finished_ = false;
   return Status();
@@ -77,16 +86,16 @@ Status Generator::next(char* piece, size_t cap, size_t* len, bool* done) {
     const int32_t id = sampled.value();
     ids_[n_ids_++] = id;
     ++made_;
-    last = id == tokenizer_->eos_id() || id == tokenizer_->eot_id();
+    last = std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
     if (!last) {
-      HEADWAY_RETURN_IF_ERROR(stream_->push(id, piece, cap, len));
+      if (stream_) HEADWAY_RETURN_IF_ERROR(stream_->push(id, piece, cap, len));
       last = made_ >= budget_;
       if (!last) HEADWAY_RETURN_IF_ERROR(model_->decode(id));
     }
   }
   if (last) {
     size_t held = 0;
-    HEADWAY_RETURN_IF_ERROR(stream_->finish(piece + *len, cap - *len, &held));
+    if (stream_) HEADWAY_RETURN_IF_ERROR(stream_->finish(piece + *len, cap - *len, &held));
     *len += held;
     return Status();
   }

@@ -174,6 +174,26 @@ def int8_inputs(model):
             if isinstance(m, torch.nn.Linear) and not name.endswith("lm_head")]
 
 
+def check_generate(headway, folder, model, prompt):
+    """`headway generate --prompt-ids` over the folder, which has no tokenizer: transformers' greedy
+    ids, both stopping at the eos_token_id of the folder's generation_config.json (set here to the
+    fourth token the model makes unstopped, so that the stop is exercised). True when equal."""
+    import json
+    gc = model.generation_config
+    gc.eos_token_id, gc.pad_token_id = None, 0
+    with torch.no_grad():
+        made = model.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False)[0, len(prompt):].tolist()
+        gc.eos_token_id = made[3]
+        gc.save_pretrained(folder)
+        want = model.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False)[0, len(prompt):].tolist()
+    run = subprocess.run([headway, "generate", "--model-dir", folder, "--prompt-ids", ",".join(map(str, prompt)),
+                          "--tokens", "8", "--temp", "0", "--kv-dtype", "f32", "--json"],
+                         check=True, capture_output=True, text=True)
+    got = json.loads(run.stdout)["ids"]
+    print(f"  generate --prompt-ids, no tokenizer: {got}, transformers {want} ({'ok' if got == want else 'FAIL'})")
+    return got == want
+
+
 def main():
     import gguf
     ap = argparse.ArgumentParser()
@@ -199,6 +219,8 @@ def main():
             checks += 1
             failures += 0 if err <= MAX_ABS else 1
             print(f"{family} safetensors: max |err| {err:.2e} ({'ok' if err <= MAX_ABS else 'FAIL'})")
+            checks += 1
+            failures += 0 if check_generate(args.headway, folder, model, ids[:6]) else 1
             for qtype in (Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1):
                 model = model.to(torch.float64).eval()
                 path = os.path.join(tmp, f"{family}-{qtype.name}.gguf")
