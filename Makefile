@@ -52,23 +52,25 @@ test-cross test-cross-ci:
 	grep -h "attention kernels dispatch to" build/armv7/Testing/Temporary/LastTest.log
 
 # Bare metal Cortex-M55 (mps3-an547) and Cortex-M4F (mps2-an386) under qemu-system-arm: the
-# Session firmware and the kernel harness against the double reference, the no-allocator check
-# on every image, and the size report (examples/baremetal, tests/baremetal).
+# firmware (a Session of attention blocks, then a whole q8_0 decoder's greedy tokens) and the
+# kernel harness against the double reference, the no-allocator check on every image, and the
+# size report (examples/baremetal, tests/baremetal).
 test-baremetal:
 	bash toolchains/install-deps.sh cortex-m
 	cmake --workflow --preset cortex-m55
-	@grep -h "^headway kernel harness:" build/cortex-m55/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m55/Testing/Temporary/LastTest.log
 	cmake --workflow --preset cortex-m55-scalar  # Highway's SCALAR kernels on the M55: the second opinion
-	@grep -h "^headway kernel harness:" build/cortex-m55-scalar/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m55-scalar/Testing/Temporary/LastTest.log
 	cmake --workflow --preset cortex-m4
-	@grep -h "^headway kernel harness:" build/cortex-m4/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m4/Testing/Temporary/LastTest.log
 
 # Instructions on the Cortex-M55 under qemu-system-arm -icount shift=0 (1 ns of guest time per
 # instruction; SysTick calibrated in each run against a loop of known length,
 # toolchains/cortex-m/instruction_count.hpp), for the cortex-m55-scalar preset
 # (HEADWAY_KERNELS_HELIUM=OFF: Highway's SCALAR kernels) and cortex-m55 (MVE): the kernels at the
 # firmware's shapes (bench/baremetal: decode at 512 keys, a 64-token causal prefill, the largest
-# projection's GEMV) and the firmware's prefill and decode, as one table with SCALAR / MVE.
+# projection's GEMV in f16 and q8_0) and the firmware's prefills and decodes (the Session's and the
+# whole decoder's), as one table with SCALAR / MVE.
 # Instructions, not cycles (an M55 issues a 128-bit MVE instruction in two beats); it prints and
 # asserts nothing about the numbers. Seconds of qemu once built.
 bench-baremetal:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make bench-baremetal's table: runs bench_baremetal.elf (the kernels, bench_baremetal.cc) and
-# headway_firmware.elf (the Session's whole run, examples/baremetal) of two Cortex-M55 builds under
-# qemu-system-arm -icount shift=0, and prints per case the instructions of the SCALAR build
-# (HEADWAY_KERNELS_HELIUM=OFF), of the MVE build and their ratio, then the SysTick calibration and
-# the kernel path each build reported. Instructions, not cycles. It prints and asserts nothing
+# headway_firmware.elf (the Session's and the whole decoder's runs, examples/baremetal) of two
+# Cortex-M55 builds under qemu-system-arm -icount shift=0, and prints per case the instructions of
+# the SCALAR build (HEADWAY_KERNELS_HELIUM=OFF), of the MVE build and their ratio, then the SysTick
+# calibration and the kernel path each build reported. Instructions, not cycles. It prints and asserts nothing
 # about the numbers; it fails only when an image fails or cannot count (no -icount).
 #   bash bench/baremetal/compare.sh build/cortex-m55-scalar build/cortex-m55
 # Each run's output stays next to its image: <build>/firmware/<image>.icount.txt.
@@ -59,10 +59,20 @@ for col in 0 1; do
   [ "$col" = 0 ] && cases+=("$prefill" "$decode")
   count[$col,$prefill]=${BASH_REMATCH[2]}
   count[$col,$decode]=${BASH_REMATCH[4]}
+  line=$(grep -E '^model instructions: prefill' "$firmware" || true)
+  if [[ ! $line =~ prefill\ ([0-9]+)\ tokens\ ([0-9]+),\ decode\ ([0-9]+)\ steps\ ([0-9]+) ]]; then
+    echo "compare.sh: no whole-model instruction line in $firmware" >&2
+    exit 1
+  fi
+  prefill="firmware: Model prefill, ${BASH_REMATCH[1]} tokens"
+  decode="firmware: Model decode, ${BASH_REMATCH[3]} steps"
+  [ "$col" = 0 ] && cases+=("$prefill" "$decode")
+  count[$col,$prefill]=${BASH_REMATCH[2]}
+  count[$col,$decode]=${BASH_REMATCH[4]}
 done
 
 echo "headway bench-baremetal: Cortex-M55 under qemu-system-arm -M mps3-an547 -icount shift=0"
-echo "instructions per call (kernels: median of 5 calls; firmware: the whole phase, 2 layers); instructions, not cycles"
+echo "instructions per call (kernels: median of 5 calls; firmware: the whole phase, 2 layers each); instructions, not cycles"
 printf '%-40s %12s %12s %11s\n' case SCALAR MVE SCALAR/MVE
 for name in "${cases[@]}"; do
   s=${count[0,$name]:-}

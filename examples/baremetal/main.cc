@@ -3,16 +3,18 @@
 // a prefill of kPromptTokens, then kDecodeSteps single-token decode steps, each through the Q/K/V
 // projections (Highway GEMM over f16 weights kept in the image), RoPE, the KV cache, attention
 // and the output projection of both layers. Every output row is compared with the
-// double-precision reference computed on the build machine (firmware_golden.h); a summary goes
-// out over semihosting and the exit status says whether all rows matched (0) or not (1). Under
-// qemu-system-arm -icount shift=0 (make bench-baremetal) it also prints the instructions of the
-// prefill and of the decode steps (instruction_count.hpp; instructions, not cycles); without
-// -icount that line is left out.
+// double-precision reference computed on the build machine (firmware_golden.h). Then a whole
+// decoder (decoder_run.cc: embeddings, norms, attention, MLPs, LM head, greedy tokens, q8_0
+// weights) against its reference. A summary goes out over semihosting and the exit status says
+// whether everything matched (0) or not (1). Under qemu-system-arm -icount shift=0 (make
+// bench-baremetal) it also prints the instructions of each prefill and of the decode steps
+// (instruction_count.hpp; instructions, not cycles); without -icount those lines are left out.
 #include <cmath>
 #include <cstdint>
 #include <new>
 
 #include "capi_check.h"
+#include "decoder_run.hpp"
 #include "firmware_golden.h"
 #include "headway/arena.hpp"
 #include "headway/build_info.hpp"
@@ -170,5 +172,6 @@ int main() {
       .sci(kTolerance)
       .str("\n")
       .print();
-  return ok ? 0 : 1;
+  const bool decoder_ok = tiny_decoder::run(counting);
+  return ok && decoder_ok ? 0 : 1;
 }

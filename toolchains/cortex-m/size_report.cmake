@@ -1,9 +1,9 @@
 # cmake -DSIZE=arm-none-eabi-size -DNM=arm-none-eabi-nm -DOBJECTS="a.obj|b.obj" -DFIRMWARE=fw.elf
-#       -DARENA_SYMBOL=name -DLABEL=text -P size_report.cmake
+#       -DARENA_SYMBOL="name|name2" -DLABEL=text -P size_report.cmake
 # Prints the bytes of .text, .rodata, .data and .bss of each object in OBJECTS (the kernels'
-# object files, e.g. simd/attention.cc's) and of the linked FIRMWARE, then the size of its arena
-# (the .bss object whose demangled name contains ARENA_SYMBOL) and of the stack the linker
-# script reserves. Sections count by name: .text*; .rodata* plus .ARM.extab/.ARM.exidx
+# object files, e.g. simd/attention.cc's) and of the linked FIRMWARE, then the size of each of its
+# arenas (the .bss object whose demangled name contains each ARENA_SYMBOL) and of the stack the
+# linker script reserves. Sections count by name: .text*; .rodata* plus .ARM.extab/.ARM.exidx
 # (constants); .data* plus .got*; .bss*.
 function(section_sums file out_text out_rodata out_data out_bss out_stack)
   execute_process(COMMAND ${SIZE} -A ${file} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
@@ -74,14 +74,17 @@ row("firmware: ${fw}" ${FIRMWARE})
 section_sums(${FIRMWARE} t r d b stack)
 execute_process(COMMAND ${NM} -S -C ${FIRMWARE} OUTPUT_VARIABLE syms)
 string(REPLACE "\n" ";" syms "${syms}")
-set(arena "")
-foreach(line IN LISTS syms)
-  if(line MATCHES "^[0-9a-f]+ ([0-9a-f]+) [bB] .*${ARENA_SYMBOL}")
-    math(EXPR arena "0x${CMAKE_MATCH_1}" OUTPUT_FORMAT DECIMAL)
+string(REPLACE "|" ";" arena_symbols "${ARENA_SYMBOL}")
+foreach(symbol IN LISTS arena_symbols)
+  set(arena "")
+  foreach(line IN LISTS syms)
+    if(line MATCHES "^[0-9a-f]+ ([0-9a-f]+) [bB] .*${symbol}")
+      math(EXPR arena "0x${CMAKE_MATCH_1}" OUTPUT_FORMAT DECIMAL)
+    endif()
+  endforeach()
+  if(arena STREQUAL "")
+    message(FATAL_ERROR "size_report: no .bss symbol matching '${symbol}' in ${FIRMWARE}")
   endif()
+  message("arena (${symbol}, in the firmware's .bss): ${arena}")
 endforeach()
-if(arena STREQUAL "")
-  message(FATAL_ERROR "size_report: no .bss symbol matching '${ARENA_SYMBOL}' in ${FIRMWARE}")
-endif()
-message("arena (${ARENA_SYMBOL}, in the firmware's .bss): ${arena}")
 message("stack (reserved by the linker script, not in .bss): ${stack}")
