@@ -17,6 +17,7 @@ namespace headway {
 namespace simd {
 
 HWY_EXPORT(MatmulF32);
+HWY_EXPORT(MatmulXCodeMax);
 HWY_EXPORT(MatmulTargetName);
 
 const char* matmul_args_error(const MatmulArgs& a) {
@@ -37,6 +38,8 @@ void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end) {
   if (out_begin >= out_end || args.t == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulF32)(args, out_begin, out_end);
 }
+
+int matmul_x_code_max(const MatmulArgs& args) { return HWY_DYNAMIC_DISPATCH(MatmulXCodeMax)(args); }
 
 const char* matmul_target_name() { return HWY_DYNAMIC_DISPATCH(MatmulTargetName)(); }
 

@@ -55,6 +55,12 @@ const char* matmul_args_error(const MatmulArgs& args);
 // formats decode tiles of W to f32 first (matmul_blocks-inl.h).
 void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end);
 
+// The largest code of x's quantization when matmul(args) runs on this machine's target: 127 where
+// a decode step runs in integers (x in 8-bit codes per block of 32, matmul_int8-inl.h), 32767 where
+// it runs in 16-bit codes (precise_x over q8_0), 0 where x meets W in f32. Tests choose their
+// reference by it.
+int matmul_x_code_max(const MatmulArgs& args);
+
 // The Highway target the kernels dispatch to on this machine ("AVX3", "NEON", ...).
 const char* matmul_target_name();
 

@@ -8,8 +8,9 @@
 // call, however many tokens share it. y[i][o] is the sum over the chunks of `in`, in order, of the
 // register block's sum over the chunk: the same for t == 1 and t > 1, and for any split of the
 // output rows (the tiles of a row never depend on its neighbours). Where the CPU multiplies int8
-// vectors (matmul_int8-inl.h), a decode step (t == 1) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K or q6_K
-// runs in integers instead, x quantized as ggml quantizes its activations.
+// vectors (matmul_int8-inl.h: AVX-512 VNNI, AVX-VNNI, Arm SDOT), a decode step (t == 1) over q8_0,
+// q4_0, q4_1, q5_0, q5_1, q4_K or q6_K runs in integers instead, x quantized as ggml quantizes its
+// activations; on Helium over q8_0 (x in 16-bit codes) and q4_0.
 //
 // A tile of 16 rows × 1024 values on 64-bit hosts (64 KiB of stack, in L2): each token's x chunk
 // loaded from the cache serves 16 rows, and the register blocks reduce their lanes once per 1024
@@ -74,7 +75,7 @@ HWY_INLINE void TileTimesTokens(const MatmulArgs& t, size_t rows) {
 }
 
 HWY_NOINLINE void MatmulBlocks(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);  // a decode step on AVX-512 VNNI
+  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);  // a decode step in integers
   const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(a.w_type, a.w_stride));
   HWY_ALIGN float tile[kTileRows * kChunkValues];
   for (size_t o = o_begin; o < o_end; o += kTileRows) {

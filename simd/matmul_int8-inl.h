@@ -1,9 +1,10 @@
 // The decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K and q6_K weights in integers, on
 // x86 with AVX-512 VNNI (Highway's AVX3_DL target, whose dispatch requires it), as ggml's own dot
 // products do: x is quantized once per call to int8 codes per block of 32 values (d_x = max|x| /
-// 127, code = round(x / d_x), a block with a value that is not finite gets d_x NaN), and each
-// weight block meets its x block in VPDPBUSD (unsigned weight bytes × signed x codes, four
-// products to an int32 lane, exact), then one conversion and one FMA by d_w · d_x per 16 lanes:
+// 127, code = x · (127 / max|x|) rounded to nearest even, a block with a value that is not finite
+// gets d_x NaN), and each weight block meets its x block in VPDPBUSD (unsigned weight bytes ×
+// signed x codes, four products to an int32 lane, exact), then one conversion and one FMA by
+// d_w · d_x per 16 lanes:
 //   q8_0  Σ w x = d_w d_x Σ q c          (q + 128 unsigned; each lane starts at −128 · Σ of its codes)
 //   q4_0  Σ w x = d_w d_x Σ (q − 8) c    (q as it is; each lane starts at −8 · Σ of its codes)
 //   q4_1  Σ w x = d_w d_x Σ q c + m_w d_x Σ c
@@ -24,6 +25,9 @@
 // Per lane: d_x of its block, and Σ of its four codes (as the int32 start, −8 or −128 times it,
 // or as d_x times it in f32 for the types with a min).
 // Rows are independent: any split of the output rows gives bitwise the same y.
+// The same GEMV on x86 with AVX-VNNI and no AVX-512: matmul_avxvnni-inl.h; on AArch64 with SDOT:
+// matmul_sdot-inl.h (both with the same codes); on Helium for q8_0 and q4_0: matmul_helium-inl.h.
+// Elsewhere IntegerGemv is false and the tiles decode to f32.
 
 #if defined(HEADWAY_SIMD_MATMUL_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_INT8_INL_H_
@@ -42,6 +46,9 @@
 #include "headway/ggml_blocks.hpp"
 #include "hwy/highway.h"
 #include "simd/matmul.h"
+#include "simd/matmul_avxvnni-inl.h"  // on AVX2 with AVX-VNNI (HEADWAY_MATMUL_AVXVNNI)
+#include "simd/matmul_helium-inl.h"   // on Helium (HEADWAY_SIMD_HELIUM)
+#include "simd/matmul_sdot-inl.h"     // on AArch64 with SDOT (HEADWAY_MATMUL_SDOT)
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
@@ -112,12 +119,17 @@ HWY_INLINE __m512i PairOrder() {
 
 // One block of 32 x values (v0, v1) scaled to codes of at most kMax: v · id, rounded, is each
 // value's code, and d = max|x| / kMax its step. A value that is not finite makes amax NaN or inf:
-// then d is NaN (the block's products NaN, as widening would give) and id 0.
+// then d is NaN (the block's products NaN, as widening would give) and id 0. max|x| is the largest
+// of the values' bits less the sign, as unsigned integers: they order as the values do, a NaN
+// above infinity (VMAXPS would drop a NaN: it returns its second operand when either is NaN).
 template <int kMax>
 HWY_INLINE float ScaleBlock(__m512 v0, __m512 v1, __m512* id) {
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
-  const bool finite = amax <= std::numeric_limits<float>::max();
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const uint32_t top = _mm512_reduce_max_epu32(_mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), abs_mask),
+                                                                _mm512_and_si512(_mm512_castps_si512(v1), abs_mask)));
+  float amax;
+  std::memcpy(&amax, &top, 4);
+  const bool finite = top < 0x7f800000u;
   *id = _mm512_set1_ps(finite && amax != 0.0f ? static_cast<float>(kMax) / amax : 0.0f);
   return finite ? amax / static_cast<float>(kMax) : std::numeric_limits<float>::quiet_NaN();
 }
@@ -404,7 +416,7 @@ HWY_NOINLINE void MatmulInteger(const MatmulArgs& a, size_t o_begin, size_t o_en
   }
 }
 
-#else
+#elif !HEADWAY_MATMUL_AVXVNNI && !HEADWAY_MATMUL_SDOT && !HEADWAY_SIMD_HELIUM
 
 inline bool IntegerGemv(const MatmulArgs&) { return false; }
 inline void MatmulInteger(const MatmulArgs&, size_t, size_t) {}

@@ -8,7 +8,7 @@
 //   GEMV      t = 1 through the Session's largest projections, Wq [q_width, d_model] and
 //             Wo [d_model, q_width] in f16, and the same shapes in q8_0 blocks (the whole
 //             decoder's, tiny_decoder.hpp: its Wq, gate, up and LM head are [256, 128], its Wo
-//             and down [128, 256]), one simd::matmul call over all their rows
+//             and down [128, 256]) and in q4_0 blocks, one simd::matmul call over all their rows
 // K/V sit in the cache's layout, [n_kv_heads, rows, head_dim]. Inputs come from a fixed LCG,
 // values in [-1, 1); buffers are static (no heap: the link checks it). One line per case:
 //   case <name>: <N> instructions per call (median of 5 calls; min <a>, max <b>), path <target>, kernel <k>
@@ -66,7 +66,7 @@ alignas(64) float g_x[kGemvMax];
 alignas(64) float g_y[kGemvMax];
 alignas(64) uint16_t g_w[size_t{kQWidth} * kDModel];          // Wq [q_width, d_model] or Wo [d_model, q_width]
 constexpr size_t kQ8RowBytes = size_t{kDModel} / 32 * 34;     // q8_0: 34 bytes per 32 values
-alignas(64) uint8_t g_w_q8_0[size_t{kQWidth} * kQ8RowBytes];  // the same shapes in q8_0 blocks
+alignas(64) uint8_t g_w_q8_0[size_t{kQWidth} * kQ8RowBytes];  // the same shapes in q8_0 (or q4_0) blocks
 
 uint32_t g_failures = 0;
 
@@ -173,20 +173,21 @@ void bench_attention(const char* name, uint32_t t_q, uint32_t t_kv, hs::KvType k
   check_bounds(name, g_o, size_t{t_q} * kHeads * kHeadDim, 1.0f);
 }
 
-// y [out] = W [out, in] · x [in], W in f16 or q8_0 (ggml's blocks, the library's quantizer).
+// y [out] = W [out, in] · x [in], W in f16, q8_0 or q4_0 (ggml's blocks, the library's quantizer).
 void bench_gemv(const char* name, uint32_t out, uint32_t in, uint32_t seed, hs::WeightType type) {
   float w[256];  // one row at a time through f32: the weights are drawn like the other inputs
   static_assert(kGemvMax <= 256);
-  const bool q8 = type == hs::WeightType::kQ8_0;
-  const size_t row_bytes = headway::quantized_row_bytes(headway::QuantType::kQ8_0, in);
+  const bool blocks = type != hs::WeightType::kF16;
+  const headway::QuantType quant = headway::quant_type_of(type);
+  const size_t row_bytes = headway::quantized_row_bytes(quant, in);
   Lcg r{seed};
   for (uint32_t o = 0; o < out; ++o) {
     for (uint32_t i = 0; i < in; ++i) w[i] = r.next();
-    if (!q8) {
+    if (!blocks) {
       to_f16(w, g_w + size_t{o} * in, in);
-    } else if (!headway::quantize_row(headway::QuantType::kQ8_0, w, in, g_w_q8_0 + o * row_bytes, row_bytes).ok()) {
+    } else if (!headway::quantize_row(quant, w, in, g_w_q8_0 + o * row_bytes, row_bytes).ok()) {
       ++g_failures;
-      cortex_m::Text().str("FAIL ").str(name).str(": q8_0 quantization\n").print();
+      cortex_m::Text().str("FAIL ").str(name).str(": quantization\n").print();
       return;
     }
   }
@@ -194,7 +195,7 @@ void bench_gemv(const char* name, uint32_t out, uint32_t in, uint32_t seed, hs::
   hs::MatmulArgs m;
   m.x = g_x;
   m.x_stride = in;
-  m.w = q8 ? static_cast<const void*>(g_w_q8_0) : g_w;
+  m.w = blocks ? static_cast<const void*>(g_w_q8_0) : g_w;
   m.w_type = type;
   m.w_stride = in;
   m.y = g_y;
@@ -248,6 +249,8 @@ int main() {
   bench_gemv("GEMV Wo 128x256 f16, t 1", kDModel, kQWidth, 31, hs::WeightType::kF16);
   bench_gemv("GEMV Wq 256x128 q8_0, t 1", kQWidth, kDModel, 21, hs::WeightType::kQ8_0);
   bench_gemv("GEMV Wo 128x256 q8_0, t 1", kDModel, kQWidth, 31, hs::WeightType::kQ8_0);
+  bench_gemv("GEMV Wq 256x128 q4_0, t 1", kQWidth, kDModel, 21, hs::WeightType::kQ4_0);
+  bench_gemv("GEMV Wo 128x256 q4_0, t 1", kDModel, kQWidth, 31, hs::WeightType::kQ4_0);
 
   cortex_m::Text().str(g_failures == 0 ? "done" : "FAIL").str("\n").print();
   return g_failures == 0 ? 0 : 1;

@@ -48,9 +48,9 @@ headway::StaticArena<kPlan.arena_bytes> decoder_arena;
 // destroyed, so no destructor is registered to run at exit.
 alignas(headway::Model) uint8_t model_storage[sizeof(headway::Model)];
 
-// Largest |logit − reference| of any step. The matrices' q8_0 values are exact on both sides
-// (decoded to f32 on the board: no 8-bit activations on Arm); what differs is f32 against double
-// through 2 blocks, and K/V rounded to f16 from either (a value on an f16 rounding boundary may
+// Largest |logit − reference| of any step. The matrices' q8_0 values are exact on both sides; what
+// differs is x meeting them in 16-bit codes on the M55's Helium path (f32 elsewhere), f32 against
+// double through 2 blocks, and K/V rounded to f16 from either (a value on an f16 rounding boundary may
 // round apart). The reference's greedy choices lead by at least 50 times this (decoder_golden_gen).
 constexpr double kTolerance = 1e-3;
 

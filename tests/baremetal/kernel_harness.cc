@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "headway/attention.hpp"
+#include "headway/ggml_blocks.hpp"
 #include "headway/quantize.hpp"
 #include "kernel_golden.h"
 #include "kernel_path.hpp"
@@ -164,6 +165,119 @@ void check_f16_widening() {
   cortex_m::Text()
       .str(wrong == 0 ? "ok   " : "FAIL ")
       .str("f16 widening, all 65536 values: ")
+      .u64(wrong)
+      .str(" wrong\n")
+      .print();
+}
+
+// The projections' kernel over weights in ggml's blocks (simd/matmul_blocks-inl.h; on Helium the
+// integer decode of matmul_helium-inl.h for q8_0 and q4_0) against a double dot product with W as
+// ggml_blocks decodes it: GEMV and GEMM, one block to several, a row range that starts past 0. Where
+// the kernel says it quantizes x (matmul_x_code_max), the reference's x is quantized alike: per
+// block of 32, d = max|x| / code_max, codes x · (code_max / max|x|) rounded to nearest even.
+// Tolerance 1e-5 relative to the sum of |terms|.
+void check_matmul_blocks() {
+  constexpr size_t kMaxT = 3, kMaxIn = 512, kMaxOut = 7;
+  static float x[kMaxT * kMaxIn];
+  static double xq[kMaxIn];
+  static uint8_t w[kMaxOut * kMaxIn / 32 * 34];  // q8_0: the most bytes per value of these types
+  static float wf[kMaxOut * kMaxIn];
+  static float y[kMaxT * kMaxOut];
+  struct Format {
+    hs::WeightType type;
+    int f16_at[2];  // the f16 fields (scales, mins), -1: none
+  };
+  const Format formats[] = {{hs::WeightType::kQ8_0, {0, -1}},
+                            {hs::WeightType::kQ4_0, {0, -1}},
+                            {hs::WeightType::kQ4_1, {0, 2}},
+                            {hs::WeightType::kQ6_K, {208, -1}}};
+  uint32_t wrong = 0, runs = 0, quantized = 0;
+  for (const Format& f : formats) {
+    const headway::DTypeTraits& type = headway::dtype_traits(f.type);
+    const size_t bv = type.block_values, bb = type.block_bytes;
+    for (size_t blocks : {size_t{1}, size_t{2}, size_t{9}}) {
+      const size_t in = blocks * bv;
+      if (in > kMaxIn) continue;
+      ht::Rng rng(in * 13 + type.ggml);
+      const size_t row_bytes = blocks * bb;
+      for (size_t i = 0; i < kMaxOut * row_bytes; ++i) w[i] = static_cast<uint8_t>(rng.next());
+      for (size_t b = 0; b < kMaxOut * blocks; ++b) {
+        for (int at : f.f16_at) {
+          if (at < 0) continue;
+          const uint16_t h =
+              ht::f32_to_f16_bits(static_cast<float>(static_cast<int32_t>(rng.next() >> 58) - 32) / 512.0f);
+          std::memcpy(&w[b * bb + static_cast<size_t>(at)], &h, 2);
+        }
+        headway::ggml_blocks::decode_block(f.type, &w[b * bb], &wf[b * bv]);
+      }
+      for (size_t t : {size_t{1}, size_t{3}}) {
+        for (size_t i = 0; i < t * in; ++i)
+          x[i] = static_cast<float>(static_cast<int32_t>(rng.next() >> 57) - 64) / 32.0f;
+        x[in / 2] = 4.0f;  // one large value: a coarse code step for its block
+        for (size_t i = 0; i < t * kMaxOut; ++i) y[i] = kCanary;
+        hs::MatmulArgs a;
+        a.x = x;
+        a.x_stride = in;
+        a.w = w;
+        a.w_type = f.type;
+        a.w_stride = in;
+        a.y = y;
+        a.y_stride = kMaxOut;
+        a.t = t;
+        a.in = in;
+        a.out = kMaxOut;
+        hs::matmul(a, 1, kMaxOut);
+        const int code_max = hs::matmul_x_code_max(a);
+        ++runs;
+        quantized += code_max != 0;
+        for (size_t i = 0; i < t; ++i) {
+          const float* xi = x + i * in;
+          for (size_t k = 0; k < in; ++k) xq[k] = xi[k];
+          for (size_t b = 0; code_max != 0 && b < in / 32; ++b) {
+            float amax = 0.0f;
+            for (size_t k = 32 * b; k < 32 * b + 32; ++k) amax = std::fabs(xi[k]) > amax ? std::fabs(xi[k]) : amax;
+            const float d = amax / static_cast<float>(code_max);
+            const float id = amax != 0.0f ? static_cast<float>(code_max) / amax : 0.0f;
+            for (size_t k = 32 * b; k < 32 * b + 32; ++k) {
+              volatile float scaled = xi[k] * id;  // rounded to f32 first, as the kernels do
+              // 1.5 · 2^23 added and taken away rounds to a whole number, ties to even.
+              const float code = (scaled + 12582912.0f) - 12582912.0f;
+              xq[k] = double{d} * double{code};
+            }
+          }
+          if (!(y[i * kMaxOut] == kCanary)) ++wrong;  // row 0 is not asked for
+          for (size_t o = 1; o < kMaxOut; ++o) {
+            double want = 0.0, scale = 0.0;
+            for (size_t k = 0; k < in; ++k) {
+              want += xq[k] * double{wf[o * in + k]};
+              scale += std::fabs(xq[k] * double{wf[o * in + k]});
+            }
+            if (!(std::fabs(double{y[i * kMaxOut + o]} - want) <= 1e-5 * scale + 1e-30)) ++wrong;
+          }
+        }
+        // Another split of the rows gives bitwise the same y; a NaN in x gives rows that are NaN.
+        static float y2[kMaxT * kMaxOut];
+        a.y = y2;
+        hs::matmul(a, 4, kMaxOut);
+        hs::matmul(a, 1, 4);
+        for (size_t i = 0; i < t; ++i) wrong += std::memcmp(&y[i * kMaxOut + 1], &y2[i * kMaxOut + 1], 24) != 0;
+        x[t * in - 3] = NAN;  // in the last token
+        hs::matmul(a, 1, kMaxOut);
+        for (size_t o = 1; o < kMaxOut; ++o) wrong += !std::isnan(y2[(t - 1) * kMaxOut + o]);
+      }
+    }
+  }
+  ++g_checks;
+  if (wrong != 0) ++g_failures;
+  cortex_m::Text()
+      .str(wrong == 0 ? "ok   " : "FAIL ")
+      .str("matmul over ggml blocks (")
+      .str(hs::matmul_target_name())
+      .str("), q8_0/q4_0/q4_1/q6_K, GEMV and GEMM, ")
+      .u64(runs)
+      .str(" runs (")
+      .u64(quantized)
+      .str(" with x quantized): ")
       .u64(wrong)
       .str(" wrong\n")
       .print();
@@ -350,6 +464,7 @@ int main() {
   if (!cortex_m::kernel_path_is_expected(hs::attention_target_name())) return 1;
   check_f16_widening();
   check_matmul();
+  check_matmul_blocks();
   for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
     const ht::AttentionCase& c = ht::kAttentionCases[n];
     if (!ht::runs_on_baremetal(c)) continue;

@@ -3,9 +3,12 @@
 // bit-exact dequantize_ggml_row (itself checked against gguf-py in tests/torch): GEMV and GEMM,
 // rows of one block to several tiles' chunks, row splits bitwise. A decode step (t = 1) may run in
 // integers with x quantized per block of 32 as ggml does (matmul_int8-inl.h): there the bound adds
-// x's rounding, half of each block's code step d_x = max|x| / 127 times Σ|w| over the block.
+// x's rounding, half of each block's code step d_x = max|x| / 127 times Σ|w| over the block, and
+// the result must also match x · Wᵀ with x quantized as matmul_x_code_max says (every target that
+// quantizes x does it alike: AVX-512 VNNI, AVX-VNNI, SDOT, Helium).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -49,6 +52,21 @@ std::vector<uint8_t> random_rows(const BlockFields& f, size_t rows, size_t in, t
   return w;
 }
 
+// x as a decode step in integers meets W: per block of 32, d = max|x| / code_max and the codes
+// x · (code_max / max|x|) in f32, rounded to nearest even; d · code each (x itself for 0).
+std::vector<double> quantized_x(const std::vector<float>& x, int code_max) {
+  std::vector<double> out(x.begin(), x.end());
+  if (code_max == 0) return out;
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float d = amax / static_cast<float>(code_max);
+    const float id = amax != 0.0f ? static_cast<float>(code_max) / amax : 0.0f;
+    for (size_t k = b; k < b + 32; ++k) out[k] = static_cast<double>(d) * std::nearbyint(x[k] * id);
+  }
+  return out;
+}
+
 TEST_CASE("matmul over block-format weights matches the dequantized double reference on every target") {
 #ifdef HEADWAY_TEST_EMULATED  // qemu-user: every shape of rows and blocks, fewer tokens and rows
   const size_t ts[] = {2, 5};
@@ -77,7 +95,7 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             REQUIRE(dequantize_ggml_row(ggml, &w[o * row_bytes], row_bytes, in, &wd[o * in]).ok());
           }
           for (size_t t : ts) {
-            INFO(type.name << " t " << t << " in " << in << " out " << out);
+            INFO(std::string(type.name) << " t " << t << " in " << in << " out " << out);
             const size_t xs = in + 3, ys = out + 2;
             std::vector<float> x(t * xs);
             for (float& v : x) v = rng.normal();
@@ -116,7 +134,8 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             CHECK(std::memcmp(y.data(), y2.data(), y.size() * 4) == 0);
           }
           // A decode step: within x's rounding of the dequantized product (8-bit codes, or 16-bit
-          // with precise_x).
+          // with precise_x); where the target runs it in integers, x · Wᵀ with x quantized as the
+          // kernel says it quantizes it (every target that does so quantizes alike).
           for (const bool precise : {false, true}) {
             std::vector<float> x1(in), y1(out + 1, 7.0f);
             for (float& v : x1) v = rng.normal();
@@ -134,8 +153,14 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             a.in = in;
             a.out = out;
             hs::matmul(a, 0, out);
+            const int code_max = hs::matmul_x_code_max(a);
+            const std::vector<double> xq = quantized_x(x1, code_max);
             for (size_t o = 0; o < out; ++o) {
-              double s = 0.0, mag = 0.0, rounding = 0.0;
+              double s = 0.0, mag = 0.0, rounding = 0.0, sq = 0.0, magq = 0.0;
+              for (size_t k = 0; k < in; ++k) {
+                sq += xq[k] * wd[o * in + k];
+                magq += std::fabs(xq[k] * wd[o * in + k]);
+              }
               for (size_t b = 0; b < in / 32; ++b) {
                 double amax = 0.0, wsum = 0.0;
                 for (size_t k = b * 32; k < b * 32 + 32; ++k) {
@@ -146,10 +171,51 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
                 }
                 rounding += 0.5 * amax / (precise ? 32767.0 : 127.0) * wsum;
               }
-              INFO(type.name << " decode in " << in << " out " << out << " row " << o << " precise " << precise);
+              INFO(std::string(type.name)
+                   << " decode in " << in << " out " << out << " row " << o << " precise " << precise);
               CHECK(std::fabs(y1[o] - s) <= rounding * 1.001 + 1e-5 * mag);
+              INFO("x codes up to " << code_max);
+              if (code_max != 0) CHECK(std::fabs(y1[o] - sq) <= 1e-5 * magq);
             }
             CHECK(y1[out] == 7.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a decode step over block-format weights with x not finite gives rows that are not finite") {
+  // One NaN or infinity anywhere in a block of 32 (either half of a vector register's worth): in
+  // f32 its products are not finite, and in integers its block's d_x is NaN.
+  const size_t in = 512, out = 5;
+  for (const int64_t target : test::test_targets()) {
+    test::TargetScope scope(target);
+    INFO(test::target_label(target));
+    for (const BlockFields& f : kFormats) {
+      test::Rng rng(dtype_traits(f.type).ggml);
+      const std::vector<uint8_t> w = random_rows(f, out, in, rng);
+      for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+        for (const size_t at : {size_t{0}, size_t{5}, size_t{20}, size_t{31}, size_t{300}}) {
+          for (const bool precise : {false, true}) {
+            INFO(std::string(dtype_traits(f.type).name) << " x[" << at << "] = " << bad << " precise " << precise);
+            std::vector<float> x(in), y(out, 7.0f);
+            for (float& v : x) v = rng.normal();
+            x[at] = bad;
+            hs::MatmulArgs a;
+            a.precise_x = precise;
+            a.x = x.data();
+            a.x_stride = in;
+            a.w = w.data();
+            a.w_type = f.type;
+            a.w_stride = in;
+            a.y = y.data();
+            a.y_stride = out;
+            a.t = 1;
+            a.in = in;
+            a.out = out;
+            hs::matmul(a, 0, out);
+            for (size_t o = 0; o < out; ++o) CHECK_FALSE(std::isfinite(y[o]));
           }
         }
       }
