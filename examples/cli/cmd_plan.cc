@@ -12,13 +12,17 @@
 namespace headway::cli {
 namespace {
 
-void print_table(const Plan& p) {
+// attention_only: why the config's model part is not planned (empty: it is, or it has none).
+void print_table(const Plan& p, const std::string& attention_only) {
   const Config& c = p.config;
   std::printf("model %s\n\n", c.name);
   std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind_name(p),
               c.n_heads, c.kv_heads(), p.group_size, p.head_dim, c.head_dim ? " (explicit)" : "");
-  std::printf("widths      d_model %u -> q %u, k %u, v %u (fused qkv row %u floats)\n", c.d_model, p.q_width,
-              p.kv_width, p.kv_width, p.qkv_width);
+  std::printf("widths      d_model %u -> q %u, k %u, v %u (fused qkv row %u floats)%s\n", c.d_model, p.q_width,
+              p.kv_width, p.kv_width, p.qkv_width,
+              !c.qk_norm               ? ""
+              : c.qk_norm_across_heads ? ", q and k RMS-normed across their heads"
+                                       : ", q and k RMS-normed per head");
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);
@@ -37,13 +41,20 @@ void print_table(const Plan& p) {
     std::printf("rope        %s, theta %g, %u of %u dims rotated", rope_style_name(c.rope.style),
                 static_cast<double>(c.rope.theta), c.rotary_dims(), p.head_dim);
     if (c.rope.scaling != RopeScaling::kNone) {
-      std::printf(", scaling %s (factor %g)", rope_scaling_name(c.rope.scaling), static_cast<double>(c.rope.factor));
+      std::printf(", scaling %s (factor %g", rope_scaling_name(c.rope.scaling), static_cast<double>(c.rope.factor));
+      if (c.rope.scaling == RopeScaling::kLongRope) {
+        std::printf(", short factors while a call ends within %u positions, long past them", c.rope.original_max_seq);
+      } else if (c.rope.scaling == RopeScaling::kLlama3 || c.rope.scaling == RopeScaling::kYarn) {
+        std::printf(", original context %u", c.rope.original_max_seq);
+      }
+      std::printf(")");
     }
     std::printf("\n");
   }
   std::printf("context     %u tokens, %u layers, up to %u tokens per call, %u thread%s\n\n", c.max_seq, c.n_layers,
               p.max_tokens, p.options.threads, p.options.threads == 1 ? "" : "s");
 
+  if (!attention_only.empty()) std::printf("model part  not planned, attention only: %s\n\n", attention_only.c_str());
   std::printf("memory plan (arena regions, each 64-byte aligned)\n");
   const char* weights_note = p.weights_region_bytes ? ""
                              : p.packed_bytes       ? " (packed by XNNPACK below)"
@@ -63,15 +74,22 @@ void print_table(const Plan& p) {
   std::printf("  scratch      %12s  %s per thread\n", human_bytes(p.scratch_bytes).c_str(),
               human_bytes(p.scratch_bytes_per_thread).c_str());
   if (c.model.vocab_size > 0) {
-    std::printf("  model        %12s  embedding %s, %s per layer (norms, %s MLP %u wide), LM head %s\n",
-                human_bytes(p.model_weights_bytes).c_str(),
-                human_bytes(model_tensor_bytes(p, ModelTensor::kEmbedding)).c_str(),
-                human_bytes(p.model_layer_bytes).c_str(), mlp_kind_name(c.model.mlp), c.model.intermediate_size,
-                c.model.tie_word_embeddings ? "tied to the embedding"
-                                            : human_bytes(model_tensor_bytes(p, ModelTensor::kLmHead)).c_str());
-    std::printf("  model acts   %12s  normed rows, MLP hidden, logits of %u token%s over %u ids, sampler\n",
-                human_bytes(p.model_activation_bytes).c_str(), p.logits_rows, p.logits_rows == 1 ? "" : "s",
-                c.model.vocab_size);
+    std::printf(
+        "  model        %12s  embedding %s (%u ids), %s per layer (%s norms: %s, %s MLP %u wide%s), LM head %s\n",
+        human_bytes(p.model_weights_bytes).c_str(), human_bytes(model_tensor_bytes(p, ModelTensor::kEmbedding)).c_str(),
+        c.model.vocab_size, human_bytes(p.model_layer_bytes).c_str(), norm_kind_name(c.model.norm),
+        norm_placement_name(c.model), mlp_kind_name(c.model.mlp), c.model.intermediate_size,
+        c.model.gate_up_fused ? ", gate and up one tensor" : "",
+        !c.causal                     ? "none (an encoder: hidden states out)"
+        : c.model.tie_word_embeddings ? "tied to the embedding"
+                                      : human_bytes(model_tensor_bytes(p, ModelTensor::kLmHead)).c_str());
+    if (c.causal) {
+      std::printf("  model acts   %12s  normed rows, MLP hidden, logits of %u token%s over %u ids, sampler\n",
+                  human_bytes(p.model_activation_bytes).c_str(), p.logits_rows, p.logits_rows == 1 ? "" : "s",
+                  c.model.vocab_size);
+    } else {
+      std::printf("  model acts   %12s  normed rows, MLP hidden\n", human_bytes(p.model_activation_bytes).c_str());
+    }
   }
   std::printf("  arena total  %12s  (%llu bytes)\n\n", human_bytes(p.arena_bytes).c_str(),
               static_cast<unsigned long long>(p.arena_bytes));
@@ -124,7 +142,8 @@ int cmd_plan(int argc, char** argv) {
     }
     if (!s.ok()) return report("plan", s);
   }
-  Result<Config> config = source.load_model();
+  std::string attention_only;
+  Result<Config> config = source.load_model("", &attention_only);
   if (!config.ok()) return report("plan", config.status());
   Config c = config.value();
   if (kv_dtype_set) c.kv_dtype = kv_dtype;
@@ -134,7 +153,7 @@ int cmd_plan(int argc, char** argv) {
   if (json) {
     std::printf("%s\n", plan_json(plan.value()).c_str());
   } else {
-    print_table(plan.value());
+    print_table(plan.value(), attention_only);
   }
   return kExitOk;
 }

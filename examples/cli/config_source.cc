@@ -40,12 +40,13 @@ Result<Config> ConfigSource::load(const char* count_note) const {
   return parse_spec(spec);
 }
 
-Result<Config> ConfigSource::load_model(const char* count_note) const {
-  if (given() != 1 || gguf_path == nullptr) return load(count_note);
+Result<Config> ConfigSource::load_model(const char* count_note, std::string* attention_only) const {
+  if (given() != 1 || (gguf_path == nullptr && config_path == nullptr)) return load(count_note);
   ModelFile file;
-  HEADWAY_RETURN_IF_ERROR(file.open(gguf_path));
-  Result<Config> whole = file.config();
+  if (gguf_path != nullptr) HEADWAY_RETURN_IF_ERROR(file.open(gguf_path));
+  Result<Config> whole = gguf_path != nullptr ? file.config() : ModelFile::hf_config(config_path);
   if (whole.ok() || whole.status().code() != Code::kUnsupported) return whole;
+  if (attention_only != nullptr) *attention_only = whole.status().message();
   return load(count_note);
 }
 

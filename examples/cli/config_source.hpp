@@ -2,6 +2,8 @@
 // Hugging Face config.json, a GGUF file's metadata or a spec string, exactly one of them.
 #pragma once
 
+#include <string>
+
 #include "examples/cli/cli_common.hpp"
 #include "headway/config.hpp"
 #include "headway/status.hpp"
@@ -21,9 +23,10 @@ struct ConfigSource {
   // The config of the one source given. Any other count is kInvalidArgument "give exactly one
   // of ... (got N<count_note>)"; an unknown preset is kNotFound.
   Result<Config> load(const char* count_note = "") const;
-  // load(), but a GGUF of a decoder headway runs whole gives the whole model's config (its
-  // embedding, norms, MLP and head: ModelFile::config); any other GGUF its attention alone.
-  Result<Config> load_model(const char* count_note = "") const;
+  // load(), but a GGUF or a config.json of a family headway runs whole gives the whole model's
+  // config (its embedding, norms, MLP and head: ModelFile::config, ModelFile::hf_config); any
+  // other its attention alone, and then *attention_only (when given) says why.
+  Result<Config> load_model(const char* count_note = "", std::string* attention_only = nullptr) const;
 };
 
 }  // namespace headway::cli

@@ -18,7 +18,8 @@ constexpr Command kCommands[] = {
      "plan (--preset NAME | --config config.json | --gguf FILE | --spec \"d_model=4096 heads=32 ...\")\n"
      "       [--threads N] [--max-tokens N] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--weight-dtype f32|f16|bf16] "
      "[--projection highway|xnnpack] [--json]\n"
-     "                                    check a config; print its head layout and memory plan"},
+     "                                    check a config; print its head layout and memory plan (the whole\n"
+     "                                    model's where --config or --gguf names a family headway runs whole)"},
     {"attend", headway::cli::cmd_attend,
      "attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W] [--softcap C] [--scale S]\n"
      "       [--sinks s.npy] [--sink-tokens S] [--alibi] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"

@@ -47,8 +47,8 @@ Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
   }
   if (c.o_bias) w.bo = r.make(7, 1, c.d_model, 0.1f, 0.0f, st + 7);
   if (c.qk_norm) {
-    w.q_norm = r.make(8, 1, p.head_dim, 0.1f, 1.0f, st + 8);
-    w.k_norm = r.make(9, 1, p.head_dim, 0.1f, 1.0f, st + 9);
+    w.q_norm = r.make(8, 1, c.q_norm_width(), 0.1f, 1.0f, st + 8);
+    w.k_norm = r.make(9, 1, c.k_norm_width(), 0.1f, 1.0f, st + 9);
   }
   if (c.sinks) w.sinks = r.make(10, 1, c.n_heads, 1.0f, 0.0f, st + 10);
   return w;

@@ -25,8 +25,15 @@ enum class RopeScaling : uint8_t {
   kLlama3,  // Llama 3.1/3.2: low frequencies / factor, high kept, a smooth ramp between
   kYarn,    // YaRN (gpt-oss, Qwen 2.5/3 long context, DeepSeek): a ramp over the pair index between
             // interpolated and kept frequencies, and cos/sin scaled by an attention factor
-  kOther,   // a type headway cannot apply (dynamic, longrope): planned, not run
+  kOther,   // a type headway cannot apply (dynamic NTK): planned, not run
+  // LongRoPE (Phi-3/3.5 long context, Phi-4-mini, MiniCPM3): pair i's frequency divided by
+  // short_factor[i], or long_factor[i] in a call whose last position passes original_max_seq (as
+  // transformers switches them per forward call); cos and sin scaled by an attention factor.
+  kLongRope,
 };
+
+// The most rotated pairs LongRoPE's per-pair factors cover (rotary dims up to 128).
+inline constexpr uint32_t kMaxLongRopePairs = 64;
 
 const char* rope_scaling_name(RopeScaling s);  // "none", "linear", "llama3", "yarn", "other"
 
@@ -50,6 +57,13 @@ struct RopeConfig {
   float mscale = 0.0f;
   float mscale_all_dim = 0.0f;
   bool yarn_truncate = true;
+  // kLongRope: the per-pair divisors of the short (positions within original_max_seq) and long
+  // tables, longrope_pairs of each (the rotated pairs); cos and sin are multiplied by
+  // attention_factor, or when it is 0 by sqrt(1 + ln(factor) / ln(original_max_seq)) (1 for
+  // factor <= 1), factor being max_position_embeddings / original_max_seq unless the config says.
+  uint32_t longrope_pairs = 0;
+  float short_factor[kMaxLongRopePairs] = {};
+  float long_factor[kMaxLongRopePairs] = {};
 };
 
 // The most layers a Config lists one by one (LayerKinds' explicit lists): the deepest real models
@@ -126,7 +140,17 @@ struct ModelConfig {
   bool scale_embedding = false;
   bool sandwich_norm = false;
   float final_softcap = 0.0f;
+  // OLMo 2: each block's output normed before its residual add (kPostAttnNorm, kPostFfnNorm), its
+  // input not (no kAttnNorm, kFfnNorm).
+  bool output_norms_only = false;
+  // Phi-3: the gate and up projections are one tensor [2·intermediate_size, d_model], the gate's
+  // rows first (Hugging Face's gate_up_proj, llama.cpp's ffn_up); kGate and kUp are its halves.
+  bool gate_up_fused = false;
 };
+
+// Where a model's block norms sit: "pre" (on each block's input), "post" (after each residual
+// add, BERT), "pre and output" (Gemma 2/3: also on each block's output), "output" (OLMo 2).
+const char* norm_placement_name(const ModelConfig& m);
 
 // The longest name a Config carries (a preset name or config.json's model_type).
 inline constexpr uint32_t kMaxNameLength = 47;
@@ -153,6 +177,9 @@ struct Config {
   bool qk_norm = false;         // per-head RMS norm on q and k before RoPE (Qwen3, Gemma 3)
   float rms_norm_eps = 1e-6f;   // epsilon of the qk_norm RMS norm (config.json's rms_norm_eps)
   float qk_norm_offset = 0.0f;  // added to each q/k norm weight: Gemma 3's norms scale by 1 + weight
+  // With qk_norm: one RMS norm over all of q's heads and one over all of k's (OLMo 2), weights
+  // [n_heads·head_dim] and [n_kv_heads·head_dim], rather than one per head.
+  bool qk_norm_across_heads = false;
   DType kv_dtype = DType::kF16;
   LayerKinds layers;  // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
@@ -177,6 +204,9 @@ struct Config {
 
   constexpr uint32_t kv_heads() const { return n_kv_heads ? n_kv_heads : n_heads; }
   constexpr uint32_t head_size() const { return head_dim ? head_dim : (n_heads ? d_model / n_heads : 0); }
+  // The q and k norms' weight lengths (qk_norm): one head's, or all heads' (qk_norm_across_heads).
+  constexpr uint32_t q_norm_width() const { return qk_norm_across_heads ? n_heads * head_size() : head_size(); }
+  constexpr uint32_t k_norm_width() const { return qk_norm_across_heads ? kv_heads() * head_size() : head_size(); }
   constexpr uint32_t rotary_dims() const {
     return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_size());
   }

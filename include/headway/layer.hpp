@@ -121,8 +121,9 @@ class AttentionLayer {
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;
   ThreadPool* pool_ = nullptr;
-  const double* rope_ = nullptr;  // the layer's RoPE table in the arena (null without RoPE)
-  RopeConfig rope_config_{};      // the layer's RoPE (style kNone on a NoPE layer; its own base)
+  // The layer's RoPE table in the arena, made at its own base (null on a layer without RoPE); the
+  // rest of the rotation is the model's (plan_->config.rope).
+  const double* rope_ = nullptr;
   const float* sinks_ = nullptr;  // [n_heads] f32 in the arena's sinks region (null without sinks)
   CpuBackend cpu_;
   GpuBackend gpu_;

@@ -1,7 +1,8 @@
 // A model's weights for Model (decoders, headway/model.hpp) or Encoder (headway/encoder.hpp):
 //   - a GGUF in any weight type the ggml table holds (headway/ggml_types.hpp: f32, f16, bf16,
 //     q4_0 ... q8_0, q2_K ... q6_K);
-//   - a Hugging Face directory: config.json and model.safetensors (f32, f16, bf16).
+//   - a Hugging Face directory: config.json and model.safetensors (f32, f16, bf16), or a sharded
+//     checkpoint's model.safetensors.index.json and the shards it names.
 // The source lends every matrix from the mapping in the file's own type (a plan with
 // weights_in_arena false runs on them there), and reads any tensor as f32 rows (a GGUF's blocks
 // dequantized bit-exactly as ggml does) for a plan that copies the weights into its arena.
@@ -10,8 +11,8 @@
 //
 // Families: the pre-norm RMSNorm + SwiGLU decoders (GGUF architectures llama — which also carries
 // Mistral, SmolLM and SmolLM2 files —, qwen2, qwen3; config.json model_type llama, mistral, qwen2,
-// qwen3) and BERT-family encoders (model_type bert: BERT, MiniLM). Any other is refused when the
-// config is read, naming the architecture and what headway lacks for it.
+// qwen3) and BERT-family encoders (model_type bert: BERT, MiniLM; roberta; distilbert). Any other
+// is refused when the config is read, naming the architecture and what headway lacks for it.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +32,12 @@ class ModelFile {
   ModelFile(const ModelFile&) = delete;
   ModelFile& operator=(const ModelFile&) = delete;
 
-  // Maps a GGUF file, or a directory's model.safetensors (with its config.json), and reads its
-  // tensor table.
+  // Maps a GGUF file, or a directory's model.safetensors (else its model.safetensors.index.json
+  // and every shard it names) with its config.json, and reads its tensor table.
   Status open(const char* path);
-  // A Hugging Face config.json and a .safetensors file given apart; `dir`, when not null, is the
-  // model's directory (sentence-transformers' pooling files).
+  // A Hugging Face config.json and a .safetensors file (or a sharded checkpoint's index .json)
+  // given apart; `dir`, when not null, is the model's directory (sentence-transformers' pooling
+  // files).
   Status open(const char* config_json, const char* weights, const char* dir = nullptr);
   // A GGUF's `size` bytes at `data` (borrowed: they must outlive this object); `source` names them.
   Status parse(const uint8_t* data, uint64_t size, const char* source);
@@ -48,6 +50,11 @@ class ModelFile {
   // tie_word_embeddings, max_position_embeddings, type_vocab_size). A family headway cannot run
   // whole is an error naming it.
   Result<Config> config() const;
+
+  // config() of a directory from its config.json alone, no weights opened: what `headway plan
+  // --config` plans. kUnsupported, naming the model_type, for a family headway does not run whole
+  // (load_hf_config still reads its attention).
+  static Result<Config> hf_config(const char* config_json);
 
   // The token ids a generation ends at, as transformers' generate takes them without a tokenizer:
   // generation_config.json's eos_token_id (one or a list) beside config.json, else config.json's;

@@ -1,8 +1,9 @@
 // The tensors of a model around its attention blocks, as one table: for each, when a config has
 // it, its shape, whether it is kept in f32 or the plan's weight dtype, and its names in GGUF
-// (llama.cpp's) and safetensors (Hugging Face's: decoders, BERT encoders). The plan sizes the
-// model weights region from it, Model and Encoder copy each present tensor into its slot, and the
-// loaders find the file's tensor by these names. A new norm, bias or matrix is one row here.
+// (llama.cpp's) and safetensors (Hugging Face's: decoders, BERT encoders, DistilBERT). The plan
+// sizes the model weights region from it, Model and Encoder copy each present tensor into its
+// slot, and the loaders find the file's tensor by these names. A new norm, bias or matrix is one
+// row here.
 //
 // The attention blocks' own tensors (Q/K/V/O, their biases, q/k norms, sinks) are LayerWeights
 // (headway/weights.hpp), loaded per layer by AttentionLayer.
@@ -50,38 +51,43 @@ struct ModelTensorInfo {
   const char* gguf;  // llama.cpp's name (%u: the layer); null where GGUF has none
   const char* hf;    // Hugging Face decoders' name (%u: the layer)
   const char* bert;  // Hugging Face BERT-family encoders' name, after the model's prefix
+  // DistilBERT's, after its prefix ("distilbert." in a task model's checkpoint, none in a bare
+  // DistilBertModel's or a sentence-transformers folder's); null where it has none.
+  const char* distilbert = nullptr;
 };
 
 // clang-format off
 inline constexpr ModelTensorInfo kModelTensors[kModelTensorCount] = {
     {ModelTensor::kEmbedding, "embedding", false, false, "token_embd.weight", "model.embed_tokens.weight",
-     "embeddings.word_embeddings.weight"},
+     "embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight"},
     {ModelTensor::kPositionEmbedding, "position_embedding", false, false, "position_embd.weight", nullptr,
-     "embeddings.position_embeddings.weight"},
+     "embeddings.position_embeddings.weight", "embeddings.position_embeddings.weight"},
     {ModelTensor::kTokenTypeEmbedding, "token_type_embedding", false, false, "token_types.weight", nullptr,
      "embeddings.token_type_embeddings.weight"},
     {ModelTensor::kEmbeddingNorm, "embedding_norm", false, true, "token_embd_norm.weight", nullptr,
-     "embeddings.LayerNorm.weight"},
+     "embeddings.LayerNorm.weight", "embeddings.LayerNorm.weight"},
     {ModelTensor::kEmbeddingNormBias, "embedding_norm_bias", false, true, "token_embd_norm.bias", nullptr,
-     "embeddings.LayerNorm.bias"},
+     "embeddings.LayerNorm.bias", "embeddings.LayerNorm.bias"},
     {ModelTensor::kAttnNorm, "attn_norm", true, true, "blk.%u.attn_norm.weight", "model.layers.%u.input_layernorm.weight",
-     "encoder.layer.%u.attention.output.LayerNorm.weight"},
+     "encoder.layer.%u.attention.output.LayerNorm.weight",
+     "transformer.layer.%u.sa_layer_norm.weight"},
     {ModelTensor::kAttnNormBias, "attn_norm_bias", true, true, "blk.%u.attn_norm.bias", nullptr,
-     "encoder.layer.%u.attention.output.LayerNorm.bias"},
+     "encoder.layer.%u.attention.output.LayerNorm.bias", "transformer.layer.%u.sa_layer_norm.bias"},
     {ModelTensor::kFfnNorm, "ffn_norm", true, true, "blk.%u.ffn_norm.weight",
-     "model.layers.%u.post_attention_layernorm.weight", "encoder.layer.%u.output.LayerNorm.weight"},
+     "model.layers.%u.post_attention_layernorm.weight", "encoder.layer.%u.output.LayerNorm.weight",
+     "transformer.layer.%u.output_layer_norm.weight"},
     {ModelTensor::kFfnNormBias, "ffn_norm_bias", true, true, "blk.%u.ffn_norm.bias", nullptr,
-     "encoder.layer.%u.output.LayerNorm.bias"},
+     "encoder.layer.%u.output.LayerNorm.bias", "transformer.layer.%u.output_layer_norm.bias"},
     {ModelTensor::kGate, "ffn_gate", true, false, "blk.%u.ffn_gate.weight", "model.layers.%u.mlp.gate_proj.weight",
      nullptr},
     {ModelTensor::kUp, "ffn_up", true, false, "blk.%u.ffn_up.weight", "model.layers.%u.mlp.up_proj.weight",
-     "encoder.layer.%u.intermediate.dense.weight"},
+     "encoder.layer.%u.intermediate.dense.weight", "transformer.layer.%u.ffn.lin1.weight"},
     {ModelTensor::kUpBias, "ffn_up_bias", true, true, "blk.%u.ffn_up.bias", nullptr,
-     "encoder.layer.%u.intermediate.dense.bias"},
+     "encoder.layer.%u.intermediate.dense.bias", "transformer.layer.%u.ffn.lin1.bias"},
     {ModelTensor::kDown, "ffn_down", true, false, "blk.%u.ffn_down.weight", "model.layers.%u.mlp.down_proj.weight",
-     "encoder.layer.%u.output.dense.weight"},
+     "encoder.layer.%u.output.dense.weight", "transformer.layer.%u.ffn.lin2.weight"},
     {ModelTensor::kDownBias, "ffn_down_bias", true, true, "blk.%u.ffn_down.bias", nullptr,
-     "encoder.layer.%u.output.dense.bias"},
+     "encoder.layer.%u.output.dense.bias", "transformer.layer.%u.ffn.lin2.bias"},
     {ModelTensor::kFinalNorm, "final_norm", false, true, "output_norm.weight", "model.norm.weight", nullptr},
     {ModelTensor::kFinalNormBias, "final_norm_bias", false, true, "output_norm.bias", nullptr, nullptr},
     {ModelTensor::kLmHead, "lm_head", false, false, "output.weight", "lm_head.weight", nullptr},
@@ -117,7 +123,7 @@ constexpr bool model_has_tensor(const Config& c, ModelTensor t) {
     case ModelTensor::kEmbeddingNorm: return m.embedding_norm;
     case ModelTensor::kEmbeddingNormBias: return m.embedding_norm && layer_norm;
     case ModelTensor::kAttnNorm:
-    case ModelTensor::kFfnNorm: return true;
+    case ModelTensor::kFfnNorm: return !m.output_norms_only;
     case ModelTensor::kAttnNormBias:
     case ModelTensor::kFfnNormBias: return layer_norm;
     case ModelTensor::kGate: return m.mlp == MlpKind::kSwiGlu || m.mlp == MlpKind::kGeGlu;
@@ -129,7 +135,7 @@ constexpr bool model_has_tensor(const Config& c, ModelTensor t) {
     case ModelTensor::kFinalNormBias: return !m.post_norm && layer_norm;
     case ModelTensor::kLmHead: return c.causal && !m.tie_word_embeddings;
     case ModelTensor::kPostAttnNorm:
-    case ModelTensor::kPostFfnNorm: return m.sandwich_norm;
+    case ModelTensor::kPostFfnNorm: return m.sandwich_norm || m.output_norms_only;
   }
   return false;
 }
@@ -141,6 +147,11 @@ constexpr const char* model_tensor_hf_name(const Config& c, ModelTensor t) {
   if (t == ModelTensor::kFfnNorm && c.model.sandwich_norm) return "model.layers.%u.pre_feedforward_layernorm.weight";
   return model_tensor_info(t).hf;
 }
+
+// Where ModelConfig::gate_up_fused's one tensor is: [2·ffn, d_model], kGate its first ffn rows and
+// kUp the rest (%u: the layer).
+inline constexpr const char* kGateUpGguf = "blk.%u.ffn_up.weight";
+inline constexpr const char* kGateUpHf = "model.layers.%u.mlp.gate_up_proj.weight";
 
 // Whether t is a norm's weight (what ModelConfig::norm_offset is added to).
 constexpr bool model_tensor_is_norm_weight(ModelTensor t) {

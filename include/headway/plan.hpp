@@ -54,10 +54,15 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
 
 // The attention tiling, split-KV policy and their memory: headway/attention_policy.hpp.
 
-// The frequencies one layer's RoPE table holds: one per rotated pair, rotary_dim / 2 (all of
-// head_dim when rotary_dim is 0); none without RoPE.
-constexpr uint32_t rope_frequency_count(const RopeConfig& rope, uint32_t head_dim) {
+// The pairs RoPE rotates in a head: rotary_dim / 2 (all of head_dim when rotary_dim is 0); none
+// without RoPE.
+constexpr uint32_t rope_pair_count(const RopeConfig& rope, uint32_t head_dim) {
   return rope.style == RopeStyle::kNone ? 0 : (rope.rotary_dim ? rope.rotary_dim : head_dim) / 2;
+}
+// A layer's RoPE table: one frequency per rotated pair; LongRoPE's holds the short table, then
+// the long one.
+constexpr uint32_t rope_frequency_count(const RopeConfig& rope, uint32_t head_dim) {
+  return rope_pair_count(rope, head_dim) * (rope.scaling == RopeScaling::kLongRope ? 2 : 1);
 }
 
 // The engine of the Q/K/V/O projections. Highway: simd/matmul.h over the weights region (or the
@@ -294,7 +299,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   uint64_t vectors = 0;
   if (c.qkv_bias) vectors = ck.add(vectors, qkvw);
   if (c.o_bias) vectors = ck.add(vectors, c.d_model);
-  if (c.qk_norm) vectors = ck.add(vectors, ck.mul(2, p.head_dim));
+  if (c.qk_norm) vectors = ck.add(vectors, ck.add(c.q_norm_width(), c.k_norm_width()));
   if (dtype_is_block(o.weight_dtype)) {
     // Borrowed blocks (weights_in_arena false): the matrices' rows as the file holds them, the
     // biases and norms in f32.
@@ -314,7 +319,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     const uint32_t b = p.projection_blocks;
     // Borrowed weights: Q, K, V are three operators; copied: one fused QKV operator (bounded by
     // the three, since every term is additive in the output rows).
-    uint64_t packed = ck.align(ck.mul(ck.mul(2, p.head_dim), 4));
+    uint64_t packed = ck.align(ck.mul(ck.add(c.q_norm_width(), c.k_norm_width()), 4));
     packed = ck.add(packed, xnn_packed_bytes_bound(qw, c.d_model, b));
     packed = ck.add(packed, ck.mul(2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
     packed = ck.add(packed, xnn_packed_bytes_bound(c.d_model, qw, b));

@@ -25,7 +25,9 @@ class WeightsFile {
   WeightsFile(const WeightsFile&) = delete;
   WeightsFile& operator=(const WeightsFile&) = delete;
 
-  // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise.
+  // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise; a path ending in
+  // ".index.json" is a sharded checkpoint's model.safetensors.index.json, whose shards are all
+  // mapped.
   Status open(const char* path);
 
   // True once open() has read a GGUF file.

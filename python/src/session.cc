@@ -168,8 +168,8 @@ struct RandomWeights {
         {&LayerWeights::bk, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
         {&LayerWeights::bv, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
         {&LayerWeights::bo, c.o_bias, 1, c.d_model, 0.02f, 0.0f},
-        {&LayerWeights::q_norm, c.qk_norm, 1, p.head_dim, 0.1f, norm_mean},
-        {&LayerWeights::k_norm, c.qk_norm, 1, p.head_dim, 0.1f, norm_mean},
+        {&LayerWeights::q_norm, c.qk_norm, 1, c.q_norm_width(), 0.1f, norm_mean},
+        {&LayerWeights::k_norm, c.qk_norm, 1, c.k_norm_width(), 0.1f, norm_mean},
         {&LayerWeights::sinks, c.sinks, 1, c.n_heads, 1.0f, 0.0f},
     };
     size_t total = 0;

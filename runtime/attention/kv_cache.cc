@@ -111,7 +111,7 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
     const uint32_t row = i < fixed ? i : fixed + (i - fixed) % (plan_.cache_rows - fixed);
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
-      apply_rope(rotated, 1, hd, 1, hd, position() + t, c.rope, rope_);
+      apply_rope(rotated, 1, hd, 1, hd, position() + t, position() + n, c.rope, rope_);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
       store_row(v + t * v_token_stride + size_t{g} * hd, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
     }

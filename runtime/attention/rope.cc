@@ -23,7 +23,8 @@ double scaled_frequency(double inv_freq, const RopeConfig& rope) {
     }
     case RopeScaling::kNone:
     case RopeScaling::kYarn:
-    case RopeScaling::kOther: break;
+    case RopeScaling::kOther:
+    case RopeScaling::kLongRope: break;
   }
   return inv_freq;
 }
@@ -60,6 +61,11 @@ void yarn_frequencies(const RopeConfig& rope, uint32_t rotary, uint32_t half, do
 }  // namespace
 
 double rope_attention_factor(const RopeConfig& rope) {
+  if (rope.scaling == RopeScaling::kLongRope) {
+    if (rope.attention_factor > 0) return rope.attention_factor;
+    if (rope.factor <= 1.0f) return 1.0;
+    return std::sqrt(1.0 + std::log(double{rope.factor}) / std::log(static_cast<double>(rope.original_max_seq)));
+  }
   if (rope.scaling != RopeScaling::kYarn) return 1.0;
   if (rope.attention_factor > 0) return rope.attention_factor;
   if (rope.mscale != 0 && rope.mscale_all_dim != 0) {
@@ -69,18 +75,29 @@ double rope_attention_factor(const RopeConfig& rope) {
 }
 
 void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) {
-  const uint32_t half = rope_frequency_count(rope, head_dim);
+  const uint32_t half = rope_pair_count(rope, head_dim);
   const uint32_t rotary = rope.rotary_dim ? rope.rotary_dim : head_dim;
   if (rope.scaling == RopeScaling::kYarn) return yarn_frequencies(rope, rotary, half, freqs);
+  if (rope.scaling == RopeScaling::kLongRope) {  // the short table, then the long one
+    for (uint32_t i = 0; i < half; ++i) {
+      const double keep = std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary);
+      freqs[i] = keep / rope.short_factor[i];
+      freqs[half + i] = keep / rope.long_factor[i];
+    }
+    return;
+  }
   for (uint32_t i = 0; i < half; ++i) {
     freqs[i] = scaled_frequency(std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary), rope);
   }
 }
 
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
-                const RopeConfig& rope, const double* freqs) {
-  const uint32_t half = rope_frequency_count(rope, head_dim);
+                uint32_t end, const RopeConfig& rope, const double* freqs) {
+  const uint32_t half = rope_pair_count(rope, head_dim);
   const double scale = rope_attention_factor(rope);
+  // LongRoPE: the long table for every token of a call whose last position passes the original
+  // context (transformers' longrope_frequency_update, per forward call).
+  if (rope.scaling == RopeScaling::kLongRope && end > rope.original_max_seq) freqs += half;
   for (uint32_t t = 0; t < n_tokens; ++t) {
     const double pos = static_cast<double>(pos0) + t;
     float* row = x + t * token_stride;
@@ -112,7 +129,8 @@ Status rotate_last_queries(const char* who, const Plan& plan, const double* freq
     return Status::error(Code::kInvalidArgument, "%s: rotate_queries: q_token_stride %zu is below the query width %u",
                          who, q_token_stride, plan.q_width);
   }
-  apply_rope(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim, position - t_q, plan.config.rope, freqs);
+  apply_rope(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim, position - t_q, position, plan.config.rope,
+             freqs);
   return Status();
 }
 

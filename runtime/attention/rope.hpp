@@ -22,17 +22,22 @@ namespace headway {
 // depends on the pair's index: rope_frequencies).
 double scaled_frequency(double inv_freq, const RopeConfig& rope);
 
-// What cos and sin are multiplied by: YaRN's attention factor (config.hpp), 1 otherwise.
+// What cos and sin are multiplied by: YaRN's or LongRoPE's attention factor (config.hpp), 1
+// otherwise.
 double rope_attention_factor(const RopeConfig& rope);
 
-// Writes the rope_frequency_count(rope, head_dim) scaled frequencies to `freqs`.
+// Writes the rope_frequency_count(rope, head_dim) scaled frequencies to `freqs` (LongRoPE: the
+// short factors' table, then the long factors').
 void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
 
 // freqs: the table rope_frequencies() made for the same rope and head_dim (unread, and may be
-// null, when rope.style is kNone). Requires rope.scaling != kOther (KvCache::bind, the GPU
-// backend and the layer reject it).
+// null, when rope.style is kNone). `end`: the position after the last token of the call these
+// tokens belong to (a prefill chunk, a decode step; at least pos0 + n_tokens): LongRoPE rotates
+// them with its long table when end passes original_max_seq, as transformers switches tables per
+// forward call, and with the short one otherwise. Requires rope.scaling != kOther (KvCache::bind,
+// the GPU backend and the layer reject it).
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
-                const RopeConfig& rope, const double* freqs);
+                uint32_t end, const RopeConfig& rope, const double* freqs);
 
 // A cache's rotation of its queries (KvCache, CpuBackend, GpuBackend::rotate_queries): the last
 // t_q of the `size` tokens appended since the reset, which sit at positions position − t_q ..

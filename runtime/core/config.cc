@@ -11,6 +11,10 @@ const char* mlp_kind_name(MlpKind k) {
   return k == MlpKind::kSwiGlu ? "swiglu" : k == MlpKind::kGelu ? "gelu" : k == MlpKind::kGeGlu ? "geglu" : "none";
 }
 
+const char* norm_placement_name(const ModelConfig& m) {
+  return m.post_norm ? "post" : m.sandwich_norm ? "pre and output" : m.output_norms_only ? "output" : "pre";
+}
+
 const char* rope_style_name(RopeStyle s) {
   switch (s) {
     case RopeStyle::kNone: return "none";
@@ -27,6 +31,7 @@ const char* rope_scaling_name(RopeScaling s) {
     case RopeScaling::kLlama3: return "llama3";
     case RopeScaling::kYarn: return "yarn";
     case RopeScaling::kOther: return "other";
+    case RopeScaling::kLongRope: return "longrope";
   }
   return "unknown";
 }

@@ -146,10 +146,41 @@ Status validate_model(const Config& c) {
     return Status::error(Code::kInvalidArgument, "final_logit_softcapping %g must be 0 (off) or positive",
                          static_cast<double>(m.final_softcap));
   }
+  if (m.gate_up_fused && m.mlp != MlpKind::kSwiGlu) {
+    return Status::error(Code::kInvalidArgument, "a fused gate and up projection (Phi-3) belongs to a SwiGLU MLP");
+  }
+  if (m.output_norms_only && (m.sandwich_norm || m.post_norm || m.norm != NormKind::kRms)) {
+    return Status::error(Code::kInvalidArgument,
+                         "norms on each block's output alone (OLMo 2) are RMSNorm, with no other norm placement");
+  }
   if (m.sandwich_norm && (m.post_norm || m.norm != NormKind::kRms)) {
     return Status::error(Code::kInvalidArgument,
                          "norms on each block's output (Gemma 2/3) come with pre-norm RMSNorm layers, not %s-norm %s",
                          m.post_norm ? "post" : "pre", norm_kind_name(m.norm));
+  }
+  return Status();
+}
+
+Status validate_longrope(const RopeConfig& r, uint32_t pairs) {
+  if (r.longrope_pairs != pairs || pairs > kMaxLongRopePairs) {
+    return Status::error(Code::kInvalidArgument,
+                         "rope_scaling longrope has %u short and long factors; the %u rotated pairs need one each%s",
+                         r.longrope_pairs, pairs, pairs > kMaxLongRopePairs ? " (headway holds up to 64)" : "");
+  }
+  for (uint32_t i = 0; i < pairs; ++i) {
+    if (!finite(r.short_factor[i]) || !finite(r.long_factor[i]) || r.short_factor[i] <= 0.0f ||
+        r.long_factor[i] <= 0.0f) {
+      return Status::error(Code::kInvalidArgument,
+                           "rope_scaling longrope: short_factor[%u] %g and long_factor[%u] %g must be positive", i,
+                           static_cast<double>(r.short_factor[i]), i, static_cast<double>(r.long_factor[i]));
+    }
+  }
+  if (r.original_max_seq == 0 || !finite(r.factor) || r.factor <= 0.0f || !finite(r.attention_factor) ||
+      r.attention_factor < 0.0f) {
+    return Status::error(Code::kInvalidArgument,
+                         "rope_scaling longrope needs a positive original_max_position_embeddings and factor and an "
+                         "attention_factor >= 0 (0 = from the factor); got %u, %g, %g",
+                         r.original_max_seq, static_cast<double>(r.factor), static_cast<double>(r.attention_factor));
   }
   return Status();
 }
@@ -249,6 +280,9 @@ Status validate(const Config& c) {
     }
     if (c.rope.scaling == RopeScaling::kYarn) HEADWAY_RETURN_IF_ERROR(validate_yarn(c.rope));
   }
+  if (c.rope.style != RopeStyle::kNone && c.rope.scaling == RopeScaling::kLongRope) {
+    HEADWAY_RETURN_IF_ERROR(validate_longrope(c.rope, rope_pair_count(c.rope, hd)));
+  }
   if (c.window > c.max_seq) {
     return Status::error(Code::kInvalidArgument,
                          "sliding_window %u is larger than max_position_embeddings %u: no sequence is "
@@ -262,6 +296,9 @@ Status validate(const Config& c) {
                                          "keep the first positions visible through it"
                                        : "sink_tokens %u must be less than sliding_window %u",
                          c.sink_tokens, c.window);
+  }
+  if (c.qk_norm_across_heads && !c.qk_norm) {
+    return Status::error(Code::kInvalidArgument, "qk_norm_across_heads needs qk_norm (q/k norms to span the heads)");
   }
   if (c.window_symmetric && (c.causal || c.window == 0)) {
     return Status::error(Code::kInvalidArgument,

@@ -23,20 +23,22 @@ struct ArchInfo {
   // false: every layer alike). A sliding architecture's layers take the window on its pattern
   // (overridden by {arch}.attention.sliding_window_pattern); with no window, every layer is full.
   uint32_t sliding_pattern = 0;
-  uint32_t default_window = 0;     // the window where the file has no sliding_window
-  bool window_required = false;    // no sliding_window is an error (llama.cpp requires it)
-  float local_rope_theta = 0.0f;   // the sliding layers' base without rope.freq_base_swa
-  bool rope_sliding_only = false;  // only sliding layers rotate (Cohere2)
-  bool sinks = false;              // learned sink logits on every layer (gpt-oss)
-  uint32_t wide_scale_layers = 0;  // the layer count at which queries scale by d_model / heads
-  bool yarn_truncate = true;       // YaRN's ramp rounded outwards (gpt-oss's config says false)
-  bool alibi = false;              // ALiBi in place of RoPE, max bias {arch}.attention.max_alibi_bias or 8
+  uint32_t default_window = 0;        // the window where the file has no sliding_window
+  bool window_required = false;       // no sliding_window is an error (llama.cpp requires it)
+  float local_rope_theta = 0.0f;      // the sliding layers' base without rope.freq_base_swa
+  bool rope_sliding_only = false;     // only sliding layers rotate (Cohere2)
+  bool sinks = false;                 // learned sink logits on every layer (gpt-oss)
+  uint32_t wide_scale_layers = 0;     // the layer count at which queries scale by d_model / heads
+  bool yarn_truncate = true;          // YaRN's ramp rounded outwards (gpt-oss's config says false)
+  bool alibi = false;                 // ALiBi in place of RoPE, max bias {arch}.attention.max_alibi_bias or 8
+  bool qk_norm_across_heads = false;  // the q/k norms span all heads (OLMo 2)
+  uint32_t nope_interval = 0;         // every Nth layer without RoPE (SmolLM3: 4, as llama.cpp fixes it)
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
-// stored in the file: convert_hf_to_gguf.py permutes the Q/K rows of "llama" models so that
+// stored in the file: convert_hf_to_gguf.py permutes the Q/K rows of "llama" models (SmolLM3's too) so that
 // ggml's normal RoPE, which rotates adjacent pairs (2i, 2i+1), reproduces HF's rotate-half. A
-// llama GGUF therefore needs interleaved (GPT-J) pairing; the others keep HF's row order and
+// llama or smollm3 GGUF therefore needs interleaved (GPT-J) pairing; the others keep HF's row order and
 // rotate halves. Cohere2 rotates adjacent pairs in Hugging Face's code too (its rotate_half
 // interleaves), so its GGUF keeps HF's rows and llama.cpp's normal mode.
 constexpr ArchInfo kArchs[] = {
@@ -53,6 +55,8 @@ constexpr ArchInfo kArchs[] = {
      0, false},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
+    {"smollm3", RopeStyle::kGptj, false, false, false, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 4},
+    {"olmo2", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, true},
     {"phi2", RopeStyle::kNeox, true, true, false, true},
     // Phi-3's sliding_window applies to every layer, as in Hugging Face's Phi3Attention (llama.cpp
     // turns it off for phi3 and warns that results may suffer).
@@ -165,11 +169,19 @@ Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots
 // rope.scaling.factor (or the older rope.scale_linear for linear), YaRN's original context and
 // betas (llama.cpp's defaults: the file's context length, 32 and 1). ggml scales YaRN's cos and
 // sin by 1 + 0.1 ln(factor), Hugging Face's default attention factor, which RopeConfig computes
-// when attention_factor is 0. Llama 3's scaling travels as a rope_freqs tensor, not here
-// (WeightFile::gguf_config sees it).
+// when attention_factor is 0. Llama 3's scaling travels as a rope_freqs tensor, Phi-3's LongRoPE
+// factors as rope_factors_long/short tensors, not here (WeightFile::gguf_config sees them).
 Status read_rope_scaling(const gguf::Reader& p, const ArchInfo& info, const Slots& slots, const char* arch,
                          uint32_t context_length, RopeConfig* rope) {
   if (!slots.scaling_type.present()) {
+    // Phi-3's LongRoPE: no type, its factors in tensors (WeightFile::gguf_config), the original
+    // context and the attention factor here.
+    if (slots.scaling_original_context.present()) {
+      HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.scaling_original_context, 1, &rope->original_max_seq));
+    }
+    if (slots.scaling_attn_factor.present()) {
+      HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.scaling_attn_factor, false, &rope->attention_factor));
+    }
     if (!slots.scale_linear.present()) return Status();
     float factor = 1.0f;
     HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.scale_linear, false, &factor));
@@ -295,6 +307,8 @@ Result<Config> parse_impl(gguf::Reader& p) {
   cfg.qkv_bias = info->qkv_bias;
   cfg.o_bias = info->o_bias;
   cfg.qk_norm = info->qk_norm;
+  cfg.qk_norm_across_heads = info->qk_norm_across_heads;
+  cfg.layers.nope_interval = info->nope_interval;
   cfg.causal = info->causal;
 
   HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.embedding_length, 1, &cfg.d_model));

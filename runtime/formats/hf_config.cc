@@ -133,10 +133,61 @@ Status read_alibi(const Where& w, const json& obj, const std::string& model_type
   return Status();
 }
 
-// Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2) and yarn
-// are applied; other types (dynamic, longrope) are kept as RopeScaling::kOther: the plan does not
+// LongRoPE, as transformers' _compute_longrope_parameters reads it: short_factor and long_factor
+// (one per rotated pair), original_max_position_embeddings (the rope parameters' or the
+// config's), factor (the parameters', else max_position_embeddings / original), attention_factor
+// (optional: 0 derives it from the factor).
+Status read_longrope(const Where& w, const json& obj, const json& scaling, Config* cfg) {
+  RopeConfig& rope = cfg->rope;
+  rope.scaling = RopeScaling::kLongRope;
+  const json* original = lookup(obj, "original_max_position_embeddings");  // Phi3Config's takes priority
+  if (!original) original = lookup(scaling, "original_max_position_embeddings");
+  if (!original) {
+    return Status::error(Code::kNotFound, "%s: %srope_scaling longrope has no original_max_position_embeddings",
+                         w.source, w.prefix);
+  }
+  HEADWAY_RETURN_IF_ERROR(read_count(w, "original_max_position_embeddings", *original, 1, &rope.original_max_seq));
+  const json* factor = lookup(scaling, "factor");
+  if (factor && !factor->is_null()) {
+    double f = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "factor", *factor, false, &f));
+    rope.factor = static_cast<float>(f);
+  } else {
+    rope.factor = static_cast<float>(static_cast<double>(cfg->max_seq) / rope.original_max_seq);
+  }
+  if (const json* a = lookup(scaling, "attention_factor"); a && !a->is_null()) {
+    double f = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "attention_factor", *a, false, &f));
+    rope.attention_factor = static_cast<float>(f);
+  }
+  for (const char* key : {"short_factor", "long_factor"}) {
+    float* out = key[0] == 's' ? rope.short_factor : rope.long_factor;
+    const json* v = lookup(scaling, key);
+    if (!v || !v->is_array() || v->size() > kMaxLongRopePairs) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s: %srope_scaling longrope's %s is %s, expected a list of up to %u "
+                           "numbers (one per rotated pair)",
+                           w.source, w.prefix, key, v ? shown(*v).c_str() : "missing", kMaxLongRopePairs);
+    }
+    rope.longrope_pairs = static_cast<uint32_t>(v->size());  // validate() checks it against the pairs
+    for (size_t i = 0; i < v->size(); ++i) {
+      double f = 0.0;
+      HEADWAY_RETURN_IF_ERROR(read_real(w, key, (*v)[i], false, &f));
+      out[i] = static_cast<float>(f);
+    }
+  }
+  if (lookup(scaling, "short_factor")->size() != lookup(scaling, "long_factor")->size()) {
+    return Status::error(Code::kInvalidArgument, "%s: %srope_scaling longrope has %zu short and %zu long factors",
+                         w.source, w.prefix, lookup(scaling, "short_factor")->size(),
+                         lookup(scaling, "long_factor")->size());
+  }
+  return Status();
+}
+
+// Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2), yarn and
+// longrope are applied; other types (dynamic) are kept as RopeScaling::kOther: the plan does not
 // depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
-Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
+Status read_rope_scaling(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   const json* scaling = lookup(obj, "rope_scaling");
   const bool from_parameters = scaling == nullptr;
   if (from_parameters) scaling = formats::rope_parameters(obj, "full_attention");  // transformers 5
@@ -152,9 +203,11 @@ Status read_rope_scaling(const Where& w, const json& obj, Config* cfg) {
     return Status::error(Code::kInvalidArgument, "%s: %srope_scaling has no rope_type string (found %s)", w.source,
                          w.prefix, t ? shown(*t).c_str() : "none");
   }
-  const std::string type = *t->get_ptr<const json::string_t*>();
+  std::string type = *t->get_ptr<const json::string_t*>();
   RopeConfig& rope = cfg->rope;
   if (type == "default") return Status();
+  if (model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";  // as Phi3Config renames them
+  if (type == "longrope") return read_longrope(w, obj, *scaling, cfg);
   if (type != "linear" && type != "llama3" && type != "yarn") {
     rope.scaling = RopeScaling::kOther;
     return Status();
@@ -299,6 +352,7 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe"}) || formats::is_qwen_vl(model_type)) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
+  if (model_type == "olmo2") cfg->qk_norm = cfg->qk_norm_across_heads = true;  // Olmo2Attention's q_norm [q width]
   if (formats::is_gemma3(model_type)) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
     cfg->qk_norm = true;
     cfg->qk_norm_offset = 1.0f;
@@ -408,7 +462,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
 
   HEADWAY_RETURN_IF_ERROR(read_alibi(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope(w, obj, model_type, &cfg));
-  HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, model_type, &cfg));
   if (model_type == "modernbert") HEADWAY_RETURN_IF_ERROR(read_modernbert(w, obj, &cfg));

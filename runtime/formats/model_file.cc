@@ -19,11 +19,21 @@ namespace headway {
 
 namespace {
 
-// The GGUF architectures whose blocks are ModelConfig's (pre-norm RMSNorm, a gated MLP without
-// biases: SwiGLU, or Gemma's GeGLU).
-constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3"};
+// The GGUF architectures whose blocks are ModelConfig's (RMSNorm, a gated MLP without biases:
+// SwiGLU, or Gemma's GeGLU).
+constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3",  "smollm3", "phi3",
+                                                 "olmo2", "gemma", "gemma2", "gemma3"};
 // The same families in a Hugging Face directory (config.json's model_type), and the encoders.
-constexpr const char* kHfDecoders[] = {"llama", "mistral", "qwen2", "qwen3"};
+constexpr const char* kHfDecoders[] = {"llama", "mistral", "qwen2", "qwen3", "smollm3", "phi3", "olmo2"};
+// Where a family's config class ties the LM head to the embedding when config.json does not say.
+constexpr const char* kHfTiedByDefault[] = {"smollm3"};
+
+// What Phi-3 and OLMo 2 change in the SwiGLU decoder: Phi-3's gate and up projections are one
+// tensor; OLMo 2 norms each block's output, not its input.
+void decoder_model_part(const std::string& family, ModelConfig* m) {
+  m->gate_up_fused = family == "phi3";
+  m->output_norms_only = family == "olmo2";
+}
 constexpr const char* kHfGemmas[] = {"gemma", "gemma2", "gemma3_text"};
 
 // Gemma's model part, over a config read as the other decoders': GeGLU, embeddings times
@@ -36,7 +46,7 @@ void gemma_model_part(const std::string& family, bool hf, ModelConfig* m) {
   m->norm_offset = hf ? 1.0f : 0.0f;
   m->sandwich_norm = family != "gemma";
 }
-constexpr const char* kHfEncoders[] = {"bert", "roberta"};
+constexpr const char* kHfEncoders[] = {"bert", "roberta", "distilbert"};
 
 // A ModelTensor's GGUF name (headway/model_tensors.hpp); %u is the layer.
 const char* gguf_name(ModelTensor t) { return model_tensor_info(t).gguf; }
@@ -71,15 +81,25 @@ struct ModelFile::Parsed {
     *rows = e->ne[1] * e->ne[2] * e->ne[3];
     return true;
   }
+  // Whether t is half of one gate-and-up tensor (Phi-3); its rows from first_row(t).
+  bool fused_half(ModelTensor t) const {
+    return attention.model.gate_up_fused && (t == ModelTensor::kGate || t == ModelTensor::kUp);
+  }
+  uint64_t first_row(ModelTensor t) const {
+    return fused_half(t) && t == ModelTensor::kUp ? attention.model.intermediate_size : 0;
+  }
   // Tensor t's name in this file (%u filled with the layer); empty where the naming has none.
   std::string name_of(ModelTensor t, uint32_t layer) const {
     const ModelTensorInfo& info = model_tensor_info(t);
-    const char* pattern = !hf                                         ? info.gguf
-                          : file.naming() == formats::Naming::kHfBert ? info.bert
-                                                                      : model_tensor_hf_name(attention, t);
+    const formats::Naming naming = file.naming();
+    const bool encoder = naming == formats::Naming::kHfBert || naming == formats::Naming::kHfDistilBert;
+    const char* pattern = !hf                                        ? info.gguf
+                          : naming == formats::Naming::kHfBert       ? info.bert
+                          : naming == formats::Naming::kHfDistilBert ? info.distilbert
+                                                                     : model_tensor_hf_name(attention, t);
+    if (fused_half(t)) pattern = hf ? kGateUpHf : kGateUpGguf;
     if (pattern == nullptr) return "";
-    return (hf && file.naming() == formats::Naming::kHfBert ? file.name_prefix() : std::string()) +
-           tensor_name(pattern, layer);
+    return (hf && encoder ? file.name_prefix() : std::string()) + tensor_name(pattern, layer);
   }
 };
 
@@ -94,7 +114,11 @@ Status ModelFile::open(const char* path) {
   if (path != nullptr && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     parsed_->hf = true;
     const std::string dir = path;
-    return open((dir + "/config.json").c_str(), (dir + "/model.safetensors").c_str(), dir.c_str());
+    // One model.safetensors, or the shards of a sharded checkpoint's index.
+    std::string weights = dir + "/model.safetensors";
+    const std::string index = weights + ".index.json";
+    if (stat(weights.c_str(), &st) != 0 && stat(index.c_str(), &st) == 0) weights = index;
+    return open((dir + "/config.json").c_str(), weights.c_str(), dir.c_str());
   }
   HEADWAY_RETURN_IF_ERROR(parsed_->file.open(path));
   if (parsed_->file.format() != formats::WeightFormat::kGguf) {
@@ -118,7 +142,10 @@ Status ModelFile::open(const char* config_json, const char* weights, const char*
   parsed_->config_path = config_json;
   HEADWAY_RETURN_IF_ERROR(parsed_->file.open(weights));
   if (parsed_->file.format() != formats::WeightFormat::kSafetensors) {
-    return Status::error(Code::kInvalidArgument, "%s: with a config.json the weights are a .safetensors file", weights);
+    return Status::error(Code::kInvalidArgument,
+                         "%s: with a config.json the weights are a .safetensors file or a sharded checkpoint's "
+                         "model.safetensors.index.json",
+                         weights);
   }
   return Status();
 }
@@ -172,8 +199,11 @@ Status hf_model_part(const std::string& path, Config* c) {
   const std::string type = text("model_type");
   const std::string act = text("hidden_act").empty() ? text("hidden_activation") : text("hidden_act");
   ModelConfig& m = c->model;
-  HEADWAY_RETURN_IF_ERROR(count("vocab_size", &m.vocab_size));
-  HEADWAY_RETURN_IF_ERROR(count("intermediate_size", &m.intermediate_size));
+  // A family headway does not run whole is refused below by name, whatever keys it lacks.
+  if (listed(type, kHfGemmas) || listed(type, kHfDecoders) || listed(type, kHfEncoders)) {
+    HEADWAY_RETURN_IF_ERROR(count("vocab_size", &m.vocab_size));
+    HEADWAY_RETURN_IF_ERROR(count(type == "distilbert" ? "hidden_dim" : "intermediate_size", &m.intermediate_size));
+  }
   if (listed(type, kHfGemmas)) {
     // transformers' Gemma MLP runs hidden_activation, gelu_pytorch_tanh when it is null or absent.
     const std::string gemma_act = text("hidden_activation").empty() ? "gelu_pytorch_tanh" : text("hidden_activation");
@@ -200,28 +230,38 @@ Status hf_model_part(const std::string& path, Config* c) {
       return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is SwiGLU (silu)",
                            path.c_str(), act.c_str(), type.c_str());
     }
+    if (j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>()) {
+      return Status::error(Code::kUnsupported, "%s: mlp_bias true: the SwiGLU MLP headway runs has no biases",
+                           path.c_str());
+    }
     m.norm = NormKind::kRms;
     m.norm_eps = real("rms_norm_eps", 1e-6f);
     m.mlp = MlpKind::kSwiGlu;
-    m.tie_word_embeddings = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() &&
-                            j["tie_word_embeddings"].get<bool>();
+    const bool said = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
+    m.tie_word_embeddings = said ? j["tie_word_embeddings"].get<bool>() : listed(type, kHfTiedByDefault);
+    decoder_model_part(type, &m);
     return Status();
   }
   if (listed(type, kHfEncoders)) {
-    if (!one_of(act, {"gelu"})) {
-      return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is GELU (gelu)",
-                           path.c_str(), act.c_str(), type.c_str());
+    // DistilBertConfig names it activation (gelu unless said).
+    const bool distil = type == "distilbert";
+    const std::string encoder_act = !distil ? act : text("activation").empty() ? "gelu" : text("activation");
+    if (!one_of(encoder_act, {"gelu"})) {
+      return Status::error(Code::kUnsupported, "%s: %s '%s': the %s MLP headway runs is GELU (gelu)", path.c_str(),
+                           distil ? "activation" : "hidden_act", encoder_act.c_str(), type.c_str());
     }
     if (!text("position_embedding_type").empty() && text("position_embedding_type") != "absolute") {
       return Status::error(Code::kUnsupported, "%s: position_embedding_type '%s': headway runs absolute positions",
                            path.c_str(), text("position_embedding_type").c_str());
     }
     m.norm = NormKind::kLayer;
-    m.norm_eps = real("layer_norm_eps", 1e-12f);
+    m.norm_eps = distil ? 1e-12f : real("layer_norm_eps", 1e-12f);  // DistilBERT's modules fix theirs
     m.mlp = MlpKind::kGelu;
     m.mlp_bias = true;
     m.post_norm = true;
     m.embedding_norm = true;
+    // DistilBERT's sinusoidal_pos_embds true fills the same learned table, which its checkpoints
+    // hold: read from the file either way.
     HEADWAY_RETURN_IF_ERROR(count("max_position_embeddings", &m.max_positions));
     if (j.contains("type_vocab_size")) HEADWAY_RETURN_IF_ERROR(count("type_vocab_size", &m.type_vocab_size));
     if (type == "roberta") {  // RobertaEmbeddings: positions from padding_idx = pad_token_id (1 unless said)
@@ -233,8 +273,8 @@ Status hf_model_part(const std::string& path, Config* c) {
   }
   return Status::error(Code::kUnsupported,
                        "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3, "
-                       "gemma, gemma2, gemma3_text; encoders: bert, roberta); its attention layers still run through "
-                       "`headway layer`",
+                       "smollm3, phi3, olmo2, gemma, gemma2, gemma3_text; encoders: bert, roberta, distilbert); its "
+                       "attention layers still run through `headway layer`",
                        path.c_str(), type.c_str());
 }
 
@@ -272,16 +312,20 @@ Result<std::vector<int32_t>> ModelFile::eos_ids() const {
   return ids;
 }
 
+Result<Config> ModelFile::hf_config(const char* config_json) {
+  Result<Config> attention = load_hf_config(config_json);
+  if (!attention.ok()) return attention;
+  Config c = attention.value();
+  HEADWAY_RETURN_IF_ERROR(hf_model_part(config_json, &c));
+  return c;
+}
+
 Result<Config> ModelFile::config() const {
   if (parsed_ == nullptr) return Status::error(Code::kFailedPrecondition, "no model file is open");
   const formats::WeightFile& f = parsed_->file;
   if (parsed_->hf) {
-    const std::string& path = parsed_->config_path;
-    Result<Config> attention = load_hf_config(path.c_str());
-    if (!attention.ok()) return attention;
-    Config c = attention.value();
-    HEADWAY_RETURN_IF_ERROR(hf_model_part(path, &c));
-    parsed_->attention = c;
+    const Result<Config> c = hf_config(parsed_->config_path.c_str());
+    if (c.ok()) parsed_->attention = c.value();
     return c;
   }
   const Result<std::string> arch = f.gguf().text("general.architecture");
@@ -290,9 +334,9 @@ Result<Config> ModelFile::config() const {
   for (const char* a : kDecoderArchitectures) known = known || arch.value() == a;
   if (!known) {
     return Status::error(Code::kUnsupported,
-                         "%s: architecture '%s' is not one headway runs whole (llama, qwen2, qwen3, gemma, gemma2, "
-                         "gemma3: pre-norm RMSNorm blocks with a gated MLP); its attention layers still run through "
-                         "`headway layer`",
+                         "%s: architecture '%s' is not one headway runs whole (llama, qwen2, qwen3, smollm3, phi3, "
+                         "olmo2, gemma, gemma2, gemma3: RMSNorm blocks with a gated MLP); its attention layers still "
+                         "run through `headway layer`",
                          f.path(), arch.value().c_str());
   }
   Result<Config> parsed = f.gguf_config();
@@ -307,11 +351,18 @@ Result<Config> ModelFile::config() const {
                          static_cast<unsigned long long>(rows));
   }
   c.model.vocab_size = static_cast<uint32_t>(rows);
-  if (!parsed_->shape(tensor_name(gguf_name(ModelTensor::kGate), 0), &rows, &cols)) {
-    return Status::error(Code::kUnsupported, "%s: no blk.0.ffn_gate.weight: headway runs decoders with a SwiGLU MLP",
-                         f.path());
+  decoder_model_part(arch.value(), &c.model);
+  // The MLP's width: the gate's rows, or half the fused gate and up's (Phi-3).
+  const char* gate = c.model.gate_up_fused ? kGateUpGguf : gguf_name(ModelTensor::kGate);
+  if (!parsed_->shape(tensor_name(gate, 0), &rows, &cols)) {
+    return Status::error(Code::kUnsupported, "%s: no %s: headway runs decoders with a SwiGLU MLP", f.path(),
+                         tensor_name(gate, 0).c_str());
   }
-  c.model.intermediate_size = static_cast<uint32_t>(rows);
+  if (c.model.gate_up_fused && rows % 2 != 0) {
+    return Status::error(Code::kInvalidArgument, "%s: %s has %llu rows, not a gate's and an up projection's", f.path(),
+                         tensor_name(gate, 0).c_str(), static_cast<unsigned long long>(rows));
+  }
+  c.model.intermediate_size = static_cast<uint32_t>(c.model.gate_up_fused ? rows / 2 : rows);
   c.model.norm = NormKind::kRms;
   c.model.norm_eps = c.rms_norm_eps;
   c.model.mlp = MlpKind::kSwiGlu;
@@ -331,19 +382,31 @@ Result<std::string> checked_name(const ModelFile::Parsed& p, ModelTensor t, uint
     return Status::error(Code::kNotFound, "the file has no tensor %s",
                          name.empty() ? model_tensor_name(t) : name.c_str());
   }
-  if (rows != shape.rows || cols != shape.cols) {
-    return Status::error(Code::kInvalidArgument, "tensor %s is [%llu, %llu], expected [%u, %u]", name.c_str(),
-                         static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), shape.rows,
-                         shape.cols);
+  const uint64_t want_rows = p.fused_half(t) ? uint64_t{2} * shape.rows : shape.rows;  // gate and up
+  if (rows != want_rows || cols != shape.cols) {
+    return Status::error(Code::kInvalidArgument, "tensor %s is [%llu, %llu], expected [%llu, %u]", name.c_str(),
+                         static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols),
+                         static_cast<unsigned long long>(want_rows), shape.cols);
   }
   return name;
+}
+
+// Tensor t of `layer` as the file holds it: its rows of a fused tensor (Phi-3's gate and up).
+Result<TensorRef> file_tensor(const ModelFile::Parsed& p, ModelTensor t, uint32_t layer) {
+  const Result<TensorRef> found = p.file.find(p.name_of(t, layer).c_str());
+  if (!found.ok() || !p.fused_half(t)) return found;
+  TensorRef v = found.value();
+  const uint32_t rows = v.rows / 2;
+  v.data = static_cast<const uint8_t*>(v.data) + p.first_row(t) * dtype_row_bytes(v.dtype, v.cols);
+  v.rows = rows;
+  return v;
 }
 
 Result<TensorRef> lend_tensor(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape) {
   const ModelFile::Parsed& p = *static_cast<ModelFile::Parsed*>(ctx);
   const Result<std::string> name = checked_name(p, t, layer, shape);
   if (!name.ok()) return name.status();
-  return p.file.find(name.value().c_str());
+  return file_tensor(p, t, layer);
 }
 
 Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, uint64_t first, uint64_t n, float* dst) {
@@ -351,8 +414,8 @@ Status read_rows(void* ctx, ModelTensor t, uint32_t layer, TensorShape shape, ui
   const Result<std::string> checked = checked_name(p, t, layer, shape);
   if (!checked.ok()) return checked.status();
   const std::string& name = checked.value();
-  if (!p.hf) return p.file.gguf().dequantize_rows(name.c_str(), first, n, dst, n * shape.cols);
-  const Result<TensorRef> view = p.file.find(name.c_str());
+  if (!p.hf) return p.file.gguf().dequantize_rows(name.c_str(), p.first_row(t) + first, n, dst, n * shape.cols);
+  const Result<TensorRef> view = file_tensor(p, t, layer);
   if (!view.ok()) return view.status();
   const TensorRef& v = view.value();
   const uint64_t begin = first * shape.cols, count = n * shape.cols;
@@ -427,7 +490,7 @@ Result<ModelFile::WeightBytes> ModelFile::weight_bytes() const {
   for (const ModelTensorInfo& info : kModelTensors) {
     if (!model_has_tensor(c, info.tensor)) continue;
     for (uint32_t l = 0; l < (info.per_layer ? c.n_layers : 1); ++l) {
-      const Result<TensorRef> t = parsed_->file.find(parsed_->name_of(info.tensor, l).c_str());
+      const Result<TensorRef> t = file_tensor(*parsed_, info.tensor, l);
       if (!t.ok()) return t.status();
       const uint64_t bytes = t.value().bytes();
       out.total += bytes;

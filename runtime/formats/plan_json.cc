@@ -71,6 +71,12 @@ nlohmann::ordered_json plan_object(const Plan& p) {
                {"theta", c.rope.theta},
                {"rotary_dim", c.rotary_dims()},
                {"scaling", rope_scaling_name(c.rope.scaling)}};
+  if (c.rope.scaling == RopeScaling::kLlama3 || c.rope.scaling == RopeScaling::kYarn ||
+      c.rope.scaling == RopeScaling::kLongRope) {
+    j["rope"]["factor"] = c.rope.factor;
+    j["rope"]["original_max_seq"] = c.rope.original_max_seq;
+  }
+  j["qk_norm"] = !c.qk_norm ? "none" : c.qk_norm_across_heads ? "across heads" : "per head";
   j["kv_dtype"] = dtype_name(c.kv_dtype);
   j["weight_dtype"] = dtype_name(p.options.weight_dtype);
   j["threads"] = p.options.threads;
@@ -90,6 +96,8 @@ nlohmann::ordered_json plan_object(const Plan& p) {
   j["intermediate_size"] = m.intermediate_size;
   j["mlp"] = mlp_kind_name(m.mlp);
   j["norm"] = norm_kind_name(m.norm);
+  j["norm_placement"] = norm_placement_name(m);
+  j["gate_up_fused"] = m.gate_up_fused;
   j["tie_word_embeddings"] = m.tie_word_embeddings;
   j["model_weight_bytes"] = p.model_weights_bytes;
   j["model_activation_bytes"] = p.model_activation_bytes;

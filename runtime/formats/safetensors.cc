@@ -293,4 +293,35 @@ Result<TensorRef> SafetensorsFile::find(const char* name, uint32_t* rank) const 
   return t;
 }
 
+Result<SafetensorsIndex> parse_safetensors_index(const char* text, size_t size, const char* source) {
+  const char* src = source ? source : "model.safetensors.index.json";
+  JsonCheck sax;
+  sax.run(text, size);
+  if (sax.failed()) return Status::error(Code::kDataLoss, "%s is not valid JSON: %s", src, sax.error().c_str());
+  const json top = json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
+  const auto map = top.is_object() ? top.find("weight_map") : top.end();
+  if (!top.is_object() || map == top.end() || !map->is_object()) {
+    return Status::error(Code::kDataLoss,
+                         "%s: no weight_map object (a sharded checkpoint's index maps each tensor to its shard)", src);
+  }
+  if (map->empty()) return Status::error(Code::kDataLoss, "%s: weight_map names no tensor", src);
+  SafetensorsIndex out;
+  out.tensors.reserve(map->size());
+  for (auto it = map->begin(); it != map->end(); ++it) {  // sorted by key (std::map)
+    const std::string* file = it.value().get_ptr<const json::string_t*>();
+    if (file == nullptr || file->empty() || (*file)[0] == '/') {
+      return Status::error(Code::kDataLoss, "%s: weight_map gives tensor '%s' %s, expected a shard's file name", src,
+                           Shown(it.key()).text,
+                           file == nullptr ? kind_of(it.value())
+                           : file->empty() ? "an empty name"
+                                           : "an absolute path");
+    }
+    const size_t shard =
+        static_cast<size_t>(std::find(out.shards.begin(), out.shards.end(), *file) - out.shards.begin());
+    if (shard == out.shards.size()) out.shards.push_back(*file);
+    out.tensors.push_back({it.key(), static_cast<uint32_t>(shard)});
+  }
+  return out;
+}
+
 }  // namespace headway::formats

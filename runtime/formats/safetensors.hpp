@@ -65,4 +65,21 @@ class SafetensorsFile {
 // "[64, 96]", "[5]", "[]": a shape for messages.
 void format_shape(const uint64_t* shape, uint32_t rank, char* out, size_t out_size);
 
+// A sharded checkpoint's model.safetensors.index.json, as transformers' save_pretrained writes it:
+//   {"metadata": {"total_size": ...}, "weight_map": {"NAME": "model-00001-of-00002.safetensors", ...}}
+// Each shard is a file name relative to the index's folder.
+struct SafetensorsIndex {
+  std::vector<std::string> shards;  // each file once, in the order first named
+  struct Tensor {
+    std::string name;
+    uint32_t shard = 0;  // into shards
+  };
+  std::vector<Tensor> tensors;  // sorted by name
+};
+
+// Parses an index's text. Errors (kDataLoss) name `source` and what is wrong: not JSON, no
+// weight_map object, an empty one, a shard that is not a relative file name (a string, not empty,
+// not starting with '/').
+Result<SafetensorsIndex> parse_safetensors_index(const char* text, size_t size, const char* source);
+
 }  // namespace headway::formats

@@ -1,8 +1,11 @@
 #include "runtime/formats/weights_loader.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "runtime/formats/file_bytes.hpp"
 
 namespace headway::formats {
 namespace {
@@ -12,8 +15,9 @@ namespace {
 // add ("bert.", "roberta.", "distilbert.", "language_model."): WeightFile::open finds it.
 struct Slot {
   TensorRef LayerWeights::*member;
-  enum Rows : uint8_t { kQ, kKv, kModel, kHead, kHeads } rows;  // the out dim (1-D: the length)
-  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;           // the in dim; kNone: 1-D
+  // The out dim (1-D: the length); kQNorm, kKNorm: Config::q_norm_width(), k_norm_width().
+  enum Rows : uint8_t { kQ, kKv, kModel, kQNorm, kKNorm, kHeads } rows;
+  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;  // the in dim; kNone: 1-D
   enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks } need;
   enum Part : uint8_t { kWhole, kQPart, kKPart, kVPart } part;  // its rows of a fused Q/K/V tensor
   const char* layout;                                           // for messages
@@ -57,11 +61,11 @@ constexpr Slot kSlots[] = {
      {"model.layers.%u.self_attn.o_proj.bias", "encoder.layer.%u.attention.output.dense.bias",
       "transformer.layer.%u.attention.out_lin.bias", "layers.%u.attn.Wo.bias",
       "blk.%u.attn_output.bias"}},
-    {&LayerWeights::q_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
+    {&LayerWeights::q_norm, Slot::kQNorm, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
      {"model.layers.%u.self_attn.q_norm.weight", nullptr,
       nullptr, nullptr,
       "blk.%u.attn_q_norm.weight"}},
-    {&LayerWeights::k_norm, Slot::kHead, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
+    {&LayerWeights::k_norm, Slot::kKNorm, Slot::kNone, Slot::kQkNorm, Slot::kWhole, "[head_dim]",
      {"model.layers.%u.self_attn.k_norm.weight", nullptr,
       nullptr, nullptr,
       "blk.%u.attn_k_norm.weight"}},
@@ -84,8 +88,20 @@ const char* naming_text(Naming n) {
   return "";
 }
 
-// Namings whose q, k and v projections are one tensor.
+// Namings whose q, k and v projections are always one tensor.
 bool fuses_qkv(Naming n) { return n == Naming::kHfModernBert; }
+
+// The one tensor (weight, bias) that holds q, k and v rows in that order where a file has it in
+// place of the three (Phi-3's qkv_proj; llama.cpp's attn_qkv for Phi-3, BLOOM, MPT), by naming.
+// clang-format off
+constexpr const char* kFusedQkv[kNamingCount][2] = {
+    {"model.layers.%u.self_attn.qkv_proj.weight", "model.layers.%u.self_attn.qkv_proj.bias"},
+    {nullptr, nullptr},
+    {nullptr, nullptr},
+    {nullptr, nullptr},
+    {"blk.%u.attn_qkv.weight", "blk.%u.attn_qkv.bias"},
+};
+// clang-format on
 
 const char* need_text(Slot::Need need, WeightFormat format) {
   const bool gguf = format == WeightFormat::kGguf;
@@ -125,6 +141,8 @@ void describe(WeightFormat format, uint32_t rank, uint64_t rows, uint64_t cols, 
 
 Status WeightFile::open(const char* path) {
   format_ = WeightFormat::kNone;
+  const size_t n = path != nullptr ? std::strlen(path) : 0;
+  if (n >= 11 && std::strcmp(path + n - 11, ".index.json") == 0) return open_index(path);
   HEADWAY_RETURN_IF_ERROR(file_.open(path));
   return parse(file_.data(), file_.size(), path);
 }
@@ -135,40 +153,102 @@ Status WeightFile::parse(const uint8_t* data, uint64_t size, const char* source)
   source_ = source ? source : "";
   prefix_.clear();
   other_anchor_.clear();
+  shards_.clear();
+  index_.clear();
   if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) {
     HEADWAY_RETURN_IF_ERROR(gguf_.parse(data, size, source));
     format_ = WeightFormat::kGguf;
     naming_ = Naming::kGguf;
     return Status();
   }
-  HEADWAY_RETURN_IF_ERROR(safetensors_.parse(data, size, source));
+  shards_.resize(1);
+  HEADWAY_RETURN_IF_ERROR(shards_[0].parse(data, size, source));
   format_ = WeightFormat::kSafetensors;
-  // The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
+  find_naming();
+  return Status();
+}
+
+Status WeightFile::open_index(const char* path) {
+  naming_ = Naming::kHfDecoder;
+  source_ = path;
+  prefix_.clear();
+  other_anchor_.clear();
+  shards_.clear();
+  index_.clear();
+  file_.close();
+  Result<FileBytes> bytes = read_file(path, size_t{64} << 20, "a safetensors index");
+  if (!bytes.ok()) return bytes.status();
+  const std::vector<uint8_t>& b = bytes.value().bytes;
+  Result<SafetensorsIndex> index = parse_safetensors_index(reinterpret_cast<const char*>(b.data()), b.size(), path);
+  if (!index.ok()) return index.status();
+  const std::string dir = source_.find('/') == std::string::npos ? "" : source_.substr(0, source_.rfind('/') + 1);
+  shards_.resize(index.value().shards.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const std::string& shard = index.value().shards[i];
+    const Status s = shards_[i].open((dir + shard).c_str());
+    if (!s.ok()) {
+      shards_.clear();
+      return Status::error(s.code() == Code::kNotFound ? Code::kNotFound : Code::kDataLoss, "%s: shard %s: %s", path,
+                           shard.c_str(), s.message());
+    }
+  }
+  for (const SafetensorsIndex::Tensor& t : index.value().tensors) {
+    if (shards_[t.shard].entry(t.name.c_str()) == nullptr) {
+      const std::string shard = index.value().shards[t.shard];
+      shards_.clear();
+      return Status::error(Code::kDataLoss, "%s: weight_map puts tensor '%s' in %s, which has no such tensor", path,
+                           t.name.c_str(), shard.c_str());
+    }
+  }
+  index_ = std::move(index.value().tensors);
+  format_ = WeightFormat::kSafetensors;
+  find_naming();
+  return Status();
+}
+
+const SafetensorsFile* WeightFile::shard_of(const char* name) const {
+  if (format_ != WeightFormat::kSafetensors) return nullptr;
+  if (index_.empty()) return &shards_[0];
+  const auto it = std::lower_bound(
+      index_.begin(), index_.end(), name,
+      [](const SafetensorsIndex::Tensor& t, const char* n) { return std::strcmp(t.name.c_str(), n) < 0; });
+  return it != index_.end() && it->name == name ? &shards_[it->shard] : nullptr;
+}
+
+// The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
+void WeightFile::find_naming() {
   bool found = false;
   for (const Naming n : {Naming::kHfDecoder, Naming::kHfBert, Naming::kHfDistilBert, Naming::kHfModernBert}) {
     char anchor[96];
     std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(n)], 0u);
     const size_t a = std::strlen(anchor);
-    for (const SafetensorsFile::Entry& e : safetensors_.entries()) {
-      const std::string& name = e.name;
-      if (name.size() < a || name.compare(name.size() - a, a, anchor) != 0) continue;
+    auto visit = [&](const std::string& name) {
+      if (name.size() < a || name.compare(name.size() - a, a, anchor) != 0) return;
       const size_t p = name.size() - a;
-      if (p > 0 && name[p - 1] != '.') continue;
+      if (p > 0 && name[p - 1] != '.') return;
       if (found) {
         if (other_anchor_.empty()) other_anchor_ = name;
-        continue;
+        return;
       }
       found = true;
       naming_ = n;
       prefix_ = name.substr(0, p);
+    };
+    if (index_.empty()) {
+      for (const SafetensorsFile::Entry& e : shards_[0].entries()) visit(e.name);
+    } else {
+      for (const SafetensorsIndex::Tensor& t : index_) visit(t.name);
     }
   }
-  return Status();
 }
 
 Result<TensorRef> WeightFile::find(const char* name, uint32_t* rank) const {
   switch (format_) {
-    case WeightFormat::kSafetensors: return safetensors_.find(name, rank);
+    case WeightFormat::kSafetensors: {
+      const SafetensorsFile* shard = shard_of(name);
+      if (shard == nullptr) return Status::error(Code::kNotFound, "%s: no tensor '%s' in its weight_map", path(), name);
+      return shard->find(name, rank);
+    }
     case WeightFormat::kGguf: return gguf_.find(name, rank);
     default: return Status::error(Code::kFailedPrecondition, "no weight file is open");
   }
@@ -176,7 +256,10 @@ Result<TensorRef> WeightFile::find(const char* name, uint32_t* rank) const {
 
 bool WeightFile::has(const char* name) const {
   switch (format_) {
-    case WeightFormat::kSafetensors: return safetensors_.entry(name) != nullptr;
+    case WeightFormat::kSafetensors: {
+      const SafetensorsFile* shard = shard_of(name);
+      return shard != nullptr && shard->entry(name) != nullptr;
+    }
     case WeightFormat::kGguf: return gguf_.entry(name) != nullptr;
     default: return false;
   }
@@ -189,13 +272,33 @@ Result<Config> WeightFile::gguf_config() const {
   Result<Config> config = gguf_.config();
   if (!config.ok()) return config;
   Config c = config.value();
-  if (has("blk.0.attn_q.bias")) c.qkv_bias = true;
+  if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) c.qkv_bias = true;
   if (has("blk.0.attn_output.bias")) c.o_bias = true;
   if (has("blk.0.attn_q_norm.weight")) c.qk_norm = true;
   if (has("blk.0.attn_sinks.weight")) c.sinks = true;
   // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
   // rope_scaling parameters headway computes them from: planned, and refused at run time.
   if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) c.rope.scaling = RopeScaling::kOther;
+  // Phi-3's LongRoPE: the short and long factors as tensors, the rest in the kv section.
+  if (has("rope_factors_long.weight") && has("rope_factors_short.weight") && c.rope.style != RopeStyle::kNone) {
+    RopeConfig& r = c.rope;
+    r.scaling = RopeScaling::kLongRope;
+    r.factor = static_cast<float>(static_cast<double>(c.max_seq) / r.original_max_seq);
+    const struct {
+      const char* name;
+      float* out;
+    } tables[] = {{"rope_factors_short.weight", r.short_factor}, {"rope_factors_long.weight", r.long_factor}};
+    for (const auto& [name, out] : tables) {
+      const Result<TensorRef> t = find(name);
+      if (!t.ok()) return t.status();
+      if (t->rows != 1 || t->cols > kMaxLongRopePairs) {
+        return Status::error(Code::kInvalidArgument, "%s: tensor '%s' is [%u, %u], expected up to %u factors", path(),
+                             name, t->rows, t->cols, kMaxLongRopePairs);
+      }
+      r.longrope_pairs = t->cols;  // validate() checks it against the rotated pairs
+      HEADWAY_RETURN_IF_ERROR(gguf_.dequantize_rows(name, 0, 1, out, kMaxLongRopePairs));
+    }
+  }
   return c;
 }
 
@@ -233,9 +336,20 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                                                     : "a tensor",
                            naming_text(file.naming()));
     }
-    char local[96];
-    std::snprintf(local, sizeof(local), pattern, layer);
-    const std::string full = file.name_prefix() + local;
+    auto name_in_file = [&](const char* p) {
+      char local[96];
+      std::snprintf(local, sizeof(local), p, layer);
+      return file.name_prefix() + local;
+    };
+    std::string full = name_in_file(pattern);
+    // A fused tensor holds q, k and v rows in that order; this slot takes its part.
+    bool fused = fuses_qkv(file.naming()) && s.part != Slot::kWhole;
+    const char* fused_pattern = kFusedQkv[static_cast<size_t>(file.naming())][s.cols == Slot::kNone ? 1 : 0];
+    if (s.part != Slot::kWhole && !fused && fused_pattern != nullptr && !file.has(full.c_str()) &&
+        file.has(name_in_file(fused_pattern).c_str())) {
+      full = name_in_file(fused_pattern);
+      fused = true;
+    }
     const char* name = full.c_str();
     if (!want) {
       if (file.has(name)) {
@@ -261,9 +375,8 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                          : s.rows == Slot::kKv    ? kv_width
                          : s.rows == Slot::kModel ? config.d_model
                          : s.rows == Slot::kHeads ? config.n_heads
-                                                  : hd;
-    // A fused tensor holds q, k and v rows in that order; this slot takes its part.
-    const bool fused = fuses_qkv(file.naming()) && s.part != Slot::kWhole;
+                         : s.rows == Slot::kQNorm ? config.q_norm_width()
+                                                  : config.k_norm_width();
     const uint64_t tensor_out = fused ? q_width + 2 * kv_width : out;
     const uint64_t in = s.cols == Slot::kInModel ? config.d_model : s.cols == Slot::kInQ ? q_width : 0;
     const uint32_t want_rank = s.cols == Slot::kNone ? 1 : 2;

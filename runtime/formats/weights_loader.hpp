@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "headway/config.hpp"
 #include "headway/status.hpp"
@@ -36,7 +37,10 @@ constexpr size_t kNamingCount = 5;
 
 class WeightFile {
  public:
-  // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise.
+  // Maps `path`: GGUF when it starts with "GGUF", safetensors otherwise; a path ending in
+  // ".index.json" is a sharded checkpoint's index (model.safetensors.index.json), whose every
+  // shard is mapped and checked to hold the tensors the index puts in it. A missing shard, a
+  // tensor its shard lacks and a malformed index are errors naming the file and the tensor.
   Status open(const char* path);
   // The same over `size` bytes at `data` (borrowed: they must outlive this object); `source`
   // names them in messages.
@@ -58,17 +62,24 @@ class WeightFile {
   // refuses such a file rather than pick one.
   const std::string& ambiguous_anchor() const { return other_anchor_; }
 
-  const SafetensorsFile& safetensors() const { return safetensors_; }
   const GgufFile& gguf() const { return gguf_; }
+  size_t shard_count() const { return shards_.size(); }  // safetensors: 1, or the index's shards
 
  private:
+  Status open_index(const char* path);
+  const SafetensorsFile* shard_of(const char* name) const;  // nullptr: no shard holds it
+  void find_naming();
+
   MappedFile file_;
   std::string source_;
   WeightFormat format_ = WeightFormat::kNone;
   Naming naming_ = Naming::kHfDecoder;
   std::string prefix_;
   std::string other_anchor_;  // a second layer-0 query projection: which one to run is unclear
-  SafetensorsFile safetensors_;
+  // safetensors: one file (over file_ or borrowed bytes), or each shard of an index; then index_
+  // holds each tensor's shard, sorted by name.
+  std::vector<SafetensorsFile> shards_;
+  std::vector<SafetensorsIndex::Tensor> index_;
   GgufFile gguf_;
 };
 

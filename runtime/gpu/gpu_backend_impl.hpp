@@ -126,6 +126,7 @@ struct GpuBackend::Impl {
   uint32_t pending_n = 0;
   float row[kMaxHeadDim];        // one row widened to f32 (RoPE, rounding)
   double rope[kMaxHeadDim / 2];  // the plan's RoPE frequencies, made at create
+  static_assert(2 * kMaxLongRopePairs <= kMaxHeadDim / 2, "LongRoPE's two tables fit the RoPE table");
   char kernel[64] = {};
   char description[400] = {};
 

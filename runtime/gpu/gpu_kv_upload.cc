@@ -95,7 +95,7 @@ Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t t
         continue;
       }
       decode_row(kt + g * src_row, src, head_dim, src_row, row);
-      if (rotate) apply_rope(row, 1, head_dim, 1, head_dim, start + index, plan.config.rope, rope);
+      if (rotate) apply_rope(row, 1, head_dim, 1, head_dim, start + index, start + index0 + n, plan.config.rope, rope);
       encode_row(row, head_dim, dt, storage, row_bytes, kd);
       decode_row(vt + g * src_row, src, head_dim, src_row, row);
       encode_row(row, head_dim, dt, storage, row_bytes, vd);

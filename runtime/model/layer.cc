@@ -83,8 +83,8 @@ Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t lay
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, plan.head_dim));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, plan.head_dim));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
   if (c.sinks) HEADWAY_RETURN_IF_ERROR(check_sinks_finite(w.sinks, layer));
   return Status();
@@ -111,7 +111,6 @@ Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options)
     rope_frequencies(p.config.rope, p.head_dim, rope);
   }
   rope_ = rope;
-  rope_config_ = p.config.rope;
   // Every layer writes the same slopes to the one ALiBi region.
   float* alibi = p.alibi_bytes != 0 ? arena_->alibi_slopes() : nullptr;
   if (alibi != nullptr) KvCache::make_alibi_slopes(p, alibi);
@@ -159,11 +158,11 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     if (c.qk_norm) {  // the norms outlive the caller's buffers: f32 at the region's start
       float* norms = reinterpret_cast<float*>(region);
       convert_tensor(weights.q_norm, norms, DType::kF32);
-      convert_tensor(weights.k_norm, norms + p.head_dim, DType::kF32);
-      w_.q_norm = TensorRef{norms, DType::kF32, 1, p.head_dim};
-      w_.k_norm = TensorRef{norms + p.head_dim, DType::kF32, 1, p.head_dim};
+      convert_tensor(weights.k_norm, norms + c.q_norm_width(), DType::kF32);
+      w_.q_norm = TensorRef{norms, DType::kF32, 1, c.q_norm_width()};
+      w_.k_norm = TensorRef{norms + c.q_norm_width(), DType::kF32, 1, c.k_norm_width()};
     }
-    used = align_up(uint64_t{2} * p.head_dim * 4);
+    used = align_up((uint64_t{c.q_norm_width()} + c.k_norm_width()) * 4);
     op_blocks_ = p.projection_blocks;
     const DenseMatrix mats[4] = {{weights.wq, c.qkv_bias ? weights.bq : TensorRef{}},
                                  {weights.wk, c.qkv_bias ? weights.bk : TensorRef{}},
@@ -181,7 +180,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   } else if (p.options.weights_in_arena) {
     // Layout of the layer's slice (weight_dtype, packed back to back):
     //   Wqkv [qkv_width, d_model] (Wq, Wk, Wv stacked), Wo [d_model, q_width], bqkv [qkv_width],
-    //   bo [d_model], q_norm [head_dim], k_norm [head_dim] — the last three only when configured.
+    //   bo [d_model], q_norm and k_norm [head_dim, or all heads' widths] — the last three only
+    //   when configured.
     const DType dt = p.options.weight_dtype;
     const uint32_t eb = dtype_bytes(dt);
     uint8_t* dst = base + p.weights_offset + uint64_t{layer} * p.weight_bytes_per_layer;
@@ -253,8 +253,11 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
   if (c.qk_norm) {
     for (uint32_t i = 0; i < t; ++i) {
       float* row = qkv + i * w;
-      rms_norm_heads(row, c.n_heads, p.head_dim, w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_width, c.kv_heads(), p.head_dim, w_.k_norm, c.rms_norm_eps, c.qk_norm_offset);
+      // Across heads (OLMo 2): q as one head of q_width, k as one of kv_width.
+      const bool across = c.qk_norm_across_heads;
+      rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      rms_norm_heads(row + p.q_width, across ? 1 : c.kv_heads(), c.k_norm_width(), w_.k_norm, c.rms_norm_eps,
+                     c.qk_norm_offset);
     }
   }
   return Status();
@@ -279,7 +282,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
   Backend b = backend();
-  apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), rope_config_, rope_);
+  if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), b.position() + t, c.rope, rope_);
   HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
   return project(1, attn, y, t);
@@ -330,7 +333,7 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     const uint32_t first = cu_seqlens[s], n = cu_seqlens[s + 1] - first;
     float* rows = qkv + first * w;
     b.reset(0);
-    apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, rope_config_, rope_);
+    if (rope_ != nullptr) apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, n, c.rope, rope_);
     status = b.append(rows + p.q_width, w, rows + p.q_width + p.kv_width, w, n);
     if (status.ok()) status = b.attend(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
   }

@@ -93,19 +93,21 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
     const float normalizer = std::sqrt(static_cast<float>(d));
     for (size_t i = 0; i < n; ++i) h[i] *= normalizer;
   }
-  // Gemma 2/3's norms on each block's output: RMSNorm, as validate() requires of them.
-  const bool sandwich = c.model.sandwich_norm;
+  // Norms on each block's output (Gemma 2/3 besides those on its input, OLMo 2 alone): RMSNorm,
+  // as validate() requires of them.
+  const bool input_norms = !c.model.output_norms_only;
+  const bool output_norms = c.model.sandwich_norm || c.model.output_norms_only;
   const auto post_norm = [&](ModelTensor weight, uint32_t l) {
     rms_norm(out, w.vector(weight, l), out, t, d, c.model.norm_eps);
   };
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, x, t);
-    HEADWAY_RETURN_IF_ERROR(layers_[l].forward(x, out, t));
-    if (sandwich) post_norm(ModelTensor::kPostAttnNorm, l);
+    if (input_norms) apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, x, t);
+    HEADWAY_RETURN_IF_ERROR(layers_[l].forward(input_norms ? x : h, out, t));
+    if (output_norms) post_norm(ModelTensor::kPostAttnNorm, l);
     add_rows(h, out, n);
-    apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, x, t);
-    apply_mlp(w, l, x, hidden, out, t, pool_);
-    if (sandwich) post_norm(ModelTensor::kPostFfnNorm, l);
+    if (input_norms) apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, x, t);
+    apply_mlp(w, l, input_norms ? x : h, hidden, out, t, pool_);
+    if (output_norms) post_norm(ModelTensor::kPostFfnNorm, l);
     add_rows(h, out, n);
   }
   // The logits of every token (all_logits) or of the last one alone.

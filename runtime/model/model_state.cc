@@ -92,8 +92,10 @@ uint64_t Model::weights_fingerprint() const {
   const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   uint64_t h = fnv(w.vector(ModelTensor::kFinalNorm, 0), d * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    h = fnv(w.vector(ModelTensor::kAttnNorm, l), d * sizeof(float), h);
-    h = fnv(w.vector(ModelTensor::kFfnNorm, l), d * sizeof(float), h);
+    for (const ModelTensor t :
+         {ModelTensor::kAttnNorm, ModelTensor::kFfnNorm, ModelTensor::kPostAttnNorm, ModelTensor::kPostFfnNorm}) {
+      if (model_has_tensor(p.config, t)) h = fnv(w.vector(t, l), d * sizeof(float), h);
+    }
   }
   return fnv(w.matrix(ModelTensor::kEmbedding, 0).data, dtype_row_bytes(p.options.weight_dtype, d), h);
 }

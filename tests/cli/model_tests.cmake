@@ -5,6 +5,11 @@ headway_cli_test(logits-no-model 2 "give the model as one of --gguf FILE, --mode
 headway_cli_test(logits-bad-ids 2 "--prompt-ids 1,x: 'x' is not a token id" logits --gguf x.gguf --prompt-ids 1,x --out x.npy)
 headway_cli_test(logits-missing-file 2 "no-such.gguf" logits --gguf no-such.gguf --prompt-ids 1 --out x.npy)
 headway_cli_test(logits-garbage-file 2 "garbage.gguf" logits --gguf ${data}/bad/garbage.gguf --prompt-ids 1 --out x.npy)
+# Sharded checkpoints: an index naming a shard that is not there, and an index without a weight_map.
+headway_cli_test(logits-shard-missing 2 "missing-shard.index.json: shard model-00002-of-00002.safetensors: cannot open"
+  logits --config ${data}/hf/smollm2-135m.json --weights ${data}/bad/missing-shard.index.json --prompt-ids 1 --out x.npy)
+headway_cli_test(logits-index-no-weight-map 2 "no-weight-map.index.json: no weight_map object"
+  logits --config ${data}/hf/smollm2-135m.json --weights ${data}/bad/no-weight-map.index.json --prompt-ids 1 --out x.npy)
 headway_cli_test(embed-no-model 2 "give the model as one of --model-dir DIR or --config C --weights W" embed --text hello)
 headway_cli_test(embed-gguf 2 "give the model as one of --model-dir DIR or --config C --weights W" embed --gguf x.gguf --text hello)
 headway_cli_test(logits-config-alone 2 "--config needs --weights FILE too" logits --config c.json --prompt-ids 1 --out x.npy)
@@ -36,6 +41,10 @@ if(smollm2_gguf)
     generate --gguf ${smollm2_gguf} --prompt "Once upon a time" --tokens 8 --seed 7 --threads 2)
   headway_cli_test(logits-smollm2-vocab 2 "token id 49152 is outside the vocabulary of .* \\(0..49151\\)"
     logits --gguf ${smollm2_gguf} --prompt-ids 1,49152 --out x.npy)
+  # The GGUF's plan, the same as its config.json's (tests/cli/CMakeLists.txt, plan-config-whole-json).
+  headway_cli_test(plan-smollm2-gguf-whole-json 0
+    "\"vocab_size\":49152,\"intermediate_size\":1536,\"mlp\":\"swiglu\",\"norm\":\"rms\",\"norm_placement\":\"pre\",\"gate_up_fused\":false,\"tie_word_embeddings\":true,\"model_weight_bytes\":431891712,"
+    plan --gguf ${smollm2_gguf} --json)
   add_test(NAME "cli: generate-smollm2-prompt-cache"
     COMMAND ${CMAKE_COMMAND} -DHEADWAY=$<TARGET_FILE:headway_cli> -DGGUF=${smollm2_gguf}
             -DCACHE=${CMAKE_CURRENT_BINARY_DIR}/prompt_cache_test.bin -P ${CMAKE_CURRENT_SOURCE_DIR}/prompt_cache.cmake)

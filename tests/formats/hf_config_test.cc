@@ -664,5 +664,33 @@ TEST_CASE("hf: family rules") {
   }
 }
 
+TEST_CASE("hf: Phi-3.5's LongRoPE is read whole: both factor tables, the original context, the factor") {
+  const std::string head = R"({"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4,
+      "max_position_embeddings": 128, "original_max_position_embeddings": 32, "rope_scaling": {"type": ")";
+  const std::string factors = R"(", "short_factor": [1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7],
+      "long_factor": [1, 2, 3, 4, 5, 6, 7, 8])";
+  for (const char* type : {"longrope", "su"}) {  // Phi3Config reads the older "su" as longrope
+    const Config c = parse_ok(head + type + factors + "}}");
+    CHECK(c.rope.scaling == RopeScaling::kLongRope);
+    CHECK(c.rope.longrope_pairs == 8);
+    CHECK(c.rope.short_factor[7] == 1.7f);
+    CHECK(c.rope.long_factor[7] == 8.0f);
+    CHECK(c.rope.original_max_seq == 32);
+    CHECK(c.rope.factor == 4.0f);  // max_position_embeddings / original, as transformers derives it
+  }
+  CHECK(parse_ok(head + "longrope" + factors + R"(, "factor": 2.5}})").rope.factor == 2.5f);
+  // The count against the rotated pairs: validate()'s, a cross-field rule.
+  const Config two = parse_ok(head + R"(longrope", "short_factor": [1, 2], "long_factor": [1, 2]}})");
+  CHECK_HAS(validate(two), "rope_scaling longrope has 2 short and long factors; the 8 rotated pairs need one each");
+  CHECK(validate(parse_ok(head + "longrope" + factors + "}}")).ok());
+  CHECK_HAS(parse_error(head + R"(longrope", "short_factor": [1, 1, 1, 1, 1, 1, 1, -1],
+      "long_factor": [1, 1, 1, 1, 1, 1, 1, 1]}})"),
+            "short_factor");
+  CHECK_HAS(parse_error(head + R"(longrope", "short_factor": [1, 2], "long_factor": [1]}})"), "2 short and 1 long");
+  CHECK_HAS(parse_error(R"({"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4,
+      "max_position_embeddings": 128, "rope_scaling": {"type": "longrope", "short_factor": [1], "long_factor": [1]}})"),
+            "longrope has no original_max_position_embeddings");
+}
+
 }  // namespace
 }  // namespace headway

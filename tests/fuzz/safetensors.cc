@@ -2,6 +2,7 @@
 // every view handed out must lie inside the bytes. Then the same bytes as a weights file: the
 // naming and prefix it is read in, and one layer of a small decoder and a small encoder config
 // loaded from it (names built from a prefix out of the file, shapes checked against the config).
+// And the bytes as a sharded checkpoint's model.safetensors.index.json: parsed or refused.
 #include <cstdint>
 #include <cstring>
 
@@ -36,6 +37,14 @@ headway::Config small(bool encoder) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace headway;
+  const Result<formats::SafetensorsIndex> index =
+      formats::parse_safetensors_index(reinterpret_cast<const char*>(data), size, "fuzz.index.json");
+  if (index.ok()) {
+    FUZZ_CHECK(!index->shards.empty());
+    for (const formats::SafetensorsIndex::Tensor& t : index->tensors) FUZZ_CHECK(t.shard < index->shards.size());
+  } else {
+    FUZZ_CHECK(std::strlen(index.status().message()) > 0);
+  }
   formats::SafetensorsFile f;
   if (!f.parse(data, size, "fuzz.safetensors").ok()) return 0;
   for (const formats::SafetensorsFile::Entry& e : f.entries()) {

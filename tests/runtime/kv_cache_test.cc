@@ -63,7 +63,7 @@ TEST_CASE("apply_rope matches the definition: NeoX, GPT-J, partial rotary, long 
     const std::vector<float> orig = x;
     std::vector<double> freqs(rope_frequency_count(r, c.head_dim));
     rope_frequencies(r, c.head_dim, freqs.data());
-    apply_rope(x.data(), 2, heads * c.head_dim, heads, c.head_dim, c.pos, r, freqs.data());
+    apply_rope(x.data(), 2, heads * c.head_dim, heads, c.head_dim, c.pos, c.pos + 2, r, freqs.data());
     for (uint32_t t = 0; t < 2; ++t) {
       for (uint32_t h = 0; h < heads; ++h) {
         std::vector<double> want(orig.begin() + (t * heads + h) * c.head_dim,
@@ -146,7 +146,7 @@ TEST_CASE("append stores RoPE(K) and V in the cache dtype, rejected appends chan
     for (uint32_t pos : {0u, 6u, 7u, 36u}) {
       for (uint32_t g = 0; g < 2; ++g) {
         std::vector<float> kr(k.begin() + pos * kvw + g * hd, k.begin() + pos * kvw + (g + 1) * hd);
-        apply_rope(kr.data(), 1, hd, 1, hd, pos, f.plan.config.rope, f.rope.data());
+        apply_rope(kr.data(), 1, hd, 1, hd, pos, pos + 1, f.plan.config.rope, f.rope.data());
         const HeadLayout l = f.plan.head(g * f.plan.group_size);
         for (uint32_t d = 0; d < hd; ++d) {
           const size_t off = (size_t{pos} * hd + d) * eb;
@@ -198,7 +198,7 @@ TEST_CASE("reset(start): K rotated once at its absolute position, rows counted f
   for (uint32_t i = 0; i < 6; ++i) {
     for (uint32_t g = 0; g < 2; ++g) {
       std::vector<float> kr(k.begin() + i * kvw + g * hd, k.begin() + i * kvw + (g + 1) * hd);
-      apply_rope(kr.data(), 1, hd, 1, hd, 30 + i, f.plan.config.rope, f.rope.data());
+      apply_rope(kr.data(), 1, hd, 1, hd, 30 + i, 31 + i, f.plan.config.rope, f.rope.data());
       const HeadLayout l = f.plan.head(g * f.plan.group_size);
       CHECK(std::memcmp(f.region.data() + l.cache_k_offset + size_t{i} * hd * 4, kr.data(), hd * 4) == 0);
     }
@@ -266,8 +266,8 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
                            v = normal(size_t{total} * p.kv_width, 13);
   // What the cache should hold, densely: RoPE(K) and V rounded to the cache dtype.
   std::vector<float> q_roped = q, k_dense = k, v_dense = v;
-  apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, c.rope, f.rope.data());
-  apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, c.rope, f.rope.data());
+  apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, total, c.rope, f.rope.data());
+  apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, total, c.rope, f.rope.data());
   auto round = [&](float x) {
     return c.kv_dtype == DType::kF32   ? x
            : c.kv_dtype == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
@@ -631,7 +631,8 @@ TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 an
     while (caches[0].size() < c.max_seq && status.ok()) {
       const uint32_t n = caches[0].size() < kHeapCheckPrefill ? p.max_tokens : 1;
       for (uint32_t l = 0; l < kHeapCheckLayersRun && status.ok(); ++l) {
-        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].position(), c.rope, rope.data());
+        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].position(), caches[l].position() + n, c.rope,
+                   rope.data());
         status = caches[l].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width + p.kv_width, p.qkv_width, n);
         if (status.ok()) {
           status = caches[l].attend(qkv, p.qkv_width, out, p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);

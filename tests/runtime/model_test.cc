@@ -16,7 +16,7 @@
 #include "headway/model.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
-#include "tests/reference/reference_layer.hpp"
+#include "tests/reference/reference_model.hpp"
 #include "tests/support/tiny_model.hpp"
 
 namespace headway {
@@ -28,45 +28,16 @@ using Weights = test::TinyWeights;
 // The reference: every token from position 0, logits of each [t, vocab] in double.
 std::vector<double> reference_logits(Weights& w, const std::vector<int32_t>& ids) {
   const Config& c = w.config;
-  const uint32_t d = c.d_model, ffn = c.model.intermediate_size, t = static_cast<uint32_t>(ids.size());
-  auto rms = [&](const std::vector<double>& x, const std::vector<float>& g) {
-    std::vector<double> y(x.size());
-    for (uint32_t i = 0; i < t; ++i) {
-      double s = 0;
-      for (uint32_t j = 0; j < d; ++j) s += x[i * d + j] * x[i * d + j];
-      const double inv = 1.0 / std::sqrt(s / d + c.model.norm_eps);
-      for (uint32_t j = 0; j < d; ++j) y[i * d + j] = x[i * d + j] * inv * g[j];
+  test::RefModelWeights r;
+  for (const ModelTensorInfo& info : kModelTensors) {
+    if (!model_has_tensor(c, info.tensor)) continue;
+    for (uint32_t l = 0; l < (info.per_layer ? c.n_layers : 1); ++l) {
+      const std::vector<float>& v = w.of(info.tensor, l);
+      r.tensor[static_cast<uint32_t>(info.tensor)].emplace_back(v.begin(), v.end());
     }
-    return y;
-  };
-  auto matmul = [&](const std::vector<double>& x, const std::vector<float>& m, uint32_t out, uint32_t in) {
-    std::vector<double> y(size_t{t} * out);
-    for (uint32_t i = 0; i < t; ++i)
-      for (uint32_t o = 0; o < out; ++o) {
-        double s = 0;
-        for (uint32_t k = 0; k < in; ++k) s += x[size_t{i} * in + k] * m[size_t{o} * in + k];
-        y[size_t{i} * out + o] = s;
-      }
-    return y;
-  };
-  std::vector<double> h(size_t{t} * d);
-  for (uint32_t i = 0; i < t; ++i)
-    for (uint32_t j = 0; j < d; ++j)
-      h[i * d + j] = w.of(ModelTensor::kEmbedding, 0)[static_cast<size_t>(ids[i]) * d + j];
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    test::RefLayer attn(c.layer_alone(l), w.attention[l].ref);
-    const std::vector<double> a = attn.forward(rms(h, w.of(ModelTensor::kAttnNorm, l)), t);
-    for (size_t i = 0; i < h.size(); ++i) h[i] += a[i];
-    const std::vector<double> x = rms(h, w.of(ModelTensor::kFfnNorm, l));
-    const std::vector<double> g = matmul(x, w.of(ModelTensor::kGate, l), ffn, d);
-    const std::vector<double> u = matmul(x, w.of(ModelTensor::kUp, l), ffn, d);
-    std::vector<double> act(g.size());
-    for (size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-    const std::vector<double> m = matmul(act, w.of(ModelTensor::kDown, l), d, ffn);
-    for (size_t i = 0; i < h.size(); ++i) h[i] += m[i];
   }
-  const ModelTensor head = c.model.tie_word_embeddings ? ModelTensor::kEmbedding : ModelTensor::kLmHead;
-  return matmul(rms(h, w.of(ModelTensor::kFinalNorm, 0)), w.of(head, 0), c.model.vocab_size, d);
+  for (uint32_t l = 0; l < c.n_layers; ++l) r.attention.push_back(w.attention[l].ref);
+  return test::RefModel(c, std::move(r)).forward(ids);
 }
 
 using Instance = test::TinyModel;

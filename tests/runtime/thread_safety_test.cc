@@ -200,7 +200,7 @@ std::vector<float> run_cache(uint32_t threads, uint32_t prefill, uint32_t total,
   while (pos < total) {
     const uint32_t n = pos < prefill ? std::min<uint32_t>(p.max_tokens, prefill - pos) : 1;
     std::vector<float> qkv = normal(size_t{n} * p.qkv_width, seed + step++);
-    apply_rope(qkv.data(), n, p.qkv_width, c.n_heads, p.head_dim, pos, c.rope, rope.data());
+    apply_rope(qkv.data(), n, p.qkv_width, c.n_heads, p.head_dim, pos, pos + n, c.rope, rope.data());
     REQUIRE(
         cache.append(qkv.data() + p.q_width, p.qkv_width, qkv.data() + p.q_width + p.kv_width, p.qkv_width, n).ok());
     std::vector<float> o(size_t{n} * p.q_width);

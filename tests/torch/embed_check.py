@@ -9,6 +9,10 @@
    against its last hidden states mean-pooled and normalized, within 1e-4.
 3. A RobertaModel likewise (positions counted from padding_idx + 1, one token type), with a
    byte-level BPE trained here and RoBERTa's <s> ... </s> post-processor.
+4. DistilBERT likewise (no token types, activation and hidden_dim in its config): a bare
+   DistilBertModel, and a DistilBertForMaskedLM (its tensors under "distilbert.", a head headway
+   leaves aside; sinusoidal_pos_embds, whose table the checkpoint holds) against its .distilbert,
+   each as transformers loads it back in float64, within 1e-5.
 """
 import argparse
 import importlib.util
@@ -39,6 +43,37 @@ def embed(headway, folder, texts):
         args += ["--text", t]
     run = subprocess.run(args, check=True, capture_output=True, text=True)
     return np.array(json.loads(run.stdout)["embeddings"], dtype=np.float64)
+
+
+def check_distilbert(headway, minilm, tok):
+    """DistilBERT with random weights, bare and under a masked-LM head: the failures."""
+    from transformers import DistilBertConfig, DistilBertForMaskedLM, DistilBertModel
+    failures = 0
+    for name, model_class, sinusoidal in (("DistilBertModel", DistilBertModel, False),
+                                          ("DistilBertForMaskedLM", DistilBertForMaskedLM, True)):
+        torch.manual_seed(0)
+        cfg = DistilBertConfig(vocab_size=30522, dim=64, n_heads=4, n_layers=2, hidden_dim=128,
+                               max_position_embeddings=512, activation="gelu", sinusoidal_pos_embds=sinusoidal)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "distilbert")
+            randomize(model_class(cfg)).save_pretrained(folder, safe_serialization=True)
+            for f in ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+                      "modules.json", "sentence_bert_config.json"]:
+                shutil.copy(os.path.join(minilm, f), folder)
+            shutil.copytree(os.path.join(minilm, "1_Pooling"), os.path.join(folder, "1_Pooling"))
+            got = embed(headway, folder, TEXTS[:5])
+            ref = model_class.from_pretrained(folder, dtype=torch.float64).eval()
+            encoder = ref.distilbert if model_class is DistilBertForMaskedLM else ref
+            rows = []
+            with torch.no_grad():
+                for t in TEXTS[:5]:
+                    h = encoder(tok(t, return_tensors="pt")["input_ids"]).last_hidden_state[0].mean(0).numpy()
+                    rows.append(h / np.linalg.norm(h))
+        err = float(np.abs(got - np.array(rows)).max())
+        ok = err <= 1e-5
+        failures += 0 if ok else 1
+        print(f"{name}, random weights, float64: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
+    return failures
 
 
 def main():
@@ -86,6 +121,7 @@ def main():
         ok = err <= 1e-4
         failures += 0 if ok else 1
         print(f"BertModel, random weights, float64: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
+    failures += check_distilbert(args.headway, minilm, model.tokenizer)
     # A RobertaModel with random weights: positions from padding_idx + 1, one token type, a
     # byte-level BPE trained here with RoBERTa's <s> ... </s>.
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -119,7 +155,7 @@ def main():
         ok = err <= 1e-4
         failures += 0 if ok else 1
         print(f"RobertaModel, random weights, float64: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
-    print(f"{3 - failures} passed, {failures} failed")
+    print(f"{5 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

@@ -1,8 +1,9 @@
 """`headway logits` against transformers' own decoders, built from small configs with random
 weights and run in float64: LlamaForCausalLM (GQA, separate and tied heads), Qwen2ForCausalLM
 (q/k/v biases), Qwen3ForCausalLM (q/k norms, head_dim apart from hidden / heads),
-MistralForCausalLM, and Gemma, Gemma 2 and Gemma 3 (GeGLU, scaled embeddings, 1 + w norms, four
-norms a layer, sliding layers, softcaps). Each model is written as a GGUF the way llama.cpp's converter writes its
+MistralForCausalLM, SmolLM3 (NoPE layers), Phi-3 (fused q/k/v and gate/up), OLMo 2 (q/k norms
+across heads, norms on block outputs), and Gemma, Gemma 2 and Gemma 3 (GeGLU, scaled embeddings,
+1 + w norms, four norms a layer, sliding layers, softcaps). Each model is written as a GGUF the way llama.cpp's converter writes its
 family (the llama architecture's Q/K rows permuted for interleaved RoPE), in f32, f16, q8_0, q4_0,
 q4_1, q5_0 and q5_1 through gguf-py, and saved by save_pretrained as a Hugging Face directory
 (config.json and model.safetensors, f32); the reference runs on exactly the weights the file holds
@@ -16,6 +17,7 @@ exact logits (Gemma's scaled embeddings, norms on block outputs and softcaps mak
 sensitive to x's rounding: 0.24 to 0.88 from the exact logits here).
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -47,6 +49,21 @@ def families():
     yield "qwen2", "qwen2", Qwen2ForCausalLM(Qwen2Config(**common, rope_theta=1e6, tie_word_embeddings=True))
     yield "qwen3", "qwen3", Qwen3ForCausalLM(Qwen3Config(**common, head_dim=32, rope_theta=1e6,
                                                          tie_word_embeddings=False))
+    from transformers import (Olmo2Config, Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, SmolLM3Config,
+                              SmolLM3ForCausalLM)
+    # SmolLM3: every fourth layer without RoPE (four layers, so one); Phi-3: q/k/v in one tensor,
+    # gate and up in another; OLMo 2: q/k norms across all heads, norms on each block's output only.
+    yield "smollm3", "smollm3", SmolLM3ForCausalLM(SmolLM3Config(**dict(common, num_hidden_layers=4),
+                                                                 rope_theta=2e6, tie_word_embeddings=True, pad_token_id=0))
+    yield "phi3", "phi3", Phi3ForCausalLM(Phi3Config(**common, rope_theta=1e4, pad_token_id=0))
+    yield "olmo2", "olmo2", Olmo2ForCausalLM(Olmo2Config(**common, rope_theta=5e5, pad_token_id=0))
+    # Phi-3.5's LongRoPE over an original context of 16: a 21-token prefill takes the long factors
+    # throughout, its decode steps the short ones up to position 15 and the long ones after.
+    pairs = common["hidden_size"] // common["num_attention_heads"] // 2
+    longrope = {"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1 + 0.1 * i for i in range(pairs)],
+                "long_factor": [1 + 0.7 * i for i in range(pairs)]}
+    yield "phi3-longrope", "phi3", Phi3ForCausalLM(Phi3Config(**common, original_max_position_embeddings=16,
+                                                              rope_scaling=longrope, pad_token_id=0))
     from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig,
                               GemmaForCausalLM)
     # Gemma: head_dim apart from hidden / heads, queries scaled by query_pre_attn_scalar (= head_dim,
@@ -115,6 +132,13 @@ def write_gguf(path, arch, model, qtype):
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", cfg.rms_norm_eps)
     if arch in ("gemma2", "gemma3"):
         w.add_uint32(f"{arch}.attention.sliding_window", cfg.sliding_window)
+    if rope.get("rope_type") == "longrope":  # as llama.cpp's Phi3MiniModel writes it
+        scale = cfg.max_position_embeddings / rope["original_max_position_embeddings"]
+        w.add_float32(f"{arch}.rope.scaling.attn_factor",
+                      math.sqrt(1 + math.log(scale) / math.log(rope["original_max_position_embeddings"])))
+        w.add_uint32(f"{arch}.rope.scaling.original_context_length", rope["original_max_position_embeddings"])
+        w.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
     if arch == "gemma2":
         w.add_float32("gemma2.attn_logit_softcapping", cfg.attn_logit_softcapping)
         w.add_float32("gemma2.final_logit_softcapping", cfg.final_logit_softcapping)
@@ -124,7 +148,10 @@ def write_gguf(path, arch, model, qtype):
                  "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
                  "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
                  "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm",
-                 "post_attention_layernorm": "ffn_norm"}
+                 "post_attention_layernorm": "ffn_norm", "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
+    if arch == "olmo2":  # norms on the blocks' outputs alone
+        per_layer.update({"post_attention_layernorm": "post_attention_norm",
+                          "post_feedforward_layernorm": "post_ffw_norm"})
     if arch in ("gemma2", "gemma3"):  # four norms a layer: llama.cpp's names
         per_layer.update({"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
                           "post_feedforward_layernorm": "post_ffw_norm"})
@@ -141,7 +168,7 @@ def write_gguf(path, arch, model, qtype):
             parts = name.split(".")  # model.layers.{i}.{module}.{weight|bias}
             gname = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
         x = tensor.detach().to(torch.float64).numpy()
-        permuted = arch == "llama" and gname.endswith(("attn_q.weight", "attn_k.weight"))
+        permuted = arch in ("llama", "smollm3") and gname.endswith(("attn_q.weight", "attn_k.weight"))
         n = heads if gname.endswith("attn_q.weight") else kv_heads
         shift = shift_norms if gname.endswith("norm.weight") else 0.0
         data, values = stored((permute(x, n) if permuted else x) + shift, qtype)
@@ -157,6 +184,17 @@ def write_gguf(path, arch, model, qtype):
     model.load_state_dict(new_state, strict=False)
     if cfg.tie_word_embeddings:
         model.tie_weights()
+
+
+def step_logits(model, ids):
+    """Each position's logits from decode steps, one token a call over transformers' cache: what
+    `logits --step` computes where the calls differ from one prefill (LongRoPE's table is chosen
+    per call)."""
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        return np.stack([model(torch.tensor([[i]]), past_key_values=cache, use_cache=True).logits[0, -1].numpy()
+                         for i in ids])
 
 
 def int8_inputs(model):
@@ -240,15 +278,18 @@ def main():
                 subprocess.run([args.headway, "logits", "--gguf", path, "--prompt-ids", ",".join(map(str, ids)),
                                 "--out", out, "--kv-dtype", "f32", "--step"], check=True)
                 got = np.load(out).astype(np.float64)
-                err = float(np.abs(got - ref).max())
+                per_call = family == "phi3-longrope"
+                step_ref = step_logits(model, ids) if per_call else ref
+                err = float(np.abs(got - step_ref).max())
                 hooks = int8_inputs(model)
                 with torch.no_grad():
-                    ref_int8 = model(torch.tensor([ids])).logits[0].numpy()
+                    ref_int8 = step_logits(model, ids) if per_call else model(torch.tensor([ids])).logits[0].numpy()
                 for h in hooks:
                     h.remove()
                 err_int8 = float(np.abs(got - ref_int8).max())
                 # f32 and f16 weights decode in f32: the logits; quantized ones may decode in
-                # integers (AVX-512 VNNI): the logits of 8-bit x, or (another CPU) the exact ones.
+                # integers (AVX-512 VNNI, AVX-VNNI, SDOT): the logits of 8-bit x, or (another CPU)
+                # the exact ones.
                 ok = err <= MAX_ABS if qtype in (Q.F32, Q.F16) else min(err, err_int8) <= STEP_MAX_ABS
                 checks += 1
                 failures += 0 if ok else 1
