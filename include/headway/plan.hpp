@@ -467,4 +467,18 @@ constexpr ArenaRegions arena_regions(const Plan& p) {
 // validate() + plan_for(): the plan, or the Status that says why the config cannot work.
 Result<Plan> make_plan(const Config& config, const PlanOptions& options = {});
 
+// Whether `p` can be a plan make_plan() made: the caches and backends refuse any other (a Plan{},
+// one whose sizes overflowed), naming make_plan().
+constexpr bool plan_is_made(const Plan& p) {
+  return !p.overflow && p.group_size != 0 && p.head_dim != 0 && p.head_dim <= kMaxHeadDim && p.max_tokens != 0 &&
+         p.cache_rows != 0 && p.kv_bytes_per_layer != 0;
+}
+
+// Whether the rotations of `rope` are ones headway computes: no RoPE, or RoPE with no scaling or
+// linear, llama3, yarn or longrope scaling from their parameters (not kOther, which is planned but
+// refused where attention would run with it).
+constexpr bool rope_rotations_known(const RopeConfig& rope) {
+  return rope.style == RopeStyle::kNone || rope.scaling != RopeScaling::kOther;
+}
+
 }  // namespace headway

@@ -20,7 +20,7 @@ uint64_t workspace_bound(const Plan& plan, uint32_t threads) {
 }
 
 Status check_plan(const char* who, const Plan& plan) {
-  if (plan.overflow || plan.group_size == 0 || plan.head_dim == 0 || plan.max_tokens == 0 || plan.cache_rows == 0) {
+  if (!plan_is_made(plan)) {
     return Status::error(Code::kInvalidArgument,
                          "%s: the plan is not valid (make it with make_plan(), which checks the config)", who);
   }

@@ -30,7 +30,7 @@ void KvCache::make_alibi_slopes(const Plan& plan, float* slopes) {
 Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table,
                      const float* alibi_slopes) {
   if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
-  if (plan.overflow || plan.head_dim == 0 || plan.cache_rows == 0 || plan.kv_bytes_per_layer == 0) {
+  if (!plan_is_made(plan)) {
     return Status::error(Code::kInvalidArgument,
                          "kv cache: the plan is not valid (make it with make_plan(), which checks the config)");
   }
@@ -39,10 +39,10 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
                          static_cast<unsigned long long>(bytes),
                          static_cast<unsigned long long>(plan.kv_bytes_per_layer));
   }
-  if (plan.config.rope.style != RopeStyle::kNone && plan.config.rope.scaling == RopeScaling::kOther) {
+  if (!rope_rotations_known(plan.config.rope)) {
     return Status::error(Code::kUnsupported,
-                         "kv cache: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
-                         "from their parameters); its plan is exact, but attention with it would be wrong");
+                         "kv cache: this config's RoPE scaling is not one headway applies (linear, llama3, yarn or "
+                         "longrope, from their parameters); its plan is exact, but attention with it would be wrong");
   }
   if (plan.config.rope.style != RopeStyle::kNone && rope_table == nullptr) {
     return Status::error(Code::kInvalidArgument,

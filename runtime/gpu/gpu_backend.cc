@@ -110,15 +110,14 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
     return Status::error(Code::kFailedPrecondition, "gpu backend: the GpuContext is %s (create it first)",
                          context == nullptr ? "null" : "not created");
   }
-  if (plan.overflow || plan.group_size == 0 || plan.head_dim == 0 || plan.head_dim > kMaxHeadDim ||
-      plan.max_tokens == 0 || plan.cache_rows == 0 || (is_ring(plan) && sink_tokens(plan) >= plan.cache_rows)) {
+  if (!plan_is_made(plan) || (is_ring(plan) && sink_tokens(plan) >= plan.cache_rows)) {
     return Status::error(Code::kInvalidArgument,
                          "gpu backend: the plan is not valid (make it with make_plan(), which checks the config)");
   }
-  if (plan.config.rope.style != RopeStyle::kNone && plan.config.rope.scaling == RopeScaling::kOther) {
+  if (!rope_rotations_known(plan.config.rope)) {
     return Status::error(Code::kUnsupported,
-                         "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3 or yarn, "
-                         "from their parameters)");
+                         "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3, yarn or "
+                         "longrope, from their parameters)");
   }
   if (!dtype_stores_kv(plan.config.kv_dtype)) {
     return Status::error(Code::kInvalidArgument,
