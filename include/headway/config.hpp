@@ -25,11 +25,15 @@ enum class RopeScaling : uint8_t {
   kLlama3,  // Llama 3.1/3.2: low frequencies / factor, high kept, a smooth ramp between
   kYarn,    // YaRN (gpt-oss, Qwen 2.5/3 long context, DeepSeek): a ramp over the pair index between
             // interpolated and kept frequencies, and cos/sin scaled by an attention factor
-  kOther,   // a type headway cannot apply (dynamic NTK): planned, not run
+  kOther,   // a type headway cannot apply: planned, not run
   // LongRoPE (Phi-3/3.5 long context, Phi-4-mini, MiniCPM3): pair i's frequency divided by
   // short_factor[i], or long_factor[i] in a call whose last position passes original_max_seq (as
   // transformers switches them per forward call); cos and sin scaled by an attention factor.
   kLongRope,
+  // Dynamic NTK (transformers' "dynamic"): in a call whose last position passes original_max_seq
+  // (max_position_embeddings), the base grows to theta · (factor · end / original − (factor −
+  // 1))^(rotary / (rotary − 2)), `end` the position after the call's last token; plain RoPE before.
+  kDynamic,
 };
 
 // The most rotated pairs LongRoPE's per-pair factors cover (rotary dims up to 128).

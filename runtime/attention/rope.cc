@@ -24,7 +24,8 @@ double scaled_frequency(double inv_freq, const RopeConfig& rope) {
     case RopeScaling::kNone:
     case RopeScaling::kYarn:
     case RopeScaling::kOther:
-    case RopeScaling::kLongRope: break;
+    case RopeScaling::kLongRope:
+    case RopeScaling::kDynamic: break;
   }
   return inv_freq;
 }
@@ -98,6 +99,15 @@ void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_hea
   // LongRoPE: the long table for every token of a call whose last position passes the original
   // context (transformers' longrope_frequency_update, per forward call).
   if (rope.scaling == RopeScaling::kLongRope && end > rope.original_max_seq) freqs += half;
+  // Dynamic NTK past the original context: this call's frequencies from its own base.
+  double dynamic[kMaxHeadDim / 2];
+  if (rope.scaling == RopeScaling::kDynamic && end > rope.original_max_seq) {
+    const double rotary = 2.0 * half;
+    const double grown = double{rope.factor} * end / rope.original_max_seq - (double{rope.factor} - 1.0);
+    const double base = rope.theta * std::pow(grown, rotary / (rotary - 2.0));
+    for (uint32_t i = 0; i < half; ++i) dynamic[i] = std::pow(base, -2.0 * i / rotary);
+    freqs = dynamic;
+  }
   for (uint32_t t = 0; t < n_tokens; ++t) {
     const double pos = static_cast<double>(pos0) + t;
     float* row = x + t * token_stride;

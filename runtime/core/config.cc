@@ -32,6 +32,7 @@ const char* rope_scaling_name(RopeScaling s) {
     case RopeScaling::kYarn: return "yarn";
     case RopeScaling::kOther: return "other";
     case RopeScaling::kLongRope: return "longrope";
+    case RopeScaling::kDynamic: return "dynamic";
   }
   return "unknown";
 }

@@ -264,7 +264,7 @@ Status validate(const Config& c) {
   }
   if (c.rope.style != RopeStyle::kNone &&
       (c.rope.scaling == RopeScaling::kLinear || c.rope.scaling == RopeScaling::kLlama3 ||
-       c.rope.scaling == RopeScaling::kYarn)) {
+       c.rope.scaling == RopeScaling::kYarn || c.rope.scaling == RopeScaling::kDynamic)) {
     if (!finite(c.rope.factor) || c.rope.factor <= 0.0f) {
       return Status::error(Code::kInvalidArgument, "rope_scaling factor %g must be a positive finite number",
                            static_cast<double>(c.rope.factor));
@@ -279,6 +279,10 @@ Status validate(const Config& c) {
                            c.rope.original_max_seq);
     }
     if (c.rope.scaling == RopeScaling::kYarn) HEADWAY_RETURN_IF_ERROR(validate_yarn(c.rope));
+    if (c.rope.scaling == RopeScaling::kDynamic && (c.rope.original_max_seq == 0 || rope_pair_count(c.rope, hd) < 2)) {
+      return Status::error(Code::kInvalidArgument,
+                           "rope_scaling dynamic needs a positive max_position_embeddings and at least 4 rotary dims");
+    }
   }
   if (c.rope.style != RopeStyle::kNone && c.rope.scaling == RopeScaling::kLongRope) {
     HEADWAY_RETURN_IF_ERROR(validate_longrope(c.rope, rope_pair_count(c.rope, hd)));

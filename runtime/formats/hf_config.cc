@@ -184,8 +184,8 @@ Status read_longrope(const Where& w, const json& obj, const json& scaling, Confi
   return Status();
 }
 
-// Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2), yarn and
-// longrope are applied; other types (dynamic) are kept as RopeScaling::kOther: the plan does not
+// Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2), yarn,
+// longrope and dynamic are applied; other types are kept as RopeScaling::kOther: the plan does not
 // depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
 Status read_rope_scaling(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   const json* scaling = lookup(obj, "rope_scaling");
@@ -208,6 +208,21 @@ Status read_rope_scaling(const Where& w, const json& obj, const std::string& mod
   if (type == "default") return Status();
   if (model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";  // as Phi3Config renames them
   if (type == "longrope") return read_longrope(w, obj, *scaling, cfg);
+  if (type == "dynamic") {  // dynamic NTK: its factor over the config's own context, which it extends
+    rope.scaling = RopeScaling::kDynamic;
+    rope.original_max_seq = cfg->max_seq;
+    const json* f = lookup(*scaling, "factor");
+    if (!f || f->is_null()) {
+      return Status::error(Code::kNotFound, "%s: %srope_scaling of type dynamic has no factor", w.source, w.prefix);
+    }
+    double d = 0.0;
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "factor", *f, false, &d));
+    rope.factor = static_cast<float>(d);
+    // The context it runs: factor × max_position_embeddings, the extension the factor is for.
+    const double extended = d * cfg->max_seq;
+    if (d > 1.0 && extended < 0x7fffffff) cfg->max_seq = static_cast<uint32_t>(extended);
+    return Status();
+  }
   if (type != "linear" && type != "llama3" && type != "yarn") {
     rope.scaling = RopeScaling::kOther;
     return Status();

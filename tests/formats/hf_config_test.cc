@@ -594,7 +594,11 @@ TEST_CASE("hf: family rules") {
     const Config lin = parse_ok(with(R"(, "rope_scaling": {"type": "linear", "factor": 2.0})"));
     CHECK(lin.rope.scaling == RopeScaling::kLinear);
     CHECK(lin.rope.factor == 2.0f);
-    CHECK(parse_ok(with(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0})")).rope.scaling ==
+    const Config dynamic = parse_ok(with(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0})"));
+    CHECK(dynamic.rope.scaling == RopeScaling::kDynamic);
+    CHECK(dynamic.rope.original_max_seq == 4096);  // max_position_embeddings
+    CHECK(dynamic.max_seq == 16384);               // which the factor extends
+    CHECK(parse_ok(with(R"(, "rope_scaling": {"rope_type": "su-per", "factor": 4.0})")).rope.scaling ==
           RopeScaling::kOther);
     CHECK(parse_ok(with(R"(, "rope_scaling": null)")).rope.scaling == RopeScaling::kNone);
     CHECK_HAS(parse_error(with(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0})")),
