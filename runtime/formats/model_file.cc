@@ -226,7 +226,7 @@ Status hf_model_part(const std::string& path, Config* c) {
     return Status();
   }
   if (listed(type, kHfDecoders)) {
-    if (act != "silu") {
+    if (act != "silu" && !act.empty()) {  // their config classes' default: silu
       return Status::error(Code::kUnsupported, "%s: hidden_act '%s': the %s MLP headway runs is SwiGLU (silu)",
                            path.c_str(), act.c_str(), type.c_str());
     }

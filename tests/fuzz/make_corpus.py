@@ -49,7 +49,8 @@ for i, s in enumerate(specs):
 # config.json: a few real ones, small.
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
              "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding",
-             "bloom-560m", "mpt-7b", "falcon-rw-1b", "modernbert-base", "modernbert-transformers5"]:
+             "bloom-560m", "mpt-7b", "falcon-rw-1b", "modernbert-base", "modernbert-transformers5",
+             "phi3-longrope-small"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 
