@@ -27,6 +27,10 @@ use the file's tokenizer. Tokenizer(gguf= | tokenizer_json= | model_dir=) is a t
 
 backend="gpu" runs on the Vulkan backend when the build has it (gpu_compiled()); otherwise, or
 without a usable device, it raises Unsupported with the reason.
+
+headway.transformers (an optional import: it needs torch and transformers) is an attention
+backend for Hugging Face transformers (register(), then attn_implementation="headway") and a
+transformers Cache over headway's quantized KV caches (Cache(config, kv_dtype="q8_0")).
 """
 
 from collections.abc import Iterator, Sequence
