@@ -35,8 +35,8 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
 // tokens belong to (a prefill chunk, a decode step; at least pos0 + n_tokens): LongRoPE rotates
 // them with its long table when end passes original_max_seq, as transformers switches tables per
 // forward call, and with the short one otherwise; dynamic NTK computes that call's frequencies
-// from a grown base when end passes original_max_seq, and reads the table otherwise. Requires rope.scaling != kOther (KvCache::bind,
-// the GPU backend and the layer reject it).
+// from a grown base when end passes original_max_seq, and reads the table otherwise. Requires rope.scaling != kOther
+// (KvCache::bind, the GPU backend and the layer reject it).
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
                 uint32_t end, const RopeConfig& rope, const double* freqs);
 
