@@ -1,5 +1,5 @@
 # The two entry points of the README. Everything else is CMake presets.
-#   make demo   install what is missing, build, ask SmolLM2-135M a question, plan real models, run attention
+#   make demo   install what is missing, build the headway tool, ask SmolLM2-135M a question, plan real models, run attention
 #   make test   install what is missing, build and run every test suite (what CI runs)
 #   make test-cross   the same for the ARM cross builds (aarch64, armv7) under qemu-user
 #   make check  the fast lane: build the release preset, run its unit and kernel tests
@@ -18,7 +18,11 @@ release: deps
 check: release
 	ctest --preset release -L 'unit|kernel' -LE slow
 
-demo: release
+# The demo runs the headway tool alone: it builds that and the libraries it links (headway_cli),
+# not the test suites, which `make test` and `make check` build.
+demo: deps
+	cmake --preset release
+	cmake --build --preset release --target headway_cli
 	bash toolchains/install-deps.sh python  # .venv: the SmolLM2-135M-Instruct GGUF the demo runs
 	bash examples/demo.sh build/release/bin/headway
 

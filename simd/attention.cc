@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/attention-inl.h"
@@ -189,6 +190,25 @@ const char* attention_kernel_name(const AttentionArgs& args) {
 }
 
 int64_t attention_compiled_targets() { return HWY_TARGETS; }
+
+int64_t cpu_supported_targets() { return HWY_SUPPORTED_TARGETS; }
+
+void target_names(int64_t bits, char* out, size_t n) {
+  if (n == 0) return;
+  size_t used = 0;
+  out[0] = '\0';
+  // Highway's target bits: a lower bit is a better target, so lowest-first is best-first.
+  for (int64_t rest = bits; rest != 0; rest &= rest - 1) {
+    const char* name = hwy::TargetName(rest & -rest);
+    const size_t len = std::strlen(name);
+    const size_t sep = used == 0 ? 0 : 1;
+    if (used + sep + len + 1 > n) return;
+    if (sep != 0) out[used++] = ' ';
+    std::memcpy(out + used, name, len);
+    used += len;
+    out[used] = '\0';
+  }
+}
 
 }  // namespace simd
 }  // namespace headway

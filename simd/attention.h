@@ -193,13 +193,21 @@ const char* attention_kernel_name(const AttentionArgs& args);
 // of 32 for integer Q·Kᵀ (attention_decode_int8-inl.h): decode tiling, q8_0 or q4_0 K, head_dim
 // a multiple of 32 and at least 64, no ALiBi, every query row seeing at least 64 keys, a target
 // and CPU with integer dot products (AVX3_DL; AVX2 with AVX-VNNI; AArch64 with SDOT). Its scores
-// then carry the query's rounding (README, Accuracy) instead of matching the widened f32
+// then carry the query's rounding (docs/attention.md, Accuracy) instead of matching the widened f32
 // arithmetic.
 bool attention_decode_quantizes_query(const AttentionArgs& args);
 
 // Bit mask (Highway HWY_* target bits) of the targets the kernels were compiled for; tests loop
 // over SupportedTargets() & this mask.
 int64_t attention_compiled_targets();
+
+// Bit mask of the targets this CPU supports (Highway's HWY_SUPPORTED_TARGETS: a constant where
+// one target is compiled, as on bare metal).
+int64_t cpu_supported_targets();
+
+// The names of the targets in bits, best first, separated by spaces ("AVX2 SSE4 SSE2"), into out
+// (n bytes, always terminated; cut at a whole name where it does not fit). For reports.
+void target_names(int64_t bits, char* out, size_t n);
 
 }  // namespace simd
 }  // namespace headway

@@ -11,7 +11,7 @@
 // VPR predicates (mve_pred16_t, 4 bits per 32-bit lane). Only the ops and lane types the kernels
 // instantiate exist; anything else fails to compile rather than run something untested.
 //
-// Known defects of the Debian 12 toolchain handled here (README, "Embedded (Cortex-M)"):
+// Known defects of the Debian 12 toolchain handled here (docs/embedded.md, "Cortex-M (bare metal)"):
 // - binutils 2.40 encodes MVE VCVTB/VCVTT between f16 and f32 with both register numbers doubled
 //   (vcvtb.f32.f16 q1, q2 assembles as q2, q4): PromoteTo(f16 → f32) emits the instruction as a
 //   hand-encoded .inst.w, its registers chosen by the compiler and encoded by an assembler macro.

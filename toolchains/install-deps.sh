@@ -112,9 +112,54 @@ if [ ${#missing[@]} -eq 0 ] && [ $added_arch -eq 0 ]; then
   exit
 fi
 
+# Another package manager (unattended-upgrades, a second installer, a desktop updater) may hold
+# the dpkg and apt locks for minutes: wait for it, saying who holds what, instead of failing.
+# apt-get waits itself too (DPkg::Lock::Timeout), for a lock taken between our look and its start.
+# HEADWAY_APT_LOCK_TIMEOUT: seconds to wait (default 1800). HEADWAY_APT_LOCKS: the lock files
+# looked at (space-separated), for a test that holds a lock of its own.
+lock_timeout=${HEADWAY_APT_LOCK_TIMEOUT:-1800}
+read -r -a apt_locks <<<"${HEADWAY_APT_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock}"
+apt_get=("${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout="$lock_timeout")
+
+# "LOCK held by PID (COMMAND)" for the first lock file a process holds, from /proc/locks (which
+# lists POSIX and flock locks by device and inode, readable without root); nothing if none is held.
+lock_holder() {
+  local f id pid dev ino
+  [ -r /proc/locks ] || return 0
+  for f in "${apt_locks[@]}"; do
+    id=$(stat -L -c '%d %i' "$f" 2>/dev/null) || continue
+    read -r dev ino <<<"$id"
+    # The file's device as /proc/locks writes it: major:minor in hex (Linux's dev_t encoding).
+    printf -v id '%02x:%02x:%s' $(((dev >> 8) & 0xfff | ((dev >> 32) & ~0xfff))) \
+      $(((dev & 0xff) | ((dev >> 12) & ~0xff))) "$ino"
+    # Holders only: a "->" line is a process blocked waiting for the lock.
+    pid=$(awk -v id="$id" '$2 != "->" && $6 == id { print $5; exit }' /proc/locks)
+    if [ -n "$pid" ]; then
+      echo "$f held by process $pid ($(cat "/proc/$pid/comm" 2>/dev/null || echo unknown))"
+      return 0
+    fi
+  done
+}
+wait_for_locks() {
+  local holder start=$SECONDS said=""
+  while holder=$(lock_holder) && [ -n "$holder" ]; do
+    if [ $((SECONDS - start)) -ge "$lock_timeout" ]; then
+      echo "install-deps.sh: gave up after $lock_timeout s waiting for another package manager: $holder" >&2
+      return 1
+    fi
+    if [ "$holder" != "$said" ]; then
+      echo "install-deps.sh: waiting for another package manager to finish ($holder; up to $lock_timeout s, HEADWAY_APT_LOCK_TIMEOUT)"
+      said=$holder
+    fi
+    sleep 1
+  done
+  if [ -n "$said" ]; then echo "install-deps.sh: the package manager lock is free after $((SECONDS - start)) s"; fi
+}
+
 # One index failing transiently must not stop the install: retry, then go on with what we have.
 for attempt in 1 2 3; do
-  if "${sudo_cmd[@]}" apt-get update -q; then break; fi
+  wait_for_locks
+  if "${apt_get[@]}" update -q; then break; fi
   if [ "$attempt" -eq 3 ]; then
     echo "install-deps.sh: apt-get update failed 3 times; going on with the indexes there are" >&2
     break
@@ -125,13 +170,15 @@ done
 
 # --no-remove: installing never takes a package away (a failed attempt is retried after a refresh).
 for attempt in 1 2 3; do
-  if "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends --no-remove "${missing[@]}"; then
+  wait_for_locks
+  if "${apt_get[@]}" install -y -q --no-install-recommends --no-remove "${missing[@]}"; then
     echo "install-deps.sh: installed ${missing[*]}"
     finish
     exit
   fi
   echo "install-deps.sh: apt-get install failed (attempt $attempt); refreshing indexes" >&2
-  "${sudo_cmd[@]}" apt-get update -q || true
+  wait_for_locks
+  "${apt_get[@]}" update -q || true
   sleep $((attempt * 5))
 done
 echo "install-deps.sh: could not install: ${missing[*]}" >&2

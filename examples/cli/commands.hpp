@@ -14,5 +14,6 @@ int cmd_logits(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_doctor(int argc, char** argv);
 
 }  // namespace headway::cli

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "examples/cli/commands.hpp"
+#include "headway/headway.h"
 
 namespace {
 
@@ -52,13 +53,16 @@ constexpr Command kCommands[] = {
      "tokenize (--gguf FILE | --tokenizer tokenizer.json | --model-dir DIR) (--text T | --text-file F | --ids 1,2,3)\n"
      "       [--no-add-special] [--no-parse-special] [--keep-special] [--json]\n"
      "                                    text to token ids, or ids to text, with the model file's own tokenizer"},
+    {"doctor", headway::cli::cmd_doctor,
+     "doctor                       this build and machine: version, compiler, SIMD targets, XNNPACK, GPU,\n"
+     "                                    Python module (paste it into a bug report)"},
     {"bench", headway::cli::cmd_bench,
      "bench [--case NAME]... [--list] [--threads N] [--reps N] [--backend cpu|gpu] [--json] [--svg FILE]\n"
      "                                    time attention cases against this machine's measured peak"},
 };
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: headway COMMAND [options]\n\ncommands:\n");
+  std::fprintf(out, "usage: headway COMMAND [options]   (headway --version: the version)\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %s\n", c.usage);
   std::fprintf(out, "\nexit status: 0 done, 2 bad input (the message says which field and value), 1 internal fault\n");
 }
@@ -70,6 +74,10 @@ int main(int argc, char** argv) {
       std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    std::printf("headway %s\n", headway_version());
+    return 0;
   }
   for (const Command& c : kCommands) {
     if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);

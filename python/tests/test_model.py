@@ -185,6 +185,6 @@ def test_a_later_call_ends_a_generation(model):
 
 def test_readme_model_snippet_runs(gguf, capsys):
     section = (REPO / "README.md").read_text().split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
-    snippet = re.findall(r"```python\n(.*?)```", section, re.S)[1]
+    snippet = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     exec(compile(snippet.replace(f'"{GGUF_NAME}"', repr(gguf)), "README.md", "exec"), {})
     assert capsys.readouterr().out == "The capital of France is Paris."
