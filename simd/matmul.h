@@ -46,6 +46,15 @@ struct MatmulArgs {
   bool precise_x = false;
 };
 
+// The weight types the integer decode GEMVs of x86 and AArch64 read (matmul_int8-inl.h,
+// matmul_avxvnni-inl.h, matmul_sdot-inl.h, all with the same codes of x): with precise_x, q8_0
+// alone (x at 16 bits).
+inline bool integer_gemv_reads(WeightType w, bool precise_x) {
+  if (precise_x) return w == WeightType::kQ8_0;
+  return w == WeightType::kQ8_0 || w == WeightType::kQ4_0 || w == WeightType::kQ4_1 || w == WeightType::kQ5_0 ||
+         w == WeightType::kQ5_1 || w == WeightType::kQ4_K || w == WeightType::kQ6_K;
+}
+
 // Null when the arguments are usable, else what is wrong with them.
 const char* matmul_args_error(const MatmulArgs& args);
 

@@ -62,11 +62,7 @@ inline constexpr size_t kMaxQuantizedIn = 8192;
 
 // Whether the integer GEMV takes this call (with precise_x: q8_0 alone, x at 16 bits).
 inline bool IntegerGemv(const MatmulArgs& a) {
-  if (a.t != 1 || a.in > kMaxQuantizedIn) return false;
-  if (a.precise_x) return a.w_type == WeightType::kQ8_0;
-  return a.w_type == WeightType::kQ8_0 || a.w_type == WeightType::kQ4_0 || a.w_type == WeightType::kQ4_1 ||
-         a.w_type == WeightType::kQ5_0 || a.w_type == WeightType::kQ5_1 || a.w_type == WeightType::kQ4_K ||
-         a.w_type == WeightType::kQ6_K;
+  return a.t == 1 && a.in <= kMaxQuantizedIn && integer_gemv_reads(a.w_type, a.precise_x);
 }
 
 // acc + Σ of four u8 · s8 products per int32 lane.

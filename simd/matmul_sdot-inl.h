@@ -78,11 +78,8 @@ inline bool SdotAvailable() {
 // Whether the integer GEMV takes this call (with precise_x: q8_0 alone, x at 16 bits, on any core).
 inline bool IntegerGemv(const MatmulArgs& a) {
   if (a.t != 1 || a.in > kMaxQuantizedIn) return false;
-  if (a.precise_x) return a.w_type == WeightType::kQ8_0;
-  if (!SdotAvailable()) return false;
-  return a.w_type == WeightType::kQ8_0 || a.w_type == WeightType::kQ4_0 || a.w_type == WeightType::kQ4_1 ||
-         a.w_type == WeightType::kQ5_0 || a.w_type == WeightType::kQ5_1 || a.w_type == WeightType::kQ4_K ||
-         a.w_type == WeightType::kQ6_K;
+  if (a.precise_x) return integer_gemv_reads(a.w_type, true);  // 16-bit codes: on any core
+  return SdotAvailable() && integer_gemv_reads(a.w_type, false);
 }
 
 // max|x| of the 32 values in v (NaN when one is NaN: FMAX and FMAXV carry it).
