@@ -178,12 +178,20 @@ bool listed(const std::string& s, const char* const (&names)[N]) {
   return false;
 }
 
-// The model part of a Hugging Face config.json, over the attention config already read.
-Status hf_model_part(const std::string& path, Config* c) {
-  Result<formats::FileBytes> bytes = formats::read_file(path.c_str(), size_t{16} << 20, "a config.json");
+// A JSON file of at most max_bytes (`what` names it in messages), parsed without exceptions: text
+// that is not JSON reads as a discarded value, which is_object() and is_array() refuse.
+Result<nlohmann::json> read_json(const std::string& path, size_t max_bytes, const char* what) {
+  Result<formats::FileBytes> bytes = formats::read_file(path.c_str(), max_bytes, what);
   if (!bytes.ok()) return bytes.status();
   const std::vector<uint8_t>& b = bytes.value().bytes;
-  const nlohmann::json j = nlohmann::json::parse(b.begin(), b.end(), nullptr, /*allow_exceptions=*/false);
+  return nlohmann::json::parse(b.begin(), b.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+// The model part of a Hugging Face config.json, over the attention config already read.
+Status hf_model_part(const std::string& path, Config* c) {
+  Result<nlohmann::json> read = read_json(path, size_t{16} << 20, "a config.json");
+  if (!read.ok()) return read.status();
+  const nlohmann::json& j = read.value();
   if (!j.is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
   auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
   auto count = [&](const char* key, uint32_t* out) -> Status {
@@ -292,10 +300,9 @@ Result<std::vector<int32_t>> ModelFile::eos_ids() const {
   for (const std::string& path : {dir + "/generation_config.json", config}) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) continue;
-    Result<formats::FileBytes> bytes = formats::read_file(path.c_str(), size_t{16} << 20, "a model's config");
-    if (!bytes.ok()) return bytes.status();
-    const std::vector<uint8_t>& b = bytes.value().bytes;
-    const nlohmann::json j = nlohmann::json::parse(b.begin(), b.end(), nullptr, /*allow_exceptions=*/false);
+    Result<nlohmann::json> read = read_json(path, size_t{16} << 20, "a model's config");
+    if (!read.ok()) return read.status();
+    const nlohmann::json& j = read.value();
     if (!j.is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
     if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) continue;
     const nlohmann::json& e = j["eos_token_id"];
@@ -447,10 +454,9 @@ Result<ModelFile::SentencePooling> ModelFile::sentence_pooling() const {
     const std::string path = parsed_->dir + "/" + file;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) return false;
-    Result<formats::FileBytes> bytes =
-        formats::read_file(path.c_str(), size_t{1} << 20, "a sentence-transformers file");
-    if (!bytes.ok()) return false;
-    *j = nlohmann::json::parse(bytes.value().bytes.begin(), bytes.value().bytes.end(), nullptr, false);
+    Result<nlohmann::json> read = read_json(path, size_t{1} << 20, "a sentence-transformers file");
+    if (!read.ok()) return false;
+    *j = read.value();
     return j->is_object() || j->is_array();
   };
   nlohmann::json pooling;
