@@ -18,11 +18,18 @@ void print_table(const Plan& p, const std::string& attention_only) {
   std::printf("model %s\n\n", c.name);
   std::printf("attention   %s: %u query heads, %u kv heads (group %u), head_dim %u%s\n", attention_kind_name(p),
               c.n_heads, c.kv_heads(), p.group_size, p.head_dim, c.head_dim ? " (explicit)" : "");
-  std::printf("widths      d_model %u -> q %u, k %u, v %u (fused qkv row %u floats)%s\n", c.d_model, p.q_width,
-              p.kv_width, p.kv_width, p.qkv_width,
+  char offset[48] = "";
+  if (c.qk_norm && c.qk_norm_offset != 0.0f) {
+    std::snprintf(offset, sizeof(offset), " (weights + %g)", static_cast<double>(c.qk_norm_offset));
+  }
+  std::printf("widths      d_model %u -> q %u%s, k %u, v %u (fused qkv row %u floats)%s%s\n", c.d_model, p.q_width,
+              c.output_gate ? " and its gate" : "", p.kv_width, p.kv_width, p.qkv_width,
               !c.qk_norm               ? ""
               : c.qk_norm_across_heads ? ", q and k RMS-normed across their heads"
-                                       : ", q and k RMS-normed per head");
+                                       : ", q and k RMS-normed per head",
+              offset);
+  if (c.output_gate)
+    std::printf("gate        attention output times sigmoid(gate) before Wo (each head's q then gate rows in Wq)\n");
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);

@@ -36,12 +36,12 @@ Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
   const uint64_t st = uint64_t{l} * 16;
   LayerWeights w;
   const float sd = 1.0f / std::sqrt(static_cast<float>(c.d_model));
-  w.wq = r.make(0, p.q_width, c.d_model, sd, 0.0f, st + 0);
+  w.wq = r.make(0, p.q_rows, c.d_model, sd, 0.0f, st + 0);
   w.wk = r.make(1, p.kv_width, c.d_model, sd, 0.0f, st + 1);
   w.wv = r.make(2, p.kv_width, c.d_model, sd, 0.0f, st + 2);
   w.wo = r.make(3, c.d_model, p.q_width, 1.0f / std::sqrt(static_cast<float>(p.q_width)), 0.0f, st + 3);
   if (c.qkv_bias) {
-    w.bq = r.make(4, 1, p.q_width, 0.1f, 0.0f, st + 4);
+    w.bq = r.make(4, 1, p.q_rows, 0.1f, 0.0f, st + 4);
     w.bk = r.make(5, 1, p.kv_width, 0.1f, 0.0f, st + 5);
     w.bv = r.make(6, 1, p.kv_width, 0.1f, 0.0f, st + 6);
   }

@@ -98,6 +98,9 @@ struct LayerKinds {
   float local_rope_theta = 0.0f;  // the RoPE base of sliding layers; 0 = rope.theta (Gemma 3: 10000)
   LayerBits sliding;              // set: layer i slides; clear: full attention
   LayerBits rope;                 // set: layer i rotates; clear: no RoPE (a NoPE layer)
+  // set: layer i is linear attention (Gated DeltaNet: Qwen3.5's and Qwen3-Next's layer_types
+  // "linear_attention"), which headway does not run; validate() refuses a config with one.
+  LayerBits linear;
 };
 
 // The model around the attention blocks (embeddings, norms, MLP, LM head), as its files give it;
@@ -184,6 +187,9 @@ struct Config {
   // With qk_norm: one RMS norm over all of q's heads and one over all of k's (OLMo 2), weights
   // [n_heads·head_dim] and [n_kv_heads·head_dim], rather than one per head.
   bool qk_norm_across_heads = false;
+  // Gated attention (Qwen3.5, Qwen3-Next): Wq has 2·n_heads·head_dim rows, each head's query rows
+  // followed by its gate's; the attention output is multiplied by sigmoid(gate) before Wo.
+  bool output_gate = false;
   DType kv_dtype = DType::kF16;
   LayerKinds layers;  // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
@@ -227,6 +233,7 @@ struct Config {
     if (layers.nope_interval) return (i + 1) % layers.nope_interval != 0;
     return true;
   }
+  constexpr bool layer_is_linear(uint32_t i) const { return layers.linear.count && layers.linear.get(i); }
   constexpr float layer_rope_theta(uint32_t i) const { return layer_rope(i).theta; }
   // Sliding layers among layers 0..n-1 (n <= n_layers), counted without a loop where the kinds
   // are a pattern.
@@ -264,6 +271,10 @@ struct Config {
     c.sink_tokens = layer_slides(i) ? sink_tokens : 0;
     c.rope = layer_rope(i);
     c.layers = LayerKinds{};
+    if (layer_is_linear(i)) {  // still refused alone
+      c.layers.linear.count = 1;
+      c.layers.linear.set(0, true);
+    }
     c.n_layers = 1;
     return c;
   }
@@ -274,6 +285,7 @@ struct Config {
     n_layers = n;
     if (layers.sliding.count > n) layers.sliding.count = n;
     if (layers.rope.count > n) layers.rope.count = n;
+    if (layers.linear.count > n) layers.linear.count = n;
   }
 
   // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim).
@@ -294,10 +306,11 @@ inline constexpr uint32_t kMaxHeads = 1024;
 //   "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50"
 // Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
 // layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
-// scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), qkv_bias, o_bias, qk_norm (0|1), and how layers
-// differ (LayerKinds): sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks
-// (0|1), layer_types (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit
-// per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1),
+// scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), qkv_bias, o_bias, qk_norm (0|1),
+// output_gate (0|1), and how layers differ (LayerKinds): sliding_pattern (N >= 1), nope_interval
+// (N >= 1), rope_local_theta, sinks (0|1), layer_types (one letter per layer: s sliding, f full;
+// e.g. sfsf), rope_layers (one digit per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with
+// a window), alibi (0|1),
 // alibi_max_bias, alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a
 // window). rope_theta or rope_dim alone turn on NeoX RoPE. The model around the blocks
 // (ModelConfig): vocab and ffn (either alone makes a decoder of RMSNorm and SwiGLU), norm
@@ -309,5 +322,10 @@ Result<Config> parse_spec(const char* spec);
 // Checks every rule of the config and returns the first failure, with a message that names the
 // values and says how to fix it. Pure; never allocates.
 Status validate(const Config& config);
+
+// Checks layer i of the config as it runs alone (config.layer_alone(i)): a model whose other
+// layers headway cannot run (Qwen3.5's linear attention) still lends the ones it can. A layer
+// past n_layers or one headway does not run is named by its index.
+Status validate_layer(const Config& config, uint32_t i);
 
 }  // namespace headway

@@ -1,12 +1,15 @@
 // AttentionLayer: one transformer attention block over its regions of an Arena.
 //
-//   x [t, d_model] f32 ─▶ QKV = x·[Wq;Wk;Wv]ᵀ (+ bq, bk, bv)        fused row [q_width + 2·kv_width]
+//   x [t, d_model] f32 ─▶ QKV = x·[Wq;Wk;Wv]ᵀ (+ bq, bk, bv)        fused row [q_rows + 2·kv_width]
+//                          (Config::output_gate: Wq gives each head's query and gate, split
+//                          into [queries | gates] before anything else reads the row)
 //                       ─▶ per-head RMS norm of q and k (qk_norm)  weight [head_dim], eps from config
 //                       ─▶ RoPE on q (here) at the positions the backend holds next, and on
 //                          k where it enters the cache (the backend's append), both once, at
 //                          the tokens' absolute positions, from tables made at init
 //                       ─▶ K, V appended to the layer's backend ─▶ attention (its attend),
 //                          with the layer's learned sink logits when Config::sinks
+//                       ─▶ O · sigmoid(gates) (Config::output_gate)
 //                       ─▶ y = O·Woᵀ (+ bo)                         y [t, d_model] f32
 //
 // Weights: with plan.options.weights_in_arena they are copied at init into the layer's slice of
@@ -114,6 +117,8 @@ class AttentionLayer {
  private:
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
   Status project_qkv(const float* x, uint32_t t);
+  void split_gates(float* qkv, uint32_t t) const;
+  void apply_gates(const float* qkv, float* attn, uint32_t t) const;
   Status init_backend(uint32_t layer, const LayerOptions& options);
   Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }
 

@@ -19,7 +19,7 @@
 //           absent without sinks (Config::sinks)]
 //   [ALiBi: [n_heads] f32, the slopes every layer adds with, made once at init; absent without
 //           ALiBi (Config::alibi)]
-//   [activations: QKV [max_tokens, q_width + 2·kv_width] f32, attention out [max_tokens, q_width] f32,
+//   [activations: QKV [max_tokens, qkv_width] f32, attention out [max_tokens, q_width] f32,
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
 //   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
 //   With a model (Config::model.vocab_size > 0):
@@ -112,7 +112,8 @@ struct HeadLayout {
   uint32_t q_head = 0;
   uint32_t kv_head = 0;
   // Byte offsets of this head's q, k and v in one token's row of the fused QKV projection
-  // output [q_width + 2·kv_width] f32 (q heads, then k heads, then v heads).
+  // output [qkv_width] f32 (q heads, with an output gate the gate heads, then k heads, then v
+  // heads).
   uint64_t qkv_q_offset = 0;
   uint64_t qkv_k_offset = 0;
   uint64_t qkv_v_offset = 0;
@@ -143,8 +144,9 @@ struct Plan {
   uint32_t head_dim = 0;
   uint32_t group_size = 0;  // query heads per kv head
   uint32_t q_width = 0;     // n_heads · head_dim
+  uint32_t q_rows = 0;      // Wq's rows: q_width, or 2 · q_width with an output gate (queries, then gates)
   uint32_t kv_width = 0;    // n_kv_heads · head_dim
-  uint32_t qkv_width = 0;   // q_width + 2 · kv_width
+  uint32_t qkv_width = 0;   // q_rows + 2 · kv_width
   uint32_t max_tokens = 0;
   // KV rows per layer. Full attention: max_seq. Sliding window W: a ring of W + max_tokens − 1
   // rows, so that a chunk of max_tokens queries appended at once still finds the W keys its
@@ -230,8 +232,8 @@ struct Plan {
     l.q_head = h;
     l.kv_head = group_size ? h / group_size : 0;
     l.qkv_q_offset = uint64_t{h} * head_dim * 4;
-    l.qkv_k_offset = (uint64_t{q_width} + uint64_t{l.kv_head} * head_dim) * 4;
-    l.qkv_v_offset = (uint64_t{q_width} + kv_width + uint64_t{l.kv_head} * head_dim) * 4;
+    l.qkv_k_offset = (uint64_t{q_rows} + uint64_t{l.kv_head} * head_dim) * 4;
+    l.qkv_v_offset = (uint64_t{q_rows} + kv_width + uint64_t{l.kv_head} * head_dim) * 4;
     const uint64_t block = uint64_t{cache_rows} * dtype_row_bytes(config.kv_dtype, head_dim);
     l.cache_k_offset = uint64_t{l.kv_head} * block;
     l.cache_v_offset = uint64_t{config.kv_heads()} * block + uint64_t{l.kv_head} * block;
@@ -274,9 +276,11 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.group_size = kvh ? c.n_heads / kvh : 0;
   const uint64_t qw = ck.mul(c.n_heads, p.head_dim);
   const uint64_t kvw = ck.mul(kvh, p.head_dim);
-  const uint64_t qkvw = ck.add(qw, ck.mul(2, kvw));
+  const uint64_t q_rows = c.output_gate ? ck.mul(2, qw) : qw;
+  const uint64_t qkvw = ck.add(q_rows, ck.mul(2, kvw));
   if (qkvw > 0xffffffffull) ck.overflow = true;
   p.q_width = static_cast<uint32_t>(qw);
+  p.q_rows = static_cast<uint32_t>(q_rows);
   p.kv_width = static_cast<uint32_t>(kvw);
   p.qkv_width = static_cast<uint32_t>(qkvw);
   p.max_tokens = o.max_tokens ? o.max_tokens : 512;
@@ -294,8 +298,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.kernel = kernel_for_head_dim(p.head_dim);
 
   const uint64_t wb = dtype_bytes(o.weight_dtype);
-  // Wq [q_width, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
-  uint64_t per_layer = ck.mul(ck.add(ck.mul(2, qw), ck.mul(2, kvw)), c.d_model);
+  // Wq [q_rows, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
+  uint64_t per_layer = ck.mul(ck.add(ck.add(q_rows, qw), ck.mul(2, kvw)), c.d_model);
   uint64_t vectors = 0;
   if (c.qkv_bias) vectors = ck.add(vectors, qkvw);
   if (c.o_bias) vectors = ck.add(vectors, c.d_model);
@@ -304,7 +308,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     // Borrowed blocks (weights_in_arena false): the matrices' rows as the file holds them, the
     // biases and norms in f32.
     const uint64_t in_model = dtype_row_bytes(o.weight_dtype, c.d_model);
-    const uint64_t rows = ck.add(qw, ck.mul(2, kvw));
+    const uint64_t rows = qkvw;
     per_layer = ck.add(ck.add(ck.mul(rows, in_model), ck.mul(c.d_model, dtype_row_bytes(o.weight_dtype, qw))),
                        ck.mul(vectors, 4));
     p.weight_bytes_per_layer = ck.align(per_layer);
@@ -320,7 +324,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     // Borrowed weights: Q, K, V are three operators; copied: one fused QKV operator (bounded by
     // the three, since every term is additive in the output rows).
     uint64_t packed = ck.align(ck.mul(ck.add(c.q_norm_width(), c.k_norm_width()), 4));
-    packed = ck.add(packed, xnn_packed_bytes_bound(qw, c.d_model, b));
+    packed = ck.add(packed, xnn_packed_bytes_bound(q_rows, c.d_model, b));
     packed = ck.add(packed, ck.mul(2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
     packed = ck.add(packed, xnn_packed_bytes_bound(c.d_model, qw, b));
     p.packed_bytes_per_layer = ck.align(packed);

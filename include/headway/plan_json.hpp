@@ -2,8 +2,9 @@
 // prints, the C API's headway_plan_json and the Python package's headway.plan() return.
 //
 //   model, d_model, n_heads, n_kv_heads, head_dim, group_size, attention ("MHA"|"GQA"|"MQA"),
-//   q_width, kv_width, qkv_width, kernel, max_seq, n_layers, causal, window, window_symmetric,
-//   softcap, scale, rope {style, theta, rotary_dim, scaling}, kv_dtype, weight_dtype, threads,
+//   q_width, q_rows, kv_width, qkv_width, kernel, max_seq, n_layers, causal, window,
+//   window_symmetric, softcap, scale, rope {style, theta, rotary_dim, scaling}, qk_norm
+//   ("none"|"per head"|"across heads"), qk_norm_offset, output_gate, kv_dtype, weight_dtype, threads,
 //   max_tokens, cache_rows, kv_bytes_per_token, kv_bytes_per_layer, kv_cache_bytes, weight_bytes,
 //   projection, packed_bytes, activation_bytes, scratch_bytes_per_thread, scratch_bytes,
 //   vocab_size, intermediate_size, mlp ("none"|"swiglu"), norm ("none"|"rms"), tie_word_embeddings,

@@ -160,11 +160,11 @@ struct RandomWeights {
     };
     const float norm_mean = 1.0f - c.qk_norm_offset;
     const Want wants[] = {
-        {&LayerWeights::wq, true, p.q_width, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
+        {&LayerWeights::wq, true, p.q_rows, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
         {&LayerWeights::wk, true, p.kv_width, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
         {&LayerWeights::wv, true, p.kv_width, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
         {&LayerWeights::wo, true, c.d_model, p.q_width, 1.0f / std::sqrt(float(p.q_width)), 0.0f},
-        {&LayerWeights::bq, c.qkv_bias, 1, p.q_width, 0.02f, 0.0f},
+        {&LayerWeights::bq, c.qkv_bias, 1, p.q_rows, 0.02f, 0.0f},
         {&LayerWeights::bk, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
         {&LayerWeights::bv, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
         {&LayerWeights::bo, c.o_bias, 1, c.d_model, 0.02f, 0.0f},

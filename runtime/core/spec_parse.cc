@@ -70,8 +70,9 @@ bool parse_bool(const char* s, bool* out) {
 
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
-    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, sliding_pattern, nope_interval, "
-    "rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, alibi_times_scale, "
+    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, output_gate, sliding_pattern, "
+    "nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, "
+    "alibi_times_scale, "
     "window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
@@ -140,6 +141,7 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
                                       {"qkv_bias", &Config::qkv_bias},
                                       {"o_bias", &Config::o_bias},
                                       {"qk_norm", &Config::qk_norm},
+                                      {"output_gate", &Config::output_gate},
                                       {"sinks", &Config::sinks},
                                       {"alibi", &Config::alibi},
                                       {"alibi_times_scale", &Config::alibi_times_scale},

@@ -80,6 +80,25 @@ Status validate_layer_kinds(const Config& c) {
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "layer_types", k.sliding.count));
   HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "rope_layers", k.rope.count));
+  HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "linear layers", k.linear.count));
+  uint32_t linear = 0, first_linear = 0, first_other = c.n_layers;
+  for (uint32_t i = 0; i < k.linear.count; ++i) {
+    if (k.linear.get(i) && linear++ == 0) first_linear = i;
+    if (!k.linear.get(i) && first_other == c.n_layers) first_other = i;
+  }
+  if (linear != 0) {
+    if (first_other == c.n_layers) {
+      return Status::error(Code::kUnsupported,
+                           "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
+                           "Qwen3.5's and Qwen3-Next's), which headway does not run yet",
+                           linear, c.n_layers, first_linear);
+    }
+    return Status::error(Code::kUnsupported,
+                         "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
+                         "Qwen3.5's and Qwen3-Next's), which headway does not run yet; its full_attention layers "
+                         "(layer %u first) run alone: headway layer --layer %u",
+                         linear, c.n_layers, first_linear, first_other, first_other);
+  }
   bool any_sliding = k.sliding_pattern > 1;
   for (uint32_t i = 0; i < k.sliding.count; ++i) any_sliding = any_sliding || k.sliding.get(i);
   if (c.window == 0 && any_sliding) {
@@ -331,6 +350,28 @@ Status validate(const Config& c) {
                          static_cast<unsigned>(c.kv_dtype), kKvDTypeNames);
   }
   return validate_model(c);
+}
+
+Status validate_layer(const Config& c, uint32_t i) {
+  if (i >= c.n_layers) {
+    return Status::error(Code::kOutOfRange, "layer %u is past the config's %u layer%s (num_hidden_layers)", i,
+                         c.n_layers, c.n_layers == 1 ? "" : "s");
+  }
+  if (c.layer_is_linear(i)) {
+    uint32_t full = c.n_layers;
+    for (uint32_t j = 0; j < c.n_layers && full == c.n_layers; ++j) full = c.layer_is_linear(j) ? full : j;
+    if (full == c.n_layers) {
+      return Status::error(Code::kUnsupported,
+                           "layer %u is linear_attention (Gated DeltaNet, as Qwen3.5's and Qwen3-Next's), which "
+                           "headway does not run yet",
+                           i);
+    }
+    return Status::error(Code::kUnsupported,
+                         "layer %u is linear_attention (Gated DeltaNet, as Qwen3.5's and Qwen3-Next's), which "
+                         "headway does not run yet; its full_attention layers run alone (layer %u is the first)",
+                         i, full);
+  }
+  return validate(c.layer_alone(i));
 }
 
 }  // namespace headway

@@ -57,6 +57,7 @@ nlohmann::ordered_json plan_object(const Plan& p) {
   j["group_size"] = p.group_size;
   j["attention"] = attention_kind_name(p);
   j["q_width"] = p.q_width;
+  j["q_rows"] = p.q_rows;
   j["kv_width"] = p.kv_width;
   j["qkv_width"] = p.qkv_width;
   j["kernel"] = kernel_name(p.kernel);
@@ -77,6 +78,8 @@ nlohmann::ordered_json plan_object(const Plan& p) {
     j["rope"]["original_max_seq"] = c.rope.original_max_seq;
   }
   j["qk_norm"] = !c.qk_norm ? "none" : c.qk_norm_across_heads ? "across heads" : "per head";
+  j["qk_norm_offset"] = c.qk_norm_offset;
+  j["output_gate"] = c.output_gate;
   j["kv_dtype"] = dtype_name(c.kv_dtype);
   j["weight_dtype"] = dtype_name(p.options.weight_dtype);
   j["threads"] = p.options.threads;

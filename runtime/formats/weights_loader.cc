@@ -306,14 +306,11 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
   if (file.format() == WeightFormat::kNone) {
     return Status::error(Code::kFailedPrecondition, "no weight file is open");
   }
-  HEADWAY_RETURN_IF_ERROR(validate(config));
-  if (layer >= config.n_layers) {
-    return Status::error(Code::kOutOfRange, "layer %u is past the config's %u layer%s (num_hidden_layers)", layer,
-                         config.n_layers, config.n_layers == 1 ? "" : "s");
-  }
+  HEADWAY_RETURN_IF_ERROR(validate_layer(config, layer));
   const uint32_t hd = config.head_size();
   const uint64_t q_width = uint64_t{config.n_heads} * hd;
   const uint64_t kv_width = uint64_t{config.kv_heads()} * hd;
+  const uint64_t q_rows = config.output_gate ? 2 * q_width : q_width;  // each head's query, then its gate
   if (!file.ambiguous_anchor().empty()) {
     char anchor[96];
     std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(file.naming())], 0u);
@@ -371,13 +368,13 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
       }
       return t.status();
     }
-    const uint64_t out = s.rows == Slot::kQ       ? q_width
+    const uint64_t out = s.rows == Slot::kQ       ? q_rows
                          : s.rows == Slot::kKv    ? kv_width
                          : s.rows == Slot::kModel ? config.d_model
                          : s.rows == Slot::kHeads ? config.n_heads
                          : s.rows == Slot::kQNorm ? config.q_norm_width()
                                                   : config.k_norm_width();
-    const uint64_t tensor_out = fused ? q_width + 2 * kv_width : out;
+    const uint64_t tensor_out = fused ? q_rows + 2 * kv_width : out;
     const uint64_t in = s.cols == Slot::kInModel ? config.d_model : s.cols == Slot::kInQ ? q_width : 0;
     const uint32_t want_rank = s.cols == Slot::kNone ? 1 : 2;
     const bool ok = s.cols == Slot::kNone ? (rank == 1 && t->cols == tensor_out)
@@ -389,9 +386,10 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
       else describe(file.format(), 2, tensor_out, in, expected, sizeof(expected));
       return Status::error(Code::kInvalidArgument,
                            "%s: tensor '%s' has %s, expected %s (row-major %s%s with d_model %u, n_heads %u, "
-                           "n_kv_heads %u, head_dim %u)",
+                           "n_kv_heads %u, head_dim %u%s)",
                            file.path(), name, found, expected, fused ? "q, k and v rows of " : "", s.layout,
-                           config.d_model, config.n_heads, config.kv_heads(), hd);
+                           config.d_model, config.n_heads, config.kv_heads(), hd,
+                           config.output_gate && s.rows == Slot::kQ ? "; each head's query and gate rows" : "");
     }
     TensorRef r = t.value();
     if (s.cols == Slot::kNone && dtype_is_block(r.dtype)) {
@@ -399,7 +397,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
                            file.path(), name, dtype_name(r.dtype), kPlannedWeightDTypeNames);
     }
     if (fused) {
-      const uint64_t first = s.part == Slot::kQPart ? 0 : s.part == Slot::kKPart ? q_width : q_width + kv_width;
+      const uint64_t first = s.part == Slot::kQPart ? 0 : s.part == Slot::kKPart ? q_rows : q_rows + kv_width;
       const uint64_t row_bytes = s.cols == Slot::kNone ? dtype_bytes(r.dtype) : dtype_row_bytes(r.dtype, r.cols);
       r.data = static_cast<const uint8_t*>(r.data) + first * row_bytes;
       if (s.cols == Slot::kNone) r.cols = static_cast<uint32_t>(out);

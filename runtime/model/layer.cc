@@ -75,11 +75,11 @@ void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorR
 
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
   const Config& c = plan.config;
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, true, plan.kv_width, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_rows));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
@@ -226,9 +226,9 @@ Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_
   const uint32_t d = p.config.d_model;
   if (op_blocks_ != 0) {
     if (which == 1) return xnn_dense_run(ops_[3], op_blocks_, d, x, y, t, pool_);
-    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_width, x, y, t, pool_));
-    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_width, t, pool_));
-    return xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_width + p.kv_width, t, pool_);
+    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_rows, x, y, t, pool_));
+    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_rows, t, pool_));
+    return xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_rows + p.kv_width, t, pool_);
   }
   if (which == 1) {
     dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
@@ -236,8 +236,8 @@ Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
   } else {
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
-    dense_highway({w_.wk, w_.bk}, x, d, y + p.q_width, p.qkv_width, t, pool_);
-    dense_highway({w_.wv, w_.bv}, x, d, y + p.q_width + p.kv_width, p.qkv_width, t, pool_);
+    dense_highway({w_.wk, w_.bk}, x, d, y + p.q_rows, p.qkv_width, t, pool_);
+    dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
   }
   return Status();
 }
@@ -250,17 +250,48 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
   float* qkv = arena_->qkv();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
+  if (c.output_gate) split_gates(qkv, t);
   if (c.qk_norm) {
     for (uint32_t i = 0; i < t; ++i) {
       float* row = qkv + i * w;
       // Across heads (OLMo 2): q as one head of q_width, k as one of kv_width.
       const bool across = c.qk_norm_across_heads;
       rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_width, across ? 1 : c.kv_heads(), c.k_norm_width(), w_.k_norm, c.rms_norm_eps,
+      rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), w_.k_norm, c.rms_norm_eps,
                      c.qk_norm_offset);
     }
   }
   return Status();
+}
+
+// Gated attention's Wq rows give each head's query then its gate, [q_0 g_0 q_1 g_1 ...], in the
+// row's first q_rows floats; the rest of the layer reads the queries as one block, [q_0 q_1 ... |
+// g_0 g_1 ...]. The attention output region, free until attend() writes it, holds the gates on
+// the way.
+void AttentionLayer::split_gates(float* qkv, uint32_t t) const {
+  const Plan& p = *plan_;
+  const uint32_t hd = p.head_dim;
+  const size_t head_bytes = size_t{hd} * sizeof(float);
+  float* gates = arena_->attention_out();
+  for (uint32_t i = 0; i < t; ++i) {
+    float* row = qkv + size_t{i} * p.qkv_width;
+    float* g = gates + size_t{i} * p.q_width;
+    for (uint32_t h = 0; h < p.config.n_heads; ++h) {
+      std::memcpy(g + size_t{h} * hd, row + (2 * size_t{h} + 1) * hd, head_bytes);
+      if (h != 0) std::memmove(row + size_t{h} * hd, row + 2 * size_t{h} * hd, head_bytes);
+    }
+    std::memcpy(row + p.q_width, g, size_t{p.q_width} * sizeof(float));
+  }
+}
+
+// attention · sigmoid(gate), in place, for t tokens (the gates after each row's queries).
+void AttentionLayer::apply_gates(const float* qkv, float* attn, uint32_t t) const {
+  const Plan& p = *plan_;
+  for (uint32_t i = 0; i < t; ++i) {
+    const float* g = qkv + size_t{i} * p.qkv_width + p.q_width;
+    float* o = attn + size_t{i} * p.q_width;
+    for (uint32_t j = 0; j < p.q_width; ++j) o[j] *= 1.0f / (1.0f + std::exp(-g[j]));
+  }
 }
 
 Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
@@ -283,8 +314,9 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
   Backend b = backend();
   if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), b.position() + t, c.rope, rope_);
-  HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_width, w, qkv + p.q_width + p.kv_width, w, t));
+  HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
+  if (c.output_gate) apply_gates(qkv, attn, t);
   return project(1, attn, y, t);
 }
 
@@ -334,11 +366,12 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     float* rows = qkv + first * w;
     b.reset(0);
     if (rope_ != nullptr) apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, n, c.rope, rope_);
-    status = b.append(rows + p.q_width, w, rows + p.q_width + p.kv_width, w, n);
+    status = b.append(rows + p.q_rows, w, rows + p.q_rows + p.kv_width, w, n);
     if (status.ok()) status = b.attend(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
   }
   b.reset(0);
   HEADWAY_RETURN_IF_ERROR(status);
+  if (c.output_gate) apply_gates(qkv, attn, t);
   return project(1, attn, y, t);
 }
 

@@ -26,11 +26,11 @@ std::vector<double> linear(const std::vector<double>& x, uint32_t t, uint32_t in
   return y;
 }
 
-void rms_norm(double* v, uint32_t n, const std::vector<double>& w, double eps) {
+void rms_norm(double* v, uint32_t n, const std::vector<double>& w, double eps, double offset) {
   double ss = 0.0;
   for (uint32_t i = 0; i < n; ++i) ss += v[i] * v[i];
   const double r = 1.0 / std::sqrt(ss / n + eps);
-  for (uint32_t i = 0; i < n; ++i) v[i] = v[i] * r * w[i];
+  for (uint32_t i = 0; i < n; ++i) v[i] = v[i] * r * (w[i] + offset);
 }
 
 void rope(double* x, uint32_t head_dim, uint32_t pos, const RopeConfig& r) {
@@ -60,18 +60,30 @@ float round_kv(double v, DType t) {
 std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) {
   const uint32_t d = c_.d_model, hd = c_.head_size(), nh = c_.n_heads, kvh = c_.kv_heads();
   const uint32_t qw = nh * hd, kvw = kvh * hd;
-  std::vector<double> q = linear(x, t, d, w_.wq, w_.bq, qw);
+  // With an output gate Wq gives each head's query, then its gate: [q_0 g_0 q_1 g_1 ...].
+  const uint32_t q_rows = c_.output_gate ? 2 * qw : qw;
+  const std::vector<double> q_out = linear(x, t, d, w_.wq, w_.bq, q_rows);
+  std::vector<double> q(size_t{t} * qw), gate(c_.output_gate ? size_t{t} * qw : 0);
+  for (uint32_t i = 0; i < t; ++i) {
+    for (uint32_t h = 0; h < nh; ++h) {
+      const uint32_t from = c_.output_gate ? 2 * h * hd : h * hd;
+      for (uint32_t e = 0; e < hd; ++e) {
+        q[size_t{i} * qw + h * hd + e] = q_out[size_t{i} * q_rows + from + e];
+        if (c_.output_gate) gate[size_t{i} * qw + h * hd + e] = q_out[size_t{i} * q_rows + from + hd + e];
+      }
+    }
+  }
   std::vector<double> k = linear(x, t, d, w_.wk, w_.bk, kvw);
   std::vector<double> v = linear(x, t, d, w_.wv, w_.bv, kvw);
   for (uint32_t i = 0; i < t; ++i) {
     for (uint32_t h = 0; h < nh; ++h) {
       double* qh = &q[size_t{i} * qw + size_t{h} * hd];
-      if (c_.qk_norm) rms_norm(qh, hd, w_.q_norm, c_.rms_norm_eps);
+      if (c_.qk_norm) rms_norm(qh, hd, w_.q_norm, c_.rms_norm_eps, c_.qk_norm_offset);
       rope(qh, hd, pos_ + n_ + i, c_.rope);
     }
     for (uint32_t g = 0; g < kvh; ++g) {
       double* kh = &k[size_t{i} * kvw + size_t{g} * hd];
-      if (c_.qk_norm) rms_norm(kh, hd, w_.k_norm, c_.rms_norm_eps);
+      if (c_.qk_norm) rms_norm(kh, hd, w_.k_norm, c_.rms_norm_eps, c_.qk_norm_offset);
       rope(kh, hd, pos_ + n_ + i, c_.rope);
     }
   }
@@ -100,7 +112,8 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
       for (double& m : a.alibi_slopes) m *= a.scale;
     }
   }
-  const std::vector<double> o = reference_attention(a, qf.data(), k_.data(), v_.data());
+  std::vector<double> o = reference_attention(a, qf.data(), k_.data(), v_.data());
+  for (size_t i = 0; i < gate.size(); ++i) o[i] /= 1.0 + std::exp(-gate[i]);
   return linear(o, t, qw, w_.wo, w_.bo, d);
 }
 
@@ -142,12 +155,13 @@ TestLayerWeights make_test_weights(const Config& c, DType dtype, uint64_t seed) 
   };
   LayerWeights& v = out.view;
   RefWeights& r = out.ref;
-  v.wq = make(qw, d, 1.0 / std::sqrt(d), 0.0, &r.wq);
+  const uint32_t q_rows = c.output_gate ? 2 * qw : qw;
+  v.wq = make(q_rows, d, 1.0 / std::sqrt(d), 0.0, &r.wq);
   v.wk = make(kvw, d, 1.0 / std::sqrt(d), 0.0, &r.wk);
   v.wv = make(kvw, d, 1.0 / std::sqrt(d), 0.0, &r.wv);
   v.wo = make(d, qw, 1.0 / std::sqrt(qw), 0.0, &r.wo);
   if (c.qkv_bias) {
-    v.bq = make(1, qw, 0.1, 0.0, &r.bq);
+    v.bq = make(1, q_rows, 0.1, 0.0, &r.bq);
     v.bk = make(1, kvw, 0.1, 0.0, &r.bk);
     v.bv = make(1, kvw, 0.1, 0.0, &r.bv);
   }

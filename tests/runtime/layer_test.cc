@@ -1,7 +1,8 @@
 // AttentionLayer against the double reference of the whole block (tests/reference_layer): GQA,
-// MQA, partial rotary, biases, q/k norm, sliding window; chunked prefill and decode after it;
-// both projection engines (Highway, XNNPACK where built), f32/f16/bf16 weights, copied or
-// borrowed; a cache that starts mid-sequence; errors that leave the cache unchanged; no heap.
+// MQA, partial rotary, biases, q/k norm, an output gate, sliding window; chunked prefill and
+// decode after it; both projection engines (Highway, XNNPACK where built), f32/f16/bf16 weights,
+// copied or borrowed; a cache that starts mid-sequence; errors that leave the cache unchanged; no
+// heap.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -70,6 +71,11 @@ std::vector<Variant> variants() {
   qkn.rms_norm_eps = 1e-5f;
   qkn.d_model = 40;  // head_dim given explicitly, d_model != q_width
   v.push_back({"qk norm", qkn});
+  Config gated = base_config();  // Qwen3.5's attention: gate, 1 + w norms, a quarter of the dims rotated
+  gated.output_gate = gated.qk_norm = true;
+  gated.qk_norm_offset = 1.0f;
+  gated.rope.rotary_dim = 4;
+  v.push_back({"output gate", gated});
   Config win = base_config();
   win.window = 6;
   v.push_back({"sliding window", win});
