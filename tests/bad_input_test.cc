@@ -289,6 +289,14 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        Code::kOutOfRange,
        {"does not fit in 64 bits", "max_seq 4294967295"}},
       {"MLA", plan_of([](Config& c) { c.mla_kv_lora_rank = 512; }), Code::kUnsupported, {"kv_lora_rank 512"}},
+      {"linear attention layers (Qwen3.5)",
+       plan_of([](Config& c) {
+         c.n_layers = 4;
+         c.layers.linear.count = 4;
+         for (uint32_t i = 0; i < 3; ++i) c.layers.linear.set(i, true);
+       }),
+       Code::kUnsupported,
+       {"3 of 4 layers (layer 0 first) are linear_attention (Gated DeltaNet", "headway layer --layer 3"}},
       {"spec with a bad divisor",
        [] { return spec_plan("d_model=800 heads=12 ctx=128"); },
        Code::kInvalidArgument,
@@ -898,6 +906,36 @@ struct SmallStack {
     w.wo = {wq.data(), DType::kF32, 64, 64};
   }
 };
+
+TEST_CASE("bad input: a gated layer given an ungated Wq is refused by shape and changes nothing") {
+  Config c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.max_seq = 40;
+  c.rope.style = RopeStyle::kNeox;
+  c.output_gate = true;
+  const Plan p = make_plan(c, PlanOptions{}).value();
+  Aligned mem(p.arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
+  const std::vector<uint8_t> before(static_cast<uint8_t*>(mem.p), static_cast<uint8_t*>(mem.p) + mem.size);
+  const std::vector<float> wq(size_t{128} * 64, 0.01f), wkv(size_t{32} * 64, 0.01f);
+  LayerWeights w;
+  w.wq = {wq.data(), DType::kF32, 64, 64};  // a Qwen3 layer's Wq: queries without their gates
+  w.wk = {wkv.data(), DType::kF32, 32, 64};
+  w.wv = {wkv.data(), DType::kF32, 32, 64};
+  w.wo = {wq.data(), DType::kF32, 64, 64};
+  AttentionLayer layer;
+  check_rows({{"Wq without gate rows",
+               [&] { return layer.init(arena, 0, w); },
+               Code::kInvalidArgument,
+               {"layer 0: tensor wq has shape [64, 64], expected [128, 64]"}}});
+  CHECK_FALSE(layer.initialized());
+  CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
+  w.wq.rows = 128;
+  CHECK(layer.init(arena, 0, w).ok());
+}
 
 TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and the arena as they were") {
   SmallStack st(true, 1, 8);

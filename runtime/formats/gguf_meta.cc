@@ -33,6 +33,9 @@ struct ArchInfo {
   bool alibi = false;                 // ALiBi in place of RoPE, max bias {arch}.attention.max_alibi_bias or 8
   bool qk_norm_across_heads = false;  // the q/k norms span all heads (OLMo 2)
   uint32_t nope_interval = 0;         // every Nth layer without RoPE (SmolLM3: 4, as llama.cpp fixes it)
+  // Qwen3.5 / Qwen3-Next: gated attention (Config::output_gate) on the layers that are not linear
+  // attention (attention.recurrent_layers, else all but every full_attention_interval-th, 4).
+  bool gated_among_linear = false;
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
@@ -55,6 +58,13 @@ constexpr ArchInfo kArchs[] = {
      0, false},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
+    // The converter stores Qwen3.5's q/k norm weights with their 1 + w added, as Gemma 3's.
+    {"qwen35", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 0,
+     true},
+    {"qwen35moe", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 0,
+     true},
+    {"qwen3next", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 0,
+     true},
     {"smollm3", RopeStyle::kGptj, false, false, false, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 4},
     {"olmo2", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, true},
     {"phi2", RopeStyle::kNeox, true, true, false, true},
@@ -76,7 +86,7 @@ constexpr ArchInfo kArchs[] = {
 struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
       freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa,
-      final_softcap;
+      final_softcap, recurrent_layers, full_attention_interval, nextn_predict_layers;
   // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
   gguf::Kv scaling_type, scaling_factor, scaling_original_context, yarn_beta_fast, yarn_beta_slow, scale_linear;
   // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
@@ -109,6 +119,9 @@ constexpr SlotName kSlotNames[] = {
     {"attention.max_alibi_bias", &Slots::max_alibi_bias},
     {"attention.clamp_kqv", &Slots::clamp_kqv},
     {"rope.freq_base_swa", &Slots::freq_base_swa},
+    {"attention.recurrent_layers", &Slots::recurrent_layers},
+    {"full_attention_interval", &Slots::full_attention_interval},
+    {"nextn_predict_layers", &Slots::nextn_predict_layers},
     {"rope.scaling.type", &Slots::scaling_type},
     {"rope.scaling.factor", &Slots::scaling_factor},
     {"rope.scaling.original_context_length", &Slots::scaling_original_context},
@@ -125,12 +138,40 @@ Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
   return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix, arch);
 }
 
+// Which layers of a Qwen3.5 / Qwen3-Next file are linear attention, as llama.cpp's loader decides:
+// attention.recurrent_layers (one bool per block, the MTP blocks' included), else all but every
+// full_attention_interval-th.
+Status read_linear_layers(const gguf::Reader& p, const Slots& slots, const char* arch, uint32_t blocks, Config* cfg) {
+  cfg->output_gate = true;
+  if (blocks > kMaxConfigLayers) {
+    return Status::error(Code::kUnsupported,
+                         "%s: %s.block_count is %u; %s's linear attention layers are a per-layer list, and headway "
+                         "holds such lists of up to %u layers",
+                         p.source, arch, blocks, arch, kMaxConfigLayers);
+  }
+  LayerBits& linear = cfg->layers.linear;
+  if (slots.recurrent_layers.present()) {
+    HEADWAY_RETURN_IF_ERROR(gguf::read_bools(p, slots.recurrent_layers, blocks, &linear));
+  } else {
+    uint32_t every = formats::kGatedQwenFullInterval;
+    if (slots.full_attention_interval.present()) {
+      HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.full_attention_interval, 1, &every));
+    }
+    for (uint32_t i = 0; i < cfg->n_layers; ++i) linear.set(i, (i + 1) % every != 0);
+  }
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) {
+    if (linear.get(i)) linear.count = cfg->n_layers;  // a list only where some layer is linear
+  }
+  return Status();
+}
+
 // The per-layer kinds of a sliding architecture, after the window, the RoPE and the layer count
 // are read: llama.cpp's pattern for it, or the file's sliding_window_pattern (a period; llama.cpp's
 // per-layer bool arrays belong to architectures headway does not read); the sliding layers' base
 // from rope.freq_base_swa, else the architecture's; Cohere2's NoPE full layers; gpt-oss's sinks.
 Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots& slots, const char* arch,
-                        Config* cfg) {
+                        uint32_t blocks, Config* cfg) {
+  if (info.gated_among_linear) return read_linear_layers(p, slots, arch, blocks, cfg);
   if (info.sliding_pattern == 0) return Status();
   cfg->sinks = info.sinks;
   if (!slots.sliding_window.present()) {
@@ -333,6 +374,19 @@ Result<Config> parse_impl(gguf::Reader& p) {
   if (slots.block_count.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.block_count, 1, &cfg.n_layers));
   }
+  // The converter counts a model's multi-token-prediction blocks (Qwen3.5's MTP head, a draft
+  // model) in block_count, after the model's own layers; they are not part of its stack.
+  const uint32_t blocks = cfg.n_layers;
+  if (slots.nextn_predict_layers.present()) {
+    uint32_t nextn = 0;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.nextn_predict_layers, 0, &nextn));
+    if (nextn >= cfg.n_layers) {
+      return Status::error(Code::kInvalidArgument,
+                           "%s: %s.nextn_predict_layers is %u, block_count %u: no layers left for the model", p.source,
+                           arch.text, nextn, cfg.n_layers);
+    }
+    cfg.n_layers -= nextn;
+  }
   if (cfg.rope.style != RopeStyle::kNone) {
     if (slots.freq_base.present()) {
       HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.freq_base, false, &cfg.rope.theta));
@@ -363,7 +417,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
                          "%s: %s.attention.clamp_kqv is set: headway's projections do not clamp q, k and v", p.source,
                          arch.text);
   }
-  HEADWAY_RETURN_IF_ERROR(read_layer_kinds(p, *info, slots, arch.text, &cfg));
+  HEADWAY_RETURN_IF_ERROR(read_layer_kinds(p, *info, slots, arch.text, blocks, &cfg));
   // Gemma 2 27B scales queries by 1/sqrt(d_model / n_heads) = 1/sqrt(144), not 1/sqrt(head_dim
   // 128), and Gemma 3 27B by 1/sqrt(168); GGUF has no key for it and llama.cpp recognises the
   // models by their 46 and 62 layers.

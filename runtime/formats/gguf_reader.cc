@@ -305,6 +305,20 @@ Status read_bool(const Reader& p, const Kv& kv, bool* out) {
   return Status();
 }
 
+Status read_bools(const Reader& p, const Kv& kv, uint32_t n, LayerBits* out) {
+  const Typed t(p, kv);
+  if (kv.type != kArray) return t.wrong_type("an array of bools");
+  const uint8_t* at = p.data + kv.value_pos;
+  const uint32_t elem = static_cast<uint32_t>(load_le(at, 4));
+  const uint64_t count = load_le(at + 4, 8);
+  if (elem != kBool || count != n) {
+    return Status::error(Code::kInvalidArgument, "%s: %s is an array of %llu %s, expected %u bools (one per layer)",
+                         p.source, t.key.text, static_cast<unsigned long long>(count), type_name(elem), n);
+  }
+  for (uint32_t i = 0; i < n; ++i) out->set(i, at[12 + i] != 0);
+  return Status();
+}
+
 // A string value: *text points into the data (not NUL-terminated), *len its length.
 Status read_string(const Reader& p, const Kv& kv, const uint8_t** text, uint64_t* len) {
   if (kv.type != kString) return Typed(p, kv).wrong_type("a string");

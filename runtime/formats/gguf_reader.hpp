@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "headway/config.hpp"
 #include "headway/status.hpp"
 
 namespace headway::formats::gguf {
@@ -128,6 +129,8 @@ Status read_count(const Reader& r, const Kv& kv, uint32_t min_value, uint32_t* o
 // f32, f64 or any integer type; finite and > 0 (>= 0 with allow_zero).
 Status read_real(const Reader& r, const Kv& kv, bool allow_zero, float* out);
 Status read_bool(const Reader& r, const Kv& kv, bool* out);
+// An array of exactly n bools (n <= kMaxConfigLayers), one per layer, into out's bits.
+Status read_bools(const Reader& r, const Kv& kv, uint32_t n, LayerBits* out);
 // *text points into the data (not NUL-terminated), *len is its length.
 Status read_string(const Reader& r, const Kv& kv, const uint8_t** text, uint64_t* len);
 

@@ -354,6 +354,10 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
   const json* fraction = lookup(obj, "partial_rotary_factor");
   if (!fraction && params) fraction = lookup(*params, "partial_rotary_factor");
   if (fraction) return rotary_from_fraction(w, "partial_rotary_factor", *fraction, head_size, &cfg->rope);
+  if (formats::is_gated_qwen(model_type)) {
+    return rotary_from_fraction(w, "partial_rotary_factor", json(formats::kGatedQwenRotaryFraction), head_size,
+                                &cfg->rope);
+  }
   if (const json* f = lookup(obj, "rotary_pct")) {  // GPT-NeoX / Pythia
     return rotary_from_fraction(w, "rotary_pct", *f, head_size, &cfg->rope);
   }
@@ -367,6 +371,10 @@ Status read_projection_flags(const Where& w, const json& obj, const std::string&
   }
   if (is_one_of(model_type, {"qwen", "qwen2", "qwen2_moe"}) || formats::is_qwen_vl(model_type)) cfg->qkv_bias = true;
   if (is_one_of(model_type, {"qwen3", "qwen3_moe"})) cfg->qk_norm = true;
+  if (formats::is_gated_qwen(model_type)) {  // Qwen3_5Attention: query and gate rows, (1 + w) q/k norms
+    cfg->output_gate = cfg->qk_norm = true;
+    cfg->qk_norm_offset = 1.0f;
+  }
   if (model_type == "olmo2") cfg->qk_norm = cfg->qk_norm_across_heads = true;  // Olmo2Attention's q_norm [q width]
   if (formats::is_gemma3(model_type)) {  // Gemma3RMSNorm: x · rsqrt(...) · (1 + w)
     cfg->qk_norm = true;
@@ -461,6 +469,8 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   HEADWAY_RETURN_IF_ERROR(read_kv_heads(w, obj, model_type, &cfg));
   if (const json* v = lookup(obj, "head_dim")) {
     HEADWAY_RETURN_IF_ERROR(read_count(w, "head_dim", *v, 1, &cfg.head_dim));
+  } else if (formats::is_gated_qwen(model_type)) {
+    cfg.head_dim = formats::kGatedQwenHeadDim;
   }
   const char* seq_key = nullptr;
   if ((is_falcon(model_type) || model_type == "bloom") && !lookup_any(obj, kMaxSeqKeys, &seq_key)) {

@@ -45,13 +45,16 @@ Status read_layer_types(const Where& w, const json& v, Config* cfg) {
                            "4): not supported; headway plans full_attention and sliding_attention layers",
                            w.source, w.prefix, i);
     }
-    if (!s || (*s != "sliding_attention" && *s != "full_attention")) {
+    if (!s || (*s != "sliding_attention" && *s != "full_attention" && *s != "linear_attention")) {
       return Status::error(Code::kInvalidArgument,
-                           "%s: %slayer_types[%u] is %s, expected \"sliding_attention\" or \"full_attention\"",
+                           "%s: %slayer_types[%u] is %s, expected \"sliding_attention\", \"full_attention\" or "
+                           "\"linear_attention\"",
                            w.source, w.prefix, i, shown(e).c_str());
     }
     k.sliding.set(i, *s == "sliding_attention");
+    k.linear.set(i, *s == "linear_attention");
   }
+  if (!all_equal(k.linear, cfg->n_layers) || k.linear.get(0)) k.linear.count = cfg->n_layers;
   if (!all_equal(k.sliding, cfg->n_layers)) {
     k.sliding.count = cfg->n_layers;
   } else if (!k.sliding.get(0)) {
@@ -90,9 +93,24 @@ Status read_max_window_layers(const Where& w, const json& obj, const std::string
   return Status();
 }
 
-// Which layers slide, from the first of these the file has.
+// Qwen3.5's and Qwen3-Next's layers without a layer_types list: linear but every
+// full_attention_interval-th.
+Status read_full_attention_interval(const Where& w, const json& obj, Config* cfg) {
+  uint32_t every = kGatedQwenFullInterval;
+  if (const json* v = lookup(obj, "full_attention_interval")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "full_attention_interval", *v, 1, &every));
+  }
+  if (every == 1) return Status();  // every layer full
+  HEADWAY_RETURN_IF_ERROR(list_fits(w, "full_attention_interval", *cfg));
+  for (uint32_t i = 0; i < cfg->n_layers; ++i) cfg->layers.linear.set(i, (i + 1) % every != 0);
+  cfg->layers.linear.count = cfg->n_layers;
+  return Status();
+}
+
+// Which layers slide (and which are linear attention), from the first of these the file has.
 Status read_sliding_layers(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   if (const json* v = lookup(obj, "layer_types")) return read_layer_types(w, *v, cfg);
+  if (is_gated_qwen(model_type)) return read_full_attention_interval(w, obj, cfg);
   const char* key = "sliding_window_pattern";
   const json* pattern = lookup(obj, key);
   if (!pattern) pattern = lookup(obj, key = "_sliding_window_pattern");

@@ -63,6 +63,21 @@ inline bool sliding_window_off_by_default(std::string_view model_type) {
 
 inline bool is_gemma3(std::string_view model_type) { return model_type == "gemma3" || model_type == "gemma3_text"; }
 
+// Qwen3.5 (dense and MoE, their wrappers and text configs) and Qwen3-Next: gated attention layers
+// (Qwen3_5Attention: Wq gives each head's query and gate, q/k norms scale by 1 + w) among linear
+// attention ones. Their configs' defaults: where config.json lists no layer_types, every
+// full_attention_interval-th layer (4) is full attention and the rest linear; head_dim 256; a
+// quarter of it rotated (partial_rotary_factor 0.25).
+inline bool is_gated_qwen(std::string_view model_type) {
+  for (std::string_view t : {"qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next"}) {
+    if (model_type == t) return true;
+  }
+  return false;
+}
+inline constexpr uint32_t kGatedQwenFullInterval = 4;
+inline constexpr uint32_t kGatedQwenHeadDim = 256;
+inline constexpr double kGatedQwenRotaryFraction = 0.25;
+
 // The sliding layers' RoPE base, kept only where it differs from the full layers'.
 constexpr void set_local_rope_theta(float theta, Config* cfg) {
   if (theta != cfg->rope.theta) cfg->layers.local_rope_theta = theta;

@@ -78,6 +78,13 @@ class GgufWriter {
     for (uint32_t v : values) u32(v);
     return *this;
   }
+  GgufWriter& bool_array(const char* key, const std::vector<bool>& values) {
+    begin(key, kArray);
+    u32(kBool);
+    u64(values.size());
+    for (bool v : values) buf_.push_back(v ? 1 : 0);
+    return *this;
+  }
   GgufWriter& f32_array(const char* key, size_t count) {
     begin(key, kArray);
     u32(kF32);

@@ -42,6 +42,7 @@ specs = [
     "d_model=256 heads=4 ctx=2048 alibi=1 alibi_max_bias=0",
     "d_model=256 heads=4 ctx=2048 causal=0 window=65 window_symmetric=1 layer_types=fss rope_local_theta=10000",
     "d_model=256 heads=4 ctx=2048 window=65 window_symmetric=1",
+    "d_model=1024 heads=8 kv_heads=2 head_dim=256 ctx=4096 rope_dim=64 rope_theta=1e7 qk_norm=1 output_gate=1",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)
@@ -50,7 +51,7 @@ for i, s in enumerate(specs):
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
              "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding",
              "bloom-560m", "mpt-7b", "falcon-rw-1b", "modernbert-base", "modernbert-transformers5",
-             "phi3-longrope-small"]:
+             "phi3-longrope-small", "qwen3.5-0.8b"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 
@@ -70,6 +71,8 @@ def gguf(kvs, tensors=()):
             out += struct.pack("<I", val)
         elif typ == 6:
             out += struct.pack("<f", val)
+        elif typ == 9 and all(isinstance(v, bool) for v in val):  # array of bools
+            out += struct.pack("<IQ", 7, len(val)) + bytes(int(v) for v in val)
         elif typ == 9:  # array of u32
             out += struct.pack("<IQ", 4, len(val)) + b"".join(struct.pack("<I", v) for v in val)
     data = b""
@@ -127,6 +130,14 @@ put("gguf", "cohere2", gguf([
     ("cohere2.embedding_length", 4, 4096), ("cohere2.block_count", 4, 8), ("cohere2.attention.head_count", 4, 32),
     ("cohere2.attention.head_count_kv", 4, 8), ("cohere2.rope.freq_base", 6, 50000.0),
     ("cohere2.attention.sliding_window", 4, 4096)]))
+
+put("gguf", "qwen35", gguf([
+    ("general.architecture", 8, "qwen35"), ("qwen35.context_length", 4, 262144), ("qwen35.embedding_length", 4, 1024),
+    ("qwen35.block_count", 4, 9), ("qwen35.nextn_predict_layers", 4, 1), ("qwen35.attention.head_count", 4, 8),
+    ("qwen35.attention.head_count_kv", 4, 2), ("qwen35.attention.key_length", 4, 256),
+    ("qwen35.attention.value_length", 4, 256), ("qwen35.rope.dimension_count", 4, 64),
+    ("qwen35.rope.freq_base", 6, 10000000.0), ("qwen35.full_attention_interval", 4, 4),
+    ("qwen35.attention.recurrent_layers", 9, [(i + 1) % 4 != 0 and i < 8 for i in range(9)])]))
 
 
 # Tensors of ggml's block types (sizes from ggml-common.h), with a deterministic byte pattern whose

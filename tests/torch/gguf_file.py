@@ -3,12 +3,16 @@
 Metadata under `{arch}.*` from a Hugging Face config.json dict; tensors `blk.N.attn_*` in ggml's
 dimension order (fastest-varying first), with the Q/K rows of "llama" permuted as
 convert_hf_to_gguf.py does so that ggml's adjacent-pair RoPE computes Hugging Face's rotate-half.
+Qwen3.5 (`qwen35`) as its converter writes it: which layers are linear attention
+(attention.recurrent_layers from layer_types, full_attention_interval), the rotated dims, and the
+q/k norm weights with their 1 + w added.
 """
 import struct
 
 import torch
 
-GGUF_U32, GGUF_F32, GGUF_STRING = 4, 6, 8
+GGUF_U32, GGUF_F32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY = 4, 6, 7, 8, 9
+ARCHS = {"qwen3_5_text": "qwen35"}  # config.json's model_type -> llama.cpp's architecture
 GGML_TYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 30}
 GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
               "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
@@ -32,29 +36,44 @@ def llama_permute(w, n_head):
 
 
 def metadata(cfg, n_layers):
-    arch = cfg["model_type"]
+    arch = ARCHS.get(cfg["model_type"], cfg["model_type"])
     kvs = [("general.architecture", GGUF_STRING, arch), ("general.name", GGUF_STRING, "check"),
            (f"{arch}.context_length", GGUF_U32, cfg["max_position_embeddings"]),
            (f"{arch}.embedding_length", GGUF_U32, cfg["hidden_size"]),
            (f"{arch}.block_count", GGUF_U32, n_layers),
            (f"{arch}.attention.head_count", GGUF_U32, cfg["num_attention_heads"]),
            (f"{arch}.attention.head_count_kv", GGUF_U32, cfg["num_key_value_heads"]),
-           (f"{arch}.rope.freq_base", GGUF_F32, cfg["rope_theta"]),
+           (f"{arch}.rope.freq_base", GGUF_F32, cfg.get("rope_theta", 10000.0)),
            (f"{arch}.attention.layer_norm_rms_epsilon", GGUF_F32, cfg["rms_norm_eps"])]
     if "head_dim" in cfg:
         kvs += [(f"{arch}.attention.key_length", GGUF_U32, cfg["head_dim"]),
                 (f"{arch}.attention.value_length", GGUF_U32, cfg["head_dim"])]
+    if arch == "qwen35":
+        head_dim = cfg.get("head_dim", 256)
+        kvs.append((f"{arch}.rope.dimension_count", GGUF_U32, int(head_dim * cfg.get("partial_rotary_factor", 0.25))))
+        kvs.append((f"{arch}.full_attention_interval", GGUF_U32, cfg.get("full_attention_interval", 4)))
+        if "layer_types" in cfg:
+            kvs.append((f"{arch}.attention.recurrent_layers", GGUF_ARRAY,
+                        [t == "linear_attention" for t in cfg["layer_types"]]))
     return kvs
+
+
+def kv_value(typ, value):
+    if typ == GGUF_STRING:
+        return gguf_string(value)
+    if typ == GGUF_ARRAY:  # of bools
+        return struct.pack("<IQ", GGUF_BOOL, len(value)) + bytes(int(v) for v in value)
+    return struct.pack("<I" if typ == GGUF_U32 else "<f", value)
 
 
 def write_gguf(path, cfg, layers, alignment=32):
     """cfg: the config.json dict; layers: per layer, {"q_proj.weight": tensor, ...}."""
-    arch = cfg["model_type"]
+    arch = ARCHS.get(cfg["model_type"], cfg["model_type"])
     kvs = metadata(cfg, len(layers))
     out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)))
     for key, typ, value in kvs:
         out += gguf_string(key) + struct.pack("<I", typ)
-        out += gguf_string(value) if typ == GGUF_STRING else struct.pack("<I" if typ == GGUF_U32 else "<f", value)
+        out += kv_value(typ, value)
     tensors = []
     for i, w in enumerate(layers):
         for name, t in w.items():
@@ -63,6 +82,8 @@ def write_gguf(path, cfg, layers, alignment=32):
                 t = llama_permute(t, cfg["num_attention_heads"])
             if arch == "llama" and proj == "k_proj":
                 t = llama_permute(t, cfg["num_key_value_heads"])
+            if arch == "qwen35" and proj in ("q_norm", "k_norm"):  # 1-D tensors stay f32, as the converter keeps them
+                t = (t.to(torch.float64) + 1).to(torch.float32)
             tensors.append((f"blk.{i}.{GGUF_NAMES[proj]}.{kind}", t))
     struct.pack_into("<Q", out, 8, len(tensors))
     data, infos = bytearray(), bytearray()

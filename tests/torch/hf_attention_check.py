@@ -176,10 +176,26 @@ CASES = [
          layer_types=["full_attention", "sliding_attention", "sliding_attention"],
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 80000.0},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}}),
+    # Qwen3.5 / Qwen3-Next: gated attention on the full_attention layers (each head's query and gate rows in
+    # q_proj, attention · sigmoid(gate) before o_proj, q/k norms times 1 + w, a quarter of head_dim rotated by
+    # default); the linear_attention layers between them are refused, so the cases run a full layer.
+    case("qwen3.5 full layer 3 of 4 by default, rotary 0.25 by default", "qwen3_5_text", 256, 4, 2, layer=3,
+         num_hidden_layers=4, head_dim=64),
+    case("qwen3.5 as its config.json: layer_types, mrope rope_parameters, head_dim 256", "qwen3_5_text", 512, 4, 1,
+         rope_theta=None, layer_types=["linear_attention", "full_attention"],
+         rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                          "mrope_section": [11, 11, 10], "mrope_interleaved": True}),
+    case("qwen3.5 attention_bias, bf16, rotary 0.5", "qwen3_5_text", 256, 4, 2, dtype="BF16", head_dim=64,
+         attention_bias=True, partial_rotary_factor=0.5, layer_types=["linear_attention", "full_attention"]),
+    case("qwen3-next full layer 3 of 4", "qwen3_next", 256, 4, 2, layer=3, num_hidden_layers=4, head_dim=64),
     case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
     case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
     case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),
     case("gguf llama f16", "llama", 256, 4, 2, dtype="F16", fmt="gguf"),
+    case("gguf qwen35 layer 1 of recurrent_layers, q/k norms with 1 added", "qwen3_5_text", 256, 4, 2, head_dim=64,
+         layer_types=["linear_attention", "full_attention"], fmt="gguf"),
+    case("gguf qwen35 layer 3 by full_attention_interval, f16", "qwen3_5_text", 256, 4, 2, layer=3, dtype="F16",
+         num_hidden_layers=4, head_dim=64, fmt="gguf"),
 ]
 
 

@@ -29,18 +29,22 @@ FAMILIES = {
     "olmo": "Olmo",
     "gpt_oss": "GptOss",
     "modernbert": "ModernBert",
+    "qwen3_5_text": "Qwen3_5",
+    "qwen3_next": "Qwen3Next",
 }
 
 
 # model_types whose modeling file is another's (the text model of a multimodal family)
-MODULES = {"gemma3_text": "gemma3"}
+MODULES = {"gemma3_text": "gemma3", "qwen3_5_text": "qwen3_5"}
+# rotary embedding classes not named {Prefix}RotaryEmbedding
+ROTARY = {"qwen3_5_text": "Qwen3_5TextRotaryEmbedding"}
 
 
 def family_classes(model_type):
     name = MODULES.get(model_type, model_type)
     module = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
     prefix = FAMILIES[model_type]
-    return getattr(module, prefix + "Attention"), getattr(module, prefix + "RotaryEmbedding")
+    return getattr(module, prefix + "Attention"), getattr(module, ROTARY.get(model_type, prefix + "RotaryEmbedding"))
 
 
 def load_config(model_dir):
