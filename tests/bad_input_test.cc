@@ -289,6 +289,22 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        Code::kOutOfRange,
        {"does not fit in 64 bits", "max_seq 4294967295"}},
       {"MLA", plan_of([](Config& c) { c.mla_kv_lora_rank = 512; }), Code::kUnsupported, {"kv_lora_rank 512"}},
+      {"layers sharing earlier layers' caches (Gemma 3n, Gemma 4)",
+       plan_of([](Config& c) {
+         c.n_layers = 4;
+         c.layers.kv_shared_layers = 2;
+       }),
+       Code::kUnsupported,
+       {"num_kv_shared_layers 2: layers 2 to 3 have no K/V of their own"}},
+      {"full layers of another head shape (Gemma 4)",
+       plan_of([](Config& c) {
+         c.window = 8;
+         c.n_layers = 2;
+         c.layers.sliding_pattern = 2;
+         c.layers.full_head_dim = 128;
+       }),
+       Code::kUnsupported,
+       {"per-layer head shapes (Gemma 4: full layers of head_dim 128"}},
       {"linear attention layers (Qwen3.5)",
        plan_of([](Config& c) {
          c.n_layers = 4;

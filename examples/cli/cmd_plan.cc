@@ -28,8 +28,13 @@ void print_table(const Plan& p, const std::string& attention_only) {
               : c.qk_norm_across_heads ? ", q and k RMS-normed across their heads"
                                        : ", q and k RMS-normed per head",
               offset);
-  if (c.output_gate)
+  if (c.v_norm || c.k_eq_v) {
+    std::printf("values      %s%s\n", c.k_eq_v ? "K's projection (no Wv)" : "Wv's projection",
+                c.v_norm ? ", RMS-normed per head without a weight" : "");
+  }
+  if (c.output_gate) {
     std::printf("gate        attention output times sigmoid(gate) before Wo (each head's q then gate rows in Wq)\n");
+  }
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);
@@ -53,6 +58,8 @@ void print_table(const Plan& p, const std::string& attention_only) {
         std::printf(", short factors while a call ends within %u positions, long past them", c.rope.original_max_seq);
       } else if (c.rope.scaling == RopeScaling::kLlama3 || c.rope.scaling == RopeScaling::kYarn) {
         std::printf(", original context %u", c.rope.original_max_seq);
+      } else if (c.rope.scaling == RopeScaling::kProportional) {
+        std::printf(", %u pairs across the head rotated, the rest kept", c.rope.rotated_pairs);
       }
       std::printf(")");
     }

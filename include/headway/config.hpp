@@ -34,6 +34,9 @@ enum class RopeScaling : uint8_t {
   // (max_position_embeddings), the base grows to theta · (factor · end / original − (factor −
   // 1))^(rotary / (rotary − 2)), `end` the position after the call's last token; plain RoPE before.
   kDynamic,
+  // Proportional (Gemma 4's full layers): rotate-half pairs (i, i + head_dim/2) over the whole
+  // head, pair i at theta^(−2i / head_dim) / factor for i < rotated_pairs and not rotated past it.
+  kProportional,
 };
 
 // The most rotated pairs LongRoPE's per-pair factors cover (rotary dims up to 128).
@@ -68,6 +71,7 @@ struct RopeConfig {
   uint32_t longrope_pairs = 0;
   float short_factor[kMaxLongRopePairs] = {};
   float long_factor[kMaxLongRopePairs] = {};
+  uint32_t rotated_pairs = 0;  // kProportional
 };
 
 // The most layers a Config lists one by one (LayerKinds' explicit lists): the deepest real models
@@ -101,6 +105,14 @@ struct LayerKinds {
   // set: layer i is linear attention (Gated DeltaNet: Qwen3.5's and Qwen3-Next's layer_types
   // "linear_attention"), which headway does not run; validate() refuses a config with one.
   LayerBits linear;
+  // Gemma 4's full layers' own head shape (global_head_dim, num_global_key_value_heads; 0: the
+  // config's) and V taken from K's projection on them (attention_k_eq_v).
+  uint32_t full_head_dim = 0;
+  uint32_t full_kv_heads = 0;
+  bool full_k_eq_v = false;
+  // Gemma 3n / 4: the last kv_shared_layers layers have no K/V projections and read the cache of
+  // the last earlier layer of their kind (num_kv_shared_layers).
+  uint32_t kv_shared_layers = 0;
 };
 
 // The model around the attention blocks (embeddings, norms, MLP, LM head), as its files give it;
@@ -190,6 +202,8 @@ struct Config {
   // Gated attention (Qwen3.5, Qwen3-Next): Wq has 2·n_heads·head_dim rows, each head's query rows
   // followed by its gate's; the attention output is multiplied by sigmoid(gate) before Wo.
   bool output_gate = false;
+  bool v_norm = false;  // Gemma 3n / 4: each head's v RMS-normed (eps rms_norm_eps), without a weight
+  bool k_eq_v = false;  // no Wv: V is K's projection before its norm and RoPE (Gemma 4's full layers)
   DType kv_dtype = DType::kF16;
   LayerKinds layers;  // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
@@ -258,6 +272,8 @@ struct Config {
     } else if (layer_slides(i) && layers.local_rope_theta > 0.0f) {
       r.theta = layers.local_rope_theta;
       r.scaling = RopeScaling::kNone;
+    } else if (layer_slides(i) && r.scaling == RopeScaling::kProportional) {
+      r.scaling = RopeScaling::kNone;  // Gemma 4: proportional RoPE is its full layers'
     }
     return r;
   }
@@ -270,6 +286,11 @@ struct Config {
     c.window_symmetric = layer_slides(i) && window_symmetric;
     c.sink_tokens = layer_slides(i) ? sink_tokens : 0;
     c.rope = layer_rope(i);
+    if (!layer_slides(i)) {
+      if (layers.full_head_dim) c.head_dim = layers.full_head_dim;
+      if (layers.full_kv_heads) c.n_kv_heads = layers.full_kv_heads;
+      c.k_eq_v = k_eq_v || layers.full_k_eq_v;
+    }
     c.layers = LayerKinds{};
     if (layer_is_linear(i)) {  // still refused alone
       c.layers.linear.count = 1;
@@ -307,16 +328,14 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
 // layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
 // scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), qkv_bias, o_bias, qk_norm (0|1),
-// output_gate (0|1), and how layers differ (LayerKinds): sliding_pattern (N >= 1), nope_interval
-// (N >= 1), rope_local_theta, sinks (0|1), layer_types (one letter per layer: s sliding, f full;
-// e.g. sfsf), rope_layers (one digit per layer: 1 RoPE, 0 none; e.g. 1110), sink_tokens (N, with
-// a window), alibi (0|1),
-// alibi_max_bias, alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a
-// window). rope_theta or rope_dim alone turn on NeoX RoPE. The model around the blocks
-// (ModelConfig): vocab and ffn (either alone makes a decoder of RMSNorm and SwiGLU), norm
-// (rms|layer), mlp (swiglu|gelu), norm_eps and tie (0|1). Unknown keys and bad numbers are errors
-// that name the key.
-// Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
+// output_gate, v_norm, k_eq_v (0|1), and how layers differ (LayerKinds): sliding_pattern (N >=
+// 1), nope_interval (N >= 1), rope_local_theta, sinks (0|1), layer_types (one letter per layer: s
+// sliding, f full; e.g. sfsf), rope_layers (one digit per layer: 1 RoPE, 0 none; e.g. 1110),
+// sink_tokens (N, with a window), alibi (0|1), alibi_max_bias, alibi_times_scale (0|1) and
+// window_symmetric (0|1, with causal=0 and a window). rope_theta or rope_dim alone turn on NeoX RoPE. The model around
+// the blocks (ModelConfig): vocab and ffn (either alone makes a decoder of RMSNorm and SwiGLU), norm (rms|layer), mlp
+// (swiglu|gelu), norm_eps and tie (0|1). Unknown keys and bad numbers are errors that name the key. Part of the core
+// library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);
 
 // Checks every rule of the config and returns the first failure, with a message that names the

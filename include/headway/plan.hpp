@@ -279,6 +279,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   const uint64_t q_rows = c.output_gate ? ck.mul(2, qw) : qw;
   const uint64_t qkvw = ck.add(q_rows, ck.mul(2, kvw));
   if (qkvw > 0xffffffffull) ck.overflow = true;
+  // The projected rows: Wq's, Wk's and Wv's unless V is K's projection (k_eq_v).
+  const uint64_t projected = ck.add(q_rows, ck.mul(c.k_eq_v ? 1 : 2, kvw));
   p.q_width = static_cast<uint32_t>(qw);
   p.q_rows = static_cast<uint32_t>(q_rows);
   p.kv_width = static_cast<uint32_t>(kvw);
@@ -299,16 +301,16 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
 
   const uint64_t wb = dtype_bytes(o.weight_dtype);
   // Wq [q_rows, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
-  uint64_t per_layer = ck.mul(ck.add(ck.add(q_rows, qw), ck.mul(2, kvw)), c.d_model);
+  uint64_t per_layer = ck.mul(ck.add(projected, qw), c.d_model);
   uint64_t vectors = 0;
-  if (c.qkv_bias) vectors = ck.add(vectors, qkvw);
+  if (c.qkv_bias) vectors = ck.add(vectors, projected);
   if (c.o_bias) vectors = ck.add(vectors, c.d_model);
   if (c.qk_norm) vectors = ck.add(vectors, ck.add(c.q_norm_width(), c.k_norm_width()));
   if (dtype_is_block(o.weight_dtype)) {
     // Borrowed blocks (weights_in_arena false): the matrices' rows as the file holds them, the
     // biases and norms in f32.
     const uint64_t in_model = dtype_row_bytes(o.weight_dtype, c.d_model);
-    const uint64_t rows = qkvw;
+    const uint64_t rows = projected;
     per_layer = ck.add(ck.add(ck.mul(rows, in_model), ck.mul(c.d_model, dtype_row_bytes(o.weight_dtype, qw))),
                        ck.mul(vectors, 4));
     p.weight_bytes_per_layer = ck.align(per_layer);
@@ -325,7 +327,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     // the three, since every term is additive in the output rows).
     uint64_t packed = ck.align(ck.mul(ck.add(c.q_norm_width(), c.k_norm_width()), 4));
     packed = ck.add(packed, xnn_packed_bytes_bound(q_rows, c.d_model, b));
-    packed = ck.add(packed, ck.mul(2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
+    packed = ck.add(packed, ck.mul(c.k_eq_v ? 1 : 2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
     packed = ck.add(packed, xnn_packed_bytes_bound(c.d_model, qw, b));
     p.packed_bytes_per_layer = ck.align(packed);
     p.packed_bytes = ck.mul(p.packed_bytes_per_layer, c.n_layers);

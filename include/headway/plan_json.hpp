@@ -3,8 +3,9 @@
 //
 //   model, d_model, n_heads, n_kv_heads, head_dim, group_size, attention ("MHA"|"GQA"|"MQA"),
 //   q_width, q_rows, kv_width, qkv_width, kernel, max_seq, n_layers, causal, window,
-//   window_symmetric, softcap, scale, rope {style, theta, rotary_dim, scaling}, qk_norm
-//   ("none"|"per head"|"across heads"), qk_norm_offset, output_gate, kv_dtype, weight_dtype, threads,
+//   window_symmetric, softcap, scale, rope {style, theta, rotary_dim, scaling; factor and
+//   original_max_seq or rotated_pairs where the scaling has them}, qk_norm ("none"|"per head"|"across
+//   heads"), qk_norm_offset, output_gate, v_norm, k_eq_v, kv_dtype, weight_dtype, threads,
 //   max_tokens, cache_rows, kv_bytes_per_token, kv_bytes_per_layer, kv_cache_bytes, weight_bytes,
 //   projection, packed_bytes, activation_bytes, scratch_bytes_per_thread, scratch_bytes,
 //   vocab_size, intermediate_size, mlp ("none"|"swiglu"), norm ("none"|"rms"), tie_word_embeddings,

@@ -25,7 +25,8 @@ double scaled_frequency(double inv_freq, const RopeConfig& rope) {
     case RopeScaling::kYarn:
     case RopeScaling::kOther:
     case RopeScaling::kLongRope:
-    case RopeScaling::kDynamic: break;
+    case RopeScaling::kDynamic:
+    case RopeScaling::kProportional: break;
   }
   return inv_freq;
 }
@@ -84,6 +85,13 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) 
       const double keep = std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary);
       freqs[i] = keep / rope.short_factor[i];
       freqs[half + i] = keep / rope.long_factor[i];
+    }
+    return;
+  }
+  if (rope.scaling == RopeScaling::kProportional) {  // a frequency of 0 leaves its pair as it is
+    for (uint32_t i = 0; i < half; ++i) {
+      freqs[i] =
+          i < rope.rotated_pairs ? std::pow(static_cast<double>(rope.theta), -2.0 * i / rotary) / rope.factor : 0.0;
     }
     return;
   }

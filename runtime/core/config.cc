@@ -33,6 +33,7 @@ const char* rope_scaling_name(RopeScaling s) {
     case RopeScaling::kOther: return "other";
     case RopeScaling::kLongRope: return "longrope";
     case RopeScaling::kDynamic: return "dynamic";
+    case RopeScaling::kProportional: return "proportional";
   }
   return "unknown";
 }

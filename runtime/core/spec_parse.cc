@@ -70,10 +70,9 @@ bool parse_bool(const char* s, bool* out) {
 
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
-    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, output_gate, sliding_pattern, "
-    "nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, alibi_max_bias, "
-    "alibi_times_scale, "
-    "window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
+    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, output_gate, v_norm, k_eq_v, "
+    "sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
+    "alibi_max_bias, alibi_times_scale, window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
@@ -142,6 +141,8 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
                                       {"o_bias", &Config::o_bias},
                                       {"qk_norm", &Config::qk_norm},
                                       {"output_gate", &Config::output_gate},
+                                      {"v_norm", &Config::v_norm},
+                                      {"k_eq_v", &Config::k_eq_v},
                                       {"sinks", &Config::sinks},
                                       {"alibi", &Config::alibi},
                                       {"alibi_times_scale", &Config::alibi_times_scale},

@@ -86,6 +86,28 @@ Status validate_layer_kinds(const Config& c) {
     if (k.linear.get(i) && linear++ == 0) first_linear = i;
     if (!k.linear.get(i) && first_other == c.n_layers) first_other = i;
   }
+  if (k.kv_shared_layers > c.n_layers) {
+    return Status::error(Code::kInvalidArgument, "num_kv_shared_layers %u is more than the %u layers",
+                         k.kv_shared_layers, c.n_layers);
+  }
+  if (k.kv_shared_layers != 0) {
+    return Status::error(Code::kUnsupported,
+                         "num_kv_shared_layers %u: layers %u to %u have no K/V of their own and read earlier layers' "
+                         "caches (Gemma 3n, Gemma 4), which headway does not plan yet; the layers before them run "
+                         "alone: headway layer --layer N",
+                         k.kv_shared_layers, c.n_layers - k.kv_shared_layers, c.n_layers - 1);
+  }
+  const bool full_shape = (k.full_head_dim != 0 && k.full_head_dim != c.head_size()) ||
+                          (k.full_kv_heads != 0 && k.full_kv_heads != c.kv_heads()) || (k.full_k_eq_v && !c.k_eq_v);
+  if (full_shape) {
+    return Status::error(Code::kUnsupported,
+                         "per-layer head shapes (Gemma 4: full layers of head_dim %u with %u kv heads%s, the others "
+                         "%u with %u): headway plans one head shape per model; each layer runs alone: headway layer "
+                         "--layer N",
+                         k.full_head_dim ? k.full_head_dim : c.head_size(),
+                         k.full_kv_heads ? k.full_kv_heads : c.kv_heads(), k.full_k_eq_v ? " and V from K" : "",
+                         c.head_size(), c.kv_heads());
+  }
   if (linear != 0) {
     if (first_other == c.n_layers) {
       return Status::error(Code::kUnsupported,
@@ -283,7 +305,8 @@ Status validate(const Config& c) {
   }
   if (c.rope.style != RopeStyle::kNone &&
       (c.rope.scaling == RopeScaling::kLinear || c.rope.scaling == RopeScaling::kLlama3 ||
-       c.rope.scaling == RopeScaling::kYarn || c.rope.scaling == RopeScaling::kDynamic)) {
+       c.rope.scaling == RopeScaling::kYarn || c.rope.scaling == RopeScaling::kDynamic ||
+       c.rope.scaling == RopeScaling::kProportional)) {
     if (!finite(c.rope.factor) || c.rope.factor <= 0.0f) {
       return Status::error(Code::kInvalidArgument, "rope_scaling factor %g must be a positive finite number",
                            static_cast<double>(c.rope.factor));
@@ -301,6 +324,13 @@ Status validate(const Config& c) {
     if (c.rope.scaling == RopeScaling::kDynamic && (c.rope.original_max_seq == 0 || rope_pair_count(c.rope, hd) < 2)) {
       return Status::error(Code::kInvalidArgument,
                            "rope_scaling dynamic needs a positive max_position_embeddings and at least 4 rotary dims");
+    }
+    if (c.rope.scaling == RopeScaling::kProportional &&
+        (c.rope.rotated_pairs == 0 || c.rope.rotated_pairs > rope_pair_count(c.rope, hd))) {
+      return Status::error(Code::kInvalidArgument,
+                           "proportional RoPE rotates %u pairs; head_dim %u has %u (partial_rotary_factor times "
+                           "head_dim / 2, at least 1)",
+                           c.rope.rotated_pairs, hd, rope_pair_count(c.rope, hd));
     }
   }
   if (c.rope.style != RopeStyle::kNone && c.rope.scaling == RopeScaling::kLongRope) {
@@ -356,6 +386,23 @@ Status validate_layer(const Config& c, uint32_t i) {
   if (i >= c.n_layers) {
     return Status::error(Code::kOutOfRange, "layer %u is past the config's %u layer%s (num_hidden_layers)", i,
                          c.n_layers, c.n_layers == 1 ? "" : "s");
+  }
+  const uint32_t first_shared = c.n_layers - (c.layers.kv_shared_layers < c.n_layers ? c.layers.kv_shared_layers : 0);
+  if (i >= first_shared) {
+    uint32_t owner = first_shared;  // the last earlier layer of its kind, whose cache it reads
+    for (uint32_t j = first_shared; j-- > 0 && owner == first_shared;) {
+      if (c.layer_slides(j) == c.layer_slides(i)) owner = j;
+    }
+    if (owner == first_shared) {
+      return Status::error(Code::kInvalidArgument,
+                           "layer %u reads the cache of an earlier %s layer (num_kv_shared_layers %u), and no layer "
+                           "before %u is one",
+                           i, c.layer_slides(i) ? "sliding" : "full", c.layers.kv_shared_layers, first_shared);
+    }
+    return Status::error(Code::kUnsupported,
+                         "layer %u has no K/V projections: it reads layer %u's cache (num_kv_shared_layers %u), which "
+                         "headway does not run yet; layer %u runs alone",
+                         i, owner, c.layers.kv_shared_layers, owner);
   }
   if (c.layer_is_linear(i)) {
     uint32_t full = c.n_layers;

@@ -77,9 +77,15 @@ nlohmann::ordered_json plan_object(const Plan& p) {
     j["rope"]["factor"] = c.rope.factor;
     j["rope"]["original_max_seq"] = c.rope.original_max_seq;
   }
+  if (c.rope.scaling == RopeScaling::kProportional) {
+    j["rope"]["factor"] = c.rope.factor;
+    j["rope"]["rotated_pairs"] = c.rope.rotated_pairs;
+  }
   j["qk_norm"] = !c.qk_norm ? "none" : c.qk_norm_across_heads ? "across heads" : "per head";
   j["qk_norm_offset"] = c.qk_norm_offset;
   j["output_gate"] = c.output_gate;
+  j["v_norm"] = c.v_norm;
+  j["k_eq_v"] = c.k_eq_v;
   j["kv_dtype"] = dtype_name(c.kv_dtype);
   j["weight_dtype"] = dtype_name(p.options.weight_dtype);
   j["threads"] = p.options.threads;

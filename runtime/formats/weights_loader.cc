@@ -17,8 +17,8 @@ struct Slot {
   TensorRef LayerWeights::*member;
   // The out dim (1-D: the length); kQNorm, kKNorm: Config::q_norm_width(), k_norm_width().
   enum Rows : uint8_t { kQ, kKv, kModel, kQNorm, kKNorm, kHeads } rows;
-  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;  // the in dim; kNone: 1-D
-  enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks } need;
+  enum Cols : uint8_t { kNone, kInModel, kInQ } cols;                                   // the in dim; kNone: 1-D
+  enum Need : uint8_t { kAlways, kQkvBias, kOBias, kQkNorm, kSinks, kV, kVBias } need;  // kV: unless k_eq_v
   enum Part : uint8_t { kWhole, kQPart, kKPart, kVPart } part;  // its rows of a fused Q/K/V tensor
   const char* layout;                                           // for messages
   const char* names[kNamingCount];                              // indexed by Naming
@@ -37,7 +37,7 @@ constexpr Slot kSlots[] = {
      {"model.layers.%u.self_attn.k_proj.weight", "encoder.layer.%u.attention.self.key.weight",
       "transformer.layer.%u.attention.k_lin.weight", "layers.%u.attn.Wqkv.weight",
       "blk.%u.attn_k.weight"}},
-    {&LayerWeights::wv, Slot::kKv, Slot::kInModel, Slot::kAlways, Slot::kVPart, "[n_kv_heads*head_dim, d_model]",
+    {&LayerWeights::wv, Slot::kKv, Slot::kInModel, Slot::kV, Slot::kVPart, "[n_kv_heads*head_dim, d_model]",
      {"model.layers.%u.self_attn.v_proj.weight", "encoder.layer.%u.attention.self.value.weight",
       "transformer.layer.%u.attention.v_lin.weight", "layers.%u.attn.Wqkv.weight",
       "blk.%u.attn_v.weight"}},
@@ -53,7 +53,7 @@ constexpr Slot kSlots[] = {
      {"model.layers.%u.self_attn.k_proj.bias", "encoder.layer.%u.attention.self.key.bias",
       "transformer.layer.%u.attention.k_lin.bias", "layers.%u.attn.Wqkv.bias",
       "blk.%u.attn_k.bias"}},
-    {&LayerWeights::bv, Slot::kKv, Slot::kNone, Slot::kQkvBias, Slot::kVPart, "[n_kv_heads*head_dim]",
+    {&LayerWeights::bv, Slot::kKv, Slot::kNone, Slot::kVBias, Slot::kVPart, "[n_kv_heads*head_dim]",
      {"model.layers.%u.self_attn.v_proj.bias", "encoder.layer.%u.attention.self.value.bias",
       "transformer.layer.%u.attention.v_lin.bias", "layers.%u.attn.Wqkv.bias",
       "blk.%u.attn_v.bias"}},
@@ -110,6 +110,8 @@ const char* need_text(Slot::Need need, WeightFormat format) {
     case Slot::kOBias: return gguf ? "no output bias (o_bias false)" : "no o_proj bias (attention_bias false)";
     case Slot::kQkNorm: return "no q/k norm (qk_norm false)";
     case Slot::kSinks: return "no learned sink logits (sinks false)";
+    case Slot::kV:
+    case Slot::kVBias: return "V from K's projection (k_eq_v)";
     default: return "";
   }
 }
@@ -121,6 +123,8 @@ bool wanted(Slot::Need need, const Config& c) {
     case Slot::kOBias: return c.o_bias;
     case Slot::kQkNorm: return c.qk_norm;
     case Slot::kSinks: return c.sinks;
+    case Slot::kV: return !c.k_eq_v;
+    case Slot::kVBias: return c.qkv_bias && !c.k_eq_v;
   }
   return false;
 }
@@ -302,11 +306,12 @@ Result<Config> WeightFile::gguf_config() const {
   return c;
 }
 
-Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& config, uint32_t layer) {
+Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& model, uint32_t layer) {
   if (file.format() == WeightFormat::kNone) {
     return Status::error(Code::kFailedPrecondition, "no weight file is open");
   }
-  HEADWAY_RETURN_IF_ERROR(validate_layer(config, layer));
+  HEADWAY_RETURN_IF_ERROR(validate_layer(model, layer));
+  const Config config = model.layer_alone(layer);  // its own head shape (Gemma 4's full layers)
   const uint32_t hd = config.head_size();
   const uint64_t q_width = uint64_t{config.n_heads} * hd;
   const uint64_t kv_width = uint64_t{config.kv_heads()} * hd;
@@ -359,7 +364,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& co
     uint32_t rank = 0;
     const Result<TensorRef> t = file.find(name, &rank);
     if (!t.ok()) {
-      if (t.status().code() == Code::kNotFound && s.need != Slot::kAlways) {
+      if (t.status().code() == Code::kNotFound && s.need != Slot::kAlways && s.need != Slot::kV) {
         return Status::error(Code::kNotFound, "%s: no tensor '%s', which the config's %s needs", file.path(), name,
                              s.need == Slot::kQkNorm  ? "qk_norm"
                              : s.need == Slot::kOBias ? "o_bias"

@@ -60,14 +60,14 @@ const float* copy_sinks(const TensorRef& sinks, float* slice) {
 }
 
 // RMS norm of each head of `n_heads` heads of one token's row, in place:
-// x · rsqrt(mean(x²) + eps) · (w + offset).
-void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef& w, float eps, float offset) {
+// x · rsqrt(mean(x²) + eps) · (w + offset), or without a weight when w is null.
+void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef* w, float eps, float offset) {
   for (uint32_t h = 0; h < n_heads; ++h) {
     float* v = x + uint64_t{h} * head_dim;
     float ss = 0.0f;
     for (uint32_t i = 0; i < head_dim; ++i) ss += v[i] * v[i];
     const float r = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
-    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * (tensor_at(w, i) + offset);
+    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * (w ? tensor_at(*w, i) + offset : 1.0f);
   }
 }
 
@@ -77,11 +77,11 @@ Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t lay
   const Config& c = plan.config;
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, true, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, !c.k_eq_v, plan.kv_width, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_rows));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias && !c.k_eq_v, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
@@ -169,6 +169,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                                  {weights.wv, c.qkv_bias ? weights.bv : TensorRef{}},
                                  {weights.wo, c.o_bias ? weights.bo : TensorRef{}}};
     for (uint32_t i = 0; i < 4; ++i) {
+      if (i == 2 && c.k_eq_v) continue;  // V is K's projection
       const size_t x_stride = i < 3 ? c.d_model : p.q_width;
       const size_t y_stride = i < 3 ? p.qkv_width : c.d_model;
       HEADWAY_RETURN_IF_ERROR(
@@ -179,9 +180,9 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     for (TensorRef* t : {&w_.wq, &w_.wk, &w_.wv, &w_.wo, &w_.bq, &w_.bk, &w_.bv, &w_.bo}) t->data = nullptr;
   } else if (p.options.weights_in_arena) {
     // Layout of the layer's slice (weight_dtype, packed back to back):
-    //   Wqkv [qkv_width, d_model] (Wq, Wk, Wv stacked), Wo [d_model, q_width], bqkv [qkv_width],
-    //   bo [d_model], q_norm and k_norm [head_dim, or all heads' widths] — the last three only
-    //   when configured.
+    //   Wqkv [q_rows + 2·kv_width, d_model] (Wq, Wk, Wv stacked; no Wv with k_eq_v), Wo [d_model,
+    //   q_width], bqkv (likewise), bo [d_model], q_norm and k_norm [head_dim, or all heads'
+    //   widths] — the last three only when configured.
     const DType dt = p.options.weight_dtype;
     const uint32_t eb = dtype_bytes(dt);
     uint8_t* dst = base + p.weights_offset + uint64_t{layer} * p.weight_bytes_per_layer;
@@ -192,16 +193,17 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
       return out;
     };
     w_ = LayerWeights{};
+    const uint32_t projected = c.k_eq_v ? p.q_rows + p.kv_width : p.qkv_width;
     w_.wq = put(weights.wq);
     put(weights.wk);
-    put(weights.wv);
-    w_.wq.rows = p.qkv_width;
+    if (!c.k_eq_v) put(weights.wv);
+    w_.wq.rows = projected;
     w_.wo = put(weights.wo);
     if (c.qkv_bias) {
       w_.bq = put(weights.bq);
       put(weights.bk);
-      put(weights.bv);
-      w_.bq.cols = p.qkv_width;
+      if (!c.k_eq_v) put(weights.bv);
+      w_.bq.cols = projected;
     }
     if (c.o_bias) w_.bo = put(weights.bo);
     if (c.qk_norm) {
@@ -224,20 +226,30 @@ void AttentionLayer::reset(uint32_t start_position) { backend().reset(start_posi
 Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
   const Plan& p = *plan_;
   const uint32_t d = p.config.d_model;
+  const bool k_eq_v = p.config.k_eq_v;
+  if (which == 1) {
+    if (op_blocks_ != 0) return xnn_dense_run(ops_[3], op_blocks_, d, x, y, t, pool_);
+    dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
+    return Status();
+  }
   if (op_blocks_ != 0) {
-    if (which == 1) return xnn_dense_run(ops_[3], op_blocks_, d, x, y, t, pool_);
     HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_rows, x, y, t, pool_));
     HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_rows, t, pool_));
-    return xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_rows + p.kv_width, t, pool_);
-  }
-  if (which == 1) {
-    dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
+    if (!k_eq_v) {
+      HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_rows + p.kv_width, t, pool_));
+    }
   } else if (fused_qkv_) {
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
   } else {
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
     dense_highway({w_.wk, w_.bk}, x, d, y + p.q_rows, p.qkv_width, t, pool_);
-    dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
+    if (!k_eq_v) dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
+  }
+  if (k_eq_v) {  // V: K's projection as it is, before K's norm and RoPE
+    for (uint32_t i = 0; i < t; ++i) {
+      float* k = y + size_t{i} * p.qkv_width + p.q_rows;
+      std::memcpy(k + p.kv_width, k, size_t{p.kv_width} * sizeof(float));
+    }
   }
   return Status();
 }
@@ -256,9 +268,14 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
       float* row = qkv + i * w;
       // Across heads (OLMo 2): q as one head of q_width, k as one of kv_width.
       const bool across = c.qk_norm_across_heads;
-      rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), w_.k_norm, c.rms_norm_eps,
+      rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), &w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), &w_.k_norm, c.rms_norm_eps,
                      c.qk_norm_offset);
+    }
+  }
+  if (c.v_norm) {
+    for (uint32_t i = 0; i < t; ++i) {
+      rms_norm_heads(qkv + i * w + p.q_rows + p.kv_width, c.kv_heads(), p.head_dim, nullptr, c.rms_norm_eps, 0.0f);
     }
   }
   return Status();

@@ -26,11 +26,12 @@ std::vector<double> linear(const std::vector<double>& x, uint32_t t, uint32_t in
   return y;
 }
 
+// w empty: no weight.
 void rms_norm(double* v, uint32_t n, const std::vector<double>& w, double eps, double offset) {
   double ss = 0.0;
   for (uint32_t i = 0; i < n; ++i) ss += v[i] * v[i];
   const double r = 1.0 / std::sqrt(ss / n + eps);
-  for (uint32_t i = 0; i < n; ++i) v[i] = v[i] * r * (w[i] + offset);
+  for (uint32_t i = 0; i < n; ++i) v[i] = v[i] * r * (w.empty() ? 1.0 : w[i] + offset);
 }
 
 void rope(double* x, uint32_t head_dim, uint32_t pos, const RopeConfig& r) {
@@ -74,7 +75,7 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
     }
   }
   std::vector<double> k = linear(x, t, d, w_.wk, w_.bk, kvw);
-  std::vector<double> v = linear(x, t, d, w_.wv, w_.bv, kvw);
+  std::vector<double> v = c_.k_eq_v ? k : linear(x, t, d, w_.wv, w_.bv, kvw);  // V from K before its norm
   for (uint32_t i = 0; i < t; ++i) {
     for (uint32_t h = 0; h < nh; ++h) {
       double* qh = &q[size_t{i} * qw + size_t{h} * hd];
@@ -85,6 +86,7 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
       double* kh = &k[size_t{i} * kvw + size_t{g} * hd];
       if (c_.qk_norm) rms_norm(kh, hd, w_.k_norm, c_.rms_norm_eps, c_.qk_norm_offset);
       rope(kh, hd, pos_ + n_ + i, c_.rope);
+      if (c_.v_norm) rms_norm(&v[size_t{i} * kvw + size_t{g} * hd], hd, {}, c_.rms_norm_eps, 0.0);
     }
   }
   for (size_t i = 0; i < k.size(); ++i) {
@@ -158,12 +160,12 @@ TestLayerWeights make_test_weights(const Config& c, DType dtype, uint64_t seed) 
   const uint32_t q_rows = c.output_gate ? 2 * qw : qw;
   v.wq = make(q_rows, d, 1.0 / std::sqrt(d), 0.0, &r.wq);
   v.wk = make(kvw, d, 1.0 / std::sqrt(d), 0.0, &r.wk);
-  v.wv = make(kvw, d, 1.0 / std::sqrt(d), 0.0, &r.wv);
+  if (!c.k_eq_v) v.wv = make(kvw, d, 1.0 / std::sqrt(d), 0.0, &r.wv);
   v.wo = make(d, qw, 1.0 / std::sqrt(qw), 0.0, &r.wo);
   if (c.qkv_bias) {
     v.bq = make(1, q_rows, 0.1, 0.0, &r.bq);
     v.bk = make(1, kvw, 0.1, 0.0, &r.bk);
-    v.bv = make(1, kvw, 0.1, 0.0, &r.bv);
+    if (!c.k_eq_v) v.bv = make(1, kvw, 0.1, 0.0, &r.bv);
   }
   if (c.o_bias) v.bo = make(1, d, 0.1, 0.0, &r.bo);
   if (c.qk_norm) {

@@ -1,7 +1,8 @@
 // The double-precision reference of one attention block and of the Session's residual stack:
 // plain loops over the definitions (projections, biases, per-head RMS q/k norm with its weight
-// offset, RoPE, attention through reference_attention with the layer's sink logits when
-// config.sinks, the output gate's sigmoid, output projection). Weights come as the values the runtime sees (already
+// offset, V from K's projection or normed without a weight (Gemma 3n / 4), RoPE, attention
+// through reference_attention with the layer's sink logits when config.sinks, the output gate's
+// sigmoid, output projection). Weights come as the values the runtime sees (already
 // rounded to their storage dtype); K and V are rounded to the cache's kv_dtype before attention, exactly as the cache
 // stores them.
 #pragma once

@@ -1,5 +1,5 @@
 // AttentionLayer against the double reference of the whole block (tests/reference_layer): GQA,
-// MQA, partial rotary, biases, q/k norm, an output gate, sliding window; chunked prefill and
+// MQA, partial rotary, biases, q/k norm, an output gate, V from K, sliding window; chunked prefill and
 // decode after it; both projection engines (Highway, XNNPACK where built), f32/f16/bf16 weights,
 // copied or borrowed; a cache that starts mid-sequence; errors that leave the cache unchanged; no
 // heap.
@@ -76,6 +76,10 @@ std::vector<Variant> variants() {
   gated.qk_norm_offset = 1.0f;
   gated.rope.rotary_dim = 4;
   v.push_back({"output gate", gated});
+  Config gemma4 = base_config();  // Gemma 4's full layers: V from K, normed without a weight, scale 1
+  gemma4.k_eq_v = gemma4.v_norm = gemma4.qk_norm = gemma4.qkv_bias = true;
+  gemma4.scale = 1.0f;
+  v.push_back({"V from K, v norm", gemma4});
   Config win = base_config();
   win.window = 6;
   v.push_back({"sliding window", win});
