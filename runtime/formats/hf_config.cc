@@ -187,6 +187,25 @@ Status read_longrope(const Where& w, const json& obj, const json& scaling, Confi
 // Context-extension schemes change the RoPE frequencies. linear, llama3 (Llama 3.1/3.2), yarn,
 // longrope and dynamic are applied; other types are kept as RopeScaling::kOther: the plan does not
 // depend on them, and the KV cache refuses to run with rotations it cannot reproduce.
+// Gemma 4's full layers: partial_rotary_factor (1 where absent) of their head's pairs rotate, at
+// theta^(-2i / head_dim) / factor (transformers' _compute_proportional_rope_parameters).
+Status read_proportional(const Where& w, const json& params, Config* cfg) {
+  RopeConfig& rope = cfg->rope;
+  rope.scaling = RopeScaling::kProportional;
+  rope.rotary_dim = 0;
+  double fraction = 1.0, factor = 1.0;
+  if (const json* v = lookup(params, "partial_rotary_factor")) {
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "partial_rotary_factor", *v, false, &fraction));
+  }
+  if (const json* v = lookup(params, "factor"); v && !v->is_null()) {
+    HEADWAY_RETURN_IF_ERROR(read_real(w, "factor", *v, false, &factor));
+  }
+  rope.factor = static_cast<float>(factor);
+  const uint32_t head = cfg->layers.full_head_dim ? cfg->layers.full_head_dim : cfg->head_size();
+  rope.rotated_pairs = static_cast<uint32_t>(fraction * head / 2.0);
+  return Status();
+}
+
 Status read_rope_scaling(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
   const json* scaling = lookup(obj, "rope_scaling");
   const bool from_parameters = scaling == nullptr;
@@ -208,6 +227,7 @@ Status read_rope_scaling(const Where& w, const json& obj, const std::string& mod
   if (type == "default") return Status();
   if (model_type == "phi3" && (type == "su" || type == "yarn")) type = "longrope";  // as Phi3Config renames them
   if (type == "longrope") return read_longrope(w, obj, *scaling, cfg);
+  if (type == "proportional") return read_proportional(w, *scaling, cfg);
   if (type == "dynamic") {  // dynamic NTK: its factor over the config's own context, which it extends
     rope.scaling = RopeScaling::kDynamic;
     rope.original_max_seq = cfg->max_seq;
@@ -349,6 +369,9 @@ Status read_rope(const Where& w, const json& obj, const std::string& model_type,
     cfg->rope.rotary_dim = d == cfg->head_size() ? 0 : d;
     return Status();
   }
+  // Proportional RoPE (Gemma 4) reads its fraction with its scaling: it rotates across the head.
+  const json* type = params ? lookup(*params, "rope_type") : nullptr;
+  if (type && type->is_string() && *type == "proportional") return Status();
   // The head size the fraction applies to, when it is defined without validate()'s rules.
   const uint32_t head_size = cfg->head_dim ? cfg->head_dim : (cfg->d_model % cfg->n_heads == 0 ? cfg->head_size() : 0);
   const json* fraction = lookup(obj, "partial_rotary_factor");
@@ -486,8 +509,15 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   }
 
   HEADWAY_RETURN_IF_ERROR(read_alibi(w, obj, model_type, &cfg));
+  HEADWAY_RETURN_IF_ERROR(formats::read_gemma_per_layer(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_rope_scaling(w, obj, model_type, &cfg));
+  if (formats::is_gemma4(model_type) && lookup(obj, "rope_parameters") == nullptr) {
+    // Gemma4TextConfig's default: proportional over a quarter of the full layers' heads at 1e6.
+    cfg.rope.theta = formats::kGemma4RopeTheta;
+    HEADWAY_RETURN_IF_ERROR(
+        read_proportional(w, json{{"partial_rotary_factor", formats::kGemma4RotaryFraction}}, &cfg));
+  }
   HEADWAY_RETURN_IF_ERROR(read_projection_flags(w, obj, model_type, &cfg));
   HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, model_type, &cfg));
   if (model_type == "modernbert") HEADWAY_RETURN_IF_ERROR(read_modernbert(w, obj, &cfg));

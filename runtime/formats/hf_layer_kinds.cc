@@ -119,7 +119,7 @@ Status read_sliding_layers(const Where& w, const json& obj, const std::string& m
     cfg->layers.sliding_pattern = kGemma2SlidingPattern;
     return Status();
   }
-  if (is_gemma3(model_type)) {
+  if (is_gemma3(model_type) || is_gemma3n(model_type) || is_gemma4(model_type)) {
     cfg->layers.sliding_pattern = kGemma3SlidingPattern;
     return Status();
   }
@@ -171,6 +171,33 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
 
 }  // namespace
 
+Status read_gemma_per_layer(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (!is_gemma3n(model_type) && !is_gemma4(model_type)) return Status();
+  cfg->qk_norm = true;
+  cfg->v_norm = true;
+  cfg->scale = 1.0f;
+  if (const json* v = lookup(obj, "num_kv_shared_layers")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "num_kv_shared_layers", *v, 0, &cfg->layers.kv_shared_layers));
+  }
+  if (const json* v = lookup(obj, "use_bidirectional_attention"); v && v->is_string() && *v == "all") {
+    return Status::error(Code::kUnsupported,
+                         "%s: %suse_bidirectional_attention \"all\": headway runs Gemma's text attention causal",
+                         w.source, w.prefix);
+  }
+  if (!is_gemma4(model_type)) return Status();
+  if (lookup(obj, "head_dim") == nullptr) cfg->head_dim = kGemma4HeadDim;
+  cfg->layers.full_head_dim = kGemma4GlobalHeadDim;
+  if (const json* v = lookup(obj, "global_head_dim")) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "global_head_dim", *v, 1, &cfg->layers.full_head_dim));
+  }
+  HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "attention_k_eq_v", &cfg->layers.full_k_eq_v));
+  const json* heads = lookup(obj, "num_global_key_value_heads");
+  if (cfg->layers.full_k_eq_v && heads != nullptr && !heads->is_null()) {
+    HEADWAY_RETURN_IF_ERROR(read_count(w, "num_global_key_value_heads", *heads, 1, &cfg->layers.full_kv_heads));
+  }
+  return Status();
+}
+
 const json* rope_parameters(const json& obj, const char* layer_type) {
   const json* p = lookup(obj, "rope_parameters");
   if (p == nullptr || !p->is_object()) return nullptr;
@@ -194,6 +221,8 @@ Status read_layer_kinds(const Where& w, const json& obj, const std::string& mode
     set_local_rope_theta(static_cast<float>(theta), cfg);
   } else if (is_gemma3(model_type)) {
     set_local_rope_theta(kGemma3LocalRopeTheta, cfg);  // Gemma3TextConfig's default
+  } else if (is_gemma4(model_type)) {
+    set_local_rope_theta(kGemma4LocalRopeTheta, cfg);
   } else if (model_type == "modernbert") {
     set_local_rope_theta(kModernBertLocalRopeTheta, cfg);
   }

@@ -22,6 +22,14 @@ namespace headway::formats {
 //   Cohere2: its full layers have no RoPE;  gpt-oss: sink logits on every layer
 Status read_layer_kinds(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);
 
+// Gemma 3n's and Gemma 4's attention (Gemma3nTextAttention, Gemma4TextAttention), read before
+// the RoPE (whose proportional rotation counts the full layers' head_dim): q/k norms scaling by
+// their weight as it is, v normed without one, a logit scale of 1, the last num_kv_shared_layers
+// layers reading earlier layers' caches; Gemma 4's full layers with their own head shape
+// (global_head_dim, 512 where absent; num_global_key_value_heads where attention_k_eq_v) and V
+// from K there (attention_k_eq_v). Other model types: nothing.
+Status read_gemma_per_layer(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);
+
 // transformers 5 writes a model's RoPE as `rope_parameters` (rope_type, rope_theta, the scaling
 // keys, partial_rotary_factor), either one object or one per layer type ("full_attention",
 // "sliding_attention"). The object for `layer_type` (or the single one), null when absent.

@@ -74,6 +74,17 @@ inline bool is_gated_qwen(std::string_view model_type) {
   }
   return false;
 }
+// Gemma 3n and Gemma 4 (their wrappers and text configs): per-layer attention; Gemma4TextConfig's
+// head_dim 256 and global_head_dim 512, its full layers' RoPE proportional over a quarter of the
+// head at base 1e6, the sliding ones' plain at 10000.
+inline bool is_gemma3n(std::string_view model_type) { return model_type == "gemma3n" || model_type == "gemma3n_text"; }
+inline bool is_gemma4(std::string_view model_type) { return model_type == "gemma4" || model_type == "gemma4_text"; }
+inline constexpr uint32_t kGemma4HeadDim = 256;
+inline constexpr uint32_t kGemma4GlobalHeadDim = 512;
+inline constexpr float kGemma4RopeTheta = 1000000.0f;
+inline constexpr double kGemma4RotaryFraction = 0.25;
+inline constexpr float kGemma4LocalRopeTheta = 10000.0f;
+
 inline constexpr uint32_t kGatedQwenFullInterval = 4;
 inline constexpr uint32_t kGatedQwenHeadDim = 256;
 inline constexpr double kGatedQwenRotaryFraction = 0.25;

@@ -43,6 +43,7 @@ specs = [
     "d_model=256 heads=4 ctx=2048 causal=0 window=65 window_symmetric=1 layer_types=fss rope_local_theta=10000",
     "d_model=256 heads=4 ctx=2048 window=65 window_symmetric=1",
     "d_model=1024 heads=8 kv_heads=2 head_dim=256 ctx=4096 rope_dim=64 rope_theta=1e7 qk_norm=1 output_gate=1",
+    "d_model=1536 heads=8 kv_heads=1 head_dim=512 ctx=4096 rope_theta=1e6 qk_norm=1 v_norm=1 k_eq_v=1 scale=1",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)

@@ -72,6 +72,16 @@ def gpt_oss_yarn(original):
 GPT_OSS = dict(head_dim=64, attention_bias=True, rope_theta=150000.0,
                layer_types=["sliding_attention", "full_attention"], num_local_experts=4, num_experts_per_tok=2)
 
+# Gemma 4 and Gemma 3n text configs: rope_parameters per layer type as their configs write them (Gemma 4's
+# full layers proportional over a quarter of the head), the per-layer-input and MLP keys their attention
+# ignores.
+GEMMA4 = dict(rope_theta=None, hidden_size_per_layer_input=0, vocab_size_per_layer_input=1000,
+              rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                  "rope_theta": 1000000.0},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+GEMMA3N = dict(hidden_size_per_layer_input=16, vocab_size_per_layer_input=1000, laurel_rank=8, altup_num_inputs=2,
+               intermediate_size=[1024] * 5, activation_sparsity_pattern=[0.0] * 5)
+
 # ModernBERT: bidirectional; every third layer global (base 160000 here 80000), the others local,
 # |i - j| <= local_attention / 2 (headway: a symmetric window of local_attention / 2 + 1) at their
 # own base; Q, K and V in one Wqkv tensor, saved as model.layers.N.attn.Wqkv. Layer 0 is global,
@@ -188,6 +198,32 @@ CASES = [
     case("qwen3.5 attention_bias, bf16, rotary 0.5", "qwen3_5_text", 256, 4, 2, dtype="BF16", head_dim=64,
          attention_bias=True, partial_rotary_factor=0.5, layer_types=["linear_attention", "full_attention"]),
     case("qwen3-next full layer 3 of 4", "qwen3_next", 256, 4, 2, layer=3, num_hidden_layers=4, head_dim=64),
+    # Gemma 3n / Gemma 4: q/k norms times w, v normed without a weight, scale 1; Gemma 4's full layers with
+    # their own head_dim and kv heads, V from K (attention_k_eq_v) and proportional RoPE over a quarter of the
+    # head. The layers that own their cache run (the last num_kv_shared_layers read earlier ones').
+    case("gemma4 sliding layer 0, window 5", "gemma4_text", 256, 4, 2, layer=0, head_dim=64, global_head_dim=128,
+         num_hidden_layers=2, sliding_window=5, layer_types=["sliding_attention", "full_attention"],
+         **GEMMA4),
+    case("gemma4 full layer 1: head_dim 128, 1 kv head, V from K, proportional RoPE", "gemma4_text", 256, 4, 2,
+         head_dim=64, global_head_dim=128, num_global_key_value_heads=1, attention_k_eq_v=True,
+         num_hidden_layers=2, sliding_window=5, layer_types=["sliding_attention", "full_attention"], **GEMMA4),
+    case("gemma4 full layer 1: head_dim 512 with its own V", "gemma4_text", 512, 4, 2, head_dim=64,
+         global_head_dim=512, num_hidden_layers=3, num_kv_shared_layers=1, sliding_window=5,
+         layer_types=["sliding_attention", "full_attention", "full_attention"], **GEMMA4),
+    case("gemma3n full layer 4 of 5, 2 shared", "gemma3n_text", 256, 4, 2, layer=2, head_dim=64, num_hidden_layers=5,
+         num_kv_shared_layers=2, sliding_window=5, rope_theta=None,
+         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "full_attention"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         **GEMMA3N),
+    case("gemma3n sliding layer 1 of 5", "gemma3n_text", 256, 4, 2, layer=1, head_dim=64, num_hidden_layers=5,
+         num_kv_shared_layers=2, sliding_window=5, rope_theta=None,
+         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "full_attention"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         **GEMMA3N),
     case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
     case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
     case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),

@@ -31,20 +31,24 @@ FAMILIES = {
     "modernbert": "ModernBert",
     "qwen3_5_text": "Qwen3_5",
     "qwen3_next": "Qwen3Next",
+    "gemma3n_text": "Gemma3n",
+    "gemma4_text": "Gemma4",
 }
 
 
 # model_types whose modeling file is another's (the text model of a multimodal family)
-MODULES = {"gemma3_text": "gemma3", "qwen3_5_text": "qwen3_5"}
-# rotary embedding classes not named {Prefix}RotaryEmbedding
-ROTARY = {"qwen3_5_text": "Qwen3_5TextRotaryEmbedding"}
+MODULES = {"gemma3_text": "gemma3", "qwen3_5_text": "qwen3_5", "gemma3n_text": "gemma3n", "gemma4_text": "gemma4"}
+# classes not named {Prefix}Attention and {Prefix}RotaryEmbedding
+ATTENTION = {"gemma3n_text": "Gemma3nTextAttention", "gemma4_text": "Gemma4TextAttention"}
+ROTARY = {"qwen3_5_text": "Qwen3_5TextRotaryEmbedding", "gemma4_text": "Gemma4TextRotaryEmbedding"}
 
 
 def family_classes(model_type):
     name = MODULES.get(model_type, model_type)
     module = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
     prefix = FAMILIES[model_type]
-    return getattr(module, prefix + "Attention"), getattr(module, ROTARY.get(model_type, prefix + "RotaryEmbedding"))
+    return (getattr(module, ATTENTION.get(model_type, prefix + "Attention")),
+            getattr(module, ROTARY.get(model_type, prefix + "RotaryEmbedding")))
 
 
 def load_config(model_dir):
@@ -126,5 +130,9 @@ def reference(config, module, x, start):
         cos, sin = rotary(h, position_ids, layer_type=config.layer_types[module.layer_idx])
     else:
         cos, sin = rotary(h, position_ids)
-    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, mask_function(module, config)))
+    kwargs = {}
+    if "shared_kv_states" in inspect.signature(module.forward).parameters:  # Gemma 3n / 4: a producer layer
+        kwargs["shared_kv_states"] = {}
+    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, mask_function(module, config)),
+                  **kwargs)
     return y[0].numpy()
