@@ -89,6 +89,7 @@ Status ModelRunner::init(const ModelBenchOptions& o) {
   }
   c.max_seq = static_cast<uint32_t>(ctx);
   c.kv_dtype = o.kv_dtype;
+  c.kv_rotation = o.kv_rotation;
   PlanOptions po;
   po.threads = o.pool ? o.pool->threads() : 1;
   po.weight_dtype = o.weight_dtype;

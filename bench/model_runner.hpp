@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "headway/config.hpp"
 #include "headway/dtype.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -34,6 +35,7 @@ struct ModelBenchOptions {
   ThreadPool* pool = nullptr;  // the caller's, for the whole run; null: one thread
   uint32_t reps = 5;
   DType kv_dtype = DType::kF16;
+  KvRotation kv_rotation = KvRotation::kNone;  // Config::kv_rotation
   // false: the weights stay in the file in its own types (a GGUF's blocks); true: converted into
   // the arena in weight_dtype.
   bool weights_in_arena = false;

@@ -120,6 +120,10 @@ TEST_CASE("bad input: spec strings name the key and the value") {
        {"softcap=1e39"}},
       {"bad bool", [] { return status_of(parse_spec("causal=2")); }, Code::kInvalidArgument, {"causal=2"}},
       {"bad dtype", [] { return status_of(parse_spec("kv_dtype=f8")); }, Code::kInvalidArgument, {"kv_dtype=f8"}},
+      {"bad kv_rotation",
+       [] { return status_of(parse_spec("kv_rotation=yes")); },
+       Code::kInvalidArgument,
+       {"kv_rotation=yes is not one of none, hadamard"}},
       {"bad rope", [] { return status_of(parse_spec("rope=alibi")); }, Code::kInvalidArgument, {"rope=alibi"}},
       {"unknown key",
        [] { return status_of(parse_spec("d_model=8 colour=red")); },
@@ -279,6 +283,25 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        plan_of([](Config& c) { c.kv_dtype = DType::kQ5_1; }),
        Code::kInvalidArgument,
        {"kv dtype q5_1 (7) is not one of f32, f16, bf16, q8_0, q4_0"}},
+      {"kv_rotation over an f16 cache",
+       plan_of([](Config& c) { c.kv_rotation = KvRotation::kHadamard; }),
+       Code::kInvalidArgument,
+       {"kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype f16"}},
+      {"kv_rotation over a head_dim it cannot rotate",
+       plan_of([](Config& c) {
+         c.kv_dtype = DType::kQ4_0;
+         c.head_dim = 80;
+         c.kv_rotation = KvRotation::kHadamard;
+       }),
+       Code::kInvalidArgument,
+       {"kv_rotation hadamard cannot rotate head_dim 80", "at least 32"}},
+      {"kv_rotation out of the enum",
+       plan_of([](Config& c) {
+         c.kv_dtype = DType::kQ8_0;
+         c.kv_rotation = static_cast<KvRotation>(9);
+       }),
+       Code::kInvalidArgument,
+       {"kv_rotation 9 is not one of none, hadamard"}},
       {"byte counts past 64 bits",
        plan_of([](Config& c) {
          c.d_model = 1 << 17;
@@ -1098,7 +1121,8 @@ TEST_CASE("bad input: Model::load_state and state files leave the model and its 
   const std::vector<uint8_t> before(arena, arena + m.plan.arena_bytes);
 
   // good with the u32 at byte `at` set to v (header fields: magic 0, version 4, d_model 8, ...,
-  // kv_dtype 36, weight_dtype 40, position 44, has_logits 48, fingerprint 56, layer records 64).
+  // kv_dtype 36, weight_dtype 40, position 44, has_logits 48, kv_rotation 52, fingerprint 56, layer
+  // records 64).
   auto with = [&good](size_t at, uint32_t v) {
     std::vector<uint8_t> b = good;
     std::memcpy(b.data() + at, &v, 4);
@@ -1133,6 +1157,11 @@ TEST_CASE("bad input: Model::load_state and state files leave the model and its 
        all(with(36, static_cast<uint32_t>(DType::kQ4_0))),
        Code::kInvalidArgument,
        {"state: kv_dtype q4_0, this plan's f32"}},
+      {"kv_rotation hadamard into a plan without it",
+       all(with(52, static_cast<uint32_t>(KvRotation::kHadamard))),
+       Code::kInvalidArgument,
+       {"state: kv_rotation hadamard, this plan's none"}},
+      {"kv_rotation out of the enum", all(with(52, 77)), Code::kInvalidArgument, {"state: kv_rotation unknown"}},
       {"weight_dtype",
        all(with(40, static_cast<uint32_t>(DType::kBF16))),
        Code::kInvalidArgument,
@@ -1286,6 +1315,21 @@ TEST_CASE("bad input: the C API answers with the C++ API's codes and messages an
        c_call([&](headway_error* e) { return headway_config_set_kv_dtype(config, HEADWAY_Q4_1, e); }),
        Code::kInvalidArgument,
        {"dtype q4_1 is not one a KV cache stores (f32, f16, bf16, q8_0, q4_0)"}},
+      {"a kv rotation out of the enum",
+       c_call([&](headway_error* e) {
+         return headway_config_set_kv_rotation(config, static_cast<headway_kv_rotation>(7), e);
+       }),
+       Code::kInvalidArgument,
+       {"headway_config_set_kv_rotation: rotation 7 is not one of 0 (none), 1 (hadamard)"}},
+      {"a kv rotation over an f16 cache",
+       c_call([&](headway_error* e) {
+         REQUIRE(headway_config_set_kv_rotation(config, HEADWAY_KV_ROTATION_HADAMARD, nullptr) == HEADWAY_OK);
+         const headway_status s = headway_config_validate(config, e);
+         REQUIRE(headway_config_set_kv_rotation(config, HEADWAY_KV_ROTATION_NONE, nullptr) == HEADWAY_OK);
+         return s;
+       }),
+       Code::kInvalidArgument,
+       {"kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype f16"}},
       {"a dtype name",
        c_call([&](headway_error* e) { return headway_dtype_parse("fp8", &dtype, e); }),
        Code::kInvalidArgument,

@@ -91,7 +91,7 @@ constexpr const char* kUsage =
     "  --device N    Vulkan device index for --backend gpu (default: discrete, integrated, any)\n"
     "\n"
     "       headway bench --model FILE [--prompt N] [--tokens N] [--depth N] [--threads N] [--reps N]\n"
-    "                     [--kv-dtype D] [--weight-dtype D] [--target NAME] [--json]\n"
+    "                     [--kv-dtype D] [--kv-rotate] [--weight-dtype D] [--target NAME] [--json]\n"
     "  --model FILE  time a whole model from a GGUF, as llama-bench -m FILE -p N -n N -d N -t N does:\n"
     "                pp (one prefill of --prompt tokens) and tg (--tokens single-token decodes), each\n"
     "                after a context of --depth tokens; tokens/s, mean and stddev over --reps\n"
@@ -99,7 +99,8 @@ constexpr const char* kUsage =
     "  --tokens N    tg's tokens (default 128; 0: no tg test)\n"
     "  --depth N     tokens of context prefilled before each repetition, untimed (default 0)\n"
     "  --reps N      timed repetitions after one warm-up (default 5)\n"
-    "  --kv-dtype D  the KV cache's type (default f16, llama-bench's); --weight-dtype D: the\n"
+    "  --kv-dtype D  the KV cache's type (default f16, llama-bench's); --kv-rotate: q8_0/q4_0 rows\n"
+    "                Hadamard-rotated before they are quantized; --weight-dtype D: the\n"
     "                weights converted into the arena (default: kept as the file holds them)\n"
     "\n"
     "       headway bench --tokenize FILE [--text-file F] [--reps N] [--json]\n"
@@ -351,6 +352,9 @@ Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool
     } else if (f == "--kv-dtype") {
       s = flags.value_kv_dtype(&o->model.kv_dtype);
       o->model_only_flag = "--kv-dtype";
+    } else if (f == "--kv-rotate") {
+      s = flags.value_kv_rotation(&o->model.kv_rotation);
+      o->model_only_flag = "--kv-rotate";
     } else if (f == "--weight-dtype") {
       s = flags.value_dtype(&o->model.weight_dtype);
       o->model.weights_in_arena = true;

@@ -78,6 +78,7 @@ nlohmann::ordered_json model_json(const bench::ModelTestResult& r, const bench::
   j["n_threads"] = m.peak.threads;
   j["type_k"] = dtype_name(o.model.kv_dtype);
   j["type_v"] = dtype_name(o.model.kv_dtype);
+  j["kv_rotation"] = kv_rotation_name(o.model.kv_rotation);
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["n_depth"] = r.n_depth;

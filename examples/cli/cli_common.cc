@@ -101,6 +101,16 @@ Status Flags::value_kv_dtype(DType* out) {
   return Status::error(Code::kInvalidArgument, "%s %s is not one of %s", name_.c_str(), text, kKvDTypeNames);
 }
 
+Status Flags::value_kv_rotation(KvRotation* out) {
+  if (inline_value_ == nullptr) {
+    *out = KvRotation::kHadamard;
+    return Status();
+  }
+  if (kv_rotation_from_name(inline_value_, out)) return Status();
+  return Status::error(Code::kInvalidArgument, "%s=%s is not one of %s", name_.c_str(), inline_value_,
+                       kKvRotationNames);
+}
+
 Status Flags::value_backend(BackendKind* out) {
   const char* text = nullptr;
   HEADWAY_RETURN_IF_ERROR(value(&text));

@@ -42,6 +42,8 @@ class Flags {
   Status value_float(float* out);     // finite numbers only
   Status value_dtype(DType* out);     // a weight dtype the arena keeps (dtype_plans_weights)
   Status value_kv_dtype(DType* out);  // those, q8_0 or q4_0 (the KV cache)
+  // --kv-rotate: a switch (hadamard) or --kv-rotate=hadamard|none.
+  Status value_kv_rotation(KvRotation* out);
   // cpu or gpu; gpu in a build without the Vulkan backend is kUnsupported, saying so.
   Status value_backend(BackendKind* out);
   // A switch given "=value" (e.g. --causal=1) or an unknown flag.

@@ -14,6 +14,7 @@
 #include "examples/cli/commands.hpp"
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
+#include "headway/hadamard.hpp"
 #include "headway/npy.hpp"
 #include "headway/quantize.hpp"
 #include "headway/thread_pool.hpp"
@@ -24,9 +25,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: headway attend --q q.npy --k k.npy --v v.npy --out o.npy [--causal] [--window W]\n"
     "                      [--softcap C] [--scale S] [--sinks sinks.npy] [--sink-tokens S] [--alibi]\n"
-    "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "                      [--symmetric-window] [--prefix P] [--seq-lens N,N,...] [--kv-seq-lens N,N,...]\n"
-    "                      [--mask mask.npy] [--backend cpu|gpu]\n"
+    "                      [--alibi-max-bias B] [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--kv-rotate]\n"
+    "                      [--threads N] [--symmetric-window] [--prefix P] [--seq-lens N,N,...]\n"
+    "                      [--kv-seq-lens N,N,...] [--mask mask.npy] [--backend cpu|gpu]\n"
     "  q [T_q, n_heads, head_dim] f32; k, v [T_kv, n_kv_heads, head_dim] f32 or f16; out f32 like q.\n"
     "  --scale 0 (the default) means 1/sqrt(head_dim); --softcap 0 and --window 0 are off.\n"
     "  --sinks: [n_heads] f32 learned sink logits (gpt-oss), one more logit per row with no value.\n"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "    (2^(-8(h+1)/n) for a power of two n); --alibi-max-bias B puts B in place of 8 (MPT).\n"
     "  --kv-dtype defaults to the dtype of k.npy and v.npy; q8_0 and q4_0 quantize each row of head_dim\n"
     "    values as llama.cpp does (blocks of 32 with an f16 scale).\n"
+    "  --kv-rotate (with --kv-dtype q8_0 or q4_0): rotate each head of q, k and v by the normalized\n"
+    "    Walsh-Hadamard transform before k and v are quantized, and o back (a KV cache's kv_rotation).\n"
     "  --symmetric-window (with --window W, without --causal): rows see keys |p - j| < W (ModernBERT).\n"
     "  --prefix P (with --causal): prefix-LM, every row also sees keys 0..P-1 (of its sequence).\n"
     "  --seq-lens 12,40,7: a packed batch, sequences back to back in q, k and v, each attending only\n"
@@ -101,6 +104,7 @@ struct AttendFlags {
   float alibi_max_bias = 8.0f;
   std::vector<float> alibi_slopes;  // [n_heads] with --alibi
   DType kv_dtype = DType::kF32;
+  KvRotation kv_rotation = KvRotation::kNone;
   uint32_t threads = 1;
   const char* seq_lens = nullptr;     // --seq-lens text
   const char* kv_seq_lens = nullptr;  // --kv-seq-lens text
@@ -134,6 +138,7 @@ Status parse_flags(int argc, char** argv, AttendFlags* a) {
     else if (f == "--alibi" && !flags.has_inline_value()) a->alibi = true;
     else if (f == "--alibi-max-bias") s = flags.value_float(&a->alibi_max_bias), a->alibi = true;
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&a->kv_dtype), a->kv_dtype_set = true;
+    else if (f == "--kv-rotate") s = flags.value_kv_rotation(&a->kv_rotation);
     else if (f == "--threads") s = flags.value_u32(&a->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--backend") s = flags.value_backend(&a->backend);
     else if (f == "--seq-lens") s = flags.value(&a->seq_lens);
@@ -265,6 +270,45 @@ Status load_seq_lens(AttendFlags* a, const AttentionShape& shape) {
   return Status();
 }
 
+// --kv-rotate: over q8_0 or q4_0 K/V, and a head_dim the transform rotates (validate()'s rules).
+Status check_rotation(const AttendFlags& a, uint32_t head_dim) {
+  if (a.kv_rotation == KvRotation::kNone) return Status();
+  if (a.kv_dtype != DType::kQ8_0 && a.kv_dtype != DType::kQ4_0) {
+    return Status::error(Code::kInvalidArgument,
+                         "--kv-rotate (kv_rotation %s) needs --kv-dtype q8_0 or q4_0, not kv_dtype %s",
+                         kv_rotation_name(a.kv_rotation), dtype_name(a.kv_dtype));
+  }
+  if (hadamard_block(head_dim) == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "--kv-rotate cannot rotate head_dim %u: it rotates by blocks of the largest power of two "
+                         "dividing head_dim, which must be at least 32",
+                         head_dim);
+  }
+  return Status();
+}
+
+// A tensor's rows as f32, each row of head_dim rotated (--kv-rotate).
+Status rotated_rows(const Tensor& t, std::vector<float>* out) {
+  const formats::NpyArray& a = t.array;
+  const size_t d = static_cast<size_t>(a.shape[2]);
+  const size_t rows = d ? static_cast<size_t>(a.elements) / d : 0;
+  out->resize(rows * d);
+  HEADWAY_RETURN_IF_ERROR(
+      convert_rows(a.data.data(), a.dtype, rows, d, DType::kF32, out->data(), out->size() * sizeof(float)));
+  for (size_t r = 0; r < rows; ++r) hadamard_rotate(out->data() + r * d, static_cast<uint32_t>(d));
+  return Status();
+}
+
+// K or V for --kv-rotate: its rows rotated, then stored as `want` (q8_0 or q4_0).
+Status rotated_storage(const Tensor& t, DType want, std::vector<uint8_t>* out) {
+  std::vector<float> rows;
+  HEADWAY_RETURN_IF_ERROR(rotated_rows(t, &rows));
+  const size_t d = static_cast<size_t>(t.array.shape[2]);
+  const size_t n = d ? rows.size() / d : 0;
+  out->resize(n * dtype_row_bytes(want, d));
+  return convert_rows(rows.data(), DType::kF32, n, d, want, out->data(), out->size());
+}
+
 // Loads q, k and v and checks that they form one attention: f32 q, equal k and v shapes, one
 // head_dim, query heads a multiple of kv heads, and one K/V dtype unless --kv-dtype converts.
 Status load_inputs(AttendFlags* a, AttentionShape* shape) {
@@ -313,6 +357,7 @@ Status load_inputs(AttendFlags* a, AttentionShape* shape) {
     HEADWAY_RETURN_IF_ERROR(alibi_slopes(shape->n_heads, a->alibi_slopes.data(), a->alibi_max_bias));
     a->params.alibi_slopes = a->alibi_slopes.data();
   }
+  HEADWAY_RETURN_IF_ERROR(check_rotation(*a, shape->head_dim));
   HEADWAY_RETURN_IF_ERROR(load_seq_lens(a, *shape));
   HEADWAY_RETURN_IF_ERROR(load_mask(a, *shape));
   return load_sinks(a, shape->n_heads);
@@ -323,9 +368,21 @@ Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* po
   const Result<size_t> ws_bytes = attention_workspace_bytes(shape, a.params, pool->threads());
   if (!ws_bytes.ok()) return ws_bytes.status();
   std::vector<uint8_t> k_converted, v_converted;
-  const Result<const void*> k_data = kv_storage(a.k, a.kv_dtype, &k_converted);
+  // --kv-rotate: q rotated in a copy; k and v rotated, then stored as --kv-dtype; o rotated back.
+  const bool rotate = a.kv_rotation == KvRotation::kHadamard;
+  std::vector<float> q_rotated;
+  const float* q = a.q.array.f32();
+  if (rotate) {
+    HEADWAY_RETURN_IF_ERROR(rotated_rows(a.q, &q_rotated));
+    HEADWAY_RETURN_IF_ERROR(rotated_storage(a.k, a.kv_dtype, &k_converted));
+    HEADWAY_RETURN_IF_ERROR(rotated_storage(a.v, a.kv_dtype, &v_converted));
+    q = q_rotated.data();
+  }
+  const Result<const void*> k_data = rotate ? Result<const void*>(static_cast<const void*>(k_converted.data()))
+                                            : kv_storage(a.k, a.kv_dtype, &k_converted);
   if (!k_data.ok()) return k_data.status();
-  const Result<const void*> v_data = kv_storage(a.v, a.kv_dtype, &v_converted);
+  const Result<const void*> v_data = rotate ? Result<const void*>(static_cast<const void*>(v_converted.data()))
+                                            : kv_storage(a.v, a.kv_dtype, &v_converted);
   if (!v_data.ok()) return v_data.status();
   o->resize(static_cast<size_t>(a.q.array.elements));
   const size_t ws_size = (ws_bytes.value() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
@@ -334,11 +391,15 @@ Status compute(const AttendFlags& a, const AttentionShape& shape, ThreadPool* po
   if (ws_size && workspace.p == nullptr) {
     return Status::error(Code::kInternal, "cannot allocate a %zu-byte workspace", ws_size);
   }
-  const float* q = a.q.array.f32();
-  if (a.backend == BackendKind::kGpu) {
-    return attend_gpu(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params);
+  const Status s = a.backend == BackendKind::kGpu
+                       ? attend_gpu(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params)
+                       : attend(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params, pool,
+                                workspace.p, ws_size);
+  HEADWAY_RETURN_IF_ERROR(s);
+  if (rotate) {
+    hadamard_rotate_heads(o->data(), shape.t_q, size_t{shape.n_heads} * shape.head_dim, shape.n_heads, shape.head_dim);
   }
-  return attend(q, k_data.value(), v_data.value(), a.kv_dtype, o->data(), shape, a.params, pool, workspace.p, ws_size);
+  return Status();
 }
 
 int run(int argc, char** argv) {
@@ -362,8 +423,9 @@ int run(int argc, char** argv) {
   if (!s.ok()) return report("attend", s);
   s = formats::save_npy(a.out_path, DType::kF32, o.data(), a.q.array.shape, 3);
   if (!s.ok()) return report("attend", s);
-  std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s, %u thread%s)\n", shape.t_q, shape.n_heads,
-              shape.head_dim, a.out_path, shape.t_kv, shape.n_kv_heads, dtype_name(a.kv_dtype), pool.threads(),
+  std::printf("attend: O [%u, %u, %u] f32 -> %s (t_kv %u, %u kv heads, kv %s%s, %u thread%s)\n", shape.t_q,
+              shape.n_heads, shape.head_dim, a.out_path, shape.t_kv, shape.n_kv_heads, dtype_name(a.kv_dtype),
+              a.kv_rotation == KvRotation::kHadamard ? " Hadamard-rotated" : "", pool.threads(),
               pool.threads() == 1 ? "" : "s");
   return kExitOk;
 }

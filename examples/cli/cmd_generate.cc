@@ -4,7 +4,8 @@
 //                    --prompt-ids IDS | --messages FILE) [--chat [--system S]] [--chat-template FILE]
 //                    [--tokens N]
 //                    [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]
-//                    [--kv-dtype D] [--weight-dtype D] [--threads N] [--ctx N] [--prompt-cache FILE] [--json]
+//                    [--kv-dtype D] [--kv-rotate] [--weight-dtype D] [--threads N] [--ctx N] [--prompt-cache FILE]
+//                    [--json]
 //
 // The prompt is tokenized with the file's own tokenizer (--chat: wrapped in its chat template
 // first, as one user message after --system's; --messages: a whole conversation; chat_prompt.hpp),
@@ -60,6 +61,7 @@ struct GenerateFlags {
   uint32_t threads = 1;
   uint32_t ctx = 0;
   DType kv_dtype = DType::kF16;
+  KvRotation kv_rotation = KvRotation::kNone;
   WeightStorage weights;
   SamplerParams sampling{0.8f, 40, 0.95f, 0.05f, 1.0f, 0.0f, 64, 0};
 };
@@ -80,6 +82,7 @@ Status parse(int argc, char** argv, GenerateFlags* g) {
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->threads, 1, ThreadPool::kMaxThreads));
     else if (n == "--ctx") HEADWAY_RETURN_IF_ERROR(f.value_u32(&g->ctx, 1, 1u << 24));
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&g->kv_dtype));
+    else if (n == "--kv-rotate") HEADWAY_RETURN_IF_ERROR(f.value_kv_rotation(&g->kv_rotation));
     else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(g->weights.take(&f));
     else if (n == "--temp") HEADWAY_RETURN_IF_ERROR(f.value_float(&s.temperature));
     else if (n == "--top-k") HEADWAY_RETURN_IF_ERROR(f.value_u32(&s.top_k, 0, UINT32_MAX));
@@ -182,6 +185,7 @@ int cmd_generate(int argc, char** argv) {
   }
   c.max_seq = static_cast<uint32_t>(wanted);
   c.kv_dtype = g.kv_dtype;
+  c.kv_rotation = g.kv_rotation;
   PlanOptions options;
   options.threads = g.threads;
   g.weights.apply(&options);
@@ -262,6 +266,7 @@ int cmd_generate(int argc, char** argv) {
     j["heap_allocations"] = heap_calls;
     j["threads"] = g.threads;
     j["kv_dtype"] = dtype_name(g.kv_dtype);
+    j["kv_rotation"] = kv_rotation_name(g.kv_rotation);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }

@@ -27,11 +27,12 @@ namespace {
 constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
     "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
-    "                     [--projection highway|xnnpack] [--seq-lens N,N,...] [--backend cpu|gpu]\n"
+    "                     [--kv-rotate] [--projection highway|xnnpack] [--seq-lens N,N,...] [--backend cpu|gpu]\n"
     "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, attention masked as the\n"
     "  config says: causal or bidirectional, o projection; no norm, residual or MLP around it) on\n"
     "  x [T, d_model] f32 at positions P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
     "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n"
+    "  --kv-rotate (q8_0, q4_0): Hadamard-rotate K, V and Q per head before the cache quantizes them.\n"
     "  --backend gpu runs the KV cache and attention on a Vulkan device.\n"
     "  --seq-lens 12,40,7: x holds a packed batch of sequences (an encoder's sentences); one\n"
     "    projection over all of them, then each attends within itself from position 0.\n";
@@ -47,6 +48,7 @@ struct LayerFlags {
   uint32_t layer = 0, start = 0, threads = 1;
   bool layer_set = false, start_set = false, help = false;
   DType kv_dtype = DType::kF32;
+  KvRotation kv_rotation = KvRotation::kNone;
   BackendKind backend = BackendKind::kCpu;
 };
 
@@ -69,6 +71,7 @@ Status parse_flags(int argc, char** argv, LayerFlags* l) {
     else if (f == "--seq-lens") s = flags.value(&l->seq_lens);
     else if (f == "--threads") s = flags.value_u32(&l->threads, 1, ThreadPool::kMaxThreads);
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&l->kv_dtype);
+    else if (f == "--kv-rotate") s = flags.value_kv_rotation(&l->kv_rotation);
     else if (f == "--projection") s = flags.value(&l->projection);
     else if (f == "--backend") s = flags.value_backend(&l->backend);
     else s = flags.unknown();
@@ -153,6 +156,7 @@ Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions o
   c = c.layer_alone(l.layer);
   c.max_seq = l.start + t;
   c.kv_dtype = l.kv_dtype;
+  c.kv_rotation = l.kv_rotation;
   options.threads = l.threads;
   options.max_tokens = !c.causal || t < 512 ? t : 512;
   if (!l.cu.empty()) {

@@ -2,7 +2,7 @@
 //
 //   headway logits (--gguf FILE | --model-dir DIR | --config C --weights W) --prompt-ids 1,2,3
 //                  --out logits.npy [--threads N] [--step]
-//                  [--kv-dtype D] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
+//                  [--kv-dtype D] [--kv-rotate] [--weight-dtype f32|f16|bf16] [--backend cpu|gpu]
 //
 // One fresh sequence from position 0; logits.npy is f32 [T, vocab]: row i holds the logits of
 // the token after ids[0..i]. The plan's context is the prompt's length; the weights stay in the
@@ -37,6 +37,7 @@ struct LogitsFlags {
   const char* out = nullptr;
   uint32_t threads = 1;
   DType kv_dtype = DType::kF32;
+  KvRotation kv_rotation = KvRotation::kNone;
   WeightStorage weights;
   BackendKind backend = BackendKind::kCpu;
   bool step = false;
@@ -52,6 +53,7 @@ Status parse(int argc, char** argv, LogitsFlags* l) {
     else if (n == "--out") HEADWAY_RETURN_IF_ERROR(f.value(&l->out));
     else if (n == "--threads") HEADWAY_RETURN_IF_ERROR(f.value_u32(&l->threads, 1, ThreadPool::kMaxThreads));
     else if (n == "--kv-dtype") HEADWAY_RETURN_IF_ERROR(f.value_kv_dtype(&l->kv_dtype));
+    else if (n == "--kv-rotate") HEADWAY_RETURN_IF_ERROR(f.value_kv_rotation(&l->kv_rotation));
     else if (n == "--weight-dtype") HEADWAY_RETURN_IF_ERROR(l->weights.take(&f));
     else if (n == "--backend") HEADWAY_RETURN_IF_ERROR(f.value_backend(&l->backend));
     else if (n == "--step" && !f.has_inline_value()) l->step = true;
@@ -86,6 +88,7 @@ int cmd_logits(int argc, char** argv) {
   const uint32_t t = static_cast<uint32_t>(ids.size());
   c.max_seq = t;
   c.kv_dtype = l.kv_dtype;
+  c.kv_rotation = l.kv_rotation;
   PlanOptions options;
   options.threads = l.threads;
   l.weights.apply(&options);

@@ -75,10 +75,11 @@ void print_table(const Plan& p, const std::string& attention_only) {
                                                     : " (borrowed, not in the arena)";
   std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
               human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype), weights_note);
-  std::printf(
-      "  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s)\n", human_bytes(p.kv_cache_bytes).c_str(),
-      human_bytes(p.kv_bytes_per_token).c_str(), human_bytes(p.kv_bytes_per_layer).c_str(),
-      p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows, dtype_name(c.kv_dtype));
+  std::printf("  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s%s)\n",
+              human_bytes(p.kv_cache_bytes).c_str(), human_bytes(p.kv_bytes_per_token).c_str(),
+              human_bytes(p.kv_bytes_per_layer).c_str(),
+              p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows,
+              dtype_name(c.kv_dtype), c.kv_rotation == KvRotation::kHadamard ? ", Hadamard-rotated rows" : "");
   if (p.packed_bytes) {
     std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n",
                 human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());
@@ -127,8 +128,9 @@ int cmd_plan(int argc, char** argv) {
   Flags flags("plan", argc, argv);
   ConfigSource source;
   bool json = false;
-  bool kv_dtype_set = false;
+  bool kv_dtype_set = false, kv_rotation_set = false;
   DType kv_dtype = DType::kF16;
+  KvRotation kv_rotation = KvRotation::kNone;
   PlanOptions options;
   while (flags.next()) {
     const std::string& f = flags.name();
@@ -143,6 +145,8 @@ int cmd_plan(int argc, char** argv) {
       s = flags.value_u32(&options.max_tokens, 1, 1u << 30);
     } else if (f == "--kv-dtype") {
       s = flags.value_kv_dtype(&kv_dtype), kv_dtype_set = true;
+    } else if (f == "--kv-rotate") {
+      s = flags.value_kv_rotation(&kv_rotation), kv_rotation_set = true;
     } else if (f == "--weight-dtype") {
       s = flags.value_dtype(&options.weight_dtype);
     } else if (f == "--projection") {
@@ -161,6 +165,7 @@ int cmd_plan(int argc, char** argv) {
   if (!config.ok()) return report("plan", config.status());
   Config c = config.value();
   if (kv_dtype_set) c.kv_dtype = kv_dtype;
+  if (kv_rotation_set) c.kv_rotation = kv_rotation;
 
   const Result<Plan> plan = make_plan(c, options);
   if (!plan.ok()) return report("plan", plan.status());

@@ -40,7 +40,8 @@ constexpr const char* kUsage =
     "usage: headway run (--preset NAME | --config config.json | --gguf FILE | --spec TEXT)\n"
     "                   [--weights model.safetensors|model.gguf] [--prompt N] [--tokens M] [--layers N]\n"
     "                   [--threads N] [--ctx N] [--max-tokens N] [--weight-dtype f32|f16|bf16]\n"
-    "                   [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--projection auto|highway|xnnpack] [--max-arena BYTES]\n"
+    "                   [--kv-dtype f32|f16|bf16|q8_0|q4_0] [--kv-rotate] [--projection auto|highway|xnnpack] "
+    "[--max-arena BYTES]\n"
     "                   [--sink-tokens S] [--backend cpu|gpu] [--seed S] [--json]\n"
     "                   [--sentences N] [--seq-min N] [--seq-max N] [--seq-lens N,N,...]\n"
     "  prefills N prompt tokens (default 128) and decodes M tokens (default 32) through the model's\n"
@@ -70,6 +71,8 @@ struct RunFlags {
   const char* batch_flag = nullptr;   // the first batch flag given (for the message of a causal model)
   const char* tokens_flag = nullptr;  // --prompt or --tokens where given (for an encoder's)
   DType kv_dtype = DType::kF16;
+  KvRotation kv_rotation = KvRotation::kNone;
+  bool kv_rotation_set = false;
   BackendKind backend = BackendKind::kCpu;
   PlanOptions options;
   RunFlags() { options.weight_dtype = DType::kF16; }
@@ -102,6 +105,7 @@ Status parse_flags(int argc, char** argv, RunFlags* r) {
     else if (f == "--seed") s = flags.value_u32(&r->seed, 0, 0xffffffffu);
     else if (f == "--sink-tokens") s = flags.value_u32(&r->sink_tokens, 0, 0xffffffffu), r->sink_tokens_set = true;
     else if (f == "--kv-dtype") s = flags.value_kv_dtype(&r->kv_dtype), r->kv_dtype_set = true;
+    else if (f == "--kv-rotate") s = flags.value_kv_rotation(&r->kv_rotation), r->kv_rotation_set = true;
     else if (f == "--weight-dtype") s = flags.value_dtype(&o.weight_dtype), r->wdtype_set = true;
     else if (f == "--projection") s = flags.value(&r->projection);
     else if (f == "--max-arena") s = flags.value(&r->max_arena_text);
@@ -144,6 +148,7 @@ Result<Config> model_config(const RunFlags& r, const WeightsFile& file) {
 // prompt + tokens.
 Result<Config> config_for_run(const RunFlags& r, Config c) {
   if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
+  if (r.kv_rotation_set) c.kv_rotation = r.kv_rotation;
   if (r.sink_tokens_set) c.sink_tokens = r.sink_tokens;
   if (r.layers != 0 && r.layers < c.n_layers) c.keep_first_layers(r.layers);
   const uint64_t run_len = uint64_t{r.prompt} + r.tokens;
@@ -196,6 +201,7 @@ Status encoder_batch(const RunFlags& r, std::vector<uint32_t>* cu) {
 // window, or --ctx), and the whole batch in one call (max_tokens; --max-tokens may not be less).
 Result<Config> config_for_encoder(const RunFlags& r, Config c, const std::vector<uint32_t>& cu, PlanOptions* o) {
   if (r.kv_dtype_set) c.kv_dtype = r.kv_dtype;
+  if (r.kv_rotation_set) c.kv_rotation = r.kv_rotation;
   if (r.layers != 0 && r.layers < c.n_layers) c.keep_first_layers(r.layers);
   uint32_t longest = 0;
   for (size_t b = 0; b + 1 < cu.size(); ++b) longest = std::max(longest, cu[b + 1] - cu[b]);

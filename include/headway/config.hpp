@@ -167,6 +167,20 @@ struct ModelConfig {
   bool gate_up_fused = false;
 };
 
+// A rotation of a quantized KV cache's rows before they are quantized (headway/hadamard.hpp):
+// kHadamard rotates each head's K (after RoPE), V and the queries by the same normalized
+// Walsh-Hadamard transform and the attention's output back, so that one large channel no longer
+// sets the scale of its whole q8_0/q4_0 block (llama.cpp does the same since 2026). Only with
+// kv_dtype q8_0 or q4_0, and a head_dim hadamard_block() can rotate (a multiple of 32); the
+// cache's bytes are the same.
+enum class KvRotation : uint8_t {
+  kNone = 0,
+  kHadamard,
+};
+const char* kv_rotation_name(KvRotation r);  // "none", "hadamard"
+bool kv_rotation_from_name(const char* s, KvRotation* out);
+inline constexpr const char* kKvRotationNames = "none, hadamard";
+
 // Where a model's block norms sit: "pre" (on each block's input), "post" (after each residual
 // add, BERT), "pre and output" (Gemma 2/3: also on each block's output), "output" (OLMo 2).
 const char* norm_placement_name(const ModelConfig& m);
@@ -205,7 +219,8 @@ struct Config {
   bool v_norm = false;  // Gemma 3n / 4: each head's v RMS-normed (eps rms_norm_eps), without a weight
   bool k_eq_v = false;  // no Wv: V is K's projection before its norm and RoPE (Gemma 4's full layers)
   DType kv_dtype = DType::kF16;
-  LayerKinds layers;  // how layers differ; all zero: every layer alike
+  KvRotation kv_rotation = KvRotation::kNone;  // q8_0/q4_0 caches: rotate rows before quantizing
+  LayerKinds layers;                           // how layers differ; all zero: every layer alike
   // Learned per-head sink logits on every layer (gpt-oss): each layer's LayerWeights::sinks
   // [n_heads] joins every row's softmax (the CPU and the GPU backend).
   bool sinks = false;
@@ -327,15 +342,16 @@ inline constexpr uint32_t kMaxHeads = 1024;
 //   "d_model=4096 heads=32 kv_heads=8 head_dim=128 ctx=4096 layers=32 rope_theta=10000 window=4096 softcap=50"
 // Keys (space- or comma-separated key=value): name, d_model, heads, kv_heads, head_dim, ctx,
 // layers, rope (none|neox|gptj), rope_theta, rope_dim, window, softcap, query_pre_attn_scalar,
-// scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), qkv_bias, o_bias, qk_norm (0|1),
-// output_gate, v_norm, k_eq_v (0|1), and how layers differ (LayerKinds): sliding_pattern (N >=
-// 1), nope_interval (N >= 1), rope_local_theta, sinks (0|1), layer_types (one letter per layer: s
-// sliding, f full; e.g. sfsf), rope_layers (one digit per layer: 1 RoPE, 0 none; e.g. 1110),
-// sink_tokens (N, with a window), alibi (0|1), alibi_max_bias, alibi_times_scale (0|1) and
-// window_symmetric (0|1, with causal=0 and a window). rope_theta or rope_dim alone turn on NeoX RoPE. The model around
-// the blocks (ModelConfig): vocab and ffn (either alone makes a decoder of RMSNorm and SwiGLU), norm (rms|layer), mlp
-// (swiglu|gelu), norm_eps and tie (0|1). Unknown keys and bad numbers are errors that name the key. Part of the core
-// library: no allocation, no locale, usable bare-metal. Does not validate.
+// scale, causal (0|1), kv_dtype (f32|f16|bf16|q8_0|q4_0), kv_rotation (none|hadamard), qkv_bias,
+// o_bias, qk_norm, output_gate, v_norm, k_eq_v (0|1), and how layers differ (LayerKinds):
+// sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks (0|1), layer_types
+// (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit per layer: 1 RoPE,
+// 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1), alibi_max_bias,
+// alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a window). rope_theta or
+// rope_dim alone turn on NeoX RoPE. The model around the blocks (ModelConfig): vocab and ffn
+// (either alone makes a decoder of RMSNorm and SwiGLU), norm (rms|layer), mlp (swiglu|gelu),
+// norm_eps and tie (0|1). Unknown keys and bad numbers are errors that name the key.
+// Part of the core library: no allocation, no locale, usable bare-metal. Does not validate.
 Result<Config> parse_spec(const char* spec);
 
 // Checks every rule of the config and returns the first failure, with a message that names the

@@ -103,17 +103,20 @@ class Model {
   // every target headway builds for), fields u32 unless said:
   //
   //   header   "HWST", version (kStateVersion), d_model, n_heads, n_kv_heads, head_dim, n_layers,
-  //            max_seq, vocab_size, kv_dtype, weight_dtype (DType values), position, has_logits, 0,
+  //            max_seq, vocab_size, kv_dtype, weight_dtype (DType values), position, has_logits,
+  //            kv_rotation (KvRotation: 0 none, 1 hadamard; states written before it was recorded
+  //            hold 0 there),
   //            weights fingerprint (u64: a hash of the norms and the embedding's first row, so a
   //            state of other weights with the same shapes is refused too)
   //   layers   n_layers × (sliding 0/1, window, kv rows, sink tokens)
   //   K, V     per layer, per kv head: K's rows in use, then per kv head V's: min(position, kv
   //            rows) rows of dtype_row_bytes(kv_dtype, head_dim) bytes, as they sit in the arena
-  //            (a sliding layer's ring in ring order, K already rotated at its positions)
+  //            (a sliding layer's ring in ring order, K already rotated at its positions; with
+  //            kv_rotation hadamard, K and V rows rotated before they were quantized)
   //   logits   [vocab_size] f32, the last token's (when has_logits: position > 0)
   //   checksum u64, FNV-1a of every byte before it
   //
-  // A state loads into a model whose plan has the same shapes, dtypes, weights and layer kinds
+  // A state loads into a model whose plan has the same shapes, dtypes, kv_rotation, weights and layer kinds
   // (each sliding layer the same window and ring rows); max_seq may differ where the position
   // fits (full layers store only the rows in use). After load_state, logits() are the saved
   // ones: generation goes on with the next decode as if it had never stopped (bitwise, with the

@@ -79,7 +79,8 @@ __all__ = [
 
 class Model(_Model):
     """A whole decoder from a GGUF file: Model(gguf=PATH, kv_dtype="f16", weight_dtype=None,
-    threads=1, ctx=None), ctx None meaning the model's context. weight_dtype None keeps the weights
+    threads=1, ctx=None, kv_rotation="none"), ctx None meaning the model's context; kv_rotation
+    "hadamard" rotates a q8_0/q4_0 cache's rows before they are quantized. weight_dtype None keeps the weights
     as the file holds them (its quantized blocks, read in place from the mapped file); "f32",
     "f16" or "bf16" converts them into the model's arena. Each logits() and generate() call
     starts a fresh sequence; position says how many tokens the cache holds after it."""

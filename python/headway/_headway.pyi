@@ -55,6 +55,7 @@ def plan(
     threads: int = 1,
     max_tokens: int = 0,
     weight_dtype: Optional[str] = None,
+    kv_rotation: Optional[str] = None,
 ) -> dict[str, Any]:
     """The plan of exactly one config source, as the dict `headway plan --json` prints."""
 
@@ -73,6 +74,7 @@ class KvCache:
         max_tokens: int = 0,
         layer: int = 0,
         backend: str = "cpu",
+        kv_rotation: Optional[str] = None,
     ) -> None: ...
     def append(self, k: npt.NDArray[np.float32], v: npt.NDArray[np.float32]) -> None:
         """k, v [n, n_kv_heads, head_dim]; on error the cache is as it was."""
@@ -107,6 +109,7 @@ class Session:
         max_tokens: int = 0,
         weight_dtype: Optional[str] = None,
         backend: str = "cpu",
+        kv_rotation: Optional[str] = None,
     ) -> None: ...
     def prefill(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """x [t, d_model] at positions position()..; returns y [t, d_model]."""
@@ -151,6 +154,7 @@ class _Model:
         weight_dtype: str = "f32",
         threads: int = 1,
         ctx: Optional[int] = None,
+        kv_rotation: str = "none",
     ) -> None: ...
     def logits(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:
         """A fresh sequence: the next-token logits after each of ids, [len(ids), vocab_size]."""

@@ -141,6 +141,12 @@ DType parse_dtype(const std::string& text, const char* field, bool blocks_allowe
                      blocks_allowed ? kKvDTypeNames : kPlannedWeightDTypeNames);
 }
 
+KvRotation parse_kv_rotation(const std::string& text) {
+  KvRotation r{};
+  if (kv_rotation_from_name(text.c_str(), &r)) return r;
+  HEADWAY_PY_INVALID("kv_rotation '%s' is not one of %s", text.c_str(), kKvRotationNames);
+}
+
 uint32_t to_u32(int64_t value, const char* field, uint32_t min) {
   if (value < static_cast<int64_t>(min) || value > static_cast<int64_t>(UINT32_MAX)) {
     HEADWAY_PY_INVALID("%s %lld is out of range (%u..%u)", field, static_cast<long long>(value), min, UINT32_MAX);

@@ -80,9 +80,14 @@ struct ConfigSource {
   std::optional<std::string> preset, config, gguf, spec;
 };
 Config load_config(const ConfigSource& source);
-// Plan options as plan(), KvCache and Session take them; kv_dtype overrides the config's.
+// "none" or "hadamard" into a KvRotation; anything else is kInvalidArgument naming kv_rotation.
+KvRotation parse_kv_rotation(const std::string& text);
+
+// Plan options as plan(), KvCache and Session take them; kv_dtype and kv_rotation override the
+// config's.
 Plan make_checked_plan(Config config, const std::optional<std::string>& kv_dtype, int64_t threads, int64_t max_tokens,
-                       const std::optional<std::string>& weight_dtype);
+                       const std::optional<std::string>& weight_dtype,
+                       const std::optional<std::string>& kv_rotation = std::nullopt);
 
 // A 64-byte aligned heap buffer, allocated once (at a call's or an object's start).
 struct AlignedFree {

@@ -105,9 +105,10 @@ class PyTokenizer {
 class PyModel {
  public:
   PyModel(const std::string& gguf, const std::string& kv_dtype, const std::optional<std::string>& weight_dtype,
-          int64_t threads, std::optional<int64_t> ctx) {
+          int64_t threads, std::optional<int64_t> ctx, const std::string& kv_rotation) {
     // The caller's values first: a bad one fails before the file is read.
     const DType kv = parse_dtype(kv_dtype, "kv_dtype", true);
+    const KvRotation rotation = parse_kv_rotation(kv_rotation);
     PlanOptions options;
     options.threads = to_u32(threads, "threads", 1);
     // None: the weights stay in the file in its own types (a GGUF's blocks); else converted into
@@ -132,6 +133,7 @@ class PyModel {
       c.max_seq = n;
     }
     c.kv_dtype = kv;
+    c.kv_rotation = rotation;
     options.max_tokens = c.max_seq < kChunk ? c.max_seq : kChunk;
     options.all_logits = true;
     Result<Plan> plan = make_plan(c, options);
@@ -323,9 +325,9 @@ void bind_model(nb::module_& m) {
 
   nb::class_<PyModel>(m, "_Model", "A whole decoder from a GGUF file over one arena it owns (headway.Model).")
       .def(nb::init<const std::string&, const std::string&, const std::optional<std::string>&, int64_t,
-                    std::optional<int64_t>>(),
+                    std::optional<int64_t>, const std::string&>(),
            nb::kw_only(), nb::arg("gguf"), nb::arg("kv_dtype") = "f16", nb::arg("weight_dtype") = nb::none(),
-           nb::arg("threads") = 1, nb::arg("ctx") = nb::none())
+           nb::arg("threads") = 1, nb::arg("ctx") = nb::none(), nb::arg("kv_rotation") = "none")
       .def("logits", &PyModel::logits, nb::arg("ids"))
       .def("_start", &PyModel::start, nb::arg("prompt").none(), nb::arg("ids").none(), nb::arg("max_tokens"),
            nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"), nb::arg("repeat_penalty"),

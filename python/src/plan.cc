@@ -34,11 +34,12 @@ Config load_config(const ConfigSource& s) {
 }
 
 Plan make_checked_plan(Config config, const std::optional<std::string>& kv_dtype, int64_t threads, int64_t max_tokens,
-                       const std::optional<std::string>& weight_dtype) {
+                       const std::optional<std::string>& weight_dtype, const std::optional<std::string>& kv_rotation) {
   PlanOptions options;
   options.threads = to_u32(threads, "threads", 1);
   options.max_tokens = to_u32(max_tokens, "max_tokens");
   if (kv_dtype) config.kv_dtype = parse_dtype(*kv_dtype, "kv_dtype", true);
+  if (kv_rotation) config.kv_rotation = parse_kv_rotation(*kv_rotation);
   if (weight_dtype) options.weight_dtype = parse_dtype(*weight_dtype, "weight_dtype", false);
   const Result<Plan> plan = make_plan(config, options);
   check(plan.status());
@@ -50,9 +51,9 @@ namespace {
 nb::object py_plan(std::optional<std::string> preset, std::optional<std::string> config,
                    std::optional<std::string> gguf, std::optional<std::string> spec,
                    std::optional<std::string> kv_dtype, int64_t threads, int64_t max_tokens,
-                   std::optional<std::string> weight_dtype) {
-  const Plan p =
-      make_checked_plan(load_config({preset, config, gguf, spec}), kv_dtype, threads, max_tokens, weight_dtype);
+                   std::optional<std::string> weight_dtype, std::optional<std::string> kv_rotation) {
+  const Plan p = make_checked_plan(load_config({preset, config, gguf, spec}), kv_dtype, threads, max_tokens,
+                                   weight_dtype, kv_rotation);
   // The CLI's exact bytes, parsed by Python's json: one source for every key.
   return nb::module_::import_("json").attr("loads")(plan_json(p));
 }
@@ -71,7 +72,7 @@ void bind_plan(nb::module_& m) {
   m.def("plan", &py_plan, nb::kw_only(), nb::arg("preset") = nb::none(), nb::arg("config") = nb::none(),
         nb::arg("gguf") = nb::none(), nb::arg("spec") = nb::none(), nb::arg("kv_dtype") = nb::none(),
         nb::arg("threads") = 1, nb::arg("max_tokens") = 0, nb::arg("weight_dtype") = nb::none(),
-        "The plan of one config source, as the dict `headway plan --json` prints.");
+        nb::arg("kv_rotation") = nb::none(), "The plan of one config source, as the dict `headway plan --json` prints.");
   m.def("presets", &py_presets, "The built-in preset names, in `headway presets` order.");
 }
 

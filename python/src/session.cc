@@ -44,8 +44,8 @@ Tensor heads_of(nb::handle obj, const char* name, uint32_t heads, uint32_t head_
 class PyKvCache {
  public:
   PyKvCache(const ConfigSource& source, std::optional<std::string> kv_dtype, int64_t threads, int64_t max_tokens,
-            int64_t layer, const std::string& backend) {
-    const Plan whole = make_checked_plan(load_config(source), kv_dtype, threads, max_tokens, std::nullopt);
+            int64_t layer, const std::string& backend, std::optional<std::string> kv_rotation) {
+    const Plan whole = make_checked_plan(load_config(source), kv_dtype, threads, max_tokens, std::nullopt, kv_rotation);
     const uint32_t l = to_u32(layer, "layer");
     if (l >= whole.config.n_layers) HEADWAY_PY_INVALID("layer %u: the config has %u layers", l, whole.config.n_layers);
     plan_ = layer_plan(whole, l);
@@ -193,8 +193,8 @@ class PySession {
  public:
   PySession(const ConfigSource& source, nb::handle weights, std::optional<uint64_t> seed,
             std::optional<std::string> kv_dtype, int64_t threads, int64_t max_tokens,
-            std::optional<std::string> weight_dtype, const std::string& backend) {
-    plan_ = make_checked_plan(load_config(source), kv_dtype, threads, max_tokens, weight_dtype);
+            std::optional<std::string> weight_dtype, const std::string& backend, std::optional<std::string> kv_rotation) {
+    plan_ = make_checked_plan(load_config(source), kv_dtype, threads, max_tokens, weight_dtype, kv_rotation);
     const BackendKind kind = parse_backend(backend);
     if (weights.is_none() == !seed.has_value()) {
       HEADWAY_PY_INVALID("give exactly one of weights= (a list of %u per-layer dicts) or seed= (random weights)",
@@ -343,12 +343,15 @@ void bind_objects(nb::module_& m) {
           "__init__",
           [](PyKvCache* self, std::optional<std::string> preset, std::optional<std::string> config,
              std::optional<std::string> gguf, std::optional<std::string> spec, std::optional<std::string> kv_dtype,
-             int64_t threads, int64_t max_tokens, int64_t layer, const std::string& backend) {
-            new (self) PyKvCache({preset, config, gguf, spec}, kv_dtype, threads, max_tokens, layer, backend);
+             int64_t threads, int64_t max_tokens, int64_t layer, const std::string& backend,
+             std::optional<std::string> kv_rotation) {
+            new (self)
+                PyKvCache({preset, config, gguf, spec}, kv_dtype, threads, max_tokens, layer, backend, kv_rotation);
           },
           nb::kw_only(), nb::arg("preset") = nb::none(), nb::arg("config") = nb::none(), nb::arg("gguf") = nb::none(),
           nb::arg("spec") = nb::none(), nb::arg("kv_dtype") = nb::none(), nb::arg("threads") = 1,
-          nb::arg("max_tokens") = 0, nb::arg("layer") = 0, nb::arg("backend") = "cpu")
+          nb::arg("max_tokens") = 0, nb::arg("layer") = 0, nb::arg("backend") = "cpu",
+          nb::arg("kv_rotation") = nb::none())
       .def("append", &PyKvCache::append, nb::arg("k"), nb::arg("v"))
       .def("rotate_queries", &PyKvCache::rotate_queries, nb::arg("q"))
       .def("attend", &PyKvCache::attend, nb::arg("q"), nb::kw_only(), nb::arg("sinks") = nb::none())
@@ -364,14 +367,15 @@ void bind_objects(nb::module_& m) {
           [](PySession* self, std::optional<std::string> preset, std::optional<std::string> config,
              std::optional<std::string> gguf, std::optional<std::string> spec, nb::handle weights,
              std::optional<uint64_t> seed, std::optional<std::string> kv_dtype, int64_t threads, int64_t max_tokens,
-             std::optional<std::string> weight_dtype, const std::string& backend) {
+             std::optional<std::string> weight_dtype, const std::string& backend,
+             std::optional<std::string> kv_rotation) {
             new (self) PySession({preset, config, gguf, spec}, weights, seed, kv_dtype, threads, max_tokens,
-                                 weight_dtype, backend);
+                                 weight_dtype, backend, kv_rotation);
           },
           nb::kw_only(), nb::arg("preset") = nb::none(), nb::arg("config") = nb::none(), nb::arg("gguf") = nb::none(),
           nb::arg("spec") = nb::none(), nb::arg("weights") = nb::none(), nb::arg("seed") = nb::none(),
           nb::arg("kv_dtype") = nb::none(), nb::arg("threads") = 1, nb::arg("max_tokens") = 0,
-          nb::arg("weight_dtype") = nb::none(), nb::arg("backend") = "cpu")
+          nb::arg("weight_dtype") = nb::none(), nb::arg("backend") = "cpu", nb::arg("kv_rotation") = nb::none())
       .def("prefill", &PySession::prefill, nb::arg("x"))
       .def("decode", &PySession::decode, nb::arg("x"))
       .def("encode", &PySession::encode, nb::arg("x"), nb::arg("seq_lens"))

@@ -56,6 +56,16 @@ def test_class_tree():
         (lambda: headway.plan(), headway.InvalidArgument, r"give exactly one of .*\(got 0\)"),
         (lambda: headway.plan(spec="d_model=800 heads=12"), headway.InvalidArgument, "800 is not divisible"),
         (lambda: headway.plan(config="/nonexistent/config.json"), headway.NotFound, "config.json"),
+        (
+            lambda: headway.plan(preset="llama-3-8b", kv_rotation="hadamard"),
+            headway.InvalidArgument,
+            "kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype f16",
+        ),
+        (
+            lambda: headway.plan(preset="llama-3-8b", kv_dtype="q8_0", kv_rotation="walsh"),
+            headway.InvalidArgument,
+            "kv_rotation 'walsh' is not one of none, hadamard",
+        ),
     ],
 )
 def test_bad_input(call, cls, message):

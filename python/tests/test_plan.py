@@ -14,6 +14,7 @@ SOURCES = [
     ({"preset": "gemma-2-2b", "kv_dtype": "q8_0", "threads": 4}, ["--preset", "gemma-2-2b", "--kv-dtype", "q8_0", "--threads", "4"]),
     ({"preset": "gpt-oss-20b", "max_tokens": 64}, ["--preset", "gpt-oss-20b", "--max-tokens", "64"]),
     ({"preset": "qwen3-0.6b", "weight_dtype": "bf16"}, ["--preset", "qwen3-0.6b", "--weight-dtype", "bf16"]),
+    ({"preset": "llama-3-8b", "kv_dtype": "q4_0", "kv_rotation": "hadamard"}, ["--preset", "llama-3-8b", "--kv-dtype", "q4_0", "--kv-rotate"]),
     (
         {"spec": "d_model=256 heads=4 ctx=4096 layers=8 rope_theta=1e6 window=64 sliding_pattern=2 nope_interval=4"},
         ["--spec", "d_model=256 heads=4 ctx=4096 layers=8 rope_theta=1e6 window=64 sliding_pattern=2 nope_interval=4"],

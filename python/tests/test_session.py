@@ -63,6 +63,32 @@ def test_kv_cache_rotates_queries_as_its_keys(rng):
         cache.rotate_queries(np.zeros((11, 4, 16), np.float32))
 
 
+def hadamard(x):
+    """The normalized Sylvester-Hadamard matrix of the last axis's size (a power of two), in float64."""
+    n = x.shape[-1]
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return np.asarray(x, dtype=np.float64) @ (h / np.sqrt(n))
+
+
+def test_kv_cache_with_kv_rotation(rng):
+    # kv_rotation="hadamard": rotate_queries applies RoPE, then the Hadamard rotation K got on
+    # append; attend() gives the output in the model's basis again, near the unrotated cache's.
+    spec = "d_model=128 heads=4 kv_heads=2 ctx=64 layers=1 rope_theta=10000"
+    rotated = headway.KvCache(spec=spec, kv_dtype="q8_0", kv_rotation="hadamard")
+    plain = headway.KvCache(spec=spec, kv_dtype="f32")
+    assert rotated.plan["kv_rotation"] == "hadamard" and plain.plan["kv_rotation"] == "none"
+    k = rng.standard_normal((10, 2, 32), dtype=np.float32)
+    v = rng.standard_normal((10, 2, 32), dtype=np.float32)
+    q = rng.standard_normal((4, 4, 32), dtype=np.float32)
+    for cache in (rotated, plain):
+        cache.append(k, v)
+    q_rot = rotated.rotate_queries(q)
+    np.testing.assert_allclose(q_rot, hadamard(plain.rotate_queries(q)), atol=2e-6)
+    np.testing.assert_allclose(rotated.attend(q_rot), plain.attend(plain.rotate_queries(q)), atol=3e-2)
+
+
 def test_gpu_kv_cache_rotates_and_attends_as_the_cpu_one(rng):
     spec = "d_model=64 heads=4 kv_heads=2 ctx=64 layers=1 rope_theta=10000 kv_dtype=f32"
     try:

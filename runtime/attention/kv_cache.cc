@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
+#include "headway/hadamard.hpp"
 #include "headway/quantize.hpp"
 #include "runtime/attention/attention_run.hpp"
 #include "runtime/attention/kv_append_check.hpp"
@@ -104,7 +105,8 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const uint32_t hd = plan_.head_dim;
   const size_t row_bytes = dtype_row_bytes(c.kv_dtype, hd);
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
-  float rotated[kMaxHeadDim];
+  const bool hadamard = c.kv_rotation == KvRotation::kHadamard;
+  float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard): 2 KiB of stack
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t i = size_ + t;  // rows count from the reset
     const uint32_t fixed = fixed_rows(plan_);
@@ -112,8 +114,15 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
       apply_rope(rotated, 1, hd, 1, hd, position() + t, position() + n, c.rope, rope_);
+      if (hadamard) hadamard_rotate(rotated, hd);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
-      store_row(v + t * v_token_stride + size_t{g} * hd, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
+      const float* v_row = v + t * v_token_stride + size_t{g} * hd;
+      if (hadamard) {
+        std::memcpy(rotated, v_row, hd * sizeof(float));
+        hadamard_rotate(rotated, hd);
+        v_row = rotated;
+      }
+      store_row(v_row, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
     }
   }
   size_ += n;
@@ -185,7 +194,12 @@ Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o
   w.args.o = o;
   w.args.o_token_stride = o_token_stride;
   w.args.sinks = sinks;
-  return attend_strided(w.args, pool, workspace, workspace_bytes);
+  HEADWAY_RETURN_IF_ERROR(attend_strided(w.args, pool, workspace, workspace_bytes));
+  // A rotated cache's output is H · Σ p (Hv): rotated back per head (H · H = I).
+  if (plan_.config.kv_rotation == KvRotation::kHadamard) {
+    hadamard_rotate_heads(o, t_q, o_token_stride, plan_.config.n_heads, plan_.head_dim);
+  }
+  return Status();
 }
 
 }  // namespace headway

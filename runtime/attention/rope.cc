@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "headway/hadamard.hpp"
 #include "headway/plan.hpp"
 
 namespace headway {
@@ -149,6 +150,9 @@ Status rotate_last_queries(const char* who, const Plan& plan, const double* freq
   }
   apply_rope(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim, position - t_q, position, plan.config.rope,
              freqs);
+  if (plan.config.kv_rotation == KvRotation::kHadamard) {
+    hadamard_rotate_heads(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim);
+  }
   return Status();
 }
 

@@ -58,6 +58,21 @@ headway_status headway_config_set_kv_dtype(headway_config* config, headway_dtype
   return capi::report(s, error);
 }
 
+headway_status headway_config_set_kv_rotation(headway_config* config, headway_kv_rotation rotation,
+                                              headway_error* error) {
+  constexpr const char* kCall = "headway_config_set_kv_rotation";
+  Status s;
+  if (config == nullptr) {
+    s = capi::null_argument(kCall, "config");
+  } else if (rotation != HEADWAY_KV_ROTATION_NONE && rotation != HEADWAY_KV_ROTATION_HADAMARD) {
+    s = Status::error(Code::kInvalidArgument, "%s: rotation %d is not one of 0 (none), 1 (hadamard)", kCall,
+                      static_cast<int>(rotation));
+  } else {
+    config->config.kv_rotation = static_cast<KvRotation>(rotation);
+  }
+  return capi::report(s, error);
+}
+
 size_t headway_preset_count(void) {
   size_t n = 0;
   presets::all(&n);

@@ -15,6 +15,28 @@ const char* norm_placement_name(const ModelConfig& m) {
   return m.post_norm ? "post" : m.sandwich_norm ? "pre and output" : m.output_norms_only ? "output" : "pre";
 }
 
+const char* kv_rotation_name(KvRotation r) {
+  switch (r) {
+    case KvRotation::kNone: return "none";
+    case KvRotation::kHadamard: return "hadamard";
+  }
+  return "unknown";
+}
+
+bool kv_rotation_from_name(const char* s, KvRotation* out) {
+  if (s == nullptr) return false;
+  for (KvRotation r : {KvRotation::kNone, KvRotation::kHadamard}) {
+    const char* n = kv_rotation_name(r);
+    uint32_t i = 0;
+    while (n[i] != '\0' && s[i] == n[i]) ++i;
+    if (n[i] == '\0' && s[i] == '\0') {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* rope_style_name(RopeStyle s) {
   switch (s) {
     case RopeStyle::kNone: return "none";

@@ -70,8 +70,8 @@ bool parse_bool(const char* s, bool* out) {
 
 constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
-    "query_pre_attn_scalar, scale, causal, kv_dtype, qkv_bias, o_bias, qk_norm, output_gate, v_norm, k_eq_v, "
-    "sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
+    "query_pre_attn_scalar, scale, causal, kv_dtype, kv_rotation, qkv_bias, o_bias, qk_norm, output_gate, v_norm, "
+    "k_eq_v, sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
     "alibi_max_bias, alibi_times_scale, window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
@@ -205,6 +205,12 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
       return Status::error(Code::kInvalidArgument, "spec: %s=%s is not one of %s", t.key, t.value, kKvDTypeNames);
     }
     c.kv_dtype = kv;
+    return Status();
+  }
+  if (equal(t.key, "kv_rotation")) {
+    if (!kv_rotation_from_name(t.value, &c.kv_rotation)) {
+      return Status::error(Code::kInvalidArgument, "spec: %s=%s is not one of %s", t.key, t.value, kKvRotationNames);
+    }
     return Status();
   }
   return Status::error(Code::kInvalidArgument, "spec: unknown key '%s' (known keys: %s)", t.key, kKnownKeys);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "headway/config.hpp"
+#include "headway/hadamard.hpp"
 #include "headway/plan.hpp"
 #include "runtime/core/format.hpp"
 
@@ -11,6 +12,30 @@ namespace headway {
 namespace {
 
 bool finite(float v) { return std::isfinite(v); }
+
+// kv_rotation: a known value; hadamard only over a block-quantized cache (it spreads a block's
+// outliers before its scale is chosen: f32/f16/bf16 rows gain nothing) and a head_dim it rotates.
+Status validate_kv_rotation(const Config& c) {
+  if (c.kv_rotation == KvRotation::kNone) return Status();
+  if (c.kv_rotation != KvRotation::kHadamard) {
+    return Status::error(Code::kInvalidArgument, "kv_rotation %u is not one of %s",
+                         static_cast<unsigned>(c.kv_rotation), kKvRotationNames);
+  }
+  if (c.kv_dtype != DType::kQ8_0 && c.kv_dtype != DType::kQ4_0) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype %s (the rotation spreads "
+                         "a quantized block's outliers; other dtypes gain nothing)",
+                         dtype_name(c.kv_dtype));
+  }
+  const uint32_t hd = c.head_size();
+  if (hadamard_block(hd) == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "kv_rotation hadamard cannot rotate head_dim %u: it rotates by blocks of the largest power "
+                         "of two dividing head_dim, which must be at least 32 (head_dim 64, 96, 128, 288, 576...)",
+                         hd);
+  }
+  return Status();
+}
 
 // "head counts that divide 800 near 12: 10 (head_dim 80), 16 (head_dim 50)": the nearest
 // divisor of d_model below n_heads and the nearest above, whichever exist.
@@ -379,6 +404,7 @@ Status validate(const Config& c) {
     return Status::error(Code::kInvalidArgument, "kv dtype %s (%u) is not one of %s", dtype_name(c.kv_dtype),
                          static_cast<unsigned>(c.kv_dtype), kKvDTypeNames);
   }
+  HEADWAY_RETURN_IF_ERROR(validate_kv_rotation(c));
   return validate_model(c);
 }
 

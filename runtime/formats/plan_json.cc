@@ -87,6 +87,7 @@ nlohmann::ordered_json plan_object(const Plan& p) {
   j["v_norm"] = c.v_norm;
   j["k_eq_v"] = c.k_eq_v;
   j["kv_dtype"] = dtype_name(c.kv_dtype);
+  j["kv_rotation"] = kv_rotation_name(c.kv_rotation);
   j["weight_dtype"] = dtype_name(p.options.weight_dtype);
   j["threads"] = p.options.threads;
   j["max_tokens"] = p.max_tokens;

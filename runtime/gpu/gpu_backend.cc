@@ -125,6 +125,12 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
                          "which checks the config)",
                          dtype_name(plan.config.kv_dtype), static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
   }
+  if (plan.config.kv_rotation != KvRotation::kNone) {
+    return Status::error(Code::kUnsupported,
+                         "gpu backend: kv_rotation %s is not supported on the GPU (its cache and shaders do not "
+                         "rotate rows); use the cpu backend or kv_rotation none",
+                         kv_rotation_name(plan.config.kv_rotation));
+  }
   destroy();
   Impl* x = new (std::nothrow) Impl;
   if (x == nullptr) return Status::error(Code::kInternal, "gpu backend: cannot allocate its state");

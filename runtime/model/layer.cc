@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "headway/hadamard.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/xnnpack_dense.hpp"
@@ -331,6 +332,8 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
   Backend b = backend();
   if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), b.position() + t, c.rope, rope_);
+  // A rotated cache: Q rotated as its keys are (after RoPE); attend() rotates the output back.
+  if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(qkv, t, w, c.n_heads, p.head_dim);
   HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
   if (c.output_gate) apply_gates(qkv, attn, t);
@@ -383,6 +386,7 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     float* rows = qkv + first * w;
     b.reset(0);
     if (rope_ != nullptr) apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, n, c.rope, rope_);
+    if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(rows, n, w, c.n_heads, p.head_dim);
     status = b.append(rows + p.q_rows, w, rows + p.q_rows + p.kv_width, w, n);
     if (status.ok()) status = b.attend(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
   }

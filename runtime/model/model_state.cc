@@ -26,7 +26,7 @@ struct StateHeader {
   uint32_t weight_dtype;
   uint32_t position;
   uint32_t has_logits;
-  uint32_t reserved;  // 0
+  uint32_t kv_rotation;  // KvRotation: the cache holds rotated rows (hadamard); 0 none, as before it was recorded
   uint64_t fingerprint;
 };
 static_assert(sizeof(StateHeader) == 64, "the state header has no padding");
@@ -145,6 +145,7 @@ Status Model::save_state(void* out, size_t capacity, size_t* written) const {
   h.vocab_size = c.model.vocab_size;
   h.kv_dtype = static_cast<uint32_t>(c.kv_dtype);
   h.weight_dtype = static_cast<uint32_t>(p.options.weight_dtype);
+  h.kv_rotation = static_cast<uint32_t>(c.kv_rotation);
   h.position = pos;
   h.has_logits = pos > 0 ? 1 : 0;
   h.fingerprint = weights_fingerprint();
@@ -211,6 +212,12 @@ Status Model::load_state(const void* in, size_t size) {
   if (h.kv_dtype != static_cast<uint32_t>(c.kv_dtype)) {
     return Status::error(Code::kInvalidArgument, "state: kv_dtype %s, this plan's %s", dtype_text(h.kv_dtype),
                          dtype_name(c.kv_dtype));
+  }
+  if (h.kv_rotation != static_cast<uint32_t>(c.kv_rotation)) {
+    // The rows are stored rotated or not: read with the other rotation, every score would be wrong.
+    return Status::error(Code::kInvalidArgument, "state: kv_rotation %s, this plan's %s",
+                         h.kv_rotation <= 0xff ? kv_rotation_name(static_cast<KvRotation>(h.kv_rotation)) : "unknown",
+                         kv_rotation_name(c.kv_rotation));
   }
   if (h.weight_dtype != static_cast<uint32_t>(p.options.weight_dtype)) {
     return Status::error(Code::kInvalidArgument, "state: weight_dtype %s, this plan's %s", dtype_text(h.weight_dtype),

@@ -189,6 +189,15 @@ static void test_plan(void) {
   CHECK(contains(err.message, "aligned"));
   OK(headway_config_from_preset(memory, headway_config_object_bytes(), "llama-3-8b", &bad, &err));
   CHECK(headway_config_set_kv_dtype(bad, (headway_dtype)90, &err) == HEADWAY_INVALID_ARGUMENT);
+  /* kv_rotation: over q8_0 it plans; over the preset's f16 it is refused by name. */
+  CHECK(headway_config_set_kv_rotation(bad, (headway_kv_rotation)5, &err) == HEADWAY_INVALID_ARGUMENT);
+  OK(headway_config_set_kv_rotation(bad, HEADWAY_KV_ROTATION_HADAMARD, &err));
+  CHECK(headway_config_validate(bad, &err) == HEADWAY_INVALID_ARGUMENT);
+  CHECK(contains(err.message, "kv_rotation hadamard needs kv_dtype q8_0 or q4_0"));
+  OK(headway_config_set_kv_dtype(bad, HEADWAY_Q8_0, &err));
+  OK(headway_config_validate(bad, &err));
+  OK(headway_config_set_kv_rotation(bad, HEADWAY_KV_ROTATION_NONE, &err));
+  OK(headway_config_set_kv_dtype(bad, HEADWAY_F16, &err));
   {
     const char* hf =
         "{\"model_type\": \"llama\", \"hidden_size\": 256, \"num_attention_heads\": 8, "

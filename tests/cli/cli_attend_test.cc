@@ -17,9 +17,11 @@
 
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
+#include "headway/hadamard.hpp"
 #include "headway/npy.hpp"
 #include "headway/quantize.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/hadamard_reference.hpp"
 #include "tests/support/quantized_rows.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -403,6 +405,32 @@ TEST_CASE("headway attend --kv-dtype q8_0 and q4_0 match the reference on the qu
       // VNNI (integer Q·Kᵀ): its rounding, up to 2e-2; every other call widens K/V exactly.
       const bool int8_query = s.t_q == 1 && s.head_dim % 32 == 0;
       CHECK(max_error_of(dir / "o.npy", in.reference(true, 0, 0, 0), in.q_shape()) <= (int8_query ? 2e-2 : 1e-4));
+    }
+  }
+}
+
+// --kv-rotate: q, k and v rotated per head (H), k and v quantized after, o rotated back; the
+// reference of the rotated q and the rotated, quantized K/V, its output rotated back in double.
+TEST_CASE("headway attend --kv-rotate matches the reference in the rotated basis") {
+  TempDir dir("cli_attend");
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    for (const Shape s : {Shape{9, 300, 8, 2, 64}, Shape{1, 1500, 4, 1, 128}, Shape{5, 40, 4, 2, 96}}) {
+      INFO(std::string(dtype_name(dt)) << " t_kv " << s.t_kv << " d " << s.head_dim);
+      Inputs in(s, 800 + s.head_dim);
+      const std::string qkv = in.write_f32_files(dir);
+      const RunResult res =
+          attend_cli(dir, qkv + " --out " + (dir / "o.npy") + " --causal --kv-rotate --kv-dtype " + dtype_name(dt));
+      REQUIRE_MESSAGE(res.exit_code == 0, res.err);
+      CHECK(res.out.find(std::string("kv ") + dtype_name(dt) + " Hadamard-rotated") != std::string::npos);
+      for (std::vector<float>* x : {&in.q, &in.k, &in.v}) {
+        for (size_t r = 0; r < x->size(); r += s.head_dim) hadamard_rotate(x->data() + r, s.head_dim);
+      }
+      REQUIRE(test::quantize_rows_and_back(dt, in.k, s.head_dim));
+      REQUIRE(test::quantize_rows_and_back(dt, in.v, s.head_dim));
+      std::vector<double> want = in.reference(true, 0, 0, 0);
+      test::hadamard_reference_rows(&want, s.head_dim);
+      const bool int8_query = s.t_q == 1;  // as above: AVX-512 VNNI's integer Q·Kᵀ
+      CHECK(max_error_of(dir / "o.npy", want, in.q_shape()) <= (int8_query ? 2e-2 : 1e-4));
     }
   }
 }

@@ -1,7 +1,8 @@
 # cmake -DHEADWAY=path/to/headway -DGGUF=model.gguf -DCACHE=cache.bin -P prompt_cache.cmake
 # `headway generate --prompt-cache`: the first run saves the prompt's state, the second restores
 # all of it and prints the same greedy text with no heap call; a longer prompt reuses the cached
-# prefix; a prompt it does not begin and another plan's KV dtype leave it unused, saying why.
+# prefix; a prompt it does not begin and another plan's KV dtype or kv_rotation leave it unused,
+# saying why.
 file(REMOVE "${CACHE}")
 function(run_generate name expect_err)
   execute_process(COMMAND ${HEADWAY} generate --gguf ${GGUF} --temp 0 --tokens 16 --json --prompt-cache ${CACHE}
@@ -41,4 +42,19 @@ run_generate(other_prompt "not used: .*: its ${n_longer} tokens do not begin thi
              --prompt-ids 1,2,3)
 run_generate(other_plan "not used: .*: state: kv_dtype f16, this plan's q8_0.*0 of 3 prompt tokens"
              --prompt-ids 1,2,3 --kv-dtype q8_0)
+
+# A Hadamard-rotated q8_0 cache: its state restores whole into the same plan (the same text, no
+# heap call) and is refused by a plan without the rotation, whose rows it would misread.
+file(REMOVE "${CACHE}")
+set(rotated ${chat} --kv-dtype q8_0 --kv-rotate)
+run_generate(rot_first "headway generate: 0 of ${n_prompt} prompt tokens from --prompt-cache" ${rotated})
+run_generate(rot_second "headway generate: ${n_prompt} of ${n_prompt} prompt tokens from --prompt-cache" ${rotated})
+string(JSON rtext1 GET "${rot_first_out}" text)
+string(JSON rtext2 GET "${rot_second_out}" text)
+string(JSON rheap2 GET "${rot_second_out}" heap_allocations)
+if(NOT rtext1 STREQUAL rtext2 OR NOT rheap2 EQUAL 0)
+  message(FATAL_ERROR "the cached rotated run printed '${rtext2}' with ${rheap2} heap calls; the first '${rtext1}'")
+endif()
+run_generate(rot_other_plan "not used: .*: state: kv_rotation hadamard, this plan's none.*0 of ${n_prompt} prompt tokens"
+             ${chat} --kv-dtype q8_0)
 file(REMOVE "${CACHE}")

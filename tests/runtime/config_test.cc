@@ -182,6 +182,39 @@ TEST_CASE("enum fields out of range are errors, not UB") {
   CHECK(message_of(c).find("rope style 9") != std::string::npos);
 }
 
+TEST_CASE("kv_rotation: only over q8_0 or q4_0, only a head_dim it rotates, every layout's bytes unchanged") {
+  Config c = base();
+  c.kv_rotation = KvRotation::kHadamard;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    c.kv_dtype = dt;
+    CHECK(message_of(c) == std::string("kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype ") +
+                               dtype_name(dt) +
+                               " (the rotation spreads a quantized block's outliers; other dtypes "
+                               "gain nothing)");
+  }
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    c.kv_dtype = dt;
+    for (uint32_t hd : {32u, 64u, 96u, 128u, 256u, 288u, 512u}) {
+      c.head_dim = hd;
+      INFO(std::string(dtype_name(dt)) << " head_dim " << hd);
+      CHECK(validate(c).ok());
+    }
+    for (uint32_t hd : {16u, 40u, 80u, 100u}) {
+      c.head_dim = hd;
+      INFO(std::string(dtype_name(dt)) << " head_dim " << hd);
+      CHECK(message_of(c).find("kv_rotation hadamard cannot rotate head_dim " + std::to_string(hd)) == 0);
+    }
+  }
+  CHECK(std::string(kv_rotation_name(KvRotation::kHadamard)) == "hadamard");
+  CHECK(std::string(kv_rotation_name(KvRotation::kNone)) == "none");
+  KvRotation r = KvRotation::kNone;
+  CHECK(kv_rotation_from_name("hadamard", &r));
+  CHECK(r == KvRotation::kHadamard);
+  CHECK_FALSE(kv_rotation_from_name("hadamar", &r));
+  CHECK_FALSE(kv_rotation_from_name("hadamards", &r));
+  CHECK_FALSE(kv_rotation_from_name(nullptr, &r));
+}
+
 TEST_CASE("byte counts that overflow 64 bits are an error") {
   Config c = base();
   c.d_model = 4000000000u;

@@ -6,17 +6,20 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "headway/arena.hpp"
 #include "headway/dtype_convert.hpp"
+#include "headway/hadamard.hpp"
 #include "headway/heap_count.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "headway/quantize.hpp"
 #include "runtime/attention/rope.hpp"
 #include "tests/reference/reference_attention.hpp"
+#include "tests/support/hadamard_reference.hpp"
 #include "tests/support/quantized_rows.hpp"
 
 namespace headway {
@@ -268,6 +271,15 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
   std::vector<float> q_roped = q, k_dense = k, v_dense = v;
   apply_rope(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim, 0, total, c.rope, f.rope.data());
   apply_rope(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim, 0, total, c.rope, f.rope.data());
+  // A rotated cache: the queries rotated as the layer rotates them (after RoPE), K and V as append
+  // rotates them before quantizing; the reference then runs in the rotated basis and its output is
+  // rotated back in double.
+  const bool rotated = c.kv_rotation == KvRotation::kHadamard;
+  if (rotated) {
+    hadamard_rotate_heads(q_roped.data(), total, p.q_width, c.n_heads, p.head_dim);
+    hadamard_rotate_heads(k_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim);
+    hadamard_rotate_heads(v_dense.data(), total, p.kv_width, c.kv_heads(), p.head_dim);
+  }
   auto round = [&](float x) {
     return c.kv_dtype == DType::kF32   ? x
            : c.kv_dtype == DType::kF16 ? f16_bits_to_f32(f32_to_f16_bits(x))
@@ -311,8 +323,9 @@ void check_cache_attention(const Config& c, uint32_t max_tokens, const std::vect
     r.sinks.assign(sinks.begin(), sinks.end());
     r.sink_tokens = c.sink_tokens;
     r.alibi_slopes.assign(f.slopes.begin(), f.slopes.end());
-    const std::vector<double> want =
+    std::vector<double> want =
         test::reference_attention(r, q_roped.data() + size_t{pos} * p.q_width, k_dense.data(), v_dense.data());
+    if (rotated) test::hadamard_reference_rows(&want, p.head_dim);
     double worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(want[i] - o[i]));
     CHECK(worst <= tol);
@@ -406,6 +419,98 @@ TEST_CASE("attention over a q8_0 and a q4_0 cache: full context, a wrapping ring
   }
   const Plan p = make_plan(small_config(0, DType::kQ8_0), {}).value();
   CHECK(p.kv_bytes_per_token == 2u * 2 * 34);  // K and V, 2 kv heads, one block of 16 values each
+}
+
+// kv_rotation hadamard: K (after RoPE) and V rotated before they are quantized, the queries as the
+// layer rotates them, the output rotated back by attend(): the reference of the rotated rows,
+// rotated back, within the same 1e-4 (head_dim 64: one block; 96: three blocks of 32).
+TEST_CASE("attention over a Hadamard-rotated q8_0 and q4_0 cache: full context, a wrapping ring") {
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    for (uint32_t hd : {64u, 96u}) {
+      INFO(std::string(dtype_name(dt)) << ", head_dim " << hd);
+      Config c = small_config(0, dt);
+      c.head_dim = hd;
+      c.kv_rotation = KvRotation::kHadamard;
+      check_cache_attention(c, 8, {8, 5, 1, 1, 7, 1, 8, 1, 1, 1}, 1e-4);
+      c.window = 6;
+      c.sink_tokens = 2;
+      check_cache_attention(c, 3, {3, 3, 1, 1, 1, 3, 2, 1, 1, 3, 3, 1, 1, 1, 3, 2, 1}, 1e-4);
+    }
+  }
+  // The bytes are the unrotated cache's.
+  Config c = small_config(0, DType::kQ4_0);
+  c.head_dim = 64;
+  const uint64_t plain = make_plan(c, {}).value().arena_bytes;
+  c.kv_rotation = KvRotation::kHadamard;
+  CHECK(make_plan(c, {}).value().arena_bytes == plain);
+}
+
+// Runs T tokens through a rotated cache as one prefill (or chunks of `chunk`) and returns every
+// query's output; the queries are rotated by rotate_queries (RoPE, then the Hadamard rotation).
+std::vector<float> rotated_cache_outputs(const Config& c, uint32_t total, uint32_t chunk, ThreadPool* pool) {
+  Fixture f(c, chunk);
+  const Plan& p = f.plan;
+  const std::vector<float> q = normal(size_t{total} * p.q_width, 31), k = normal(size_t{total} * p.kv_width, 32),
+                           v = normal(size_t{total} * p.kv_width, 33);
+  std::vector<float> o(size_t{total} * p.q_width), qr(size_t{chunk} * p.q_width);
+  std::vector<uint8_t> workspace;
+  for (uint32_t pos = 0; pos < total; pos += chunk) {
+    const uint32_t n = std::min(chunk, total - pos);
+    REQUIRE(
+        f.cache
+            .append(k.data() + size_t{pos} * p.kv_width, p.kv_width, v.data() + size_t{pos} * p.kv_width, p.kv_width, n)
+            .ok());
+    std::copy(q.begin() + size_t{pos} * p.q_width, q.begin() + size_t{pos + n} * p.q_width, qr.begin());
+    REQUIRE(f.cache.rotate_queries(qr.data(), p.q_width, n).ok());
+    const size_t ws_bytes = f.cache.workspace_bytes(n, pool->threads());
+    workspace.resize(ws_bytes + 64);
+    void* ws = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
+    const Status s =
+        f.cache.attend(qr.data(), p.q_width, o.data() + size_t{pos} * p.q_width, p.q_width, n, pool, ws, ws_bytes);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+  }
+  return o;
+}
+
+TEST_CASE("a rotated cache: decode equals prefill within rounding, the same bits for every thread count") {
+  ThreadPool pools[3];
+  for (uint32_t t = 0; t < 3; ++t) REQUIRE(pools[t].create(t + 1).ok());
+  for (DType dt : {DType::kQ8_0, DType::kQ4_0}) {
+    INFO(std::string(dtype_name(dt)));
+    Config c = small_config(0, dt);
+    c.head_dim = 64;
+    c.kv_rotation = KvRotation::kHadamard;
+    const uint32_t total = c.max_seq;
+    const std::vector<float> prefill = rotated_cache_outputs(c, total, total, &pools[0]);
+    const std::vector<float> decode = rotated_cache_outputs(c, total, 1, &pools[0]);
+    double worst = 0;
+    for (size_t i = 0; i < prefill.size(); ++i) worst = std::max(worst, double{std::fabs(prefill[i] - decode[i])});
+    CHECK(worst < 1e-4);  // the same cache bytes; the tile and the decode kernels round differently
+    for (ThreadPool& pool : pools) {
+      if (pool.threads() == 1) continue;  // the baseline
+      INFO("threads " << pool.threads());
+      const std::vector<float> p2 = rotated_cache_outputs(c, total, total, &pool);
+      const std::vector<float> d2 = rotated_cache_outputs(c, total, 1, &pool);
+      CHECK(std::memcmp(p2.data(), prefill.data(), p2.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(d2.data(), decode.data(), d2.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("rotate_queries of a rotated cache: RoPE, then the Hadamard rotation of each head") {
+  Config c = small_config(0, DType::kQ8_0);
+  c.head_dim = 32;
+  c.kv_rotation = KvRotation::kHadamard;
+  Fixture f(c, 4);
+  const Plan& p = f.plan;
+  const std::vector<float> kv = normal(size_t{3} * p.kv_width, 41);
+  REQUIRE(f.cache.append(kv.data(), p.kv_width, kv.data(), p.kv_width, 3).ok());
+  const std::vector<float> q = normal(size_t{2} * p.q_width, 42);
+  std::vector<float> got = q, want = q;
+  REQUIRE(f.cache.rotate_queries(got.data(), p.q_width, 2).ok());
+  apply_rope(want.data(), 2, p.q_width, c.n_heads, p.head_dim, 1, 3, c.rope, f.rope.data());
+  hadamard_rotate_heads(want.data(), 2, p.q_width, c.n_heads, p.head_dim);
+  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("a cache with ALiBi needs its slopes") {
@@ -601,52 +706,61 @@ constexpr uint32_t kHeapCheckLayersRun = 2;
 
 TEST_CASE("no heap during append, prefill and decode over an arena (threads 1 and 2)") {
   for (uint32_t threads : kHeapCheckThreads) {
-    INFO("threads " << threads);
-    Config c = small_config(0, DType::kF16);
-    c.max_seq = kHeapCheckContext;  // long enough for the split-KV decode path
-    c.n_layers = 2;
-    PlanOptions o;
-    o.threads = threads;
-    o.max_tokens = 16;
-    const Plan p = make_plan(c, o).value();
-    std::vector<uint8_t> memory(p.arena_bytes + kAlignment);
-    void* base = memory.data() + (kAlignment - reinterpret_cast<uintptr_t>(memory.data()) % kAlignment) % kAlignment;
-    Arena arena;
-    REQUIRE(arena.bind(p, base, p.arena_bytes).ok());
-    const std::vector<double> rope = rope_table(p);
-    KvCache caches[2];
-    for (uint32_t l = 0; l < 2; ++l) {
-      REQUIRE(caches[l].bind(p, arena.kv_layer(l), p.kv_bytes_per_layer, rope.data()).ok());
-    }
-    ThreadPool pool;
-    REQUIRE(pool.create(threads).ok());
-    const std::vector<float> x = normal(size_t{p.max_tokens} * p.qkv_width, 21);
-    float* qkv = arena.qkv();
-    float* out = arena.attention_out();
-    std::copy(x.begin(), x.end(), qkv);
-
-    HeapCount count;
-    Status status;
-    uint32_t steps = 0;
-    while (caches[0].size() < c.max_seq && status.ok()) {
-      const uint32_t n = caches[0].size() < kHeapCheckPrefill ? p.max_tokens : 1;
-      for (uint32_t l = 0; l < kHeapCheckLayersRun && status.ok(); ++l) {
-        apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].position(), caches[l].position() + n, c.rope,
-                   rope.data());
-        status = caches[l].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width + p.kv_width, p.qkv_width, n);
-        if (status.ok()) {
-          status = caches[l].attend(qkv, p.qkv_width, out, p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);
-        }
+    for (bool rotate : {false, true}) {
+      // The rotation adds no allocation of its own (single-threaded, stack only): one pass, one layer.
+      if (rotate && threads != 2) continue;
+      INFO("threads " << threads << std::string(rotate ? ", q4_0 Hadamard-rotated" : ""));
+      Config c = small_config(0, rotate ? DType::kQ4_0 : DType::kF16);
+      if (rotate) {
+        c.head_dim = 32;
+        c.kv_rotation = KvRotation::kHadamard;
       }
-      ++steps;
+      c.max_seq = kHeapCheckContext;  // long enough for the split-KV decode path
+      c.n_layers = 2;
+      PlanOptions o;
+      o.threads = threads;
+      o.max_tokens = 16;
+      const Plan p = make_plan(c, o).value();
+      std::vector<uint8_t> memory(p.arena_bytes + kAlignment);
+      void* base = memory.data() + (kAlignment - reinterpret_cast<uintptr_t>(memory.data()) % kAlignment) % kAlignment;
+      Arena arena;
+      REQUIRE(arena.bind(p, base, p.arena_bytes).ok());
+      const std::vector<double> rope = rope_table(p);
+      KvCache caches[2];
+      for (uint32_t l = 0; l < 2; ++l) {
+        REQUIRE(caches[l].bind(p, arena.kv_layer(l), p.kv_bytes_per_layer, rope.data()).ok());
+      }
+      ThreadPool pool;
+      REQUIRE(pool.create(threads).ok());
+      const std::vector<float> x = normal(size_t{p.max_tokens} * p.qkv_width, 21);
+      float* qkv = arena.qkv();
+      float* out = arena.attention_out();
+      std::copy(x.begin(), x.end(), qkv);
+
+      HeapCount count;
+      Status status;
+      uint32_t steps = 0;
+      while (caches[0].size() < c.max_seq && status.ok()) {
+        const uint32_t n = caches[0].size() < kHeapCheckPrefill ? p.max_tokens : 1;
+        for (uint32_t l = 0; l < (rotate ? 1 : kHeapCheckLayersRun) && status.ok(); ++l) {
+          apply_rope(qkv, n, p.qkv_width, c.n_heads, p.head_dim, caches[l].position(), caches[l].position() + n, c.rope,
+                     rope.data());
+          if (rotate) hadamard_rotate_heads(qkv, n, p.qkv_width, c.n_heads, p.head_dim);  // as the layer does
+          status = caches[l].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width + p.kv_width, p.qkv_width, n);
+          if (status.ok()) {
+            status = caches[l].attend(qkv, p.qkv_width, out, p.q_width, n, &pool, arena.scratch(), p.scratch_bytes);
+          }
+        }
+        ++steps;
+      }
+      const Status past = caches[0].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width, p.qkv_width, 1);
+      const long allocations = count.stop();
+      REQUIRE_MESSAGE(status.ok(), status.message());
+      CHECK(past.code() == Code::kOutOfRange);
+      const uint32_t chunks = (kHeapCheckPrefill + p.max_tokens - 1) / p.max_tokens;
+      CHECK(steps == chunks + c.max_seq - chunks * p.max_tokens);
+      CHECK(allocations == 0);
     }
-    const Status past = caches[0].append(qkv + p.q_width, p.qkv_width, qkv + p.q_width, p.qkv_width, 1);
-    const long allocations = count.stop();
-    REQUIRE_MESSAGE(status.ok(), status.message());
-    CHECK(past.code() == Code::kOutOfRange);
-    const uint32_t chunks = (kHeapCheckPrefill + p.max_tokens - 1) / p.max_tokens;
-    CHECK(steps == chunks + c.max_seq - chunks * p.max_tokens);
-    CHECK(allocations == 0);
   }
 }
 

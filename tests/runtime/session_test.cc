@@ -241,6 +241,75 @@ TEST_CASE("Session: decoding token by token equals one prefill of the same token
   }
 }
 
+// kv_rotation hadamard through the whole stack (the layer rotates Q after RoPE, the cache K and V
+// before quantizing, attend() the output back): decode equals prefill within the rounding of
+// different kernels (which can move a quantization code in the next layer), near the f32 cache
+// within the format's error, the same bits for every thread count, no heap.
+TEST_CASE("Session with kv_rotation hadamard: decode equals prefill, near f32 K/V, any thread count, no heap") {
+  Config exact_c = stack_config();
+  exact_c.head_dim = 32;
+  const uint32_t n = 20;
+  const std::vector<float> x = random_x(n, exact_c.d_model, 9);
+  auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double scale = 1.0, err = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      scale = std::max(scale, double(std::fabs(a[i])));
+      err = std::max(err, double(std::fabs(a[i] - b[i])));
+    }
+    return err / scale;
+  };
+  PlanOptions o;
+  o.max_tokens = 8;
+  std::vector<float> exact(x.size());
+  {
+    Stack* e = make_stack(exact_c, o, nullptr);
+    REQUIRE(e->session.prefill(x.data(), n, exact.data()).ok());
+    delete e;
+  }
+  struct Format {
+    DType dtype;
+    double near_exact, decode;  // bounds: about 3x what was measured (decode: 3e-7)
+  };
+  for (const Format& f : {Format{DType::kQ8_0, 3e-2, 1e-5}, Format{DType::kQ4_0, 0.5, 1e-5}}) {
+    Config c = exact_c;
+    c.kv_dtype = f.dtype;
+    c.kv_rotation = KvRotation::kHadamard;
+    std::vector<float> y_prefill(x.size()), y_decode(x.size());
+    for (uint32_t threads : {1u, 3u}) {
+      INFO(std::string(dtype_name(f.dtype)) << ", threads " << threads);
+      ThreadPool pool;
+      REQUIRE(pool.create(threads).ok());
+      o.threads = threads;
+      Stack* a = make_stack(c, o, &pool);
+      Stack* b = make_stack(c, o, &pool);
+      std::vector<float> yp(x.size()), yd(x.size());
+      HeapCount count;
+      const Status sp = a->session.prefill(x.data(), n, yp.data());
+      Status sd;
+      for (uint32_t i = 0; i < n && sd.ok(); ++i) {
+        sd = b->session.decode(x.data() + i * c.d_model, yd.data() + i * c.d_model);
+      }
+      CHECK(count.stop() == 0);
+      REQUIRE_MESSAGE(sp.ok(), sp.message());
+      REQUIRE_MESSAGE(sd.ok(), sd.message());
+      if (threads == 1) {
+        y_prefill = yp;
+        y_decode = yd;
+        MESSAGE(std::string(dtype_name(f.dtype))
+                << " rotated: decode against prefill " << rel(yp, yd) << ", against f32 K/V " << rel(yp, exact)
+                << " (max abs error over the largest output)");
+        CHECK(rel(yp, yd) < f.decode);
+        CHECK(rel(yp, exact) < f.near_exact);
+      } else {
+        CHECK(std::memcmp(yp.data(), y_prefill.data(), yp.size() * 4) == 0);
+        CHECK(std::memcmp(yd.data(), y_decode.data(), yd.size() * 4) == 0);
+      }
+      delete a;
+      delete b;
+    }
+  }
+}
+
 TEST_CASE("Session: a prompt past the context is an error and leaves every cache byte unchanged") {
   const Config c = stack_config();
   PlanOptions o;

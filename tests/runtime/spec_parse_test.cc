@@ -43,6 +43,11 @@ TEST_CASE("every key, separators and float forms") {
   CHECK(c.o_bias);
   CHECK_FALSE(c.qk_norm);
   CHECK(parse_spec("d_model=8 heads=1 ctx=4 softcap=2.5e-1").value().softcap == 0.25f);
+  const Config rotated = parse_spec("d_model=256 heads=4 ctx=16 kv_dtype=q4_0 kv_rotation=hadamard").value();
+  CHECK(rotated.kv_rotation == KvRotation::kHadamard);
+  CHECK(validate(rotated).ok());
+  CHECK(parse_spec("d_model=256 heads=4 kv_rotation=none").value().kv_rotation == KvRotation::kNone);
+  CHECK(parse_spec("d_model=256 heads=4").value().kv_rotation == KvRotation::kNone);
   CHECK(parse_spec("d_model=8 heads=1 ctx=4").value().rope.style == RopeStyle::kNone);
   CHECK(parse_spec("rope=none rope_theta=5 d_model=8").value().rope.style == RopeStyle::kNone);
   const Config s = parse_spec(
@@ -72,6 +77,7 @@ TEST_CASE("bad specs name the key and the value") {
       {"softcap=1e999", "softcap=1e999 is not a non-negative number"},
       {"rope=alibi", "rope=alibi is not one of none, neox, gptj"},
       {"kv_dtype=f8", "kv_dtype=f8 is not one of f32, f16, bf16"},
+      {"kv_rotation=walsh", "kv_rotation=walsh is not one of none, hadamard"},
       {"causal=maybe", "causal=maybe is not 0, 1, true or false"},
       {"sink_tokens=-1", "sink_tokens=-1 is not a whole number"},
       {"alibi=2", "alibi=2 is not 0, 1, true or false"},
