@@ -7,7 +7,7 @@
 // widening in kv_load-inl.h.
 //
 // Specialized at compile time for head_dim 64 and 128 (kDim); kDim = 0 is the runtime-head_dim
-// code for every head_dim 1..512. No allocation: everything lives in the caller's scratch
+// code for every head_dim 1..576. No allocation: everything lives in the caller's scratch
 // (layout: AttentionScratchLayout in headway/attention_policy.hpp), in vector registers, or on
 // ~1.6 KiB of stack (decode: the K and V row pointers of one tile and the K row pointers of the
 // next).

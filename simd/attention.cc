@@ -35,7 +35,7 @@ size_t attention_scratch_bytes(uint32_t head_dim, uint32_t group_size) {
 }
 
 const char* attention_args_error(const AttentionArgs& a) {
-  if (a.head_dim == 0 || a.head_dim > kAttentionMaxHeadDim) return "head_dim must be in 1..512";
+  if (a.head_dim == 0 || a.head_dim > kAttentionMaxHeadDim) return "head_dim must be in 1..576";
   if (a.n_heads == 0) return "n_heads must be at least 1";
   if (a.n_kv_heads == 0) return "n_kv_heads must be at least 1";
   if (a.n_heads % a.n_kv_heads != 0) return "n_heads is not a multiple of n_kv_heads";

@@ -72,7 +72,7 @@ struct AttentionArgs {
   uint32_t t_kv = 0;
   uint32_t n_heads = 0;
   uint32_t n_kv_heads = 0;
-  uint32_t head_dim = 0;  // 1..512; 64 and 128 run compile-time-specialized code
+  uint32_t head_dim = 0;  // 1..576; 64 and 128 run compile-time-specialized code
   float scale = 0.0f;     // logit scale; the caller resolves the default 1/sqrt(head_dim)
   float softcap = 0.0f;   // 0 = off
   bool causal = false;

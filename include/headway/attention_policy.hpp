@@ -27,7 +27,7 @@ inline constexpr uint64_t kAlignment = 64;  // cache line; every arena, workspac
 constexpr uint64_t align_up(uint64_t n, uint64_t a = kAlignment) { return (n + a - 1) / a * a; }
 
 // The largest head_dim the plan admits and the kernels' stack buffers hold.
-inline constexpr uint32_t kMaxHeadDim = 512;
+inline constexpr uint32_t kMaxHeadDim = 576;  // 512, and MLA's 576 (DeepSeek: a 512 latent + 64 RoPE)
 // The head dims with compile-time-specialized kernels (BERT/GPT-2: 64; Llama/Mistral: 128); every
 // other one runs the generic runtime-head_dim code.
 constexpr bool head_dim_specialized(uint32_t head_dim) { return head_dim == 64 || head_dim == 128; }

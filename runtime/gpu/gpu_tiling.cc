@@ -31,6 +31,11 @@ uint32_t tiling_shared_bytes(uint32_t head_dim, uint32_t rows, uint32_t kv_tile)
 
 Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceLimits& limits) {
   if (head_dim == 0) return Status::error(Code::kInvalidArgument, "gpu tiling: head_dim is 0");
+  if (head_dim > kGpuMaxHeadDim) {
+    return Status::error(Code::kUnsupported,
+                         "gpu: head_dim %u is more than the %u the shaders hold; use the cpu backend", head_dim,
+                         kGpuMaxHeadDim);
+  }
   const uint32_t sg = limits.subgroup_size ? limits.subgroup_size : 32;
   uint32_t cap = kMaxWorkgroupInvocations;
   if (limits.max_invocations && limits.max_invocations < cap) cap = limits.max_invocations;

@@ -36,6 +36,10 @@ struct Tiling {
 
 uint32_t tiling_shared_bytes(uint32_t head_dim, uint32_t rows, uint32_t kv_tile);
 
+// The largest head_dim the shaders hold: 16 output dims per thread over at most 32 threads a
+// row on the smallest subgroups (the CPU's kMaxHeadDim is larger, for MLA's latent rows).
+inline constexpr uint32_t kGpuMaxHeadDim = 512;
+
 // max_rows: the most query rows one call has (max_tokens · group). kUnsupported when not even
 // one row and one key fit in shared memory.
 Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceLimits& limits);

@@ -556,7 +556,7 @@ TEST_CASE("headway attend: bad input exits 2 with the reason") {
       {with_q("missing.npy"), "cannot open " + (dir / "missing.npy")},
       {q + k + " --v " + (dir / "v16.npy") + out, "is f32 and " + (dir / "v16.npy") + " is f16; give --kv-dtype"},
       {" --q " + (dir / "q_d600.npy") + " --k " + (dir / "k_d600.npy") + " --v " + (dir / "k_d600.npy") + out,
-       "attention: head_dim 600 is not in 1..512"},
+       "attention: head_dim 600 is not in 1..576"},
       {q + k + v + " --out " + (dir / "no/such/dir/o.npy"), "cannot write " + (dir / "no/such/dir/o.npy")},
       {ok + " --sinks " + (dir / "sinks3.npy"),
        "--sinks " + (dir / "sinks3.npy") + ": shape (3,), expected [4] (one sink logit per query head"},

@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.n_kv_heads = byte(data, size, 3) % 5;                            // 0 is rejected
   const uint32_t group = byte(data, size, 4) % 9;
   s.n_heads = s.n_kv_heads * (group ? group : 1) + (group == 0 ? 1 : 0);  // group 0: not a multiple
-  s.head_dim = (byte(data, size, 5) | byte(data, size, 6) << 8) % 530;    // 513+ and 0 rejected
+  s.head_dim = (byte(data, size, 5) | byte(data, size, 6) << 8) % 600;    // 577+ and 0 rejected
   const uint8_t flags = byte(data, size, 7);
   AttentionParams p;
   p.causal = flags & 1;

@@ -252,7 +252,7 @@ TEST_CASE("gpu tiling: the choice fits the device's limits for every head_dim") 
   headway::gpu::DeviceLimits nvidia{32, 49152, 1024, 1024};
   headway::gpu::DeviceLimits small{16, 16384, 128, 128};
   for (const headway::gpu::DeviceLimits& lim : {lavapipe, nvidia, small}) {
-    for (uint32_t d = 1; d <= headway::kMaxHeadDim; ++d) {
+    for (uint32_t d = 1; d <= headway::gpu::kGpuMaxHeadDim; ++d) {
       for (uint32_t rows : {1u, 4u, 7u, 32u, 4096u}) {
         INFO("head_dim " << d << " rows " << rows << " subgroup " << lim.subgroup_size);
         const headway::Result<headway::gpu::Tiling> t = headway::gpu::choose_tiling(d, rows, lim);

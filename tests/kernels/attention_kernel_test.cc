@@ -660,9 +660,9 @@ TEST_CASE("attention kernel choice: d64/d128 specialized, generic elsewhere, dec
   }
 }
 
-TEST_CASE("attention head_dim: every size 1..512 path, prefill and decode") {
+TEST_CASE("attention head_dim: every size 1..576 path, prefill and decode") {
   uint64_t seed = 100;
-  for (uint32_t dim : {1u, 8u, 50u, 64u, 80u, 96u, 128u, 256u, 512u}) {
+  for (uint32_t dim : {1u, 8u, 50u, 64u, 80u, 96u, 128u, 256u, 288u, 512u, 576u}) {
     for (bool decode : {false, true}) {
       Case c;
       c.head_dim = dim;
@@ -1224,7 +1224,7 @@ TEST_CASE("attention invalid arguments: reported, and nothing is written") {
   c.head_dim = 64;
   const Data d = make_data(c);
   std::vector<float> o = fresh_output(d);
-  Scratch s(hs::attention_scratch_bytes(513, 2));
+  Scratch s(hs::attention_scratch_bytes(577, 2));
   const hs::AttentionArgs good = args_for(d, o.data());
   CHECK(hs::attention_args_error(good) == nullptr);
   auto expect_nothing = [&](const hs::AttentionArgs& a, uint32_t g0, uint32_t g1, uint32_t q0, uint32_t q1) {
@@ -1238,7 +1238,7 @@ TEST_CASE("attention invalid arguments: reported, and nothing is written") {
   CHECK(hs::attention_args_error(a) != nullptr);
   expect_nothing(a, 0, 2, 0, 4);
   a = good;
-  a.head_dim = 513;
+  a.head_dim = 577;
   CHECK(hs::attention_args_error(a) != nullptr);
   expect_nothing(a, 0, 2, 0, 4);
   a = good;

@@ -413,9 +413,9 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
   };
   CHECK(attempt(good, none, q, k, v, out) == "(ok)");
   CHECK(attempt(shape_with([](auto& s) { s.head_dim = 0; }), none, q, k, v, out) ==
-        "attention: head_dim 0 is not in 1..512");
-  CHECK(attempt(shape_with([](auto& s) { s.head_dim = 513; }), none, q, k, v, out) ==
-        "attention: head_dim 513 is not in 1..512");
+        "attention: head_dim 0 is not in 1..576");
+  CHECK(attempt(shape_with([](auto& s) { s.head_dim = 577; }), none, q, k, v, out) ==
+        "attention: head_dim 577 is not in 1..576");
   CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 3; }), none, q, k, v, out)
             .find("attention: n_heads 4 is not divisible by n_kv_heads 3") == 0);
   CHECK(attempt(shape_with([](auto& s) { s.n_kv_heads = 0; }), none, q, k, v, out)
@@ -455,7 +455,7 @@ TEST_CASE("bad shapes, parameters and pointers are rejected by name") {
   CHECK(!attention_workspace_bytes(good, 0).ok());
   CHECK(std::string(attention_workspace_bytes(good, 0).status().message()) == "attention: threads 0 is not in 1..256");
   CHECK(std::string(attention_workspace_bytes(shape_with([](auto& s) { s.head_dim = 0; }), 1).status().message()) ==
-        "attention: head_dim 0 is not in 1..512");
+        "attention: head_dim 0 is not in 1..576");
 }
 
 // ---- Packed batches ------------------------------------------------------------------------

@@ -133,7 +133,7 @@ struct BadShape {
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const BadShape kBadShapes[] = {
     {"head_dim 0", {4, 4, 2, 2, 0}, {}, DType::kF32, 1},
-    {"head_dim 513", {4, 4, 2, 2, 513}, {}, DType::kF32, 1},
+    {"head_dim 577", {4, 4, 2, 2, 577}, {}, DType::kF32, 1},
     {"n_heads 0", {4, 4, 0, 1, 64}, {}, DType::kF32, 1},
     {"n_kv_heads 0", {4, 4, 2, 0, 64}, {}, DType::kF32, 1},
     {"n_heads not a multiple of n_kv_heads", {4, 4, 6, 4, 64}, {}, DType::kF32, 1},
