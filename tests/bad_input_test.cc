@@ -231,7 +231,7 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
       {"head_dim past the kernels",
        plan_of([](Config& c) { c.head_dim = 1024; }),
        Code::kUnsupported,
-       {"head_dim 1024", "512"}},
+       {"head_dim 1024", "576"}},
       {"ctx 0", plan_of([](Config& c) { c.max_seq = 0; }), Code::kInvalidArgument, {"max_seq", "got 0"}},
       {"layers 0", plan_of([](Config& c) { c.n_layers = 0; }), Code::kInvalidArgument, {"n_layers", "got 0"}},
       {"rope theta NaN", plan_of([](Config& c) { c.rope.theta = kNaN; }), Code::kInvalidArgument, {"rope_theta nan"}},
@@ -311,7 +311,30 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        }),
        Code::kOutOfRange,
        {"does not fit in 64 bits", "max_seq 4294967295"}},
-      {"MLA", plan_of([](Config& c) { c.mla_kv_lora_rank = 512; }), Code::kUnsupported, {"kv_lora_rank 512"}},
+      {"MLA whose attention head is not its latent row",
+       plan_of([](Config& c) {
+         c.mla = MlaShape{64, 0, 32, 16, 24};
+         c.n_kv_heads = 1;
+       }),
+       Code::kInvalidArgument,
+       {"MLA: the attention runs on one shared row of kv_lora_rank + qk_rope_head_dim = 80 values: head_dim must be 80 "
+        "and n_kv_heads 1 (got 0 and 1)"}},
+      {"MLA with an odd rope part",
+       plan_of([](Config& c) {
+         c.mla = MlaShape{64, 0, 32, 15, 24};
+         c.head_dim = 79;
+         c.n_kv_heads = 1;
+       }),
+       Code::kInvalidArgument,
+       {"MLA: qk_rope_head_dim 15 must be even and positive"}},
+      {"MLA rows past the kernels",
+       plan_of([](Config& c) {
+         c.mla = MlaShape{1024, 0, 128, 64, 128};
+         c.head_dim = 1088;
+         c.n_kv_heads = 1;
+       }),
+       Code::kUnsupported,
+       {"MLA: kv_lora_rank 1024 + qk_rope_head_dim 64 = 1088 values per cache row, more than the 576"}},
       {"layers sharing earlier layers' caches (Gemma 3n, Gemma 4)",
        plan_of([](Config& c) {
          c.n_layers = 4;

@@ -12,6 +12,24 @@
 namespace headway::cli {
 namespace {
 
+// Multi-head latent attention: the model's head sizes, and the cache row against what the
+// expanded heads would hold.
+void print_mla(const Plan& p) {
+  const Config& c = p.config;
+  const MlaShape& m = c.mla;
+  const uint64_t latent = uint64_t{m.kv_lora_rank} + m.qk_rope_head_dim;
+  const uint64_t expanded = uint64_t{c.n_heads} * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
+  char q_lora[32] = "full-rank q";
+  if (m.q_lora_rank) std::snprintf(q_lora, sizeof(q_lora), "q_lora_rank %u", m.q_lora_rank);
+  std::printf(
+      "mla         latent rank %u, q head_dim %u (nope %u + rope %u), v head_dim %u, %s; a token's cache row "
+      "is %llu values (latent + rope key, K and V at once), where expanded heads would hold %u x (%u + %u) = "
+      "%llu (%.1fx)\n",
+      m.kv_lora_rank, m.qk_nope_head_dim + m.qk_rope_head_dim, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim,
+      q_lora, static_cast<unsigned long long>(latent), c.n_heads, m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim,
+      static_cast<unsigned long long>(expanded), static_cast<double>(expanded) / static_cast<double>(latent));
+}
+
 // attention_only: why the config's model part is not planned (empty: it is, or it has none).
 void print_table(const Plan& p, const std::string& attention_only) {
   const Config& c = p.config;
@@ -35,6 +53,7 @@ void print_table(const Plan& p, const std::string& attention_only) {
   if (c.output_gate) {
     std::printf("gate        attention output times sigmoid(gate) before Wo (each head's q then gate rows in Wq)\n");
   }
+  if (c.is_mla()) print_mla(p);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);

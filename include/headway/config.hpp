@@ -185,6 +185,23 @@ inline constexpr const char* kKvRotationNames = "none, hadamard";
 // add, BERT), "pre and output" (Gemma 2/3: also on each block's output), "output" (OLMo 2).
 const char* norm_placement_name(const ModelConfig& m);
 
+// Multi-head latent attention (DeepSeek-V2/V3, MiniCPM3, Youtu-LLM, PLM), run absorbed. A token's
+// cache row is [r | c]: its shared RoPE key r (qk_rope_head_dim values, rotated) and its latent c
+// (kv_lora_rank values, RMS-normed), K and V at once (V is the same row). Every head attends over
+// the rows as MQA: its query [q_nope | q_rope] (qk_nope_head_dim + qk_rope_head_dim) becomes
+// [q_rope | W_UKᵀ·q_nope], and the c part of its output becomes W_UV·o_c (v_head_dim values)
+// before Wo. The Config's head_dim (qk_rope_head_dim + kv_lora_rank) and n_kv_heads (1) are the
+// attention's; these are the model's own head sizes.
+struct MlaShape {
+  uint32_t kv_lora_rank = 0;  // 0: not MLA
+  uint32_t q_lora_rank = 0;   // 0: a full-rank q_proj
+  uint32_t qk_nope_head_dim = 0;
+  uint32_t qk_rope_head_dim = 0;
+  uint32_t v_head_dim = 0;
+  float q_a_norm_eps = 1e-6f;   // the query latent's RMS norm
+  float kv_a_norm_eps = 1e-6f;  // the kv latent's RMS norm
+};
+
 // The longest name a Config carries (a preset name or config.json's model_type).
 inline constexpr uint32_t kMaxNameLength = 47;
 
@@ -237,9 +254,9 @@ struct Config {
 
   ModelConfig model;  // the rest of a decoder; vocab_size 0: attention blocks alone
 
-  // Fields of architectures headway cannot run; validate() rejects a config that sets them.
-  uint32_t mla_kv_lora_rank = 0;  // DeepSeek-V2/V3 multi-head latent attention
-  uint32_t mla_qk_rope_head_dim = 0;
+  MlaShape mla;  // kv_lora_rank 0: not MLA
+
+  constexpr bool is_mla() const { return mla.kv_lora_rank != 0; }
 
   constexpr uint32_t kv_heads() const { return n_kv_heads ? n_kv_heads : n_heads; }
   constexpr uint32_t head_size() const { return head_dim ? head_dim : (n_heads ? d_model / n_heads : 0); }

@@ -118,6 +118,8 @@ class AttentionLayer {
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
   Status project_qkv(const float* x, uint32_t t);
   void split_gates(float* qkv, uint32_t t) const;
+  void init_mla_weights(const LayerWeights& weights);  // runtime/model/mla_layer.cc
+  Status forward_mla(const float* x, float* y, uint32_t t);
   void apply_gates(const float* qkv, float* attn, uint32_t t) const;
   Status init_backend(uint32_t layer, const LayerOptions& options);
   Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }

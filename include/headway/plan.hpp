@@ -146,7 +146,14 @@ struct Plan {
   uint32_t q_width = 0;     // n_heads · head_dim
   uint32_t q_rows = 0;      // Wq's rows: q_width, or 2 · q_width with an output gate (queries, then gates)
   uint32_t kv_width = 0;    // n_kv_heads · head_dim
-  uint32_t qkv_width = 0;   // q_rows + 2 · kv_width
+  uint32_t qkv_width = 0;   // q_rows + 2 · kv_width (MLA: see mla_rows)
+  // MLA (Config::mla): where a fused row's parts sit, in floats: the absorbed queries [q_width]
+  // and the shared cache row [kv_width] first, then the model's own query projection [n_heads ·
+  // (nope + rope)] at q_proj, its latent [q_lora_rank] at q_a and the heads' values [n_heads ·
+  // v_head_dim] at o_v; qkv_width is their sum.
+  struct MlaRows {
+    uint32_t q_proj = 0, q_a = 0, o_v = 0;
+  } mla_rows;
   uint32_t max_tokens = 0;
   // KV rows per layer. Full attention: max_seq. Sliding window W: a ring of W + max_tokens − 1
   // rows, so that a chunk of max_tokens queries appended at once still finds the W keys its
@@ -237,6 +244,10 @@ struct Plan {
     const uint64_t block = uint64_t{cache_rows} * dtype_row_bytes(config.kv_dtype, head_dim);
     l.cache_k_offset = uint64_t{l.kv_head} * block;
     l.cache_v_offset = uint64_t{config.kv_heads()} * block + uint64_t{l.kv_head} * block;
+    if (config.is_mla()) {  // V is K's row
+      l.qkv_v_offset = l.qkv_k_offset;
+      l.cache_v_offset = l.cache_k_offset;
+    }
     return l;
   }
 };
@@ -285,6 +296,17 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.q_rows = static_cast<uint32_t>(q_rows);
   p.kv_width = static_cast<uint32_t>(kvw);
   p.qkv_width = static_cast<uint32_t>(qkvw);
+  const MlaShape& m = c.mla;
+  const uint64_t mla_q = ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.qk_rope_head_dim);
+  const uint64_t mla_v = ck.mul(c.n_heads, m.v_head_dim);
+  if (c.is_mla()) {
+    p.mla_rows.q_proj = static_cast<uint32_t>(ck.add(qw, kvw));
+    p.mla_rows.q_a = static_cast<uint32_t>(ck.add(p.mla_rows.q_proj, mla_q));
+    p.mla_rows.o_v = p.mla_rows.q_a + m.q_lora_rank;
+    const uint64_t width = ck.add(p.mla_rows.o_v, mla_v);
+    if (width > 0xffffffffull) ck.overflow = true;
+    p.qkv_width = static_cast<uint32_t>(width);
+  }
   p.max_tokens = o.max_tokens ? o.max_tokens : 512;
   // A causal call's tokens are positions of one sequence; a bidirectional model's may be an
   // encoder's batch of sequences (Session::encode), each within max_seq.
@@ -317,10 +339,26 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   } else {
     p.weight_bytes_per_layer = ck.align(ck.mul(ck.add(per_layer, vectors), wb));
   }
+  if (c.is_mla()) {
+    // Wq_a [q_lora, d_model] and Wq_b [n_heads·(nope + rope), q_lora], or Wq [.., d_model];
+    // Wkv_a [kv_lora + rope, d_model], Wkv_b [n_heads·(nope + v), kv_lora], Wo [d_model, n_heads·v];
+    // the two latent norms (block weights: the matrices' rows as the file holds them, norms f32).
+    const bool blocks = dtype_is_block(o.weight_dtype);
+    const auto matrix = [&](uint64_t rows, uint64_t in) {
+      return blocks ? ck.mul(rows, dtype_row_bytes(o.weight_dtype, in)) : ck.mul(ck.mul(rows, in), wb);
+    };
+    uint64_t bytes = m.q_lora_rank ? ck.add(matrix(m.q_lora_rank, c.d_model), matrix(mla_q, m.q_lora_rank))
+                                   : matrix(mla_q, c.d_model);
+    bytes = ck.add(bytes, matrix(uint64_t{m.kv_lora_rank} + m.qk_rope_head_dim, c.d_model));
+    bytes = ck.add(bytes, matrix(ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.v_head_dim), m.kv_lora_rank));
+    bytes = ck.add(bytes, matrix(c.d_model, mla_v));
+    bytes = ck.add(bytes, ck.mul(uint64_t{m.q_lora_rank} + m.kv_lora_rank, blocks ? 4 : wb));
+    p.weight_bytes_per_layer = ck.align(bytes);
+  }
   p.weight_bytes = ck.mul(p.weight_bytes_per_layer, c.n_layers);
   const bool xnn = o.projection == Projection::kXnnpack;
   p.weights_region_bytes = o.weights_in_arena && !xnn ? p.weight_bytes : 0;
-  if (xnn) {
+  if (xnn && !c.is_mla()) {  // MLA's projections are Highway's (the layer refuses XNNPACK)
     p.projection_blocks = p.options.threads < kXnnMaxBlocks ? p.options.threads : kXnnMaxBlocks;
     const uint32_t b = p.projection_blocks;
     // Borrowed weights: Q, K, V are three operators; copied: one fused QKV operator (bounded by
@@ -335,7 +373,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
 
   // K and V of one token in one layer: a row of head_dim values per kv head (block formats: whole
   // blocks, scales included).
-  const uint64_t kv_token_layer = ck.mul(ck.mul(2, kvh), dtype_row_bytes(c.kv_dtype, p.head_dim));
+  // MLA: one row, K and V at once.
+  const uint64_t kv_token_layer = ck.mul(ck.mul(c.is_mla() ? 1 : 2, kvh), dtype_row_bytes(c.kv_dtype, p.head_dim));
   p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
   p.kv_bytes_full_layer = ck.align(ck.mul(kv_token_layer, c.max_seq));
@@ -348,7 +387,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.sinks_bytes = ck.mul(p.sinks_bytes_per_layer, c.n_layers);
   p.alibi_bytes = c.alibi ? ck.align(ck.mul(c.n_heads, 4)) : 0;
 
-  const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, qkvw), 4));
+  const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, p.qkv_width), 4));
   const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
   const uint64_t model_act = ck.align(ck.mul(ck.mul(p.max_tokens, c.d_model), 4));
   p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));

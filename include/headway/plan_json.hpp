@@ -5,7 +5,9 @@
 //   q_width, q_rows, kv_width, qkv_width, kernel, max_seq, n_layers, causal, window,
 //   window_symmetric, softcap, scale, rope {style, theta, rotary_dim, scaling; factor and
 //   original_max_seq or rotated_pairs where the scaling has them}, qk_norm ("none"|"per head"|"across
-//   heads"), qk_norm_offset, output_gate, v_norm, k_eq_v, kv_dtype, weight_dtype, threads,
+//   heads"), qk_norm_offset, output_gate, mla {kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+//   v_head_dim, latent_values_per_token, expanded_values_per_token} (MLA only), v_norm, k_eq_v,
+//   kv_dtype, weight_dtype, threads,
 //   max_tokens, cache_rows, kv_bytes_per_token, kv_bytes_per_layer, kv_cache_bytes, weight_bytes,
 //   projection, packed_bytes, activation_bytes, scratch_bytes_per_thread, scratch_bytes,
 //   vocab_size, intermediate_size, mlp ("none"|"swiglu"), norm ("none"|"rms"), tie_word_embeddings,

@@ -30,6 +30,13 @@ struct LayerWeights {
   TensorRef bq, bk, bv, bo;
   TensorRef q_norm, k_norm;
   TensorRef sinks;
+  // Multi-head latent attention (Config::mla): wq is q_proj [n_heads·(nope + rope), d_model], or
+  // with a q_lora_rank q_b_proj [n_heads·(nope + rope), q_lora_rank] after wq_a (q_a_proj
+  // [q_lora_rank, d_model]) and its RMS norm q_a_norm [q_lora_rank]; wkv_a is kv_a_proj_with_mqa
+  // [kv_lora_rank + rope, d_model] (the latent, then the shared RoPE key), kv_a_norm the latent's
+  // RMS norm [kv_lora_rank], wkv_b kv_b_proj [n_heads·(nope + v_head_dim), kv_lora_rank] (each
+  // head's W_UK rows, then its W_UV rows); wo is [d_model, n_heads·v_head_dim].
+  TensorRef wq_a, q_a_norm, wkv_a, kv_a_norm, wkv_b;
 };
 
 }  // namespace headway

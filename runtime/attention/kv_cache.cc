@@ -58,6 +58,7 @@ Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double*
   alibi_ = plan.config.alibi ? alibi_slopes : nullptr;
   k_ = static_cast<uint8_t*>(region);
   v_ = k_ + uint64_t{plan.config.kv_heads()} * plan.cache_rows * dtype_row_bytes(plan.config.kv_dtype, plan.head_dim);
+  if (plan.config.is_mla()) v_ = k_;  // MLA's V is its K row (the latent read as values)
   start_ = 0;
   size_ = 0;
   return Status();
@@ -116,6 +117,7 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
       apply_rope(rotated, 1, hd, 1, hd, position() + t, position() + n, c.rope, rope_);
       if (hadamard) hadamard_rotate(rotated, hd);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
+      if (c.is_mla()) continue;  // V is the row just stored
       const float* v_row = v + t * v_token_stride + size_t{g} * hd;
       if (hadamard) {
         std::memcpy(rotated, v_row, hd * sizeof(float));

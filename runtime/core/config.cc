@@ -62,7 +62,10 @@ const char* rope_scaling_name(RopeScaling s) {
 
 float Config::logit_scale() const {
   if (scale > 0.0f) return scale;
-  const float base = query_pre_attn_scalar > 0.0f ? query_pre_attn_scalar : static_cast<float>(head_size());
+  // MLA: the model's query head (nope + rope), not the absorbed one the kernels run.
+  const float head =
+      is_mla() ? static_cast<float>(mla.qk_nope_head_dim + mla.qk_rope_head_dim) : static_cast<float>(head_size());
+  const float base = query_pre_attn_scalar > 0.0f ? query_pre_attn_scalar : head;
   return base > 0.0f ? 1.0f / std::sqrt(base) : 0.0f;
 }
 

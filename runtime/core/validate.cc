@@ -269,16 +269,47 @@ Status validate_yarn(const RopeConfig& r) {
   return Status();
 }
 
+// Multi-head latent attention: its head sizes, and the attention shape they make (MlaShape).
+Status validate_mla(const Config& c) {
+  const MlaShape& m = c.mla;
+  if (m.qk_rope_head_dim == 0 || m.qk_rope_head_dim % 2 != 0 || m.qk_nope_head_dim == 0 || m.v_head_dim == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "MLA: qk_rope_head_dim %u must be even and positive, qk_nope_head_dim %u and v_head_dim %u "
+                         "positive (kv_lora_rank %u)",
+                         m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim, m.kv_lora_rank);
+  }
+  const uint64_t row = uint64_t{m.kv_lora_rank} + m.qk_rope_head_dim;
+  if (row > kMaxHeadDim) {
+    return Status::error(Code::kUnsupported,
+                         "MLA: kv_lora_rank %u + qk_rope_head_dim %u = %llu values per cache row, more than the %u "
+                         "the kernels hold",
+                         m.kv_lora_rank, m.qk_rope_head_dim, static_cast<unsigned long long>(row), kMaxHeadDim);
+  }
+  if (c.head_dim != row || c.kv_heads() != 1) {
+    return Status::error(Code::kInvalidArgument,
+                         "MLA: the attention runs on one shared row of kv_lora_rank + qk_rope_head_dim = %llu values: "
+                         "head_dim must be %llu and n_kv_heads 1 (got %u and %u)",
+                         static_cast<unsigned long long>(row), static_cast<unsigned long long>(row), c.head_dim,
+                         c.kv_heads());
+  }
+  if (c.rope.style != RopeStyle::kNone && c.rope.rotary_dim != m.qk_rope_head_dim) {
+    return Status::error(Code::kInvalidArgument,
+                         "MLA: RoPE rotates the qk_rope_head_dim %u values at the start of each row, not %u",
+                         m.qk_rope_head_dim, c.rope.rotary_dim);
+  }
+  if (c.qkv_bias || c.o_bias || c.qk_norm || c.output_gate || c.v_norm || c.k_eq_v || c.sinks || c.alibi ||
+      c.window != 0) {
+    return Status::error(Code::kUnsupported,
+                         "MLA: biases, q/k norms, output gates, v norms, sinks, ALiBi and sliding windows are not run "
+                         "with multi-head latent attention");
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate(const Config& c) {
-  if (c.mla_kv_lora_rank || c.mla_qk_rope_head_dim) {
-    return Status::error(Code::kUnsupported,
-                         "multi-head latent attention (MLA) is not supported: kv_lora_rank %u, "
-                         "qk_rope_head_dim %u decouple the query and key head sizes through latent "
-                         "projections (DeepSeek-V2/V3); headway runs MHA, GQA and MQA",
-                         c.mla_kv_lora_rank, c.mla_qk_rope_head_dim);
-  }
+  if (c.is_mla()) HEADWAY_RETURN_IF_ERROR(validate_mla(c));
   if (c.d_model == 0) return Status::error(Code::kInvalidArgument, "hidden_size (d_model) must be positive, got 0");
   if (c.n_heads == 0) return Status::error(Code::kInvalidArgument, "num_heads must be positive, got 0");
   if (c.n_heads > kMaxHeads) {

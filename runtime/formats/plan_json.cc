@@ -84,6 +84,16 @@ nlohmann::ordered_json plan_object(const Plan& p) {
   j["qk_norm"] = !c.qk_norm ? "none" : c.qk_norm_across_heads ? "across heads" : "per head";
   j["qk_norm_offset"] = c.qk_norm_offset;
   j["output_gate"] = c.output_gate;
+  if (c.is_mla()) {
+    const MlaShape& m = c.mla;
+    j["mla"] = {{"kv_lora_rank", m.kv_lora_rank},
+                {"q_lora_rank", m.q_lora_rank},
+                {"qk_nope_head_dim", m.qk_nope_head_dim},
+                {"qk_rope_head_dim", m.qk_rope_head_dim},
+                {"v_head_dim", m.v_head_dim},
+                {"latent_values_per_token", m.kv_lora_rank + m.qk_rope_head_dim},
+                {"expanded_values_per_token", c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)}};
+  }
   j["v_norm"] = c.v_norm;
   j["k_eq_v"] = c.k_eq_v;
   j["kv_dtype"] = dtype_name(c.kv_dtype);

@@ -125,6 +125,12 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
                          "which checks the config)",
                          dtype_name(plan.config.kv_dtype), static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
   }
+  if (plan.config.is_mla()) {
+    return Status::error(Code::kUnsupported,
+                         "gpu backend: multi-head latent attention (MLA, kv_lora_rank %u) is not run on the GPU (its V "
+                         "is the K row); use the cpu backend",
+                         plan.config.mla.kv_lora_rank);
+  }
   if (plan.config.kv_rotation != KvRotation::kNone) {
     return Status::error(Code::kUnsupported,
                          "gpu backend: kv_rotation %s is not supported on the GPU (its cache and shaders do not "

@@ -5,6 +5,8 @@
 
 #include "headway/hadamard.hpp"
 #include "runtime/linear/dense.hpp"
+#include "runtime/model/mla_layer.hpp"
+#include "runtime/model/model_ops.hpp"
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/xnnpack_dense.hpp"
 
@@ -60,22 +62,11 @@ const float* copy_sinks(const TensorRef& sinks, float* slice) {
   return slice;
 }
 
-// RMS norm of each head of `n_heads` heads of one token's row, in place:
-// x · rsqrt(mean(x²) + eps) · (w + offset), or without a weight when w is null.
-void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef* w, float eps, float offset) {
-  for (uint32_t h = 0; h < n_heads; ++h) {
-    float* v = x + uint64_t{h} * head_dim;
-    float ss = 0.0f;
-    for (uint32_t i = 0; i < head_dim; ++i) ss += v[i] * v[i];
-    const float r = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
-    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * (w ? tensor_at(*w, i) + offset : 1.0f);
-  }
-}
-
 }  // namespace
 
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
   const Config& c = plan.config;
+  if (c.is_mla()) return check_mla_weights(plan, w, layer);
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, !c.k_eq_v, plan.kv_width, c.d_model));
@@ -139,8 +130,24 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          layer, pool->threads(), p.options.threads);
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
+  if (c.is_mla() && p.options.projection == Projection::kXnnpack) {
+    return Status::error(Code::kUnsupported,
+                         "layer %u: multi-head latent attention runs on the Highway projections; plan with "
+                         "Projection::kHighway (--projection highway)",
+                         layer);
+  }
   arena_ = &arena;
   HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
+  if (c.is_mla()) {
+    plan_ = &p;
+    layer_ = layer;
+    pool_ = pool;
+    sinks_ = nullptr;
+    fused_qkv_ = false;
+    op_blocks_ = 0;
+    init_mla_weights(weights);
+    return Status();
+  }
   uint8_t* base = arena.weights() - p.weights_offset;
   w_ = weights;
   sinks_ = c.sinks ? copy_sinks(weights.sinks, arena.sinks_layer(layer)) : nullptr;
@@ -325,6 +332,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
     return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
                          layer_, t, position(), c.max_seq);
   }
+  if (c.is_mla()) return forward_mla(x, y, t);
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;
@@ -344,6 +352,10 @@ Status AttentionLayer::check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs)
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
   const Config& c = p.config;
+  if (c.is_mla()) {
+    return Status::error(Code::kUnsupported, "layer %u: multi-head latent attention does not run packed batches",
+                         layer_);
+  }
   if (cu_seqlens == nullptr || n_seqs == 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);
   }

@@ -5,12 +5,17 @@
 #include <cstdint>
 
 #include "headway/dtype.hpp"
+#include "headway/weights.hpp"
 
 namespace headway {
 
 // y[i] = x[i] / sqrt(mean(x[i]²) + eps) · w for the t rows of x [t, n] (row stride n); y may be x.
 // As transformers' LlamaRMSNorm: the mean of squares accumulated in f32, then 1/sqrt in f32.
 void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps);
+
+// RMS norm of each of `n_heads` heads of head_dim values at x, in place: x · rsqrt(mean(x²) + eps)
+// · (w + offset), or without a weight when w is null (q/k norms, Gemma's v norm, MLA's latents).
+void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef* w, float eps, float offset);
 
 // y[i] = (x[i] − mean) / sqrt(var + eps) · w + b for the t rows of x [t, n]; y may be x. As
 // torch's LayerNorm: mean and (biased) variance over the row in f32.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "runtime/linear/dense.hpp"
+
 namespace headway {
 
 void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps) {
@@ -12,6 +14,16 @@ void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, 
     for (uint32_t j = 0; j < n; ++j) sum += xi[j] * xi[j];
     const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
     for (uint32_t j = 0; j < n; ++j) yi[j] = w[j] * (xi[j] * inv);
+  }
+}
+
+void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef* w, float eps, float offset) {
+  for (uint32_t h = 0; h < n_heads; ++h) {
+    float* v = x + uint64_t{h} * head_dim;
+    float ss = 0.0f;
+    for (uint32_t i = 0; i < head_dim; ++i) ss += v[i] * v[i];
+    const float r = 1.0f / std::sqrt(ss / static_cast<float>(head_dim) + eps);
+    for (uint32_t i = 0; i < head_dim; ++i) v[i] = v[i] * r * (w ? tensor_at(*w, i) + offset : 1.0f);
   }
 }
 

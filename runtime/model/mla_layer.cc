@@ -1,0 +1,164 @@
+// Multi-head latent attention (Config::mla) in its absorbed form: the AttentionLayer's forward
+// for a DeepSeek-V2/V3, MiniCPM3, Youtu-LLM or PLM layer. One token's fused row (Plan::mla_rows):
+//   [absorbed queries: n_heads × (rope | kv_lora)] [cache row: rope | kv_lora]
+//   [query projection: n_heads × (nope | rope)] [query latent: q_lora] [values: n_heads × v_head_dim]
+// The cache row is K and V at once (KvCache reads V from it), so the attention's output per head
+// is [Σ p·r | Σ p·c]; its latent part goes through the head's W_UV.
+#include <cstring>
+
+#include "headway/hadamard.hpp"
+#include "headway/layer.hpp"
+#include "runtime/attention/rope.hpp"
+#include "runtime/linear/dense.hpp"
+#include "runtime/model/mla_layer.hpp"
+#include "runtime/model/model_ops.hpp"
+
+namespace headway {
+
+namespace {
+
+// Rows [first, first + n) of a matrix, as a matrix of its own.
+TensorRef rows_of(const TensorRef& t, uint32_t first, uint32_t n) {
+  TensorRef r = t;
+  r.data = static_cast<const uint8_t*>(t.data) + uint64_t{first} * dtype_row_bytes(t.dtype, t.cols);
+  r.rows = n;
+  return r;
+}
+
+Status check_matrix(const TensorRef& t, const char* name, uint32_t layer, uint32_t rows, uint32_t cols) {
+  if (!t.present()) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the MLA config needs it [%u, %u]",
+                         layer, name, rows, cols);
+  }
+  const bool matrix = rows > 1 || name[0] == 'w';
+  if (!(matrix ? dtype_holds_weights(t.dtype) : dtype_plans_weights(t.dtype))) {
+    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype %s, expected one of %s", layer, name,
+                         dtype_known(t.dtype) ? dtype_name(t.dtype) : "unknown",
+                         matrix ? kWeightDTypeNames : kPlannedWeightDTypeNames);
+  }
+  if (t.cols % dtype_traits(t.dtype).block_values != 0) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has rows of %u values, not whole %s blocks of %u",
+                         layer, name, t.cols, dtype_name(t.dtype), dtype_traits(t.dtype).block_values);
+  }
+  if (t.rows != rows || t.cols != cols) {
+    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,
+                         name, t.rows, t.cols, rows, cols);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
+  const Config& c = plan.config;
+  const MlaShape& m = c.mla;
+  const uint32_t q_out = c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+  if (m.q_lora_rank) {
+    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq_a, "wq_a", layer, m.q_lora_rank, c.d_model));
+    HEADWAY_RETURN_IF_ERROR(check_matrix(w.q_a_norm, "q_a_norm", layer, 1, m.q_lora_rank));
+    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq, "wq (q_b)", layer, q_out, m.q_lora_rank));
+  } else {
+    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq, "wq", layer, q_out, c.d_model));
+  }
+  HEADWAY_RETURN_IF_ERROR(check_matrix(w.wkv_a, "wkv_a", layer, m.kv_lora_rank + m.qk_rope_head_dim, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_matrix(w.kv_a_norm, "kv_a_norm", layer, 1, m.kv_lora_rank));
+  HEADWAY_RETURN_IF_ERROR(
+      check_matrix(w.wkv_b, "wkv_b", layer, c.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
+  return check_matrix(w.wo, "wo", layer, c.d_model, c.n_heads * m.v_head_dim);
+}
+
+// The layer's tensors in the arena's slice of the layer (weight_dtype, back to back, in the
+// order of Plan's count), or borrowed as they are.
+void AttentionLayer::init_mla_weights(const LayerWeights& weights) {
+  const Plan& p = *plan_;
+  w_ = weights;
+  if (!p.options.weights_in_arena) return;
+  const DType dt = p.options.weight_dtype;
+  uint8_t* dst = arena_->weights() + uint64_t{layer_} * p.weight_bytes_per_layer;
+  auto put = [&](const TensorRef& src) {
+    if (!src.present()) return TensorRef{};
+    TensorRef out{dst, dt, src.rows, src.cols};
+    convert_tensor(src, dst, dt);
+    dst += src.elements() * dtype_bytes(dt);
+    return out;
+  };
+  w_ = LayerWeights{};
+  w_.wq_a = put(weights.wq_a);
+  w_.q_a_norm = put(weights.q_a_norm);
+  w_.wq = put(weights.wq);
+  w_.wkv_a = put(weights.wkv_a);
+  w_.kv_a_norm = put(weights.kv_a_norm);
+  w_.wkv_b = put(weights.wkv_b);
+  w_.wo = put(weights.wo);
+}
+
+Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
+  const Plan& p = *plan_;
+  const Config& c = p.config;
+  const MlaShape& m = c.mla;
+  const uint32_t d = c.d_model, heads = c.n_heads, hd = p.head_dim;
+  const uint32_t rope = m.qk_rope_head_dim, nope = m.qk_nope_head_dim, latent = m.kv_lora_rank;
+  const uint32_t q_head = nope + rope, kv_b_head = nope + m.v_head_dim;
+  const size_t w = p.qkv_width;
+  float* qkv = arena_->qkv();
+  float* attn = arena_->attention_out();
+  float* q_proj = qkv + p.mla_rows.q_proj;
+  float* kv = qkv + p.q_width;
+
+  // The model's queries: x·Wqᵀ, or through the query latent and its norm.
+  if (m.q_lora_rank) {
+    float* q_a = qkv + p.mla_rows.q_a;
+    dense_highway({w_.wq_a, {}}, x, d, q_a, w, t, pool_);
+    for (uint32_t i = 0; i < t; ++i) rms_norm_heads(q_a + i * w, 1, m.q_lora_rank, &w_.q_a_norm, m.q_a_norm_eps, 0.0f);
+    dense_highway({w_.wq, {}}, q_a, w, q_proj, w, t, pool_);
+  } else {
+    dense_highway({w_.wq, {}}, x, d, q_proj, w, t, pool_);
+  }
+  // The cache row: x·Wkv_aᵀ gives [c | r]; laid out [r | c], c RMS-normed.
+  dense_highway({w_.wkv_a, {}}, x, d, kv, w, t, pool_);
+  float r[kMaxHeadDim];
+  for (uint32_t i = 0; i < t; ++i) {
+    float* row = kv + i * w;
+    std::memcpy(r, row + latent, size_t{rope} * sizeof(float));
+    std::memmove(row + rope, row, size_t{latent} * sizeof(float));
+    std::memcpy(row, r, size_t{rope} * sizeof(float));
+    rms_norm_heads(row + rope, 1, latent, &w_.kv_a_norm, m.kv_a_norm_eps, 0.0f);
+  }
+  // Absorbed queries: head h's [q_rope | W_UK[h]ᵀ·q_nope], W_UK[h] the head's first nope rows of
+  // Wkv_b, each row widened once for every token.
+  float wrow[kMaxHeadDim];
+  for (uint32_t i = 0; i < t; ++i) {
+    for (uint32_t h = 0; h < heads; ++h) {
+      float* q = qkv + i * w + size_t{h} * hd;
+      std::memcpy(q, q_proj + i * w + size_t{h} * q_head + nope, size_t{rope} * sizeof(float));
+      std::memset(q + rope, 0, size_t{latent} * sizeof(float));
+    }
+  }
+  for (uint32_t h = 0; h < heads; ++h) {
+    for (uint32_t j = 0; j < nope; ++j) {
+      widen_row(w_.wkv_b.data, w_.wkv_b.dtype, uint64_t{h} * kv_b_head + j, latent, wrow);
+      for (uint32_t i = 0; i < t; ++i) {
+        const float a = q_proj[i * w + size_t{h} * q_head + j];
+        float* q = qkv + i * w + size_t{h} * hd + rope;
+        for (uint32_t e = 0; e < latent; ++e) q[e] += a * wrow[e];
+      }
+    }
+  }
+  // RoPE on the queries' first rope values; the cache rotates the rows' as they enter it.
+  Backend b = backend();
+  if (rope_ != nullptr) apply_rope(qkv, t, w, heads, hd, b.position(), b.position() + t, c.rope, rope_);
+  if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(qkv, t, w, heads, hd);
+  HEADWAY_RETURN_IF_ERROR(b.append(kv, w, kv, w, t));
+  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, nullptr));
+  // Each head's value: W_UV[h]·(its output's latent part), W_UV[h] the head's last v_head_dim
+  // rows of Wkv_b; then Wo.
+  float* values = qkv + p.mla_rows.o_v;
+  for (uint32_t h = 0; h < heads; ++h) {
+    const TensorRef uv = rows_of(w_.wkv_b, h * kv_b_head + nope, m.v_head_dim);
+    dense_highway({uv, {}}, attn + size_t{h} * hd + rope, p.q_width, values + size_t{h} * m.v_head_dim, w, t, pool_);
+  }
+  dense_highway({w_.wo, {}}, values, w, y, d, t, pool_);
+  return Status();
+}
+
+}  // namespace headway
