@@ -1,5 +1,6 @@
 // GGUF metadata → Config: the architecture's attention keys, mapped the way llama.cpp reads
 // them. The byte-level walk (every length checked) is runtime/formats/gguf_reader.
+#include <cmath>
 #include <cstring>
 
 #include "headway/model_files.hpp"
@@ -58,6 +59,9 @@ constexpr ArchInfo kArchs[] = {
      0, false},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
+    // DeepSeek-V2/V3's RoPE rotates adjacent pairs in Hugging Face's code too (its complex
+    // rotation); its multi-head latent attention comes from attention.kv_lora_rank (read_mla).
+    {"deepseek2", RopeStyle::kGptj, false, false, false, true},
     // The converter stores Qwen3.5's q/k norm weights with their 1 + w added, as Gemma 3's.
     {"qwen35", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 0,
      true},
@@ -86,7 +90,8 @@ constexpr ArchInfo kArchs[] = {
 struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
       freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa,
-      final_softcap, recurrent_layers, full_attention_interval, nextn_predict_layers;
+      final_softcap, recurrent_layers, full_attention_interval, nextn_predict_layers, q_lora_rank, key_length_mla,
+      value_length_mla;
   // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
   gguf::Kv scaling_type, scaling_factor, scaling_original_context, yarn_beta_fast, yarn_beta_slow, scale_linear;
   // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
@@ -115,6 +120,9 @@ constexpr SlotName kSlotNames[] = {
     {"final_logit_softcapping", &Slots::final_softcap},  // the model's (Gemma 2), into Config::model
     {"attention.causal", &Slots::causal},
     {"attention.kv_lora_rank", &Slots::kv_lora_rank},
+    {"attention.q_lora_rank", &Slots::q_lora_rank},
+    {"attention.key_length_mla", &Slots::key_length_mla},
+    {"attention.value_length_mla", &Slots::value_length_mla},
     {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
     {"attention.max_alibi_bias", &Slots::max_alibi_bias},
     {"attention.clamp_kqv", &Slots::clamp_kqv},
@@ -136,6 +144,46 @@ constexpr SlotName kSlotNames[] = {
 
 Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
   return Status::error(Code::kNotFound, "%s: no %s.%s (architecture %s)", p.source, arch, suffix, arch);
+}
+
+// Multi-head latent attention (Config::mla) as llama.cpp's deepseek2 loader reads it: the latent
+// ranks (no q_lora_rank: a full-rank query), the query head from key_length_mla (else key_length,
+// as older converters wrote it) less the rotated rope.dimension_count, the value head from
+// value_length_mla (else value_length); the logit scale 1/sqrt(query head), times (1 +
+// yarn_log_multiplier · ln(factor))² under YaRN (the converter's 0.1 · mscale_all_dim).
+Status read_mla(const gguf::Reader& p, const Slots& slots, const char* arch, Config* cfg) {
+  MlaShape m;
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.kv_lora_rank, 1, &m.kv_lora_rank));
+  if (slots.q_lora_rank.present()) HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.q_lora_rank, 0, &m.q_lora_rank));
+  if (!slots.rope_dims.present()) return missing(p, arch, "rope.dimension_count");
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.rope_dims, 1, &m.qk_rope_head_dim));
+  const gguf::Kv& key = slots.key_length_mla.present() ? slots.key_length_mla : slots.key_length;
+  const gguf::Kv& value = slots.value_length_mla.present() ? slots.value_length_mla : slots.value_length;
+  if (!key.present()) return missing(p, arch, "attention.key_length_mla");
+  if (!value.present()) return missing(p, arch, "attention.value_length_mla");
+  uint32_t key_length = 0;
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, key, 1, &key_length));
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, value, 1, &m.v_head_dim));
+  if (key_length <= m.qk_rope_head_dim) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s's query head of %u values (key_length_mla) leaves nothing beside its %u rotated ones "
+                         "(rope.dimension_count)",
+                         p.source, arch, key_length, m.qk_rope_head_dim);
+  }
+  m.qk_nope_head_dim = key_length - m.qk_rope_head_dim;
+  cfg->mla = m;
+  cfg->head_dim = m.kv_lora_rank + m.qk_rope_head_dim;
+  cfg->n_kv_heads = 1;
+  cfg->rope.rotary_dim = m.qk_rope_head_dim;
+  double scale = 1.0 / std::sqrt(static_cast<double>(key_length));
+  if (slots.yarn_log_multiplier.present() && cfg->rope.factor > 1.0f) {
+    float log_mul = 0.0f;
+    HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.yarn_log_multiplier, true, &log_mul));
+    const double mscale = 1.0 + log_mul * std::log(static_cast<double>(cfg->rope.factor));
+    scale *= mscale * mscale;
+  }
+  cfg->scale = static_cast<float>(scale);
+  return Status();
 }
 
 // Which layers of a Qwen3.5 / Qwen3-Next file are linear attention, as llama.cpp's loader decides:
@@ -287,12 +335,6 @@ Result<Config> parse_impl(gguf::Reader& p) {
     return Status::error(Code::kUnsupported, "%s: architecture \"%s...\" is not one headway knows", p.source,
                          arch.text);
   }
-  if (arch_len == 9 && std::memcmp(arch_text, "deepseek2", 9) == 0) {
-    return Status::error(Code::kUnsupported,
-                         "%s: multi-head latent attention (MLA) is not supported (architecture "
-                         "deepseek2); headway runs MHA, GQA and MQA",
-                         p.source);
-  }
   const ArchInfo* info = nullptr;
   for (const ArchInfo& a : kArchs) {
     if (std::strlen(a.name) == arch_len && std::memcmp(a.name, arch_text, arch_len) == 0) info = &a;
@@ -325,12 +367,6 @@ Result<Config> parse_impl(gguf::Reader& p) {
     return Status();
   }));
 
-  if (slots.kv_lora_rank.present()) {
-    return Status::error(Code::kUnsupported,
-                         "%s: multi-head latent attention (MLA) is not supported (%s.attention."
-                         "kv_lora_rank is set); headway runs MHA, GQA and MQA",
-                         p.source, arch.text);
-  }
   if (!slots.embedding_length.present()) return missing(p, arch.text, "embedding_length");
   if (!slots.head_count.present()) return missing(p, arch.text, "attention.head_count");
   if (!slots.context_length.present()) return missing(p, arch.text, "context_length");
@@ -361,7 +397,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
   if (slots.key_length.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.key_length, 1, &cfg.head_dim));
   }
-  if (slots.value_length.present()) {
+  if (slots.value_length.present() && !slots.kv_lora_rank.present()) {
     uint32_t value_length = 0;
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.value_length, 1, &value_length));
     if (value_length != cfg.head_size()) {
@@ -398,6 +434,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
     }
     HEADWAY_RETURN_IF_ERROR(read_rope_scaling(p, *info, slots, arch.text, cfg.max_seq, &cfg.rope));
   }
+  if (slots.kv_lora_rank.present()) HEADWAY_RETURN_IF_ERROR(read_mla(p, slots, arch.text, &cfg));
   if (slots.sliding_window.present()) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.sliding_window, 0, &cfg.window));
   }

@@ -17,6 +17,7 @@
 #include "runtime/formats/json_check.hpp"
 #include "runtime/formats/json_values.hpp"
 #include "runtime/formats/hf_layer_kinds.hpp"
+#include "runtime/formats/hf_mla.hpp"
 #include "runtime/formats/layer_kind_rules.hpp"
 
 namespace headway {
@@ -76,18 +77,6 @@ Status rotary_from_fraction(const Where& w, const char* key, const json& v, uint
   return Status();
 }
 
-Status reject_mla(const Where& w, const json& obj, const std::string& model_type) {
-  const json* rank = lookup(obj, "kv_lora_rank");
-  const json* rope_dim = lookup(obj, "qk_rope_head_dim");
-  if (!rank && !rope_dim) return Status();
-  const std::string rank_text = rank ? shown(*rank) : "unset";
-  const std::string rope_text = rope_dim ? shown(*rope_dim) : "unset";
-  return Status::error(Code::kUnsupported,
-                       "%s: multi-head latent attention (MLA) is not supported: %skv_lora_rank %s, "
-                       "%sqk_rope_head_dim %s (model_type %s); headway runs MHA, GQA and MQA",
-                       w.source, w.prefix, rank_text.c_str(), w.prefix, rope_text.c_str(),
-                       model_type.empty() ? "unset" : model_type.c_str());
-}
 
 // ALiBi in place of RoPE: BLOOM always; MPT by attn_config.alibi (MptAttentionConfig's default
 // true) with attn_config.alibi_bias_max; Falcon by alibi (Falcon-RW), whose attention multiplies
@@ -476,7 +465,6 @@ Status read_modernbert(const Where& w, const json& obj, Config* cfg) {
 }
 
 Result<Config> parse_object(const Where& w, const json& obj, const std::string& model_type) {
-  HEADWAY_RETURN_IF_ERROR(reject_mla(w, obj, model_type));
   if (model_type == "bert") {
     const json* pos = lookup(obj, "position_embedding_type");
     if (pos && !(pos->is_string() && *pos->get_ptr<const json::string_t*>() == "absolute")) {
@@ -522,6 +510,7 @@ Result<Config> parse_object(const Where& w, const json& obj, const std::string& 
   HEADWAY_RETURN_IF_ERROR(read_attention_extras(w, obj, model_type, &cfg));
   if (model_type == "modernbert") HEADWAY_RETURN_IF_ERROR(read_modernbert(w, obj, &cfg));
   HEADWAY_RETURN_IF_ERROR(formats::read_layer_kinds(w, obj, model_type, &cfg));
+  HEADWAY_RETURN_IF_ERROR(formats::read_mla(w, obj, model_type, &cfg));
 
   if (is_encoder(model_type)) {
     bool is_decoder = false;

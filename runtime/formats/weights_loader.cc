@@ -306,12 +306,82 @@ Result<Config> WeightFile::gguf_config() const {
   return c;
 }
 
+namespace {
+
+// Multi-head latent attention's tensors (LayerWeights' MLA members) by their Hugging Face and
+// llama.cpp names; the shapes are AttentionLayer's to check (check_mla_weights), the presence and
+// rank here.
+struct MlaSlot {
+  TensorRef LayerWeights::*member;
+  bool (*wanted)(const MlaShape&);
+  bool vector;
+  const char* hf;
+  const char* gguf;
+};
+bool always(const MlaShape&) { return true; }
+bool q_lora(const MlaShape& m) { return m.q_lora_rank != 0; }
+constexpr MlaSlot kMlaSlots[] = {
+    {&LayerWeights::wq_a, q_lora, false, "model.layers.%u.self_attn.q_a_proj.weight", "blk.%u.attn_q_a.weight"},
+    {&LayerWeights::q_a_norm, q_lora, true, "model.layers.%u.self_attn.q_a_layernorm.weight",
+     "blk.%u.attn_q_a_norm.weight"},
+    {&LayerWeights::wkv_a, always, false, "model.layers.%u.self_attn.kv_a_proj_with_mqa.weight",
+     "blk.%u.attn_kv_a_mqa.weight"},
+    {&LayerWeights::kv_a_norm, always, true, "model.layers.%u.self_attn.kv_a_layernorm.weight",
+     "blk.%u.attn_kv_a_norm.weight"},
+    {&LayerWeights::wkv_b, always, false, "model.layers.%u.self_attn.kv_b_proj.weight", "blk.%u.attn_kv_b.weight"},
+    {&LayerWeights::wo, always, false, "model.layers.%u.self_attn.o_proj.weight", "blk.%u.attn_output.weight"},
+};
+
+Result<LayerWeights> load_mla_weights(const WeightFile& file, const Config& config, uint32_t layer) {
+  const bool gguf = file.naming() == Naming::kGguf;
+  if (file.naming() != Naming::kHfDecoder && !gguf) {
+    return Status::error(Code::kInvalidArgument, "%s: multi-head latent attention's tensors are a decoder's, not %s",
+                         file.path(), naming_text(file.naming()));
+  }
+  auto name_of = [&](const char* pattern) {
+    char local[96];
+    std::snprintf(local, sizeof(local), pattern, layer);
+    return file.name_prefix() + local;
+  };
+  LayerWeights w;
+  auto load = [&](TensorRef LayerWeights::*member, const std::string& name, bool vector) -> Status {
+    uint32_t rank = 0;
+    const Result<TensorRef> t = file.find(name.c_str(), &rank);
+    if (!t.ok()) return t.status();
+    if (rank != (vector ? 1u : 2u)) {
+      return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
+                           name.c_str(), rank, vector ? 1u : 2u);
+    }
+    w.*member = t.value();
+    return Status();
+  };
+  for (const MlaSlot& s : kMlaSlots) {
+    if (!s.wanted(config.mla)) continue;
+    if (gguf && s.member == &LayerWeights::wkv_b && !file.has(name_of(s.gguf).c_str()) &&
+        file.has(name_of("blk.%u.attn_k_b.weight").c_str())) {
+      return Status::error(Code::kUnsupported,
+                           "%s: layer %u's kv_b_proj is split into attn_k_b and attn_v_b (llama.cpp's newer "
+                           "converter); headway reads the one attn_kv_b tensor",
+                           file.path(), layer);
+    }
+    HEADWAY_RETURN_IF_ERROR(load(s.member, name_of(gguf ? s.gguf : s.hf), s.vector));
+  }
+  const char* q = config.mla.q_lora_rank
+                      ? (gguf ? "blk.%u.attn_q_b.weight" : "model.layers.%u.self_attn.q_b_proj.weight")
+                      : (gguf ? "blk.%u.attn_q.weight" : "model.layers.%u.self_attn.q_proj.weight");
+  HEADWAY_RETURN_IF_ERROR(load(&LayerWeights::wq, name_of(q), false));
+  return w;
+}
+
+}  // namespace
+
 Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& model, uint32_t layer) {
   if (file.format() == WeightFormat::kNone) {
     return Status::error(Code::kFailedPrecondition, "no weight file is open");
   }
   HEADWAY_RETURN_IF_ERROR(validate_layer(model, layer));
   const Config config = model.layer_alone(layer);  // its own head shape (Gemma 4's full layers)
+  if (config.is_mla()) return load_mla_weights(file, config, layer);
   const uint32_t hd = config.head_size();
   const uint64_t q_width = uint64_t{config.n_heads} * hd;
   const uint64_t kv_width = uint64_t{config.kv_heads()} * hd;

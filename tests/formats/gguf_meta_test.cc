@@ -417,13 +417,6 @@ TEST_CASE("gguf: BLOOM and MPT run ALiBi (max_alibi_bias, or 8), MPT's clamp_kqv
 }
 
 TEST_CASE("gguf: unsupported architectures say why") {
-  SUBCASE("deepseek2 is MLA") {
-    GgufWriter w;
-    w.str("general.architecture", "deepseek2").u32kv("deepseek2.attention.kv_lora_rank", 512);
-    const Status s = parse_error(w.bytes());
-    CHECK(s.code() == Code::kUnsupported);
-    CHECK_HAS(s, "multi-head latent attention (MLA) is not supported");
-  }
   SUBCASE("an unknown architecture") {
     const Status s = parse_error(GgufWriter().str("general.architecture", "mamba").bytes());
     CHECK(s.code() == Code::kUnsupported);

@@ -1,0 +1,71 @@
+#include "runtime/formats/hf_mla.hpp"
+
+#include <cmath>
+
+namespace headway::formats {
+namespace {
+
+using json = nlohmann::json;
+
+// Each family's config class defaults: DeepseekV2Config, DeepseekV3Config, YoutuConfig,
+// MiniCPM3Config (whose v_head_dim is hidden_size / num_attention_heads where unset).
+struct MlaFamily {
+  const char* model_type;
+  MlaShape defaults;
+  bool interleaved;       // RoPE on adjacent pairs (unless rope_interleave says false)
+  bool reads_interleave;  // the config's rope_interleave decides (DeepSeek-V3, Youtu)
+};
+constexpr MlaFamily kFamilies[] = {
+    {"deepseek_v2", {512, 1536, 128, 64, 128}, true, false},
+    {"deepseek_v3", {512, 1536, 128, 64, 128}, true, true},
+    {"youtu", {512, 1536, 128, 64, 128}, true, true},
+    {"minicpm3", {256, 768, 64, 32, 0}, false, false},
+};
+
+Status read_size(const Where& w, const json& obj, const char* key, uint32_t min_value, uint32_t* out) {
+  if (const json* v = lookup(obj, key)) return read_count(w, key, *v, min_value, out);
+  return Status();
+}
+
+}  // namespace
+
+Status read_mla(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
+  if (lookup(obj, "kv_lora_rank") == nullptr && lookup(obj, "qk_rope_head_dim") == nullptr) return Status();
+  const MlaFamily* family = nullptr;
+  for (const MlaFamily& f : kFamilies) family = model_type == f.model_type ? &f : family;
+  if (family == nullptr) {
+    return Status::error(Code::kUnsupported,
+                         "%s: multi-head latent attention (%skv_lora_rank) of model_type %s: headway runs MLA as "
+                         "deepseek_v2, deepseek_v3, minicpm3 and youtu compute it (their RoPE pairing and scale)",
+                         w.source, w.prefix, model_type.empty() ? "unset" : model_type.c_str());
+  }
+  MlaShape m = family->defaults;
+  if (m.v_head_dim == 0 && cfg->n_heads != 0) m.v_head_dim = cfg->d_model / cfg->n_heads;
+  HEADWAY_RETURN_IF_ERROR(read_size(w, obj, "kv_lora_rank", 1, &m.kv_lora_rank));
+  HEADWAY_RETURN_IF_ERROR(read_size(w, obj, "qk_nope_head_dim", 1, &m.qk_nope_head_dim));
+  HEADWAY_RETURN_IF_ERROR(read_size(w, obj, "qk_rope_head_dim", 1, &m.qk_rope_head_dim));
+  HEADWAY_RETURN_IF_ERROR(read_size(w, obj, "v_head_dim", 1, &m.v_head_dim));
+  if (obj.contains("q_lora_rank")) {  // null: a full-rank q_proj (DeepSeek-V2-Lite)
+    m.q_lora_rank = 0;
+    HEADWAY_RETURN_IF_ERROR(read_size(w, obj, "q_lora_rank", 1, &m.q_lora_rank));
+  }
+  cfg->mla = m;
+  cfg->head_dim = m.kv_lora_rank + m.qk_rope_head_dim;
+  cfg->n_kv_heads = 1;
+  bool interleaved = family->interleaved;
+  if (family->reads_interleave) HEADWAY_RETURN_IF_ERROR(read_flag(w, obj, "rope_interleave", &interleaved));
+  if (cfg->rope.style != RopeStyle::kNone) {
+    cfg->rope.style = interleaved ? RopeStyle::kGptj : RopeStyle::kNeox;
+    cfg->rope.rotary_dim = m.qk_rope_head_dim;
+  }
+  double scale = 1.0 / std::sqrt(static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim));
+  const RopeConfig& r = cfg->rope;
+  if (r.scaling == RopeScaling::kYarn && r.mscale_all_dim > 0.0f && r.factor > 1.0f) {
+    const double mscale = 0.1 * r.mscale_all_dim * std::log(static_cast<double>(r.factor)) + 1.0;
+    scale *= mscale * mscale;
+  }
+  cfg->scale = static_cast<float>(scale);
+  return Status();
+}
+
+}  // namespace headway::formats
