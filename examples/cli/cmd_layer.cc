@@ -28,12 +28,14 @@ constexpr const char* kUsage =
     "usage: headway layer --weights model.safetensors|model.gguf [--config config.json] --layer I --x x.npy\n"
     "                     --out y.npy [--start-pos P] [--threads N] [--kv-dtype f32|f16|bf16|q8_0|q4_0]\n"
     "                     [--kv-rotate] [--projection highway|xnnpack] [--seq-lens N,N,...] [--backend cpu|gpu]\n"
+    "                     [--chunk N]\n"
     "  runs layer I's attention block (q/k/v projections, q/k norm, RoPE, attention masked as the\n"
     "  config says: causal or bidirectional, o projection; no norm, residual or MLP around it) on\n"
     "  x [T, d_model] f32 at positions P..P+T-1 with a fresh KV cache; writes y [T, d_model] f32.\n"
     "  --config is needed for safetensors; a GGUF file carries its own. --kv-dtype defaults to f32.\n"
     "  --kv-rotate (q8_0, q4_0): Hadamard-rotate K, V and Q per head before the cache quantizes them.\n"
     "  --backend gpu runs the KV cache and attention on a Vulkan device.\n"
+    "  --chunk N: a causal layer runs x in calls of at most N tokens (1: token by token, as decode).\n"
     "  --seq-lens 12,40,7: x holds a packed batch of sequences (an encoder's sentences); one\n"
     "    projection over all of them, then each attends within itself from position 0.\n";
 
@@ -45,7 +47,7 @@ struct LayerFlags {
   const char* projection = "highway";
   const char* seq_lens = nullptr;  // --seq-lens text
   std::vector<uint32_t> cu;        // its cumulative lengths
-  uint32_t layer = 0, start = 0, threads = 1;
+  uint32_t layer = 0, start = 0, threads = 1, chunk = 0;
   bool layer_set = false, start_set = false, help = false;
   DType kv_dtype = DType::kF32;
   KvRotation kv_rotation = KvRotation::kNone;
@@ -74,6 +76,7 @@ Status parse_flags(int argc, char** argv, LayerFlags* l) {
     else if (f == "--kv-rotate") s = flags.value_kv_rotation(&l->kv_rotation);
     else if (f == "--projection") s = flags.value(&l->projection);
     else if (f == "--backend") s = flags.value_backend(&l->backend);
+    else if (f == "--chunk") s = flags.value_u32(&l->chunk, 1, UINT32_MAX);
     else s = flags.unknown();
     HEADWAY_RETURN_IF_ERROR(s);
   }
@@ -94,6 +97,10 @@ Status check_flags(const LayerFlags& l, PlanOptions* o) {
   }
   if (l.out_path == nullptr) {
     return Status::error(Code::kInvalidArgument, "--out is required (where to write y as .npy)");
+  }
+  if (l.seq_lens != nullptr && l.chunk != 0) {
+    return Status::error(Code::kInvalidArgument, "--chunk %u with --seq-lens: a packed batch runs in one call",
+                         l.chunk);
   }
   if (l.seq_lens != nullptr && l.start_set) {
     return Status::error(Code::kInvalidArgument,
@@ -149,7 +156,7 @@ Status check_x(LayerFlags* lf, const formats::NpyArray& x, const Config& config)
 
 // One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0; the cache holds
 // exactly the P + T positions this run reaches (not the model's whole context). A causal model's
-// tokens run in calls of up to 512; a bidirectional one's in one call (a query sees the keys after
+// tokens run in calls of up to 512 (or --chunk); a bidirectional one's in one call (a query sees the keys after
 // it, which a later call would bring too late). A packed batch runs in one call of all T tokens,
 // each sequence's positions from 0.
 Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
@@ -159,6 +166,12 @@ Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions o
   c.kv_rotation = l.kv_rotation;
   options.threads = l.threads;
   options.max_tokens = !c.causal || t < 512 ? t : 512;
+  if (l.chunk != 0 && !c.causal) {
+    return Status::error(Code::kInvalidArgument,
+                         "--chunk %u: a bidirectional layer runs in one call (a query sees the keys after it)",
+                         l.chunk);
+  }
+  if (l.chunk != 0 && l.chunk < options.max_tokens) options.max_tokens = l.chunk;
   if (!l.cu.empty()) {
     // The plan's calls hold at most its context: a context of all T tokens (the cache rows the
     // longest sequence needs, and more), or of the window where it is longer (planned, no effect).

@@ -39,7 +39,8 @@ MAX_SEQ = 2048
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
 
-def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F32", fmt="safetensors", **keys):
+def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F32", fmt="safetensors", decode=False,
+         **keys):
     """keys: more config.json keys, as the family's real config.json writes them."""
     cfg = {"model_type": model_type, "hidden_size": d_model, "num_attention_heads": heads,
            "num_key_value_heads": kv_heads, "num_hidden_layers": 2, "max_position_embeddings": MAX_SEQ,
@@ -47,7 +48,13 @@ def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F
            "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "float32"}
     cfg.update(keys)
     cfg = {k: v for k, v in cfg.items() if v is not None}  # None: a key the file leaves out
-    return dict(name=name, config=cfg, layer=layer, tokens=tokens, dtype=dtype, fmt=fmt)
+    decode = decode or name.startswith(DECODE_TOO)
+    return dict(name=name, config=cfg, layer=layer, tokens=tokens, dtype=dtype, fmt=fmt, decode=decode)
+
+
+# The families whose cases also run token by token (their layers' own projections and caches: MLA's latent
+# rows, the gates, Gemma 4's shapes).
+DECODE_TOO = ("deepseek", "minicpm3", "youtu", "qwen3.5", "gemma4 full", "gemma3n full")
 
 
 LLAMA3_SCALING = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -81,6 +88,12 @@ GEMMA4 = dict(rope_theta=None, hidden_size_per_layer_input=0, vocab_size_per_lay
                                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
 GEMMA3N = dict(hidden_size_per_layer_input=16, vocab_size_per_layer_input=1000, laurel_rank=8, altup_num_inputs=2,
                intermediate_size=[1024] * 5, activation_sparsity_pattern=[0.0] * 5)
+
+# DeepSeek-V2/V3 and Youtu at a small size (their MoE keys present for the configs; the attention ignores them).
+DEEPSEEK = dict(kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=24, n_routed_experts=4,
+                num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=64, first_k_dense_replace=1)
+DEEPSEEK_YARN = {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 64, "beta_fast": 32,
+                 "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}
 
 # ModernBERT: bidirectional; every third layer global (base 160000 here 80000), the others local,
 # |i - j| <= local_attention / 2 (headway: a symmetric window of local_attention / 2 + 1) at their
@@ -224,6 +237,22 @@ CASES = [
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
          **GEMMA3N),
+    # MLA, absorbed: the latent row [rope | kv_lora] cached once per token, K and V at once; each head's query
+    # through W_UK into the latent space, its output's latent part through W_UV. DeepSeek pairs RoPE dims
+    # adjacently (V2's complex rotation, V3's and Youtu's rope_interleave), MiniCPM3 by halves.
+    case("deepseek_v2 q_lora 96, kv_lora 64, nope 32 rope 16 v 24", "deepseek_v2", 256, 4, 4, q_lora_rank=96,
+         **DEEPSEEK),
+    case("deepseek_v2 full-rank q (V2-Lite), YaRN with mscale_all_dim", "deepseek_v2", 256, 4, 4, q_lora_rank=None,
+         rope_scaling=DEEPSEEK_YARN, **DEEPSEEK),
+    case("deepseek_v3 q_lora 96, rope_interleave", "deepseek_v3", 256, 4, 4, q_lora_rank=96, **DEEPSEEK),
+    case("deepseek_v3 rope by halves (rope_interleave false), bf16", "deepseek_v3", 256, 4, 4, q_lora_rank=96,
+         dtype="BF16", rope_interleave=False, **DEEPSEEK),
+    case("minicpm3 kv_lora 64 + rope 16 (288-style), q_lora 96", "minicpm3", 256, 4, 4, q_lora_rank=96,
+         kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=24, scale_emb=1, dim_model_base=256),
+    case("youtu q_lora 96", "youtu", 256, 4, 4, q_lora_rank=96, **DEEPSEEK),
+    case("deepseek_v2 at V2-Lite's head sizes: 576-value rows, 70 tokens", "deepseek_v2", 512, 4, 4, tokens=70,
+         q_lora_rank=None, **{**DEEPSEEK, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                              "v_head_dim": 128}),
     case("gguf llama 8/2 (permuted Q/K, GPT-J pairing)", "llama", 512, 8, 2, rope_theta=500000.0, fmt="gguf"),
     case("gguf qwen2 q/k/v bias", "qwen2", 256, 4, 2, rope_theta=1000000.0, use_sliding_window=False, fmt="gguf"),
     case("gguf qwen3 q/k norm, head_dim 64", "qwen3", 128, 4, 2, head_dim=64, fmt="gguf"),
@@ -262,19 +291,23 @@ def run_case(headway, c, workdir, seed):
     x_path, y_path = os.path.join(workdir, "x.npy"), os.path.join(workdir, "y.npy")
     np.save(x_path, x)
     worst, ok, engines = 0.0, True, []
+    # decode: also token by token (--chunk 1), the decode kernels over the cache the earlier tokens filled
+    runs = [(p, []) for p in PROJECTIONS] + ([("highway", ["--chunk", "1"])] if c["decode"] else [])
     for start in START_POSITIONS:
         ref = hf_blocks.reference(config, module, x, start)
-        for projection in PROJECTIONS:
+        for projection, extra in runs:
             cmd = [headway, "layer", *file_args, "--layer", str(c["layer"]), "--x", x_path, "--out", y_path,
-                   "--start-pos", str(start), "--threads", "2", "--projection", projection]
+                   "--start-pos", str(start), "--threads", "2", "--projection", projection, *extra]
             r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0 and projection == "xnnpack" and "HEADWAY_XNNPACK=OFF" in r.stderr:
-                continue  # a build without XNNPACK: the Highway projections alone
+            if r.returncode != 0 and projection == "xnnpack" and ("HEADWAY_XNNPACK=OFF" in r.stderr or
+                                                                  "runs on the Highway projections" in r.stderr):
+                continue  # a build without XNNPACK, or MLA (Highway's projections alone)
             if r.returncode != 0:
                 print(f"FAIL  {c['name']}: {projection} P={start}: exit {r.returncode}: {r.stderr.strip()}")
                 return False, worst
-            if projection not in engines:
-                engines.append(projection)
+            engine = projection + (" decode" if extra else "")
+            if engine not in engines:
+                engines.append(engine)
             y = np.load(y_path)
             if y.shape != ref.shape:
                 print(f"FAIL  {c['name']}: {projection} P={start}: y is {y.shape}, expected {ref.shape}")

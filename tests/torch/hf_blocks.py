@@ -33,6 +33,10 @@ FAMILIES = {
     "qwen3_next": "Qwen3Next",
     "gemma3n_text": "Gemma3n",
     "gemma4_text": "Gemma4",
+    "deepseek_v2": "DeepseekV2",
+    "deepseek_v3": "DeepseekV3",
+    "minicpm3": "MiniCPM3",
+    "youtu": "Youtu",
 }
 
 
@@ -127,12 +131,12 @@ def reference(config, module, x, start):
     t = h.shape[1]
     position_ids = torch.arange(start, start + t).unsqueeze(0)
     if "layer_type" in inspect.signature(rotary.forward).parameters:  # RoPE per layer type (Gemma 3)
-        cos, sin = rotary(h, position_ids, layer_type=config.layer_types[module.layer_idx])
+        embeddings = rotary(h, position_ids, layer_type=config.layer_types[module.layer_idx])
     else:
-        cos, sin = rotary(h, position_ids)
+        embeddings = rotary(h, position_ids)  # (cos, sin), or DeepSeek-V2's complex freqs_cis
     kwargs = {}
     if "shared_kv_states" in inspect.signature(module.forward).parameters:  # Gemma 3n / 4: a producer layer
         kwargs["shared_kv_states"] = {}
-    y, _ = module(h, position_embeddings=(cos, sin), attention_mask=additive_mask(t, mask_function(module, config)),
+    y, _ = module(h, position_embeddings=embeddings, attention_mask=additive_mask(t, mask_function(module, config)),
                   **kwargs)
     return y[0].numpy()
