@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
+#include "headway/layer_tensors.hpp"
 
 namespace headway::cli {
 
@@ -32,25 +33,20 @@ TensorRef RandomWeights::make(int slot, uint32_t rows, uint32_t cols, float scal
 Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
   RandomWeights& r = *static_cast<RandomWeights*>(ctx);
   const Plan& p = *r.plan;
-  const Config& c = p.config;
-  const uint64_t st = uint64_t{l} * 16;
+  const LayerTensorShapes shapes = layer_tensor_shapes(p);
   LayerWeights w;
-  const float sd = 1.0f / std::sqrt(static_cast<float>(c.d_model));
-  w.wq = r.make(0, p.q_rows, c.d_model, sd, 0.0f, st + 0);
-  w.wk = r.make(1, p.kv_width, c.d_model, sd, 0.0f, st + 1);
-  w.wv = r.make(2, p.kv_width, c.d_model, sd, 0.0f, st + 2);
-  w.wo = r.make(3, c.d_model, p.q_width, 1.0f / std::sqrt(static_cast<float>(p.q_width)), 0.0f, st + 3);
-  if (c.qkv_bias) {
-    w.bq = r.make(4, 1, p.q_rows, 0.1f, 0.0f, st + 4);
-    w.bk = r.make(5, 1, p.kv_width, 0.1f, 0.0f, st + 5);
-    w.bv = r.make(6, 1, p.kv_width, 0.1f, 0.0f, st + 6);
+  for (uint32_t i = 0; i < shapes.count; ++i) {
+    const LayerTensorShape& t = shapes.tensor[i];
+    const uint64_t stream = uint64_t{l} * 16 + i;
+    switch (t.kind) {
+      case LayerTensorKind::kMatrix:
+        w.*t.member = r.make(i, t.rows, t.cols, 1.0f / std::sqrt(static_cast<float>(t.cols)), 0.0f, stream);
+        break;
+      case LayerTensorKind::kBias: w.*t.member = r.make(i, t.rows, t.cols, 0.1f, 0.0f, stream); break;
+      case LayerTensorKind::kNorm: w.*t.member = r.make(i, t.rows, t.cols, 0.1f, 1.0f, stream); break;
+      case LayerTensorKind::kSinks: w.*t.member = r.make(i, t.rows, t.cols, 1.0f, 0.0f, stream); break;
+    }
   }
-  if (c.o_bias) w.bo = r.make(7, 1, c.d_model, 0.1f, 0.0f, st + 7);
-  if (c.qk_norm) {
-    w.q_norm = r.make(8, 1, c.q_norm_width(), 0.1f, 1.0f, st + 8);
-    w.k_norm = r.make(9, 1, c.k_norm_width(), 0.1f, 1.0f, st + 9);
-  }
-  if (c.sinks) w.sinks = r.make(10, 1, c.n_heads, 1.0f, 0.0f, st + 10);
   return w;
 }
 

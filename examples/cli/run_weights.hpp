@@ -21,7 +21,7 @@ struct RandomWeights {
   const Plan* plan = nullptr;
   DType dtype = DType::kF16;
   uint64_t seed = 1;
-  std::vector<uint8_t> buf[11];  // wq wk wv wo bq bk bv bo q_norm k_norm sinks
+  std::vector<uint8_t> buf[12];  // one per tensor of layer_tensor_shapes (headway/layer_tensors.hpp)
 
   static Result<LayerWeights> layer(void* ctx, uint32_t l);
   void release();  // frees the buffers once the session has copied the last layer

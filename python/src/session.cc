@@ -15,6 +15,7 @@
 
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
+#include "headway/layer_tensors.hpp"
 #include "headway/plan_json.hpp"
 #include "headway/session.hpp"
 #include "python/src/common.hpp"
@@ -152,37 +153,29 @@ struct RandomWeights {
     RandomWeights& r = *static_cast<RandomWeights*>(ctx);
     const Plan& p = *r.plan;
     const Config& c = p.config;
-    struct Want {
-      TensorRef LayerWeights::*field;
-      bool present;
-      uint32_t rows, cols;
-      float stddev, mean;
+    const LayerTensorShapes shapes = layer_tensor_shapes(p);
+    auto stddev = [&](const LayerTensorShape& t) {
+      switch (t.kind) {
+        case LayerTensorKind::kMatrix: return 1.0f / std::sqrt(float(t.cols));
+        case LayerTensorKind::kBias: return 0.02f;
+        case LayerTensorKind::kNorm: return 0.1f;
+        case LayerTensorKind::kSinks: return 1.0f;
+      }
+      return 0.0f;
     };
     const float norm_mean = 1.0f - c.qk_norm_offset;
-    const Want wants[] = {
-        {&LayerWeights::wq, true, p.q_rows, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
-        {&LayerWeights::wk, true, p.kv_width, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
-        {&LayerWeights::wv, true, p.kv_width, c.d_model, 1.0f / std::sqrt(float(c.d_model)), 0.0f},
-        {&LayerWeights::wo, true, c.d_model, p.q_width, 1.0f / std::sqrt(float(p.q_width)), 0.0f},
-        {&LayerWeights::bq, c.qkv_bias, 1, p.q_rows, 0.02f, 0.0f},
-        {&LayerWeights::bk, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
-        {&LayerWeights::bv, c.qkv_bias, 1, p.kv_width, 0.02f, 0.0f},
-        {&LayerWeights::bo, c.o_bias, 1, c.d_model, 0.02f, 0.0f},
-        {&LayerWeights::q_norm, c.qk_norm, 1, c.q_norm_width(), 0.1f, norm_mean},
-        {&LayerWeights::k_norm, c.qk_norm, 1, c.k_norm_width(), 0.1f, norm_mean},
-        {&LayerWeights::sinks, c.sinks, 1, c.n_heads, 1.0f, 0.0f},
-    };
     size_t total = 0;
-    for (const Want& w : wants) total += w.present ? size_t{w.rows} * w.cols : 0;
+    for (uint32_t i = 0; i < shapes.count; ++i) total += size_t{shapes.tensor[i].rows} * shapes.tensor[i].cols;
     r.buffer.resize(total);
     LayerWeights lw;
     std::normal_distribution<float> normal(0.0f, 1.0f);
     size_t at = 0;
-    for (const Want& w : wants) {
-      if (!w.present) continue;
-      const size_t n = size_t{w.rows} * w.cols;
-      for (size_t i = 0; i < n; ++i) r.buffer[at + i] = w.mean + w.stddev * normal(r.rng);
-      lw.*w.field = TensorRef{r.buffer.data() + at, DType::kF32, w.rows, w.cols};
+    for (uint32_t i = 0; i < shapes.count; ++i) {
+      const LayerTensorShape& t = shapes.tensor[i];
+      const size_t n = size_t{t.rows} * t.cols;
+      const float mean = t.kind == LayerTensorKind::kNorm ? norm_mean : 0.0f;
+      for (size_t j = 0; j < n; ++j) r.buffer[at + j] = mean + stddev(t) * normal(r.rng);
+      lw.*t.member = TensorRef{r.buffer.data() + at, DType::kF32, t.rows, t.cols};
       at += n;
     }
     return lw;
@@ -193,7 +186,8 @@ class PySession {
  public:
   PySession(const ConfigSource& source, nb::handle weights, std::optional<uint64_t> seed,
             std::optional<std::string> kv_dtype, int64_t threads, int64_t max_tokens,
-            std::optional<std::string> weight_dtype, const std::string& backend, std::optional<std::string> kv_rotation) {
+            std::optional<std::string> weight_dtype, const std::string& backend,
+            std::optional<std::string> kv_rotation) {
     plan_ = make_checked_plan(load_config(source), kv_dtype, threads, max_tokens, weight_dtype, kv_rotation);
     const BackendKind kind = parse_backend(backend);
     if (weights.is_none() == !seed.has_value()) {

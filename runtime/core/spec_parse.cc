@@ -72,7 +72,9 @@ constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
     "query_pre_attn_scalar, scale, causal, kv_dtype, kv_rotation, qkv_bias, o_bias, qk_norm, output_gate, v_norm, "
     "k_eq_v, sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
-    "alibi_max_bias, alibi_times_scale, window_symmetric, vocab, ffn, norm, mlp, norm_eps, tie";
+    "alibi_max_bias, alibi_times_scale, window_symmetric, kv_lora_rank, q_lora_rank, qk_nope_head_dim, "
+    "qk_rope_head_dim, "
+    "v_head_dim, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
 bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
@@ -113,6 +115,20 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   }
   if (equal(t.key, "rope_local_theta")) {
     return parse_float(t.value, &c.layers.local_rope_theta) ? Status() : bad_value(t, "a non-negative number");
+  }
+  struct MlaKey {
+    const char* key;
+    uint32_t MlaShape::*field;
+  };
+  static constexpr MlaKey kMla[] = {{"kv_lora_rank", &MlaShape::kv_lora_rank},
+                                    {"q_lora_rank", &MlaShape::q_lora_rank},
+                                    {"qk_nope_head_dim", &MlaShape::qk_nope_head_dim},
+                                    {"qk_rope_head_dim", &MlaShape::qk_rope_head_dim},
+                                    {"v_head_dim", &MlaShape::v_head_dim}};
+  for (const MlaKey& k : kMla) {
+    if (equal(t.key, k.key)) {
+      return parse_u32(t.value, &(c.mla.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
+    }
   }
   if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
   if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
@@ -254,6 +270,11 @@ Result<Config> parse_spec(const char* spec) {
   }
   if (!any)
     return Status::error(Code::kInvalidArgument, "spec: empty; expected key=value pairs such as d_model=4096 heads=32");
+  if (c.is_mla()) {  // the attention MLA makes, where the spec does not give it: one latent row
+    if (c.head_dim == 0) c.head_dim = c.mla.kv_lora_rank + c.mla.qk_rope_head_dim;
+    if (c.n_kv_heads == 0) c.n_kv_heads = 1;
+    if (c.rope.style != RopeStyle::kNone && c.rope.rotary_dim == 0) c.rope.rotary_dim = c.mla.qk_rope_head_dim;
+  }
   return c;
 }
 

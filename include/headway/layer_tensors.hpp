@@ -1,0 +1,72 @@
+// The tensors one attention layer's LayerWeights holds for a plan, with their shapes and kinds:
+// the list the random-weight makers (headway run, the Python Session) fill, so that a layer kind
+// (gated queries, V from K, MLA's latents) adds its tensors in one place.
+#pragma once
+
+#include <cstdint>
+
+#include "headway/plan.hpp"
+#include "headway/weights.hpp"
+
+namespace headway {
+
+enum class LayerTensorKind : uint8_t {
+  kMatrix,  // [out, in]: values ~ N(0, 1/in)
+  kBias,    // [out]: small values around 0
+  kNorm,    // a norm's weight: values around 1 (less the config's offset)
+  kSinks,   // sink logits: about the size of a score
+};
+
+struct LayerTensorShape {
+  TensorRef LayerWeights::*member = nullptr;
+  uint32_t rows = 0, cols = 0;
+  LayerTensorKind kind = LayerTensorKind::kMatrix;
+};
+
+struct LayerTensorShapes {
+  LayerTensorShape tensor[12];
+  uint32_t count = 0;
+};
+
+constexpr LayerTensorShapes layer_tensor_shapes(const Plan& p) {
+  const Config& c = p.config;
+  LayerTensorShapes s;
+  auto add = [&s](TensorRef LayerWeights::*m, uint32_t rows, uint32_t cols, LayerTensorKind kind) {
+    s.tensor[s.count++] = LayerTensorShape{m, rows, cols, kind};
+  };
+  using K = LayerTensorKind;
+  if (c.is_mla()) {
+    const MlaShape& m = c.mla;
+    const uint32_t q_out = c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+    if (m.q_lora_rank) {
+      add(&LayerWeights::wq_a, m.q_lora_rank, c.d_model, K::kMatrix);
+      add(&LayerWeights::q_a_norm, 1, m.q_lora_rank, K::kNorm);
+      add(&LayerWeights::wq, q_out, m.q_lora_rank, K::kMatrix);
+    } else {
+      add(&LayerWeights::wq, q_out, c.d_model, K::kMatrix);
+    }
+    add(&LayerWeights::wkv_a, m.kv_lora_rank + m.qk_rope_head_dim, c.d_model, K::kMatrix);
+    add(&LayerWeights::kv_a_norm, 1, m.kv_lora_rank, K::kNorm);
+    add(&LayerWeights::wkv_b, c.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, K::kMatrix);
+    add(&LayerWeights::wo, c.d_model, c.n_heads * m.v_head_dim, K::kMatrix);
+    return s;
+  }
+  add(&LayerWeights::wq, p.q_rows, c.d_model, K::kMatrix);
+  add(&LayerWeights::wk, p.kv_width, c.d_model, K::kMatrix);
+  if (!c.k_eq_v) add(&LayerWeights::wv, p.kv_width, c.d_model, K::kMatrix);
+  add(&LayerWeights::wo, c.d_model, p.q_width, K::kMatrix);
+  if (c.qkv_bias) {
+    add(&LayerWeights::bq, 1, p.q_rows, K::kBias);
+    add(&LayerWeights::bk, 1, p.kv_width, K::kBias);
+    if (!c.k_eq_v) add(&LayerWeights::bv, 1, p.kv_width, K::kBias);
+  }
+  if (c.o_bias) add(&LayerWeights::bo, 1, c.d_model, K::kBias);
+  if (c.qk_norm) {
+    add(&LayerWeights::q_norm, 1, c.q_norm_width(), K::kNorm);
+    add(&LayerWeights::k_norm, 1, c.k_norm_width(), K::kNorm);
+  }
+  if (c.sinks) add(&LayerWeights::sinks, 1, c.n_heads, K::kSinks);
+  return s;
+}
+
+}  // namespace headway
