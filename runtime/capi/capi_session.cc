@@ -42,9 +42,20 @@ Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l,
                            static_cast<int>(t->dtype), kWeightDTypeNames);
     }
   }
-  *out = LayerWeights{tensor_of(w.wq),     tensor_of(w.wk),     tensor_of(w.wv),   tensor_of(w.wo),
-                      tensor_of(w.bq),     tensor_of(w.bk),     tensor_of(w.bv),   tensor_of(w.bo),
-                      tensor_of(w.q_norm), tensor_of(w.k_norm), tensor_of(w.sinks)};
+  // The C API's layer weights are the standard attention's (MLA's latent tensors are not in it).
+  LayerWeights lw;
+  lw.wq = tensor_of(w.wq);
+  lw.wk = tensor_of(w.wk);
+  lw.wv = tensor_of(w.wv);
+  lw.wo = tensor_of(w.wo);
+  lw.bq = tensor_of(w.bq);
+  lw.bk = tensor_of(w.bk);
+  lw.bv = tensor_of(w.bv);
+  lw.bo = tensor_of(w.bo);
+  lw.q_norm = tensor_of(w.q_norm);
+  lw.k_norm = tensor_of(w.k_norm);
+  lw.sinks = tensor_of(w.sinks);
+  *out = lw;
   return Status();
 }
 
