@@ -123,10 +123,7 @@ HEADWAY_API headway_status headway_config_set_kv_dtype(headway_config* config, h
  * RoPE), V and the queries by the normalized Walsh-Hadamard transform per head, the output back.
  * Checked by headway_config_validate / headway_plan_create: only with kv_dtype q8_0 or q4_0 and a
  * head_dim whose largest power-of-two divisor is at least 32; the CPU backend only. */
-typedef enum headway_kv_rotation {
-  HEADWAY_KV_ROTATION_NONE = 0,
-  HEADWAY_KV_ROTATION_HADAMARD = 1
-} headway_kv_rotation;
+typedef enum headway_kv_rotation { HEADWAY_KV_ROTATION_NONE = 0, HEADWAY_KV_ROTATION_HADAMARD = 1 } headway_kv_rotation;
 HEADWAY_API headway_status headway_config_set_kv_rotation(headway_config* config, headway_kv_rotation rotation,
                                                           headway_error* error);
 

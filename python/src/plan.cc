@@ -72,7 +72,8 @@ void bind_plan(nb::module_& m) {
   m.def("plan", &py_plan, nb::kw_only(), nb::arg("preset") = nb::none(), nb::arg("config") = nb::none(),
         nb::arg("gguf") = nb::none(), nb::arg("spec") = nb::none(), nb::arg("kv_dtype") = nb::none(),
         nb::arg("threads") = 1, nb::arg("max_tokens") = 0, nb::arg("weight_dtype") = nb::none(),
-        nb::arg("kv_rotation") = nb::none(), "The plan of one config source, as the dict `headway plan --json` prints.");
+        nb::arg("kv_rotation") = nb::none(),
+        "The plan of one config source, as the dict `headway plan --json` prints.");
   m.def("presets", &py_presets, "The built-in preset names, in `headway presets` order.");
 }
 

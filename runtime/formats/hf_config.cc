@@ -77,7 +77,6 @@ Status rotary_from_fraction(const Where& w, const char* key, const json& v, uint
   return Status();
 }
 
-
 // ALiBi in place of RoPE: BLOOM always; MPT by attn_config.alibi (MptAttentionConfig's default
 // true) with attn_config.alibi_bias_max; Falcon by alibi (Falcon-RW), whose attention multiplies
 // the biased logits by 1/sqrt(head_dim), slopes included. MPT's attn_config also says what
