@@ -999,6 +999,46 @@ TEST_CASE("bad input: a gated layer given an ungated Wq is refused by shape and 
   CHECK(layer.init(arena, 0, w).ok());
 }
 
+TEST_CASE("bad input: an MLA layer missing a latent tensor or given one of another shape changes nothing") {
+  Config c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.max_seq = 40;
+  c.rope.style = RopeStyle::kGptj;
+  c.mla = MlaShape{32, 0, 16, 8, 16};
+  c.head_dim = 40;
+  c.n_kv_heads = 1;
+  c.rope.rotary_dim = 8;
+  const Plan p = make_plan(c, PlanOptions{}).value();
+  Aligned mem(p.arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(p, mem.p, mem.size).ok());
+  const std::vector<uint8_t> before(static_cast<uint8_t*>(mem.p), static_cast<uint8_t*>(mem.p) + mem.size);
+  const std::vector<float> big(size_t{128} * 64, 0.01f), norm(32, 1.0f);
+  LayerWeights w;
+  w.wq = {big.data(), DType::kF32, 96, 64};     // n_heads · (nope 16 + rope 8)
+  w.wkv_a = {big.data(), DType::kF32, 40, 64};  // kv_lora 32 + rope 8
+  w.kv_a_norm = {norm.data(), DType::kF32, 1, 32};
+  w.wo = {big.data(), DType::kF32, 64, 64};  // n_heads · v 16
+  AttentionLayer layer;
+  check_rows({{"no kv_b_proj",
+               [&] { return layer.init(arena, 0, w); },
+               Code::kInvalidArgument,
+               {"layer 0: tensor wkv_b is missing; the config needs it [128, 32]"}},
+              {"kv_b_proj of another rank",
+               [&] {
+                 LayerWeights bad = w;
+                 bad.wkv_b = {big.data(), DType::kF32, 128, 64};
+                 return layer.init(arena, 0, bad);
+               },
+               Code::kInvalidArgument,
+               {"layer 0: tensor wkv_b has shape [128, 64], expected [128, 32]"}}});
+  CHECK_FALSE(layer.initialized());
+  CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
+  w.wkv_b = {big.data(), DType::kF32, 128, 32};
+  CHECK(layer.init(arena, 0, w).ok());
+}
+
 TEST_CASE("bad input: AttentionLayer::forward_packed lengths leave the layer and the arena as they were") {
   SmallStack st(true, 1, 8);
   const Aligned& mem = *st.mem;

@@ -5,18 +5,15 @@
 
 #include "headway/hadamard.hpp"
 #include "runtime/linear/dense.hpp"
-#include "runtime/model/mla_layer.hpp"
+#include "runtime/model/layer_checks.hpp"
 #include "runtime/model/model_ops.hpp"
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/xnnpack_dense.hpp"
 
 namespace headway {
 
-namespace {
-
-// A projection matrix may be in any type the kernels read (ggml's blocks too, its rows whole
-// blocks); a bias, norm or sinks vector in a value type.
-Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows, uint32_t cols) {
+Status check_layer_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows,
+                          uint32_t cols) {
   if (!required) return Status();
   if (!t.present()) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the config needs it [%u, %u]", layer,
@@ -41,6 +38,8 @@ Status check_tensor(const TensorRef& t, const char* name, uint32_t layer, bool r
   }
   return Status();
 }
+
+namespace {
 
 // Learned sink logits join every row's softmax: an infinite or NaN one would turn whole rows of
 // the output into NaN or zeros. Read once, at init.
@@ -67,17 +66,17 @@ const float* copy_sinks(const TensorRef& sinks, float* slice) {
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
   const Config& c = plan.config;
   if (c.is_mla()) return check_mla_weights(plan, w, layer);
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wv, "wv", layer, !c.k_eq_v, plan.kv_width, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_rows));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bv, "bv", layer, c.qkv_bias && !c.k_eq_v, 1, plan.kv_width));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
-  HEADWAY_RETURN_IF_ERROR(check_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wv, "wv", layer, !c.k_eq_v, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_rows));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bv, "bv", layer, c.qkv_bias && !c.k_eq_v, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
   if (c.sinks) HEADWAY_RETURN_IF_ERROR(check_sinks_finite(w.sinks, layer));
   return Status();
 }

@@ -10,7 +10,7 @@
 #include "headway/layer.hpp"
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/dense.hpp"
-#include "runtime/model/mla_layer.hpp"
+#include "runtime/model/layer_checks.hpp"
 #include "runtime/model/model_ops.hpp"
 
 namespace headway {
@@ -25,28 +25,6 @@ TensorRef rows_of(const TensorRef& t, uint32_t first, uint32_t n) {
   return r;
 }
 
-Status check_matrix(const TensorRef& t, const char* name, uint32_t layer, uint32_t rows, uint32_t cols) {
-  if (!t.present()) {
-    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s is missing; the MLA config needs it [%u, %u]",
-                         layer, name, rows, cols);
-  }
-  const bool matrix = rows > 1 || name[0] == 'w';
-  if (!(matrix ? dtype_holds_weights(t.dtype) : dtype_plans_weights(t.dtype))) {
-    return Status::error(Code::kUnsupported, "layer %u: tensor %s has dtype %s, expected one of %s", layer, name,
-                         dtype_known(t.dtype) ? dtype_name(t.dtype) : "unknown",
-                         matrix ? kWeightDTypeNames : kPlannedWeightDTypeNames);
-  }
-  if (t.cols % dtype_traits(t.dtype).block_values != 0) {
-    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has rows of %u values, not whole %s blocks of %u",
-                         layer, name, t.cols, dtype_name(t.dtype), dtype_traits(t.dtype).block_values);
-  }
-  if (t.rows != rows || t.cols != cols) {
-    return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,
-                         name, t.rows, t.cols, rows, cols);
-  }
-  return Status();
-}
-
 }  // namespace
 
 Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
@@ -54,17 +32,18 @@ Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer
   const MlaShape& m = c.mla;
   const uint32_t q_out = c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
   if (m.q_lora_rank) {
-    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq_a, "wq_a", layer, m.q_lora_rank, c.d_model));
-    HEADWAY_RETURN_IF_ERROR(check_matrix(w.q_a_norm, "q_a_norm", layer, 1, m.q_lora_rank));
-    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq, "wq (q_b)", layer, q_out, m.q_lora_rank));
+    HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq_a, "wq_a", layer, true, m.q_lora_rank, c.d_model));
+    HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.q_a_norm, "q_a_norm", layer, true, 1, m.q_lora_rank));
+    HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq, "wq (q_b)", layer, true, q_out, m.q_lora_rank));
   } else {
-    HEADWAY_RETURN_IF_ERROR(check_matrix(w.wq, "wq", layer, q_out, c.d_model));
+    HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq, "wq", layer, true, q_out, c.d_model));
   }
-  HEADWAY_RETURN_IF_ERROR(check_matrix(w.wkv_a, "wkv_a", layer, m.kv_lora_rank + m.qk_rope_head_dim, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_matrix(w.kv_a_norm, "kv_a_norm", layer, 1, m.kv_lora_rank));
   HEADWAY_RETURN_IF_ERROR(
-      check_matrix(w.wkv_b, "wkv_b", layer, c.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
-  return check_matrix(w.wo, "wo", layer, c.d_model, c.n_heads * m.v_head_dim);
+      check_layer_tensor(w.wkv_a, "wkv_a", layer, true, m.kv_lora_rank + m.qk_rope_head_dim, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.kv_a_norm, "kv_a_norm", layer, true, 1, m.kv_lora_rank));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wkv_b, "wkv_b", layer, true,
+                                             c.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
+  return check_layer_tensor(w.wo, "wo", layer, true, c.d_model, c.n_heads * m.v_head_dim);
 }
 
 // The layer's tensors in the arena's slice of the layer (weight_dtype, back to back, in the
