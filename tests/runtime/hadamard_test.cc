@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -49,7 +50,7 @@ TEST_CASE("the fast transform matches Sylvester's matrix in double, powers of tw
     const std::vector<double> xd(x.begin(), x.end());
     const std::vector<double> want = test::hadamard_reference(xd.data(), n);
     double worst = 0;
-    for (uint32_t i = 0; i < n; ++i) worst = std::fmax(worst, std::fabs(y[i] - want[i]));
+    for (uint32_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(y[i] - want[i]));
     CHECK(worst < 2e-6);
   }
 }
@@ -73,7 +74,7 @@ TEST_CASE("H · H · x = x and norms and dot products are kept (orthonormal, sym
     std::vector<float> back = hx;
     hadamard_rotate(back.data(), n);
     double worst = 0;
-    for (uint32_t i = 0; i < n; ++i) worst = std::fmax(worst, std::fabs(back[i] - x[i]));
+    for (uint32_t i = 0; i < n; ++i) worst = std::max(worst, double{std::fabs(back[i] - x[i])});
     CHECK(worst < 2e-6);
   }
   // The columns of H_b are orthonormal: H e_i · H e_j = δ_ij (n 64, every pair).
@@ -88,7 +89,7 @@ TEST_CASE("H · H · x = x and norms and dot products are kept (orthonormal, sym
     for (uint32_t j = 0; j < n; ++j) {
       double d = 0;
       for (uint32_t k = 0; k < n; ++k) d += double{cols[i][k]} * cols[j][k];
-      worst = std::fmax(worst, std::fabs(d - (i == j ? 1.0 : 0.0)));
+      worst = std::max(worst, std::fabs(d - (i == j ? 1.0 : 0.0)));
       CHECK(cols[i][j] == cols[j][i]);  // symmetric
     }
   }
