@@ -451,6 +451,10 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
          [&] { return unbound.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size); },
          Code::kFailedPrecondition,
          {"attend before bind"}},
+        {"truncate before bind",
+         [&] { return unbound.truncate(0); },
+         Code::kFailedPrecondition,
+         {"truncate before bind"}},
     });
     CHECK(unbound.size() == 0);
 
@@ -523,6 +527,14 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
          [&] { return cache.attend(q.data(), p.q_width, o.data(), p.q_width, 1, nullptr, ws.p, ws.size, inf_sinks); },
          Code::kInvalidArgument,
          {"sinks[2] = inf"}},
+        {"truncate past the size",
+         [&] { return cache.truncate(6); },
+         Code::kOutOfRange,
+         {"truncate to 6 tokens", "holds 5"}},
+        {"truncate to a count near 2^32",
+         [&] { return cache.truncate(0xffffffffu); },
+         Code::kOutOfRange,
+         {"4294967295"}},
     });
     CHECK(cache.size() == 5);
     CHECK(std::memcmp(before.data(), region.p, region.size) == 0);
@@ -546,6 +558,20 @@ TEST_CASE("bad input: KvCache calls in the wrong order, bad arguments and overfl
                  Code::kOutOfRange,
                  {"appending 9 tokens at once", "8"}}});
     CHECK(rc.size() == 0);
+    // A ring that wrapped refuses a truncate that needs tokens it overwrote (at most cache_rows −
+    // window + 1 can go), and changes nothing.
+    for (uint32_t at = 0; at < 4; ++at) REQUIRE(rc.append(k.data(), ring.kv_width, v.data(), ring.kv_width, 8).ok());
+    const std::vector<uint8_t> wrapped(static_cast<uint8_t*>(ring_region.p),
+                                       static_cast<uint8_t*>(ring_region.p) + ring_region.size);
+    const uint32_t removable = ring.cache_rows - 16 + 1;
+    const std::string rows_words = "ring of " + std::to_string(ring.cache_rows) + " rows (window 16)";
+    const std::string most_words = "at most " + std::to_string(removable) + " tokens";
+    check_rows({{"truncate a wrapped ring too far",
+                 [&] { return rc.truncate(32 - removable - 1); },
+                 Code::kFailedPrecondition,
+                 {rows_words.c_str(), most_words.c_str(), "nothing changed"}}});
+    CHECK(rc.size() == 32);
+    CHECK(std::memcmp(wrapped.data(), ring_region.p, ring_region.size) == 0);
   }
 }
 

@@ -65,6 +65,9 @@ constexpr bool backend_from_name(const char* name, BackendKind* out) {
 //   uint32_t size() const;             // tokens appended since create() or reset()
 //   uint32_t position() const;         // the next token's: the reset's start + size()
 //   void reset(uint32_t start_position = 0);  // empty; the next token at start_position
+//   // Keeps the first `tokens` appended since the reset (KvCache::truncate: its rules for a
+//   // sliding-window ring, its errors; on error nothing changes).
+//   Status truncate(uint32_t tokens);
 //
 //   // Cache use. k and v: [n, n_kv_heads, head_dim] f32, token t at k + t · k_token_stride.
 //   // Errors as KvCache::append (past the context, more than a window ring takes at once); on
@@ -117,6 +120,7 @@ class CpuBackend {
   uint32_t size() const { return cache_.size(); }
   uint32_t position() const { return cache_.position(); }
   void reset(uint32_t start_position = 0) { cache_.reset(start_position); }
+  Status truncate(uint32_t tokens) { return cache_.truncate(tokens); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                 const float* sinks = nullptr);
@@ -229,6 +233,7 @@ class GpuBackend {
   uint32_t size() const;
   uint32_t position() const;
   void reset(uint32_t start_position = 0);
+  Status truncate(uint32_t tokens);
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
   Status attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                 const float* sinks = nullptr);
@@ -267,6 +272,7 @@ class Backend {
   uint32_t size() const { return gpu_ ? gpu_->size() : cpu_->size(); }
   uint32_t position() const { return gpu_ ? gpu_->position() : cpu_->position(); }
   void reset(uint32_t start_position = 0) { gpu_ ? gpu_->reset(start_position) : cpu_->reset(start_position); }
+  Status truncate(uint32_t tokens) { return gpu_ ? gpu_->truncate(tokens) : cpu_->truncate(tokens); }
   Status append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
     return gpu_ ? gpu_->append(k, k_token_stride, v, v_token_stride, n)
                 : cpu_->append(k, k_token_stride, v, v_token_stride, n);

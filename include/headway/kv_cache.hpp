@@ -47,6 +47,16 @@ class KvCache {
     size_ = 0;
   }
 
+  // Keeps the first `tokens` appended since the reset and drops the rest (a rollback: speculative or
+  // assisted decoding, transformers' Cache.crop); nothing is moved or allocated, the next token goes
+  // to position start_position() + tokens. A full-attention cache takes any tokens <= size(). A
+  // sliding-window ring takes it while nothing a later query could see has been overwritten: always
+  // before it wrapped (size() <= rows()); after, a causal window without sink tokens can drop at most
+  // rows() − window + 1 tokens. Errors (the cache unchanged): tokens > size() (kOutOfRange), a ring
+  // that no longer holds what the truncated cache would need (kFailedPrecondition, with the ring's
+  // rows, window and how many tokens it can drop), before bind (kFailedPrecondition).
+  Status truncate(uint32_t tokens);
+
   // A cache's contents as they sit, for saving and restoring it (Model::save_state, load_state):
   // kv head g's K (v false) or V rows, rows() rows of dtype_row_bytes(kv_dtype, head_dim) bytes
   // each (a ring's rows in ring order, not in token order); null before bind.

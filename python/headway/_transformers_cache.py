@@ -12,7 +12,9 @@ that tag, appends the new tokens to the layer's caches and attends. The first ca
 mask, and then stores only the tokens some query sees: left padding never enters a cache, so a
 padded batch decodes without a mask. Each row's cache is planned for max_cache_len tokens
 (default: the config's max_position_embeddings) when the layer first runs; its memory is
-allocated then, once. crop, beam-search reordering and batch reshuffling raise Unsupported.
+allocated then, once. crop(-n) drops the last n tokens (headway.KvCache.truncate: no copy, no
+allocation; a sliding layer's ring only while it still holds the window a later token sees).
+Beam-search reordering and batch reshuffling raise Unsupported.
 """
 
 from typing import Any, Optional
@@ -21,7 +23,7 @@ import numpy as np
 import torch
 from transformers import cache_utils
 
-from . import FailedPrecondition, InvalidArgument, KvCache, Unsupported, attend
+from . import FailedPrecondition, InvalidArgument, KvCache, OutOfRange, Unsupported, attend
 
 KV_DTYPES = ("q8_0", "q4_0", "f16", "bf16", "f32")
 
@@ -52,7 +54,6 @@ class HeadwayLayer(cache_utils.CacheLayerMixin):
 
     is_sliding = False
     is_compileable = False
-    is_croppable = False
 
     def __init__(self, kv_dtype: str = "q8_0", max_cache_len: int = 4096, threads: int = 1, ring_chunk: int = 64,
                  **kwargs: Any):
@@ -163,6 +164,64 @@ class HeadwayLayer(cache_utils.CacheLayerMixin):
     def get_max_length(self) -> int:
         return self.max_cache_len
 
+    @property
+    def is_croppable(self) -> bool:
+        """Whether any crop can put this layer back as it was: a full layer always; a sliding layer's
+        ring while it holds every token since the prompt (never wrapped, no prompt token left out)."""
+        return not self.window or all(c.start_position == 0 and c.size <= c.rows for c in self.caches or [])
+
+    def _crop_to(self, tokens_to_remove: int) -> int:
+        """The length crop(tokens_to_remove) leaves: -n drops the last n tokens, 0 none, a positive
+        value is the length to keep (the older transformers' crop(max_length))."""
+        n = int(tokens_to_remove)
+        length = self.cumulative_length
+        keep = length + n if n <= 0 else n
+        if keep < 0 or keep > length:
+            raise OutOfRange(f"crop({n}): the cache holds {length} tokens; crop(-n) removes n <= {length} of them, "
+                             f"crop(k) keeps the first k <= {length}")
+        return keep
+
+    def _check_crop(self, keep: int) -> None:
+        """Raises (changing nothing) where a row's cache cannot drop cumulative_length - keep tokens."""
+        removed = self.cumulative_length - keep
+        if removed == 0 or keep == 0 or self.caches is None:
+            return
+        if self.pending:
+            raise FailedPrecondition("crop: this layer handed on K/V that never reached headway's attention function")
+        for b, cache in enumerate(self.caches):
+            size, start, rows = cache.size, cache.start_position, cache.rows
+            if removed > size:
+                raise Unsupported(f"crop: batch row {b} holds {size} tokens after its left padding; removing "
+                                  f"{removed} would reach into the padding ({_fallback()})")
+            if not self.window:
+                continue
+            # A ring holds the tokens from start + max(0, size - rows) (the prompt's first start tokens
+            # were never stored); the next token sees the window - 1 before it.
+            held_from = start + max(0, size - rows)
+            needed_from = max(0, start + size - removed - (self.window - 1))
+            if needed_from < held_from:
+                most = max(0, min(size, start + size - (self.window - 1) - held_from))
+                raise Unsupported(f"crop: a sliding layer (window {self.window}) keeps its last {rows} tokens in a "
+                                  f"ring and no longer holds token {needed_from} that the next token would see "
+                                  f"after removing {removed} of {self.cumulative_length} (batch row {b} can remove "
+                                  f"at most {most} now); nothing changed ({_fallback()})")
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Drops the last -tokens_to_remove tokens (transformers' crop(-n)); a positive value is the
+        length to keep. Raises OutOfRange past the length and Unsupported where a ring no longer holds
+        what the next token would see, changing nothing."""
+        keep = self._crop_to(tokens_to_remove)
+        self._check_crop(keep)
+        if keep == self.cumulative_length:
+            return
+        if keep == 0:
+            self.reset()
+            return
+        removed = self.cumulative_length - keep
+        for cache in self.caches or []:
+            cache.truncate(cache.size - removed)
+        self.cumulative_length = keep
+
     def reset(self) -> None:
         for cache in self.caches or []:
             cache.reset()
@@ -174,9 +233,6 @@ class HeadwayLayer(cache_utils.CacheLayerMixin):
 
     def prefetch(self) -> None:
         pass
-
-    def crop(self, tokens_to_remove: int) -> None:
-        raise Unsupported(f"crop: headway.transformers.Cache cannot remove tokens ({_fallback()})")
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         raise Unsupported(f"reorder_cache: headway.transformers.Cache does not take beam search ({_fallback()})")
@@ -218,6 +274,17 @@ class Cache(cache_utils.Cache):
         self.kv_dtype = kv_dtype
         layers = [HeadwayLayer(kv_dtype, int(max_cache_len), int(threads), int(ring_chunk)) for _ in range(n_layers)]
         super().__init__(layers=layers)
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Drops the last -tokens_to_remove tokens of every layer (transformers' crop(-n), e.g. after
+        assisted decoding rejects candidates); a positive value is the length to keep. Every layer is
+        checked before any changes: on an error (OutOfRange past the length, Unsupported where a
+        sliding layer's ring no longer holds what the next token would see) nothing changed."""
+        keeps = [layer._crop_to(tokens_to_remove) for layer in self.layers]
+        for layer, keep in zip(self.layers, keeps):
+            layer._check_crop(keep)
+        for layer in self.layers:
+            layer.crop(tokens_to_remove)
 
     def kv_bytes(self) -> int:
         """Bytes the layers' K/V storage takes (what the caches made so far hold allocated)."""

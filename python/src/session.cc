@@ -126,8 +126,20 @@ class PyKvCache {
     backend().reset(p);
   }
 
+  void truncate(int64_t tokens) {
+    const uint32_t n = to_u32(tokens, "tokens");
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      s = backend().truncate(n);
+    }
+    check(s);
+  }
+
   uint32_t size() { return backend().size(); }
   uint32_t position() { return backend().position(); }
+  uint32_t start_position() { return backend().position() - backend().size(); }
   uint32_t rows() const { return plan_.cache_rows; }
   nb::object plan() const { return plan_dict(plan_); }
 
@@ -350,8 +362,12 @@ void bind_objects(nb::module_& m) {
       .def("rotate_queries", &PyKvCache::rotate_queries, nb::arg("q"))
       .def("attend", &PyKvCache::attend, nb::arg("q"), nb::kw_only(), nb::arg("sinks") = nb::none())
       .def("reset", &PyKvCache::reset, nb::arg("start") = 0)
+      .def("truncate", &PyKvCache::truncate, nb::arg("tokens"),
+           "Keeps the first `tokens` appended since the reset (a sliding-window ring: while it still holds what a "
+           "later query sees); raises OutOfRange past size, FailedPrecondition where the ring refuses.")
       .def_prop_ro("size", &PyKvCache::size)
       .def_prop_ro("position", &PyKvCache::position)
+      .def_prop_ro("start_position", &PyKvCache::start_position)
       .def_prop_ro("rows", &PyKvCache::rows)
       .def_prop_ro("plan", &PyKvCache::plan);
 

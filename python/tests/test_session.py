@@ -35,6 +35,37 @@ def test_kv_cache_matches_attend(rng):
     assert cache.plan["n_kv_heads"] == 2
 
 
+def test_kv_cache_truncate(rng):
+    # truncate(n) keeps the first n tokens since the reset: attention is then that of a cache that
+    # never had the others. Past the size, or a ring that overwrote what it would need: an error,
+    # the cache unchanged.
+    spec = "d_model=64 heads=4 kv_heads=2 ctx=64 layers=1 rope_theta=10000 kv_dtype=f32"
+    k = rng.standard_normal((30, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((30, 2, 16), dtype=np.float32)
+    q = rng.standard_normal((1, 4, 16), dtype=np.float32)
+    cache, fresh = headway.KvCache(spec=spec), headway.KvCache(spec=spec)
+    cache.reset(start=3)
+    fresh.reset(start=3)
+    cache.append(k[:20], v[:20])
+    cache.truncate(12)
+    assert (cache.size, cache.position, cache.start_position) == (12, 15, 3)
+    cache.append(k[20:21], v[20:21])
+    fresh.append(np.concatenate([k[:12], k[20:21]]), np.concatenate([v[:12], v[20:21]]))
+    np.testing.assert_allclose(cache.attend(cache.rotate_queries(q)), fresh.attend(fresh.rotate_queries(q)), atol=1e-6)
+    with pytest.raises(headway.OutOfRange, match="truncate to 14 tokens, but the cache holds 13"):
+        cache.truncate(14)
+    with pytest.raises(headway.InvalidArgument, match="tokens"):
+        cache.truncate(-1)
+    ring = headway.KvCache(spec=spec + " window=8 layer_types=s", max_tokens=4)  # 11 rows
+    for at in range(0, 16, 4):
+        ring.append(k[at : at + 4], v[at : at + 4])
+    with pytest.raises(headway.FailedPrecondition, match=r"ring of 11 rows \(window 8\).*at most 4 tokens"):
+        ring.truncate(11)
+    assert ring.size == 16
+    ring.truncate(12)
+    assert ring.position == 12
+
+
 def rope_neox(x, positions, theta):
     """NeoX rotate-half RoPE from its definition, in float64: x [t, heads, d] at positions [t]."""
     x = np.asarray(x, dtype=np.float64)

@@ -31,4 +31,28 @@ Status check_kv_append(const char* who, const Plan& plan, uint32_t position, con
   return Status();
 }
 
+Status check_kv_truncate(const char* who, const Plan& plan, uint32_t size, uint32_t tokens) {
+  if (tokens > size) {
+    return Status::error(Code::kOutOfRange,
+                         "%s: truncate to %u tokens, but the cache holds %u (appended since the reset); it can only "
+                         "drop tokens",
+                         who, tokens, size);
+  }
+  const Config& c = plan.config;
+  const uint32_t rows = plan.cache_rows;
+  if (tokens == size || rows >= c.max_seq || size <= rows) return Status();  // full attention, or nothing evicted
+  // A wrapped ring holds the last rows − S tokens (S sink tokens in its first rows for good).
+  const uint32_t sinks = c.window != 0 ? c.sink_tokens : 0;
+  const uint32_t evicted_end = size - (rows - sinks);  // tokens S .. evicted_end − 1 are overwritten
+  const bool window_hides = c.causal && !c.window_symmetric && sinks == 0 && c.window != 0 && c.window <= rows;
+  // At most this many tokens can go: the next query must still find the window − 1 tokens before it.
+  const uint32_t removable = window_hides ? rows - c.window + 1 : 0;
+  if (size - tokens <= removable) return Status();
+  return Status::error(Code::kFailedPrecondition,
+                       "%s: a sliding-window ring of %u rows (window %u) has overwritten tokens %u..%u of the %u "
+                       "appended since the reset; truncating to %u tokens would need them again (it can remove at "
+                       "most %u tokens now); nothing changed",
+                       who, rows, c.window, sinks, evicted_end - 1, size, tokens, removable);
+}
+
 }  // namespace headway

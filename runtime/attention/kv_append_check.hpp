@@ -22,4 +22,13 @@ enum class KvStrides : uint8_t { kEachAtLeastWidth, kEqualAndAtLeastWidth };
 Status check_kv_append(const char* who, const Plan& plan, uint32_t position, const float* k, size_t k_token_stride,
                        const float* v, size_t v_token_stride, uint32_t n, KvStrides strides);
 
+// The checks of a truncate to the first `tokens` of the `size` appended since the reset (KvCache::truncate,
+// GpuBackend::truncate): at most size (kOutOfRange); a sliding-window ring (cache_rows < max_seq) only while every
+// token a later query could see is still in its rows (kFailedPrecondition, naming the ring's rows, window and how
+// many tokens can be removed). A ring that never wrapped (size <= cache_rows) keeps every token. After it wrapped, a
+// causal, one-sided window without sink tokens still can: the next query (token `tokens`) sees the window − 1 tokens
+// before it, and those are held while size − tokens <= cache_rows − window + 1; the rows of the removed tokens that
+// the ring then shows as its oldest keys fall outside every later query's window. Otherwise a wrapped ring refuses.
+Status check_kv_truncate(const char* who, const Plan& plan, uint32_t size, uint32_t tokens);
+
 }  // namespace headway

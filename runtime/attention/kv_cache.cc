@@ -131,6 +131,13 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   return Status();
 }
 
+Status KvCache::truncate(uint32_t tokens) {
+  if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: truncate before bind");
+  HEADWAY_RETURN_IF_ERROR(check_kv_truncate("kv cache", plan_, size_, tokens));
+  size_ = tokens;  // the dropped tokens' rows are overwritten by the next appends
+  return Status();
+}
+
 Status KvCache::rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: rotate_queries before bind");
   return rotate_last_queries("kv cache", plan_, rope_, position(), size_, q, q_token_stride, t_q);

@@ -170,6 +170,18 @@ void GpuBackend::reset(uint32_t start_position) {
   impl_->pending_n = 0;
 }
 
+Status GpuBackend::truncate(uint32_t tokens) {
+  if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: truncate before create");
+  Impl& x = *impl_;
+  HEADWAY_RETURN_IF_ERROR(check_kv_truncate("gpu backend", x.plan, x.size, tokens));
+  // Staged rows of dropped tokens are never copied (staging holds a run of consecutive tokens).
+  if (x.pending_n != 0 && x.pending_pos + x.pending_n > tokens) {
+    x.pending_n = tokens <= x.pending_pos ? 0 : tokens - x.pending_pos;
+  }
+  x.size = tokens;
+  return Status();
+}
+
 Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
   Impl& x = *impl_;

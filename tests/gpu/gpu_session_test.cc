@@ -131,6 +131,73 @@ TEST_CASE("gpu cache use (append, attend) matches the CPU backend: RoPE, GQA, wi
   }
 }
 
+// truncate() on both backends: append `total` tokens in chunks without attending (on the staged
+// context the rows pile up unflushed), keep the first `keep`, then decode steps must agree; a
+// truncate the ring cannot take fails the same way on both and changes neither.
+void check_truncate_against_cpu(GpuContext* ctx, const Config& config, uint32_t max_tokens, uint32_t total,
+                                uint32_t keep, uint32_t decode) {
+  PlanOptions po;
+  po.max_tokens = max_tokens;
+  po.weights_in_arena = false;
+  const Plan p = make_plan(config, po).value();
+  INFO("kv " << std::string(dtype_name(config.kv_dtype)) << ", window " << config.window << ", " << total << " -> "
+             << keep);
+  CpuBackend cpu;
+  const size_t bytes = CpuBackend::memory_bytes(p, 1);
+  std::vector<uint8_t> mem(bytes + 64);
+  REQUIRE(cpu.create(p, nullptr, mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64, bytes).ok());
+  GpuBackend gpu;
+  REQUIRE(gpu.create(ctx, p).ok());
+  const Backend both[2] = {&cpu, &gpu};
+  test::Rng rng(config.window * 7 + total);
+  std::vector<float> q(size_t{max_tokens} * p.q_width), k(size_t{max_tokens} * p.kv_width), v(k.size());
+  std::vector<float> o_cpu(p.q_width), o_gpu(p.q_width);
+  for (uint32_t pos = 0; pos < total;) {
+    const uint32_t n = total - pos < max_tokens ? total - pos : max_tokens;
+    for (float& x : k) x = rng.normal();
+    for (float& x : v) x = rng.normal();
+    for (Backend b : both) REQUIRE(b.append(k.data(), p.kv_width, v.data(), p.kv_width, n).ok());
+    pos += n;
+  }
+  if (p.cache_rows < config.max_seq && total > p.cache_rows) {  // one token more than the ring can give back
+    const uint32_t refused = total - (p.cache_rows - config.window + 2);
+    for (Backend b : both) {
+      CHECK(b.truncate(refused).code() == Code::kFailedPrecondition);
+      CHECK(b.size() == total);
+    }
+  }
+  for (Backend b : both) REQUIRE(b.truncate(keep).ok());
+  CHECK(gpu.size() == keep);
+  CHECK(gpu.position() == keep);
+  double worst = 0.0;
+  for (uint32_t step = 0; step < decode; ++step) {
+    for (float& x : q) x = rng.normal();
+    for (float& x : k) x = rng.normal();
+    for (float& x : v) x = rng.normal();
+    for (Backend b : both) REQUIRE(b.append(k.data(), p.kv_width, v.data(), p.kv_width, 1).ok());
+    REQUIRE(cpu.attend(q.data(), p.q_width, o_cpu.data(), p.q_width, 1).ok());
+    REQUIRE(gpu.attend(q.data(), p.q_width, o_gpu.data(), p.q_width, 1).ok());
+    for (uint32_t i = 0; i < p.q_width; ++i) {
+      const double err = std::fabs(static_cast<double>(o_gpu[i]) - o_cpu[i]);
+      if (!(err <= worst)) worst = std::isnan(err) ? 1e30 : err;
+    }
+  }
+  CHECK_MESSAGE(worst <= decode_tolerance(config.kv_dtype), "max |gpu − cpu| " << worst);
+}
+
+TEST_CASE("gpu truncate matches the CPU backend: staged rows dropped, a wrapped ring, refusals") {
+  for (bool fallback : {false, true}) {
+    GpuContext* ctx = context(fallback);
+    if (ctx == nullptr) return;
+    INFO("fallback context (staging): " << fallback);
+    check_truncate_against_cpu(ctx, cache_config(DType::kF16, 0, 64), 16, 45, 38, 6);  // full: staged rows cut
+    check_truncate_against_cpu(ctx, cache_config(DType::kF32, 0, 64), 16, 45, 0, 4);
+    // Window 24, chunks of 8: a ring of 31 rows, wrapped at 60 tokens; 8 can go.
+    check_truncate_against_cpu(ctx, cache_config(DType::kBF16, 24, 200), 8, 60, 52, 12);
+    check_truncate_against_cpu(ctx, cache_config(DType::kQ8_0, 24, 200), 8, 60, 55, 12);
+  }
+}
+
 // q8_0 and q4_0: the GPU cache quantizes each rotated K row and V row with the library's
 // quantize_row, as KvCache does, so both attend over the same bytes. head_dim 80 makes rows of 3
 // blocks (102 and 54 bytes, a short last block): rows that start inside a word, in mapped memory

@@ -513,6 +513,97 @@ TEST_CASE("rotate_queries of a rotated cache: RoPE, then the Hadamard rotation o
   CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
 }
 
+// truncate(): a cache that appended `total` tokens of one sequence and kept the first `keep`, then
+// decodes `steps` tokens of another continuation (one at a time, RoPE'd queries), against a cache
+// that only ever saw those `keep` tokens and the continuation. Both caches hold the same rows for
+// every key a query sees; a ring that wrapped also shows rows of the dropped tokens as its oldest
+// keys, outside every query's window, so the outputs agree to rounding.
+void check_truncate_then_decode(const Config& c, uint32_t max_tokens, uint32_t total, uint32_t keep, uint32_t steps) {
+  Fixture a(c, max_tokens), b(c, max_tokens);
+  const Plan& p = a.plan;
+  const std::vector<float> k = normal(size_t{total} * p.kv_width, 31), v = normal(size_t{total} * p.kv_width, 32);
+  const std::vector<float> k2 = normal(size_t{steps} * p.kv_width, 33), v2 = normal(size_t{steps} * p.kv_width, 34);
+  const std::vector<float> q = normal(size_t{steps} * p.q_width, 35);
+  auto append = [&](KvCache& cache, const float* kk, const float* vv, uint32_t n) {
+    for (uint32_t at = 0; at < n; at += max_tokens) {
+      const uint32_t m = std::min(max_tokens, n - at);
+      REQUIRE(cache.append(kk + size_t{at} * p.kv_width, p.kv_width, vv + size_t{at} * p.kv_width, p.kv_width, m).ok());
+    }
+  };
+  append(a.cache, k.data(), v.data(), total);
+  const Status s = a.cache.truncate(keep);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  CHECK(a.cache.size() == keep);
+  CHECK(a.cache.position() == keep);
+  append(b.cache, k.data(), v.data(), keep);
+  ThreadPool pool;
+  REQUIRE(pool.create(2).ok());
+  std::vector<uint8_t> workspace(a.cache.workspace_bytes(1, 2) + b.cache.workspace_bytes(1, 2) + 4096 + 64);
+  void* ws = workspace.data() + (64 - reinterpret_cast<uintptr_t>(workspace.data()) % 64) % 64;
+  const size_t ws_bytes = workspace.size() - 64;
+  std::vector<float> oa(p.q_width), ob(p.q_width), qt(p.q_width);
+  for (uint32_t t = 0; t < steps; ++t) {
+    INFO("decode step " << t << " after truncating " << total << " tokens to " << keep);
+    append(a.cache, k2.data() + size_t{t} * p.kv_width, v2.data() + size_t{t} * p.kv_width, 1);
+    append(b.cache, k2.data() + size_t{t} * p.kv_width, v2.data() + size_t{t} * p.kv_width, 1);
+    std::copy(q.begin() + size_t{t} * p.q_width, q.begin() + size_t{t + 1} * p.q_width, qt.begin());
+    REQUIRE(a.cache.rotate_queries(qt.data(), p.q_width, 1).ok());
+    REQUIRE(a.cache.attend(qt.data(), p.q_width, oa.data(), p.q_width, 1, &pool, ws, ws_bytes).ok());
+    REQUIRE(b.cache.attend(qt.data(), p.q_width, ob.data(), p.q_width, 1, &pool, ws, ws_bytes).ok());
+    double worst = 0;
+    for (uint32_t i = 0; i < p.q_width; ++i) worst = std::max(worst, double(std::fabs(oa[i] - ob[i])));
+    CHECK(worst <= 1e-6);
+  }
+}
+
+TEST_CASE("truncate: decode after it equals decode of a cache that never had the dropped tokens") {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+    INFO(dtype_name(dt));
+    check_truncate_then_decode(small_config(0, dt), 8, 30, 17, 6);  // full attention
+    check_truncate_then_decode(small_config(0, dt), 8, 30, 0, 4);   // everything dropped
+    // A ring of 8 + 4 − 1 = 11 rows: not wrapped (any length), and wrapped by 6 (at most 11 − 8 + 1 = 4 dropped).
+    check_truncate_then_decode(small_config(8, dt), 4, 9, 2, 12);
+    check_truncate_then_decode(small_config(8, dt), 4, 17, 13, 12);
+    check_truncate_then_decode(small_config(8, dt), 4, 29, 26, 9);
+  }
+}
+
+TEST_CASE("truncate: past the size, a wrapped ring that lost what it needs, before bind: nothing changes") {
+  Fixture f(small_config(8, DType::kF32), 4);  // a ring of 11 rows
+  const uint32_t kvw = f.plan.kv_width;
+  const std::vector<float> k = normal(20 * kvw, 41);
+  for (uint32_t at = 0; at < 17; at += 4) {
+    REQUIRE(f.cache.append(k.data() + at * kvw, kvw, k.data() + at * kvw, kvw, std::min(4u, 17 - at)).ok());
+  }
+  const std::vector<uint8_t> before = f.region;
+  Status s = f.cache.truncate(18);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(std::string(s.message()) ==
+        "kv cache: truncate to 18 tokens, but the cache holds 17 (appended since the reset); it can only drop tokens");
+  s = f.cache.truncate(12);  // 5 dropped: token 4, which the next query sees, was overwritten
+  CHECK(s.code() == Code::kFailedPrecondition);
+  CHECK(std::string(s.message()) ==
+        "kv cache: a sliding-window ring of 11 rows (window 8) has overwritten tokens 0..5 of the 17 appended since "
+        "the reset; truncating to 12 tokens would need them again (it can remove at most 4 tokens now); nothing "
+        "changed");
+  CHECK(f.cache.size() == 17);
+  CHECK(f.region == before);
+  CHECK(f.cache.truncate(17).ok());  // nothing dropped
+  CHECK(f.cache.truncate(13).ok());
+  CHECK(f.cache.position() == 13);
+  // A ring with sink tokens keeps no spare window after it wrapped: it refuses any drop.
+  Config sinks = small_config(8, DType::kF32);
+  sinks.sink_tokens = 2;
+  Fixture g(sinks, 4);
+  for (uint32_t at = 0; at < 17; at += 4) {
+    REQUIRE(g.cache.append(k.data() + at * kvw, kvw, k.data() + at * kvw, kvw, std::min(4u, 17 - at)).ok());
+  }
+  CHECK(g.cache.truncate(16).code() == Code::kFailedPrecondition);
+  CHECK(g.cache.size() == 17);
+  KvCache unbound;
+  CHECK(unbound.truncate(0).code() == Code::kFailedPrecondition);
+}
+
 TEST_CASE("a cache with ALiBi needs its slopes") {
   Config c = small_config(0, DType::kF32);
   c.rope.style = RopeStyle::kNone;
