@@ -140,8 +140,9 @@ def main():
 
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_name()}, "
           f"{os.cpu_count()} logical CPUs, load average {os.getloadavg()[0]:.2f}")
+    # the package's folder relative to the working directory (the repository root, as documented)
     print(f"# torch {torch.__version__}, transformers {transformers.__version__}, headway from "
-          f"{os.path.dirname(headway.__file__)}")
+          f"{os.path.relpath(os.path.dirname(headway.__file__))}")
     print(f"# {name}, float32; context {args.context}: prompt {n_prompt} + {args.tokens} greedy tokens; "
           f"decode: median of {args.reps} runs")
     print(f"{'attention + cache':<26} {'threads':>7} {'prefill tok/s':>13} {'decode tok/s':>12} "
