@@ -42,7 +42,11 @@ enum class RopeScaling : uint8_t {
 // The most rotated pairs LongRoPE's per-pair factors cover (rotary dims up to 128).
 inline constexpr uint32_t kMaxLongRopePairs = 64;
 
-const char* rope_scaling_name(RopeScaling s);  // "none", "linear", "llama3", "yarn", "other"
+const char* rope_scaling_name(RopeScaling s);
+
+// YaRN's mscale(s, m) = 0.1 · m · ln(s) + 1 (1 for s <= 1): the cos/sin factor, and MLA's logit
+// scale factor (mscale(factor, mscale_all_dim)², as transformers' yarn_apply_mscale).
+double yarn_mscale(double factor, double m);  // "none", "linear", "llama3", "yarn", "other"
 
 struct RopeConfig {
   RopeStyle style = RopeStyle::kNone;
@@ -341,7 +345,8 @@ struct Config {
     if (layers.linear.count > n) layers.linear.count = n;
   }
 
-  // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim).
+  // The logit scale: explicit scale, else 1/sqrt(query_pre_attn_scalar or head_dim); MLA's from
+  // its query head (nope + rope), times mscale(factor, mscale_all_dim)² where the RoPE sets it.
   float logit_scale() const;
 
   constexpr void set_name(const char* s) {

@@ -36,8 +36,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-double yarn_mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
-
 // The pair index (in units of dims, over `rotary` dims) whose frequency turns `rotations` times
 // over the original context.
 double yarn_correction_dim(double rotations, double rotary, const RopeConfig& rope) {

@@ -60,8 +60,15 @@ const char* rope_scaling_name(RopeScaling s) {
   return "unknown";
 }
 
+double yarn_mscale(double factor, double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; }
+
 float Config::logit_scale() const {
   if (scale > 0.0f) return scale;
+  if (is_mla() && query_pre_attn_scalar <= 0.0f && rope.mscale_all_dim > 0.0f) {
+    // DeepSeek's YaRN: (nope + rope)^-1/2 · mscale(factor, mscale_all_dim)².
+    const double m = yarn_mscale(rope.factor, rope.mscale_all_dim);
+    return static_cast<float>(m * m / std::sqrt(static_cast<double>(mla.qk_nope_head_dim + mla.qk_rope_head_dim)));
+  }
   // MLA: the model's query head (nope + rope), not the absorbed one the kernels run.
   const float head =
       is_mla() ? static_cast<float>(mla.qk_nope_head_dim + mla.qk_rope_head_dim) : static_cast<float>(head_size());

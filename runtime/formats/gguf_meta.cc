@@ -149,8 +149,8 @@ Status missing(const gguf::Reader& p, const char* arch, const char* suffix) {
 // Multi-head latent attention (Config::mla) as llama.cpp's deepseek2 loader reads it: the latent
 // ranks (no q_lora_rank: a full-rank query), the query head from key_length_mla (else key_length,
 // as older converters wrote it) less the rotated rope.dimension_count, the value head from
-// value_length_mla (else value_length); the logit scale 1/sqrt(query head), times (1 +
-// yarn_log_multiplier · ln(factor))² under YaRN (the converter's 0.1 · mscale_all_dim).
+// value_length_mla (else value_length); yarn_log_multiplier as the converter writes it, 0.1 ·
+// mscale_all_dim, for the logit scale (Config::logit_scale).
 Status read_mla(const gguf::Reader& p, const Slots& slots, const char* arch, Config* cfg) {
   MlaShape m;
   HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.kv_lora_rank, 1, &m.kv_lora_rank));
@@ -175,14 +175,11 @@ Status read_mla(const gguf::Reader& p, const Slots& slots, const char* arch, Con
   cfg->head_dim = m.kv_lora_rank + m.qk_rope_head_dim;
   cfg->n_kv_heads = 1;
   cfg->rope.rotary_dim = m.qk_rope_head_dim;
-  double scale = 1.0 / std::sqrt(static_cast<double>(key_length));
-  if (slots.yarn_log_multiplier.present() && cfg->rope.factor > 1.0f) {
+  if (slots.yarn_log_multiplier.present()) {
     float log_mul = 0.0f;
     HEADWAY_RETURN_IF_ERROR(gguf::read_real(p, slots.yarn_log_multiplier, true, &log_mul));
-    const double mscale = 1.0 + log_mul * std::log(static_cast<double>(cfg->rope.factor));
-    scale *= mscale * mscale;
+    cfg->rope.mscale_all_dim = log_mul / 0.1f;
   }
-  cfg->scale = static_cast<float>(scale);
   return Status();
 }
 

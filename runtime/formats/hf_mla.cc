@@ -1,7 +1,5 @@
 #include "runtime/formats/hf_mla.hpp"
 
-#include <cmath>
-
 namespace headway::formats {
 namespace {
 
@@ -58,13 +56,6 @@ Status read_mla(const Where& w, const json& obj, const std::string& model_type, 
     cfg->rope.style = interleaved ? RopeStyle::kGptj : RopeStyle::kNeox;
     cfg->rope.rotary_dim = m.qk_rope_head_dim;
   }
-  double scale = 1.0 / std::sqrt(static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim));
-  const RopeConfig& r = cfg->rope;
-  if (r.scaling == RopeScaling::kYarn && r.mscale_all_dim > 0.0f && r.factor > 1.0f) {
-    const double mscale = 0.1 * r.mscale_all_dim * std::log(static_cast<double>(r.factor)) + 1.0;
-    scale *= mscale * mscale;
-  }
-  cfg->scale = static_cast<float>(scale);
   return Status();
 }
 

@@ -15,8 +15,7 @@ namespace headway::formats {
 // qk_rope_head_dim, v_head_dim; the family's config defaults where absent), the attention shape
 // they make (one kv head of kv_lora_rank + qk_rope_head_dim, RoPE on the first
 // qk_rope_head_dim values: DeepSeek's and Youtu's interleaved pairs unless rope_interleave is
-// false, MiniCPM3's halves) and the logit scale (qk_nope_head_dim + qk_rope_head_dim)^-1/2,
-// times mscale(factor, mscale_all_dim)² under YaRN as transformers' yarn_apply_mscale. A model
+// false, MiniCPM3's halves); the logit scale follows from them (Config::logit_scale). A model
 // type whose module headway does not know is refused by name.
 Status read_mla(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);
 
