@@ -107,7 +107,7 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const size_t row_bytes = dtype_row_bytes(c.kv_dtype, hd);
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   const bool hadamard = c.kv_rotation == KvRotation::kHadamard;
-  float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard): 2 KiB of stack
+  float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard)
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t i = size_ + t;  // rows count from the reset
     const uint32_t fixed = fixed_rows(plan_);

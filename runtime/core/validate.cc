@@ -74,6 +74,24 @@ Status kv_not_dividing(uint32_t n_heads, uint32_t n_kv_heads) {
                        n_heads, n_kv_heads, list);
 }
 
+// A config's linear attention layers (LayerKinds::linear): how many, the first, and the first
+// layer that is not one (n_layers when every layer is).
+struct LinearLayers {
+  uint32_t count = 0, first = 0, first_other = 0;
+};
+LinearLayers linear_layers(const Config& c) {
+  LinearLayers l;
+  l.first_other = c.n_layers;
+  for (uint32_t i = 0; i < c.layers.linear.count; ++i) {
+    if (c.layer_is_linear(i)) {
+      if (l.count++ == 0) l.first = i;
+    } else if (l.first_other == c.n_layers) {
+      l.first_other = i;
+    }
+  }
+  return l;
+}
+
 // One explicit per-layer list: its length is n_layers.
 Status check_layer_list(const Config& c, const char* key, uint32_t count) {
   if (count == 0) return Status();
@@ -106,11 +124,6 @@ Status validate_layer_kinds(const Config& c) {
   HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "layer_types", k.sliding.count));
   HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "rope_layers", k.rope.count));
   HEADWAY_RETURN_IF_ERROR(check_layer_list(c, "linear layers", k.linear.count));
-  uint32_t linear = 0, first_linear = 0, first_other = c.n_layers;
-  for (uint32_t i = 0; i < k.linear.count; ++i) {
-    if (k.linear.get(i) && linear++ == 0) first_linear = i;
-    if (!k.linear.get(i) && first_other == c.n_layers) first_other = i;
-  }
   if (k.kv_shared_layers > c.n_layers) {
     return Status::error(Code::kInvalidArgument, "num_kv_shared_layers %u is more than the %u layers",
                          k.kv_shared_layers, c.n_layers);
@@ -133,18 +146,19 @@ Status validate_layer_kinds(const Config& c) {
                          k.full_kv_heads ? k.full_kv_heads : c.kv_heads(), k.full_k_eq_v ? " and V from K" : "",
                          c.head_size(), c.kv_heads());
   }
-  if (linear != 0) {
-    if (first_other == c.n_layers) {
+  const LinearLayers linear = linear_layers(c);
+  if (linear.count != 0) {
+    if (linear.first_other == c.n_layers) {
       return Status::error(Code::kUnsupported,
                            "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
                            "Qwen3.5's and Qwen3-Next's), which headway does not run yet",
-                           linear, c.n_layers, first_linear);
+                           linear.count, c.n_layers, linear.first);
     }
     return Status::error(Code::kUnsupported,
                          "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
                          "Qwen3.5's and Qwen3-Next's), which headway does not run yet; its full_attention layers "
                          "(layer %u first) run alone: headway layer --layer %u",
-                         linear, c.n_layers, first_linear, first_other, first_other);
+                         linear.count, c.n_layers, linear.first, linear.first_other, linear.first_other);
   }
   bool any_sliding = k.sliding_pattern > 1;
   for (uint32_t i = 0; i < k.sliding.count; ++i) any_sliding = any_sliding || k.sliding.get(i);
@@ -462,8 +476,7 @@ Status validate_layer(const Config& c, uint32_t i) {
                          i, owner, c.layers.kv_shared_layers, owner);
   }
   if (c.layer_is_linear(i)) {
-    uint32_t full = c.n_layers;
-    for (uint32_t j = 0; j < c.n_layers && full == c.n_layers; ++j) full = c.layer_is_linear(j) ? full : j;
+    const uint32_t full = linear_layers(c).first_other;
     if (full == c.n_layers) {
       return Status::error(Code::kUnsupported,
                            "layer %u is linear_attention (Gated DeltaNet, as Qwen3.5's and Qwen3-Next's), which "
