@@ -425,7 +425,9 @@ Status read_attention_extras(const Where& w, const json& obj, const std::string&
   if (const json* v = lookup(obj, "sliding_window")) {
     uint32_t window = 0;
     HEADWAY_RETURN_IF_ERROR(read_count(w, "sliding_window", *v, 0, &window));
-    if (use_window) cfg->window = window;
+    // A window of at least the context hides no key (Phi-4-mini's 262144 over 131072): the
+    // context itself, as transformers' mask computes it.
+    if (use_window) cfg->window = window < cfg->max_seq ? window : cfg->max_seq;
   }
   if (const json* v = lookup(obj, "attn_logit_softcapping")) {  // Gemma 2
     double c = 0.0;

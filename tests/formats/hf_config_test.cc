@@ -561,6 +561,8 @@ TEST_CASE("hf: family rules") {
     CHECK(parse_ok(with(R"(, "sliding_window": 512, "use_sliding_window": true)")).window == 512);
     CHECK(parse_ok(with(R"(, "sliding_window": 512, "use_sliding_window": false)")).window == 0);
     CHECK(parse_ok(with(R"(, "sliding_window": null)")).window == 0);
+    // One wider than the context hides nothing: the context (Phi-4-mini: 262144 over 131072).
+    CHECK(parse_ok(with(R"(, "sliding_window": 262144)")).window == 4096);
   }
   SUBCASE("null softcap is off") { CHECK(parse_ok(with(R"(, "attn_logit_softcapping": null)")).softcap == 0.0f); }
   SUBCASE("attention_bias sets q/k/v and o biases") {
