@@ -167,4 +167,14 @@ constexpr uint64_t attention_workspace_bytes_bound(uint32_t head_dim, uint32_t g
          attention_partials_bytes_bound(head_dim, group, n_kv_heads, cache_rows, max_tokens);
 }
 
+// The Gated DeltaNet kernels (simd/gated_delta.h): tokens per chunk of the chunked (WY) form
+// (transformers' chunk_size), and the f32 scratch one head's chunked call takes, fixed for (dk,
+// dv) whatever the tokens (the layout: ChunkScratch, simd/gated_delta-inl.h): four [chunk] vectors,
+// three [chunk, chunk] matrices, and [chunk] rows of dv and of dk, each rounded up to 16 floats.
+inline constexpr uint32_t kGatedDeltaChunk = 64;
+constexpr uint64_t gated_delta_chunk_scratch_floats(uint32_t dk, uint32_t dv) {
+  const uint64_t c = kGatedDeltaChunk;
+  return 4 * c + 3 * c * c + c * ((uint64_t{dv} + 15) / 16 * 16 + (uint64_t{dk} + 15) / 16 * 16);
+}
+
 }  // namespace headway
