@@ -351,14 +351,23 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        }),
        Code::kUnsupported,
        {"per-layer head shapes (Gemma 4: full layers of head_dim 128"}},
-      {"linear attention layers (Qwen3.5)",
+      {"linear attention layers (Qwen3.5) without their shape",
        plan_of([](Config& c) {
          c.n_layers = 4;
          c.layers.linear.count = 4;
          for (uint32_t i = 0; i < 3; ++i) c.layers.linear.set(i, true);
        }),
-       Code::kUnsupported,
-       {"3 of 4 layers (layer 0 first) are linear_attention (Gated DeltaNet", "headway layer --layer 3"}},
+       Code::kInvalidArgument,
+       {"3 linear_attention layers (Gated DeltaNet) need linear_num_key_heads 0", "linear_conv_kernel_dim 0"}},
+      {"Gated DeltaNet value heads that are not a multiple of its key heads",
+       plan_of([](Config& c) {
+         c.n_layers = 2;
+         c.layers.linear.count = 2;
+         c.layers.linear.set(0, true);
+         c.gated_delta = {2, 3, 16, 16, 4};
+       }),
+       Code::kInvalidArgument,
+       {"linear_num_value_heads 3 is not a multiple of linear_num_key_heads 2"}},
       {"spec with a bad divisor",
        [] { return spec_plan("d_model=800 heads=12 ctx=128"); },
        Code::kInvalidArgument,

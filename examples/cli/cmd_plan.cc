@@ -30,6 +30,20 @@ void print_mla(const Plan& p) {
       static_cast<unsigned long long>(expanded), static_cast<double>(expanded) / static_cast<double>(latent));
 }
 
+// Gated DeltaNet: which layers, their heads, and the fixed state each keeps in place of a cache.
+void print_gated_delta(const Plan& p) {
+  const Config& c = p.config;
+  const GatedDeltaShape& g = c.gated_delta;
+  uint32_t first = 0;
+  while (first < c.n_layers && !c.layer_is_linear(first)) ++first;
+  std::printf(
+      "linear      %u of %u layers (layer %u first) are Gated DeltaNet: %u key heads of %u, %u value heads of %u, "
+      "conv kernel %u; each keeps a state of %u x %u x %u f32 instead of a KV cache (%s a layer, whatever the "
+      "context)\n",
+      p.linear_layers, c.n_layers, first, g.key_heads, g.key_head_dim, g.value_heads, g.value_head_dim, g.conv_kernel,
+      g.value_heads, g.key_head_dim, g.value_head_dim, human_bytes(p.linear_state_bytes_per_layer).c_str());
+}
+
 // attention_only: why the config's model part is not planned (empty: it is, or it has none).
 void print_table(const Plan& p, const std::string& attention_only) {
   const Config& c = p.config;
@@ -54,6 +68,7 @@ void print_table(const Plan& p, const std::string& attention_only) {
     std::printf("gate        attention output times sigmoid(gate) before Wo (each head's q then gate rows in Wq)\n");
   }
   if (c.is_mla()) print_mla(p);
+  if (p.linear_layers) print_gated_delta(p);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);
@@ -92,13 +107,26 @@ void print_table(const Plan& p, const std::string& attention_only) {
   const char* weights_note = p.weights_region_bytes ? ""
                              : p.packed_bytes       ? " (packed by XNNPACK below)"
                                                     : " (borrowed, not in the arena)";
-  std::printf("  weights      %12s  %s per layer, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
-              human_bytes(p.weight_bytes_per_layer).c_str(), dtype_name(p.options.weight_dtype), weights_note);
+  char linear_slot[64] = "";
+  if (p.linear_layers) {
+    std::snprintf(linear_slot, sizeof(linear_slot), " (attention), %s per Gated DeltaNet layer",
+                  human_bytes(p.linear_weight_bytes_per_layer).c_str());
+  }
+  std::printf("  weights      %12s  %s per layer%s, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
+              human_bytes(p.weight_bytes_per_layer).c_str(), linear_slot, dtype_name(p.options.weight_dtype),
+              weights_note);
   std::printf("  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s%s)\n",
               human_bytes(p.kv_cache_bytes).c_str(), human_bytes(p.kv_bytes_per_token).c_str(),
               human_bytes(p.kv_bytes_per_layer).c_str(),
               p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ", p.cache_rows,
               dtype_name(c.kv_dtype), c.kv_rotation == KvRotation::kHadamard ? ", Hadamard-rotated rows" : "");
+  if (p.linear_layers) {
+    std::printf(
+        "  linear state %12s  %s per Gated DeltaNet layer (%u layers: state and conv window, f32), fixed: "
+        "it does not grow with the context\n",
+        human_bytes(p.linear_state_bytes).c_str(), human_bytes(p.linear_state_bytes_per_layer).c_str(),
+        p.linear_layers);
+  }
   if (p.packed_bytes) {
     std::printf("  packed       %12s  XNNPACK operators, %s per layer (upper bound)\n",
                 human_bytes(p.packed_bytes).c_str(), human_bytes(p.packed_bytes_per_layer).c_str());

@@ -11,12 +11,18 @@ namespace {
 
 // What makes two layers run alike (their offsets aside).
 bool same_kind(const LayerPlan& a, const LayerPlan& b) {
-  return a.sliding == b.sliding && a.window == b.window && a.rope == b.rope && a.rope_theta == b.rope_theta &&
-         a.kv_rows == b.kv_rows && a.sinks == b.sinks && a.sink_tokens == b.sink_tokens && a.alibi == b.alibi;
+  return a.linear == b.linear && a.sliding == b.sliding && a.window == b.window && a.rope == b.rope &&
+         a.rope_theta == b.rope_theta && a.kv_rows == b.kv_rows && a.sinks == b.sinks &&
+         a.sink_tokens == b.sink_tokens && a.alibi == b.alibi;
 }
 
-std::string describe(const LayerPlan& l) {
+std::string describe(const Plan& p, const LayerPlan& l) {
   char text[160];
+  if (l.linear) {
+    std::snprintf(text, sizeof(text), "Gated DeltaNet (linear attention), no KV cache, state %s each",
+                  human_bytes(p.linear_state_bytes_per_layer).c_str());
+    return text;
+  }
   if (l.sliding) {
     std::snprintf(text, sizeof(text), "sliding %u", l.window);
   } else {
@@ -76,7 +82,7 @@ void print_layer_groups(const Plan& p) {
       runs += run;
       i = end + 1;
     }
-    std::printf("  layers %s: %s\n", runs.c_str(), describe(kinds[k]).c_str());
+    std::printf("  layers %s: %s\n", runs.c_str(), describe(p, kinds[k]).c_str());
   }
   std::printf("\n");
 }

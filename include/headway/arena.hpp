@@ -25,7 +25,13 @@ class Arena {
   bool bound() const { return base_ != nullptr; }
   const Plan& plan() const { return plan_; }
   uint8_t* weights() const { return base_ + plan_.weights_offset; }  // null-sized when borrowed
-  uint8_t* kv_layer(uint32_t layer) const {                          // [K | V] of one layer: plan.layer(layer).kv_bytes
+  uint8_t* layer_weights(uint32_t layer) const {  // layer's slot of the weights region: Plan::layer_weights_offset
+    return base_ + plan_.layer_weights_offset(layer);
+  }
+  float* linear_state(uint32_t layer) const {  // a linear layer's state and window: plan.linear_state_bytes_per_layer
+    return reinterpret_cast<float*>(base_ + plan_.layer(layer).state_offset);
+  }
+  uint8_t* kv_layer(uint32_t layer) const {  // [K | V] of one layer: plan.layer(layer).kv_bytes
     return base_ + plan_.layer(layer).kv_offset;
   }
   double* rope_layer(uint32_t layer) const {  // one layer's RoPE frequencies: plan.rope_bytes_per_layer

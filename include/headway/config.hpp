@@ -107,7 +107,7 @@ struct LayerKinds {
   LayerBits sliding;              // set: layer i slides; clear: full attention
   LayerBits rope;                 // set: layer i rotates; clear: no RoPE (a NoPE layer)
   // set: layer i is linear attention (Gated DeltaNet: Qwen3.5's and Qwen3-Next's layer_types
-  // "linear_attention"), which headway does not run; validate() refuses a config with one.
+  // "linear_attention"), shaped by Config::gated_delta: a fixed state instead of a KV cache.
   LayerBits linear;
   // Gemma 4's full layers' own head shape (global_head_dim, num_global_key_value_heads; 0: the
   // config's) and V taken from K's projection on them (attention_k_eq_v).
@@ -206,6 +206,31 @@ struct MlaShape {
   float kv_a_norm_eps = 1e-6f;  // the kv latent's RMS norm
 };
 
+// Gated DeltaNet (Qwen3.5's and Qwen3-Next's linear_attention layers, LayerKinds::linear). A
+// token's projections are [q | k | v] (conv_width values: key_heads query and key heads of
+// key_head_dim, value_heads value heads of value_head_dim), the output gate z [value_width] and
+// one a and b per value head. q, k and v pass a causal depthwise convolution of conv_kernel taps
+// (SiLU after), q and k are L2-normed, and each value head keeps a state [key_head_dim,
+// value_head_dim] f32 that the gated delta rule updates token by token; a query/key head serves
+// value_heads / key_heads consecutive value heads. The layer keeps no cache: its state and the
+// last conv_kernel − 1 convolution inputs are all it remembers, whatever the context.
+struct GatedDeltaShape {
+  uint32_t key_heads = 0;       // linear_num_key_heads; 0: no linear layers
+  uint32_t value_heads = 0;     // linear_num_value_heads, a multiple of key_heads
+  uint32_t key_head_dim = 0;    // linear_key_head_dim
+  uint32_t value_head_dim = 0;  // linear_value_head_dim
+  uint32_t conv_kernel = 0;     // linear_conv_kernel_dim
+  constexpr uint32_t key_width() const { return key_heads * key_head_dim; }
+  constexpr uint32_t value_width() const { return value_heads * value_head_dim; }
+  constexpr uint32_t conv_width() const { return 2 * key_width() + value_width(); }
+  // The layer's f32 vectors: the convolution's taps [conv_width, conv_kernel], A = −exp(A_log)
+  // and dt_bias [value_heads] each, the output norm's weight [value_head_dim].
+  constexpr uint64_t vector_floats() const {
+    return uint64_t{conv_width()} * conv_kernel + 2ull * value_heads + value_head_dim;
+  }
+};
+inline constexpr uint32_t kMaxGatedDeltaConvKernel = 16;
+
 // The longest name a Config carries (a preset name or config.json's model_type).
 inline constexpr uint32_t kMaxNameLength = 47;
 
@@ -260,6 +285,8 @@ struct Config {
 
   MlaShape mla;  // kv_lora_rank 0: not MLA
 
+  GatedDeltaShape gated_delta;  // the linear layers' shape (LayerKinds::linear)
+
   constexpr bool is_mla() const { return mla.kv_lora_rank != 0; }
 
   constexpr uint32_t kv_heads() const { return n_kv_heads ? n_kv_heads : n_heads; }
@@ -285,6 +312,12 @@ struct Config {
   }
   constexpr bool layer_is_linear(uint32_t i) const { return layers.linear.count && layers.linear.get(i); }
   constexpr float layer_rope_theta(uint32_t i) const { return layer_rope(i).theta; }
+  // Linear attention layers among layers 0..n-1 (n <= n_layers).
+  constexpr uint32_t linear_layers_before(uint32_t n) const {
+    uint32_t s = 0;
+    for (uint32_t i = 0; layers.linear.count && i < n && i < kMaxConfigLayers; ++i) s += layers.linear.get(i) ? 1 : 0;
+    return s;
+  }
   // Sliding layers among layers 0..n-1 (n <= n_layers), counted without a loop where the kinds
   // are a pattern.
   constexpr uint32_t sliding_layers_before(uint32_t n) const {
@@ -328,7 +361,7 @@ struct Config {
       c.k_eq_v = k_eq_v || layers.full_k_eq_v;
     }
     c.layers = LayerKinds{};
-    if (layer_is_linear(i)) {  // still refused alone
+    if (layer_is_linear(i)) {
       c.layers.linear.count = 1;
       c.layers.linear.set(0, true);
     }

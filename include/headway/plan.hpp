@@ -5,23 +5,34 @@
 //   static_assert(p.kv_bytes_per_token == 524288);
 //
 // Arena layout (each region starts on a 64-byte boundary):
-//   [weights: n_layers × (Wqkv [qkv_width, d_model], Wo [d_model, q_width], bqkv [qkv_width],
-//             bo [d_model], q_norm [head_dim], k_norm [head_dim]) in weight_dtype]
-//             absent when weights are borrowed, and with XNNPACK projections (packed below)
+//   [weights: each layer's slot in order (Plan::layer_weights_offset). An attention layer's:
+//             Wqkv [qkv_width, d_model], Wo [d_model, q_width], bqkv [qkv_width], bo [d_model],
+//             q_norm [head_dim], k_norm [head_dim] in weight_dtype; absent when weights are
+//             borrowed, and with XNNPACK projections (packed below). A Gated DeltaNet layer's
+//             (LayerKinds::linear): its f32 vectors (GatedDeltaShape::vector_floats), then, unless
+//             borrowed, Wqkvz [conv_width + value_width, d_model], Wba [2·value_heads, d_model]
+//             and Wout [d_model, value_width] in weight_dtype]
 //   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
 //             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
-//   [KV cache: layer after layer (K then V), each [n_kv_heads, rows, head_dim] in kv_dtype, rows
-//             its own: max_seq for a full layer, the ring for a sliding one (Plan::layer(i)); a
-//             q8_0 / q4_0 row is ceil(head_dim / 32) blocks of ggml's layout, scales inline]
+//   [KV cache: attention layer after attention layer (K then V), each [n_kv_heads, rows, head_dim]
+//             in kv_dtype, rows its own: max_seq for a full layer, the ring for a sliding one
+//             (Plan::layer(i)); a q8_0 / q4_0 row is ceil(head_dim / 32) blocks of ggml's layout,
+//             scales inline]
+//   [linear state: each Gated DeltaNet layer's state [value_heads, key_head_dim, value_head_dim]
+//             f32 and its convolution window [conv_kernel − 1, conv_width] f32 (the last inputs,
+//             oldest first), aligned: fixed, whatever the context]
 //   [RoPE: n_layers × [rotary_dim / 2] f64, each layer's scaled frequencies at its own base, made
 //          once at init (unused by a NoPE layer); absent without RoPE]
 //   [sinks: n_layers × [n_heads] f32, each layer's learned sink logits converted at init;
 //           absent without sinks (Config::sinks)]
 //   [ALiBi: [n_heads] f32, the slopes every layer adds with, made once at init; absent without
 //           ALiBi (Config::alibi)]
-//   [activations: QKV [max_tokens, qkv_width] f32, attention out [max_tokens, q_width] f32,
+//   [activations: QKV [max_tokens, qkv_width] f32 (a linear layer's projected rows
+//                 [max_tokens, linear_row] where wider), attention out [max_tokens, q_width] f32
+//                 (or a linear layer's [max_tokens, value_width]),
 //                 block out [max_tokens, d_model] f32, residual stream [max_tokens, d_model] f32]
-//   [scratch: threads × scratch_bytes_per_thread, then the split-KV decode partials]
+//   [scratch: threads × scratch_bytes_per_thread (attention's, or the chunked delta rule's where
+//             larger), then the split-KV decode partials]
 //   With a model (Config::model.vocab_size > 0):
 //   [model weights: the tensors of headway/model_tensors.hpp the config has, each aligned, in
 //                   f32 (norms, biases) or weight_dtype: the whole-model ones first (embedding,
@@ -135,6 +146,8 @@ struct LayerPlan {
   bool sinks = false;                 // learned sink logits
   uint32_t sink_tokens = 0;           // StreamingLLM sink tokens the ring keeps (sliding layers)
   bool alibi = false;                 // ALiBi biases
+  bool linear = false;                // a Gated DeltaNet layer: no KV (kv_bytes 0), a fixed state
+  uint64_t state_offset = 0;          // arena offset of its state and convolution window (linear)
 };
 
 struct Plan {
@@ -163,24 +176,33 @@ struct Plan {
   uint32_t cache_rows = 0;
   uint32_t ring_rows = 0;
   uint32_t sliding_layers = 0;  // layers with a window (the rest are full)
+  uint32_t linear_layers = 0;   // Gated DeltaNet layers (LayerKinds::linear): no KV cache
+  // A linear layer's projected row: [q | k | v] conv_width, z value_width, then b and a
+  // (value_heads each); its vectors in the weights region (f32): the convolution's taps
+  // [conv_width, conv_kernel], A = −exp(A_log) and dt_bias [value_heads] each, the output norm's
+  // weight [value_head_dim].
+  uint32_t linear_row = 0;
   KernelKind kernel = KernelKind::kGeneric;
 
   uint64_t weight_bytes_per_layer = 0;
-  uint64_t weight_bytes = 0;            // all layers (also when borrowed: what the file provides)
-  uint64_t weights_region_bytes = 0;    // weight_bytes when copied into the arena for Highway, else 0
-  uint32_t projection_blocks = 0;       // XNNPACK operators per matrix (min(threads, kXnnMaxBlocks))
-  uint64_t packed_bytes_per_layer = 0;  // XNNPACK: norms + operators of one layer (upper bound)
-  uint64_t packed_bytes = 0;            // all layers
-  uint64_t kv_bytes_per_token = 0;      // K and V of one token across all layers
-  uint64_t kv_bytes_per_layer = 0;      // the largest layer's cache: cache_rows tokens, K and V, aligned
-  uint64_t kv_bytes_sliding_layer = 0;  // a sliding layer's: ring_rows tokens (0 without sliding layers)
-  uint64_t kv_bytes_full_layer = 0;     // a full layer's: max_seq tokens
-  uint64_t kv_cache_bytes = 0;          // all layers: the sum of theirs
-  uint64_t rope_bytes_per_layer = 0;    // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
-  uint64_t rope_bytes = 0;              // all layers
-  uint64_t sinks_bytes_per_layer = 0;   // one layer's sink logits [n_heads] f32, aligned; 0 without sinks
-  uint64_t sinks_bytes = 0;             // all layers
-  uint64_t alibi_bytes = 0;             // the ALiBi slopes [n_heads] f32, aligned; 0 without ALiBi
+  uint64_t weight_bytes = 0;                   // all layers (also when borrowed: what the file provides)
+  uint64_t linear_weight_bytes_per_layer = 0;  // a linear layer's slot in the weights region
+  uint64_t linear_state_bytes_per_layer = 0;   // a linear layer's state and convolution window
+  uint64_t linear_state_bytes = 0;             // all linear layers
+  uint64_t weights_region_bytes = 0;           // weight_bytes when copied into the arena for Highway, else 0
+  uint32_t projection_blocks = 0;              // XNNPACK operators per matrix (min(threads, kXnnMaxBlocks))
+  uint64_t packed_bytes_per_layer = 0;         // XNNPACK: norms + operators of one layer (upper bound)
+  uint64_t packed_bytes = 0;                   // all layers
+  uint64_t kv_bytes_per_token = 0;             // K and V of one token across all layers
+  uint64_t kv_bytes_per_layer = 0;             // the largest layer's cache: cache_rows tokens, K and V, aligned
+  uint64_t kv_bytes_sliding_layer = 0;         // a sliding layer's: ring_rows tokens (0 without sliding layers)
+  uint64_t kv_bytes_full_layer = 0;            // a full layer's: max_seq tokens
+  uint64_t kv_cache_bytes = 0;                 // all layers: the sum of theirs
+  uint64_t rope_bytes_per_layer = 0;           // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
+  uint64_t rope_bytes = 0;                     // all layers
+  uint64_t sinks_bytes_per_layer = 0;          // one layer's sink logits [n_heads] f32, aligned; 0 without sinks
+  uint64_t sinks_bytes = 0;                    // all layers
+  uint64_t alibi_bytes = 0;                    // the ALiBi slopes [n_heads] f32, aligned; 0 without ALiBi
   uint64_t activation_bytes = 0;
   uint64_t scratch_bytes_per_thread = 0;
   uint64_t attention_partials_bytes = 0;  // split-KV decode partials, shared by the threads
@@ -189,6 +211,7 @@ struct Plan {
   uint64_t weights_offset = 0;
   uint64_t packed_offset = 0;
   uint64_t kv_offset = 0;
+  uint64_t linear_state_offset = 0;
   uint64_t rope_offset = 0;
   uint64_t sinks_offset = 0;
   uint64_t alibi_offset = 0;
@@ -217,20 +240,35 @@ struct Plan {
   constexpr LayerPlan layer(uint32_t i) const {
     LayerPlan l;
     l.index = i;
-    l.sliding = config.layer_slides(i);
+    l.linear = config.layer_is_linear(i);
+    l.sliding = !l.linear && config.layer_slides(i);
     l.window = l.sliding ? config.window : 0;
-    const bool rotates = config.layer_rotates(i);
+    const bool rotates = !l.linear && config.layer_rotates(i);
     l.rope = rotates ? config.rope.style : RopeStyle::kNone;
     l.rope_theta = rotates ? config.layer_rope_theta(i) : 0.0f;
-    l.kv_rows = l.sliding ? ring_rows : config.max_seq;
-    l.kv_bytes = l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
+    l.kv_rows = l.linear ? 0 : l.sliding ? ring_rows : config.max_seq;
+    l.kv_bytes = l.linear ? 0 : l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
     const uint32_t sliding_before = config.sliding_layers_before(i);
+    const uint32_t linear_before = config.linear_layers_before(i);
     l.kv_offset = kv_offset + uint64_t{sliding_before} * kv_bytes_sliding_layer +
-                  uint64_t{i - sliding_before} * kv_bytes_full_layer;
+                  uint64_t{i - sliding_before - linear_before} * kv_bytes_full_layer;
+    l.state_offset = linear_state_offset + uint64_t{linear_before} * linear_state_bytes_per_layer;
     l.sinks = config.sinks;
     l.sink_tokens = l.sliding ? config.sink_tokens : 0;
     l.alibi = config.alibi;
     return l;
+  }
+
+  // Where layer i's slot in the weights region starts (an attention layer's: weight_bytes_per_layer
+  // when the arena holds them; a linear layer's: linear_weight_bytes_per_layer).
+  constexpr uint64_t layer_weights_offset(uint32_t i) const {
+    const uint32_t linear_before = config.linear_layers_before(i);
+    return weights_offset + uint64_t{i - linear_before} * attention_weights_slot() +
+           uint64_t{linear_before} * linear_weight_bytes_per_layer;
+  }
+  // An attention layer's slot in the weights region: its weights when the arena holds them.
+  constexpr uint64_t attention_weights_slot() const {
+    return options.weights_in_arena && options.projection != Projection::kXnnpack ? weight_bytes_per_layer : 0;
   }
 
   // The head layout of a plan whose layers are alike (a layer's own: layer_plan(plan, i).head()).
@@ -312,6 +350,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   // encoder's batch of sequences (Session::encode), each within max_seq.
   if (p.max_tokens > c.max_seq && (c.causal || o.max_tokens == 0)) p.max_tokens = c.max_seq;
   p.sliding_layers = c.sliding_layers_before(c.n_layers);
+  p.linear_layers = c.linear_layers_before(c.n_layers);
+  const uint32_t attention_layers = c.n_layers - p.linear_layers;
   p.ring_rows = c.max_seq;
   if (c.window) {
     const uint64_t ring = uint64_t{c.sink_tokens} + c.window + p.max_tokens - 1;
@@ -355,9 +395,29 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     bytes = ck.add(bytes, ck.mul(uint64_t{m.q_lora_rank} + m.kv_lora_rank, blocks ? 4 : wb));
     p.weight_bytes_per_layer = ck.align(bytes);
   }
-  p.weight_bytes = ck.mul(p.weight_bytes_per_layer, c.n_layers);
+  p.weight_bytes = ck.mul(p.weight_bytes_per_layer, attention_layers);
   const bool xnn = o.projection == Projection::kXnnpack;
   p.weights_region_bytes = o.weights_in_arena && !xnn ? p.weight_bytes : 0;
+  if (p.linear_layers != 0) {
+    const GatedDeltaShape& g = c.gated_delta;
+    const bool blocks = dtype_is_block(o.weight_dtype);
+    const auto matrix = [&](uint64_t rows, uint64_t in) {
+      return blocks ? ck.mul(rows, dtype_row_bytes(o.weight_dtype, in)) : ck.mul(ck.mul(rows, in), wb);
+    };
+    const uint64_t vh = g.value_heads;
+    p.linear_row = static_cast<uint32_t>(ck.add(ck.add(g.conv_width(), g.value_width()), ck.mul(2, vh)));
+    const uint64_t matrices =
+        ck.align(ck.add(matrix(ck.add(ck.add(g.conv_width(), g.value_width()), ck.mul(2, vh)), c.d_model),
+                        matrix(c.d_model, g.value_width())));
+    const uint64_t vectors = ck.align(ck.mul(g.vector_floats(), 4));
+    p.linear_weight_bytes_per_layer = o.weights_in_arena ? ck.add(vectors, matrices) : vectors;
+    p.weight_bytes = ck.add(p.weight_bytes, ck.mul(ck.add(vectors, matrices), p.linear_layers));
+    p.weights_region_bytes = ck.add(p.weights_region_bytes, ck.mul(p.linear_weight_bytes_per_layer, p.linear_layers));
+    const uint64_t state = ck.mul(ck.mul(vh, g.key_head_dim), ck.mul(g.value_head_dim, 4));
+    const uint64_t window = ck.mul(ck.mul(g.conv_kernel - 1, g.conv_width()), 4);
+    p.linear_state_bytes_per_layer = ck.add(ck.align(state), ck.align(window));
+    p.linear_state_bytes = ck.mul(p.linear_state_bytes_per_layer, p.linear_layers);
+  }
   if (xnn && !c.is_mla()) {  // MLA's projections are Highway's (the layer refuses XNNPACK)
     p.projection_blocks = p.options.threads < kXnnMaxBlocks ? p.options.threads : kXnnMaxBlocks;
     const uint32_t b = p.projection_blocks;
@@ -375,23 +435,30 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   // blocks, scales included).
   // MLA: one row, K and V at once.
   const uint64_t kv_token_layer = ck.mul(ck.mul(c.is_mla() ? 1 : 2, kvh), dtype_row_bytes(c.kv_dtype, p.head_dim));
-  p.kv_bytes_per_token = ck.mul(kv_token_layer, c.n_layers);
+  p.kv_bytes_per_token = ck.mul(kv_token_layer, attention_layers);
   p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
   p.kv_bytes_full_layer = ck.align(ck.mul(kv_token_layer, c.max_seq));
   p.kv_bytes_sliding_layer = ck.align(ck.mul(kv_token_layer, p.ring_rows));
   p.kv_cache_bytes = ck.add(ck.mul(p.kv_bytes_sliding_layer, p.sliding_layers),
-                            ck.mul(p.kv_bytes_full_layer, c.n_layers - p.sliding_layers));
+                            ck.mul(p.kv_bytes_full_layer, attention_layers - p.sliding_layers));
   p.rope_bytes_per_layer = ck.align(ck.mul(rope_frequency_count(c.rope, p.head_dim), sizeof(double)));
   p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
   p.sinks_bytes_per_layer = c.sinks ? ck.align(ck.mul(c.n_heads, 4)) : 0;
   p.sinks_bytes = ck.mul(p.sinks_bytes_per_layer, c.n_layers);
   p.alibi_bytes = c.alibi ? ck.align(ck.mul(c.n_heads, 4)) : 0;
 
-  const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, p.qkv_width), 4));
-  const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, qw), 4));
+  const uint64_t act_row = p.linear_row > p.qkv_width ? p.linear_row : p.qkv_width;
+  const uint64_t out_row = c.gated_delta.value_width() > qw && p.linear_layers ? c.gated_delta.value_width() : qw;
+  const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, act_row), 4));
+  const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, out_row), 4));
   const uint64_t model_act = ck.align(ck.mul(ck.mul(p.max_tokens, c.d_model), 4));
   p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));
   p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
+  if (p.linear_layers != 0) {
+    const uint64_t chunked =
+        ck.align(ck.mul(gated_delta_chunk_scratch_floats(c.gated_delta.key_head_dim, c.gated_delta.value_head_dim), 4));
+    if (chunked > p.scratch_bytes_per_thread) p.scratch_bytes_per_thread = chunked;
+  }
   p.attention_partials_bytes =
       attention_partials_bytes_bound(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
   p.scratch_bytes = ck.add(ck.mul(p.scratch_bytes_per_thread, p.options.threads), p.attention_partials_bytes);
@@ -399,7 +466,8 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.weights_offset = 0;
   p.packed_offset = p.weights_region_bytes;
   p.kv_offset = ck.add(p.packed_offset, p.packed_bytes);
-  p.rope_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.linear_state_offset = ck.add(p.kv_offset, p.kv_cache_bytes);
+  p.rope_offset = ck.add(p.linear_state_offset, p.linear_state_bytes);
   p.sinks_offset = ck.add(p.rope_offset, p.rope_bytes);
   p.alibi_offset = ck.add(p.sinks_offset, p.sinks_bytes);
   p.activations_offset = ck.add(p.alibi_offset, p.alibi_bytes);
@@ -492,7 +560,7 @@ struct ArenaRegion {
   uint64_t bytes;
   uint64_t slice;
 };
-inline constexpr uint32_t kArenaRegionCount = 10;
+inline constexpr uint32_t kArenaRegionCount = 11;
 struct ArenaRegions {
   ArenaRegion region[kArenaRegionCount];
 };
@@ -500,6 +568,7 @@ constexpr ArenaRegions arena_regions(const Plan& p) {
   return {{{"weights", p.weights_offset, p.weights_region_bytes, p.weight_bytes_per_layer},
            {"packed", p.packed_offset, p.packed_bytes, p.packed_bytes_per_layer},
            {"kv_cache", p.kv_offset, p.kv_cache_bytes, p.kv_bytes_per_layer},
+           {"linear_state", p.linear_state_offset, p.linear_state_bytes, p.linear_state_bytes_per_layer},
            {"rope", p.rope_offset, p.rope_bytes, p.rope_bytes_per_layer},
            {"sinks", p.sinks_offset, p.sinks_bytes, p.sinks_bytes_per_layer},
            {"alibi", p.alibi_offset, p.alibi_bytes, p.alibi_bytes},

@@ -74,24 +74,6 @@ Status kv_not_dividing(uint32_t n_heads, uint32_t n_kv_heads) {
                        n_heads, n_kv_heads, list);
 }
 
-// A config's linear attention layers (LayerKinds::linear): how many, the first, and the first
-// layer that is not one (n_layers when every layer is).
-struct LinearLayers {
-  uint32_t count = 0, first = 0, first_other = 0;
-};
-LinearLayers linear_layers(const Config& c) {
-  LinearLayers l;
-  l.first_other = c.n_layers;
-  for (uint32_t i = 0; i < c.layers.linear.count; ++i) {
-    if (c.layer_is_linear(i)) {
-      if (l.count++ == 0) l.first = i;
-    } else if (l.first_other == c.n_layers) {
-      l.first_other = i;
-    }
-  }
-  return l;
-}
-
 // One explicit per-layer list: its length is n_layers.
 Status check_layer_list(const Config& c, const char* key, uint32_t count) {
   if (count == 0) return Status();
@@ -145,20 +127,6 @@ Status validate_layer_kinds(const Config& c) {
                          k.full_head_dim ? k.full_head_dim : c.head_size(),
                          k.full_kv_heads ? k.full_kv_heads : c.kv_heads(), k.full_k_eq_v ? " and V from K" : "",
                          c.head_size(), c.kv_heads());
-  }
-  const LinearLayers linear = linear_layers(c);
-  if (linear.count != 0) {
-    if (linear.first_other == c.n_layers) {
-      return Status::error(Code::kUnsupported,
-                           "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
-                           "Qwen3.5's and Qwen3-Next's), which headway does not run yet",
-                           linear.count, c.n_layers, linear.first);
-    }
-    return Status::error(Code::kUnsupported,
-                         "layer_types: %u of %u layers (layer %u first) are linear_attention (Gated DeltaNet, as "
-                         "Qwen3.5's and Qwen3-Next's), which headway does not run yet; its full_attention layers "
-                         "(layer %u first) run alone: headway layer --layer %u",
-                         linear.count, c.n_layers, linear.first, linear.first_other, linear.first_other);
   }
   bool any_sliding = k.sliding_pattern > 1;
   for (uint32_t i = 0; i < k.sliding.count; ++i) any_sliding = any_sliding || k.sliding.get(i);
@@ -320,6 +288,44 @@ Status validate_mla(const Config& c) {
   return Status();
 }
 
+// Gated DeltaNet layers (LayerKinds::linear): their shape whole, value heads a multiple of key
+// heads, head sizes the kernels hold; a causal stack without a window (its state sees every
+// earlier token) of standard attention layers around them.
+Status validate_gated_delta(const Config& c) {
+  const GatedDeltaShape& g = c.gated_delta;
+  const uint32_t linear = c.linear_layers_before(c.n_layers);
+  if (g.key_heads == 0 || g.value_heads == 0 || g.key_head_dim == 0 || g.value_head_dim == 0 || g.conv_kernel == 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "%u linear_attention layer%s (Gated DeltaNet) need linear_num_key_heads %u, "
+                         "linear_num_value_heads %u, linear_key_head_dim %u, linear_value_head_dim %u and "
+                         "linear_conv_kernel_dim %u all positive",
+                         linear, linear == 1 ? "" : "s", g.key_heads, g.value_heads, g.key_head_dim, g.value_head_dim,
+                         g.conv_kernel);
+  }
+  if (g.value_heads % g.key_heads != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "linear_num_value_heads %u is not a multiple of linear_num_key_heads %u: each key head serves "
+                         "a whole number of value heads",
+                         g.value_heads, g.key_heads);
+  }
+  if (g.key_heads > kMaxHeads || g.value_heads > kMaxHeads || g.key_head_dim > kMaxHeadDim ||
+      g.value_head_dim > kMaxHeadDim || g.conv_kernel > kMaxGatedDeltaConvKernel) {
+    return Status::error(
+        Code::kUnsupported,
+        "Gated DeltaNet: %u key heads, %u value heads (at most %u), head sizes %u and %u (at most %u), "
+        "conv kernel %u (at most %u)",
+        g.key_heads, g.value_heads, kMaxHeads, g.key_head_dim, g.value_head_dim, kMaxHeadDim, g.conv_kernel,
+        kMaxGatedDeltaConvKernel);
+  }
+  if (!c.causal || c.window != 0 || c.is_mla()) {
+    return Status::error(Code::kUnsupported,
+                         "Gated DeltaNet layers run in a causal stack without a sliding window or MLA (causal %d, "
+                         "window %u, kv_lora_rank %u)",
+                         c.causal ? 1 : 0, c.window, c.mla.kv_lora_rank);
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status validate(const Config& c) {
@@ -413,6 +419,7 @@ Status validate(const Config& c) {
                          c.window, c.max_seq);
   }
   HEADWAY_RETURN_IF_ERROR(validate_layer_kinds(c));
+  if (c.layers.linear.count && c.linear_layers_before(c.n_layers)) HEADWAY_RETURN_IF_ERROR(validate_gated_delta(c));
   if (c.sink_tokens != 0 && c.sink_tokens >= c.window) {
     return Status::error(Code::kInvalidArgument,
                          c.window == 0 ? "sink_tokens %u needs a sliding window (sliding_window is %u): sink tokens "
@@ -474,19 +481,6 @@ Status validate_layer(const Config& c, uint32_t i) {
                          "layer %u has no K/V projections: it reads layer %u's cache (num_kv_shared_layers %u), which "
                          "headway does not run yet; layer %u runs alone",
                          i, owner, c.layers.kv_shared_layers, owner);
-  }
-  if (c.layer_is_linear(i)) {
-    const uint32_t full = linear_layers(c).first_other;
-    if (full == c.n_layers) {
-      return Status::error(Code::kUnsupported,
-                           "layer %u is linear_attention (Gated DeltaNet, as Qwen3.5's and Qwen3-Next's), which "
-                           "headway does not run yet",
-                           i);
-    }
-    return Status::error(Code::kUnsupported,
-                         "layer %u is linear_attention (Gated DeltaNet, as Qwen3.5's and Qwen3-Next's), which "
-                         "headway does not run yet; its full_attention layers run alone (layer %u is the first)",
-                         i, full);
   }
   return validate(c.layer_alone(i));
 }

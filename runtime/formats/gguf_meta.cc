@@ -92,6 +92,8 @@ struct Slots {
       freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa,
       final_softcap, recurrent_layers, full_attention_interval, nextn_predict_layers, q_lora_rank, key_length_mla,
       value_length_mla;
+  // Gated DeltaNet (llama.cpp's qwen35 / qwen3next ssm.* keys, LLM_KV_SSM_*).
+  gguf::Kv ssm_conv_kernel, ssm_state_size, ssm_group_count, ssm_time_step_rank, ssm_inner_size;
   // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
   gguf::Kv scaling_type, scaling_factor, scaling_original_context, yarn_beta_fast, yarn_beta_slow, scale_linear;
   // Variants whose attention factor or ramp headway does not reproduce: their presence plans the
@@ -130,6 +132,11 @@ constexpr SlotName kSlotNames[] = {
     {"attention.recurrent_layers", &Slots::recurrent_layers},
     {"full_attention_interval", &Slots::full_attention_interval},
     {"nextn_predict_layers", &Slots::nextn_predict_layers},
+    {"ssm.conv_kernel", &Slots::ssm_conv_kernel},
+    {"ssm.state_size", &Slots::ssm_state_size},
+    {"ssm.group_count", &Slots::ssm_group_count},
+    {"ssm.time_step_rank", &Slots::ssm_time_step_rank},
+    {"ssm.inner_size", &Slots::ssm_inner_size},
     {"rope.scaling.type", &Slots::scaling_type},
     {"rope.scaling.factor", &Slots::scaling_factor},
     {"rope.scaling.original_context_length", &Slots::scaling_original_context},
@@ -207,6 +214,32 @@ Status read_linear_layers(const gguf::Reader& p, const Slots& slots, const char*
   for (uint32_t i = 0; i < cfg->n_layers; ++i) {
     if (linear.get(i)) linear.count = cfg->n_layers;  // a list only where some layer is linear
   }
+  // Their shape, as llama.cpp's converter writes it: conv_kernel, state_size (the key head size),
+  // group_count (the key heads), time_step_rank (the value heads) and inner_size (the value
+  // heads' width), each required where a layer is linear.
+  if (linear.count == 0) return Status();
+  GatedDeltaShape& g = cfg->gated_delta;
+  const struct {
+    const gguf::Kv Slots::*slot;
+    const char* suffix;
+    uint32_t* out;
+  } keys[] = {{&Slots::ssm_conv_kernel, "ssm.conv_kernel", &g.conv_kernel},
+              {&Slots::ssm_state_size, "ssm.state_size", &g.key_head_dim},
+              {&Slots::ssm_group_count, "ssm.group_count", &g.key_heads},
+              {&Slots::ssm_time_step_rank, "ssm.time_step_rank", &g.value_heads}};
+  for (const auto& k : keys) {
+    if (!(slots.*k.slot).present()) return missing(p, arch, k.suffix);
+    HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.*k.slot, 1, k.out));
+  }
+  if (!slots.ssm_inner_size.present()) return missing(p, arch, "ssm.inner_size");
+  uint32_t inner = 0;
+  HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.ssm_inner_size, 1, &inner));
+  if (inner % g.value_heads != 0) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s.ssm.inner_size %u is not a whole number of %s.ssm.time_step_rank's %u value heads",
+                         p.source, arch, inner, arch, g.value_heads);
+  }
+  g.value_head_dim = inner / g.value_heads;
   return Status();
 }
 

@@ -169,6 +169,25 @@ Status read_rope_layers(const Where& w, const json& obj, const std::string& mode
   return Status();
 }
 
+// The linear layers' shape (Gated DeltaNet): the linear_* keys, each defaulting as Qwen3.5's and
+// Qwen3-Next's config classes do.
+Status read_gated_delta(const Where& w, const json& obj, Config* cfg) {
+  GatedDeltaShape& g = cfg->gated_delta;
+  g = kGatedQwenDeltaNet;
+  const struct {
+    const char* key;
+    uint32_t* out;
+  } keys[] = {{"linear_num_key_heads", &g.key_heads},
+              {"linear_num_value_heads", &g.value_heads},
+              {"linear_key_head_dim", &g.key_head_dim},
+              {"linear_value_head_dim", &g.value_head_dim},
+              {"linear_conv_kernel_dim", &g.conv_kernel}};
+  for (const auto& k : keys) {
+    if (const json* v = lookup(obj, k.key)) HEADWAY_RETURN_IF_ERROR(read_count(w, k.key, *v, 1, k.out));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status read_gemma_per_layer(const Where& w, const json& obj, const std::string& model_type, Config* cfg) {
@@ -238,6 +257,7 @@ Status read_layer_kinds(const Where& w, const json& obj, const std::string& mode
     }
   }
   if (model_type == "gpt_oss") cfg->sinks = true;  // GptOssAttention: learned sinks on every layer
+  if (cfg->linear_layers_before(cfg->n_layers) != 0) return read_gated_delta(w, obj, cfg);
   return Status();
 }
 

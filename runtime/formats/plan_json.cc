@@ -31,7 +31,9 @@ void add_layers(const Plan& p, nlohmann::ordered_json* j) {
   for (uint32_t i = 0; i < n; ++i) {
     const LayerPlan l = p.layer(i);
     layers.push_back({{"index", l.index},
-                      {"attention", l.sliding ? "sliding" : "full"},
+                      {"attention", l.linear    ? "linear"
+                                    : l.sliding ? "sliding"
+                                                : "full"},
                       {"window", l.window},
                       {"rope", rope_style_name(l.rope)},
                       {"rope_theta", l.rope_theta},
@@ -40,7 +42,9 @@ void add_layers(const Plan& p, nlohmann::ordered_json* j) {
                       {"kv_offset", l.kv_offset},
                       {"sinks", l.sinks},
                       {"sink_tokens", l.sink_tokens},
-                      {"alibi", l.alibi}});
+                      {"alibi", l.alibi},
+                      {"state_bytes", l.linear ? p.linear_state_bytes_per_layer : 0},
+                      {"state_offset", l.linear ? l.state_offset : 0}});
   }
   if (n < c.n_layers) (*j)["layers_listed"] = n;
   (*j)["layers"] = layers;
@@ -93,6 +97,17 @@ nlohmann::ordered_json plan_object(const Plan& p) {
                 {"v_head_dim", m.v_head_dim},
                 {"latent_values_per_token", m.kv_lora_rank + m.qk_rope_head_dim},
                 {"expanded_values_per_token", c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)}};
+  }
+  if (p.linear_layers) {
+    const GatedDeltaShape& g = c.gated_delta;
+    j["gated_delta"] = {{"linear_layers", p.linear_layers},
+                        {"key_heads", g.key_heads},
+                        {"value_heads", g.value_heads},
+                        {"key_head_dim", g.key_head_dim},
+                        {"value_head_dim", g.value_head_dim},
+                        {"conv_kernel", g.conv_kernel},
+                        {"state_bytes_per_layer", p.linear_state_bytes_per_layer},
+                        {"state_bytes", p.linear_state_bytes}};
   }
   j["v_norm"] = c.v_norm;
   j["k_eq_v"] = c.k_eq_v;

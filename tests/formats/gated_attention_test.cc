@@ -1,8 +1,9 @@
 // Qwen3.5's and Qwen3-Next's attention as their files give it: config.json (Qwen3.5-0.8B's, its
 // text_config; the config classes' defaults where keys are missing) and GGUF (as llama.cpp's
 // converter writes qwen35: recurrent_layers or full_attention_interval, MTP blocks counted in
-// block_count) plan the same layers; the linear attention layers between them are refused by
-// name, the full ones run alone with their output gate, 1 + w q/k norms and partial RoPE.
+// block_count, the Gated DeltaNet shape in its ssm.* keys) plan the same layers: the linear
+// attention layers with their fixed state, the full ones with their output gate, 1 + w q/k norms
+// and partial RoPE.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -38,8 +39,8 @@ Config parse_json(const std::string& text) {
 
 // Qwen3.5-0.8B's attention as llama.cpp's converter writes its GGUF (the MTP block included in
 // block_count: nextn); `recurrent`: with attention.recurrent_layers, else full_attention_interval
-// only.
-GgufWriter qwen35_gguf(bool recurrent, uint32_t nextn = 1) {
+// only; `state_size` false: without ssm.state_size.
+GgufWriter qwen35_gguf(bool recurrent, uint32_t nextn = 1, bool state_size = true) {
   GgufWriter w;
   w.str("general.architecture", "qwen35")
       .u32kv("qwen35.context_length", 262144)
@@ -53,7 +54,12 @@ GgufWriter qwen35_gguf(bool recurrent, uint32_t nextn = 1) {
       .u32kv("qwen35.rope.dimension_count", 64)
       .f32kv("qwen35.rope.freq_base", 10000000.0f)
       .f32kv("qwen35.attention.layer_norm_rms_epsilon", 1e-6f)
-      .u32kv("qwen35.full_attention_interval", 4);
+      .u32kv("qwen35.full_attention_interval", 4)
+      .u32kv("qwen35.ssm.conv_kernel", 4)
+      .u32kv("qwen35.ssm.group_count", 16)
+      .u32kv("qwen35.ssm.time_step_rank", 16)
+      .u32kv("qwen35.ssm.inner_size", 2048);
+  if (state_size) w.u32kv("qwen35.ssm.state_size", 128);
   if (recurrent) {
     std::vector<bool> bits;
     for (uint32_t i = 0; i < 25; ++i) bits.push_back(i < 24 && (i + 1) % 4 != 0);
@@ -62,7 +68,7 @@ GgufWriter qwen35_gguf(bool recurrent, uint32_t nextn = 1) {
   return w;
 }
 
-TEST_CASE("gated: Qwen3.5-0.8B plans 6 gated attention layers among 18 linear ones, which are refused") {
+TEST_CASE("gated: Qwen3.5-0.8B plans 6 gated attention layers among 18 Gated DeltaNet layers and their state") {
   const Config c = qwen35_08b();
   CHECK(c.n_layers == 24);
   CHECK(c.d_model == 1024);
@@ -75,16 +81,22 @@ TEST_CASE("gated: Qwen3.5-0.8B plans 6 gated attention layers among 18 linear on
   CHECK(c.qk_norm);
   CHECK(c.qk_norm_offset == 1.0f);
   for (uint32_t i = 0; i < 24; ++i) CHECK(c.layer_is_linear(i) == ((i + 1) % 4 != 0));
+  const GatedDeltaShape& g = c.gated_delta;
+  CHECK(g.key_heads == 16);
+  CHECK(g.value_heads == 16);
+  CHECK(g.key_head_dim == 128);
+  CHECK(g.value_head_dim == 128);
+  CHECK(g.conv_kernel == 4);
 
-  const Status whole = validate(c);
-  CHECK(whole.code() == Code::kUnsupported);
-  CHECK_HAS(whole, "18 of 24 layers (layer 0 first) are linear_attention (Gated DeltaNet");
-  CHECK_HAS(whole, "headway layer --layer 3");
-  const Status linear = validate_layer(c, 5);
-  CHECK(linear.code() == Code::kUnsupported);
-  CHECK_HAS(linear, "layer 5 is linear_attention");
-  CHECK_HAS(linear, "(layer 3 is the first)");
+  REQUIRE(validate(c).ok());
+  CHECK(validate_layer(c, 5).ok());
   CHECK(validate_layer(c, 24).code() == Code::kOutOfRange);
+  const Plan whole = plan_for(c, PlanOptions{});
+  CHECK(whole.linear_layers == 18);
+  // 16 heads' states of 128 x 128 f32, and the last 3 inputs of [q | k | v] (2·2048 + 2048).
+  CHECK(whole.linear_state_bytes_per_layer == uint64_t{16} * 128 * 128 * 4 + 3 * 6144 * 4);
+  CHECK(whole.linear_state_bytes == 18 * whole.linear_state_bytes_per_layer);
+  CHECK(whole.kv_cache_bytes == 6 * whole.kv_bytes_full_layer);
 
   REQUIRE(validate_layer(c, 7).ok());
   const Result<Plan> p = make_plan(c.layer_alone(7), PlanOptions{});
@@ -136,9 +148,12 @@ TEST_CASE("gated: a qwen35 GGUF plans what its config.json plans, without its MT
     CHECK(g->rotary_dims() == hf.rotary_dims());
     CHECK(g->kv_heads() == hf.kv_heads());
     for (uint32_t i = 0; i < 24; ++i) CHECK(g->layer_is_linear(i) == hf.layer_is_linear(i));
+    CHECK(std::memcmp(&g->gated_delta, &hf.gated_delta, sizeof(GatedDeltaShape)) == 0);
     CHECK(validate_layer(*g, 3).ok());
-    CHECK(validate(*g).code() == Code::kUnsupported);
+    CHECK(validate(*g).ok());
   }
+  const GgufWriter no_state = qwen35_gguf(false, 1, false);
+  CHECK_HAS(test::parse_error(no_state), "qwen35.ssm.state_size");
   GgufWriter short_list = qwen35_gguf(false);
   short_list.bool_array("qwen35.attention.recurrent_layers", {true, false});
   CHECK_HAS(test::parse_error(short_list),
