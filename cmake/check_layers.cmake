@@ -16,7 +16,8 @@
 #     linear/            core/, linear/, and the GEMM through its dispatch header simd/matmul.h
 #     attention/         core/, quant/, attention/, and the kernels through simd/attention.h
 #     gpu/               core/, attention/, gpu/
-#     model/             core/, quant/, linear/, attention/, model/, and both dispatch headers
+#     model/             core/, quant/, linear/, attention/, model/, and the dispatch headers
+#                        (attention, matmul, gated_delta)
 #     capi/              every room
 #     formats/           core/, formats/ (hosted only)
 #     tokenizer/         core/, formats/, tokenizer/ (hosted only: PCRE2 and utf8proc come in as <...>)
@@ -45,7 +46,7 @@ set(rules
   "runtime linear@runtime/linear/*@^(headway/|runtime/(core|linear)/|simd/matmul\\.h$)"
   "runtime attention@runtime/attention/*@^(headway/|runtime/(core|quant|attention)/|simd/attention\\.h$)"
   "gpu backend@runtime/gpu/*@^(headway/|runtime/(core|attention|gpu)/)"
-  "runtime model@runtime/model/*@^(headway/|runtime/(core|quant|linear|attention|model)/|simd/(attention|matmul)\\.h$)"
+  "runtime model@runtime/model/*@^(headway/|runtime/(core|quant|linear|attention|model)/|simd/(attention|matmul|gated_delta)\\.h$)"
   "C API@runtime/capi/*@^(headway/|runtime/)"
   "runtime formats@runtime/formats/*@^(headway/|runtime/(core|formats)/)"
   "tokenizers@runtime/tokenizer/*@^(headway/|runtime/(core|formats|tokenizer)/)"
@@ -53,7 +54,7 @@ set(rules
   "bare-metal firmware@examples/baremetal/*@^(headway/|[^/]+$)"
   "python bindings@python/src/*@^(headway/|python/src/)"
   "executorch kernels@integrations/executorch/*@^(headway/|integrations/executorch/)"
-  "bench@bench/*@^(headway/|bench/|hwy/|simd/(attention|matmul)\\.h$|runtime/attention/attention_run\\.hpp$)"
+  "bench@bench/*@^(headway/|bench/|hwy/|simd/(attention|matmul|gated_delta)\\.h$|runtime/attention/attention_run\\.hpp$)"
   "bench command@bench/command/*@^(headway/|bench/|examples/cli/(cli_common|commands)\\.hpp$)"
   "bare-metal bench@bench/baremetal/*@^(headway/|simd/(attention|matmul)\\.h$|examples/baremetal/tiny_model\\.hpp$|[^/]+$)"
 )

@@ -101,13 +101,22 @@ class AttentionLayer {
   void reset(uint32_t start_position = 0);
 
   // The next token's position, as the backend holds it.
-  uint32_t position() const { return on_gpu_ ? gpu_.position() : cpu_.position(); }
+  uint32_t position() const { return linear_ ? linear_position_ : on_gpu_ ? gpu_.position() : cpu_.position(); }
   // The layer's KV cache on the CPU backend (its rows in the arena), for saving and restoring a
-  // model's state; null on the GPU backend (its rows live on the device) or before init.
-  KvCache* cpu_cache() { return on_gpu_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
-  const KvCache* cpu_cache() const { return on_gpu_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
+  // model's state; null on the GPU backend (its rows live on the device), on a linear layer (it
+  // has a state instead: linear_state()) or before init.
+  KvCache* cpu_cache() { return on_gpu_ || linear_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
+  const KvCache* cpu_cache() const { return on_gpu_ || linear_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
+  // A Gated DeltaNet layer's state and convolution window (plan.linear_state_bytes_per_layer
+  // bytes in the arena); null on an attention layer.
+  float* linear_state() const { return linear_ ? delta_state_ : nullptr; }
+  bool is_linear() const { return linear_; }
+  // After a state's bytes were written to linear_state(): the layer goes on from `position`.
+  void restore_linear(uint32_t position) { linear_position_ = position; }
   BackendKind backend_kind() const { return on_gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
-  const char* backend_description() const { return on_gpu_ ? gpu_.description() : cpu_.description(); }
+  const char* backend_description() const {
+    return linear_ ? "cpu (Gated DeltaNet)" : on_gpu_ ? gpu_.description() : cpu_.description();
+  }
   bool initialized() const { return plan_ != nullptr; }
 
   // Bytes of the arena's packed region this layer's XNNPACK operators took (0 for Highway);
@@ -121,6 +130,9 @@ class AttentionLayer {
   void init_mla_weights(const LayerWeights& weights);  // runtime/model/mla_layer.cc
   Status forward_mla(const float* x, float* y, uint32_t t);
   void apply_gates(const float* qkv, float* attn, uint32_t t) const;
+  void init_gated_delta(const LayerWeights& weights);  // runtime/model/gated_delta_layer.cc
+  Status forward_gated_delta(const float* x, float* y, uint32_t t);
+  void reset_gated_delta(uint32_t start_position);
   Status init_backend(uint32_t layer, const LayerOptions& options);
   Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }
 
@@ -141,6 +153,12 @@ class AttentionLayer {
   void* ops_[4][kXnnMaxBlocks] = {};
   uint32_t op_blocks_ = 0;
   uint64_t packed_used_ = 0;
+  // A Gated DeltaNet layer (LayerKinds::linear): the CPU always, no backend; its position, its
+  // state and window in the arena, its f32 vectors in its weights slot.
+  bool linear_ = false;
+  uint32_t linear_position_ = 0;
+  float* delta_state_ = nullptr;
+  const float* delta_vectors_ = nullptr;
 };
 
 }  // namespace headway

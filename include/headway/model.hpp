@@ -108,11 +108,13 @@ class Model {
   //            hold 0 there),
   //            weights fingerprint (u64: a hash of the norms and the embedding's first row, so a
   //            state of other weights with the same shapes is refused too)
-  //   layers   n_layers × (sliding 0/1, window, kv rows, sink tokens)
-  //   K, V     per layer, per kv head: K's rows in use, then per kv head V's: min(position, kv
-  //            rows) rows of dtype_row_bytes(kv_dtype, head_dim) bytes, as they sit in the arena
+  //   layers   n_layers × (kind: 0 full, 1 sliding, 2 Gated DeltaNet; window, kv rows, sink tokens)
+  //   K, V     per attention layer, per kv head: K's rows in use, then per kv head V's: min(position,
+  //            kv rows) rows of dtype_row_bytes(kv_dtype, head_dim) bytes, as they sit in the arena
   //            (a sliding layer's ring in ring order, K already rotated at its positions; with
-  //            kv_rotation hadamard, K and V rows rotated before they were quantized)
+  //            kv_rotation hadamard, K and V rows rotated before they were quantized); a Gated
+  //            DeltaNet layer's state and convolution window instead, as the arena holds them
+  //            (plan.linear_state_bytes_per_layer bytes)
   //   logits   [vocab_size] f32, the last token's (when has_logits: position > 0)
   //   checksum u64, FNV-1a of every byte before it
   //

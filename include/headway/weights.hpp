@@ -37,6 +37,12 @@ struct LayerWeights {
   // RMS norm [kv_lora_rank], wkv_b kv_b_proj [n_heads·(nope + v_head_dim), kv_lora_rank] (each
   // head's W_UK rows, then its W_UV rows); wo is [d_model, n_heads·v_head_dim].
   TensorRef wq_a, q_a_norm, wkv_a, kv_a_norm, wkv_b;
+  // A Gated DeltaNet layer (LayerKinds::linear; shapes from Config::gated_delta): in_proj_qkv
+  // [conv_width, d_model], in_proj_z [value_width, d_model], in_proj_b and in_proj_a
+  // [value_heads, d_model], the convolution's taps conv1d [conv_width, conv_kernel], A_log and
+  // dt_bias [value_heads], the gated output norm's weight [value_head_dim]; wo is out_proj
+  // [d_model, value_width].
+  TensorRef w_qkv, w_z, w_b, w_a, conv, a_log, dt_bias, out_norm;
 };
 
 }  // namespace headway

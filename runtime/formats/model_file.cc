@@ -24,15 +24,18 @@ namespace {
 constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3",  "smollm3", "phi3",
                                                  "olmo2", "gemma", "gemma2", "gemma3"};
 // The same families in a Hugging Face directory (config.json's model_type), and the encoders.
-constexpr const char* kHfDecoders[] = {"llama", "mistral", "qwen2", "qwen3", "smollm3", "phi3", "olmo2"};
+constexpr const char* kHfDecoders[] = {"llama",   "mistral", "qwen2", "qwen3",
+                                       "smollm3", "phi3",    "olmo2", "qwen3_5_text"};
 // Where a family's config class ties the LM head to the embedding when config.json does not say.
 constexpr const char* kHfTiedByDefault[] = {"smollm3"};
 
-// What Phi-3 and OLMo 2 change in the SwiGLU decoder: Phi-3's gate and up projections are one
-// tensor; OLMo 2 norms each block's output, not its input.
+// What Phi-3, OLMo 2 and Qwen3.5 change in the SwiGLU decoder: Phi-3's gate and up projections
+// are one tensor; OLMo 2 norms each block's output, not its input; Qwen3.5's norms scale by 1 + w
+// (Qwen3_5RMSNorm; its Gated DeltaNet layers are the layer's, LayerKinds::linear).
 void decoder_model_part(const std::string& family, ModelConfig* m) {
   m->gate_up_fused = family == "phi3";
   m->output_norms_only = family == "olmo2";
+  m->norm_offset = family == "qwen3_5_text" ? 1.0f : 0.0f;
 }
 constexpr const char* kHfGemmas[] = {"gemma", "gemma2", "gemma3_text"};
 
@@ -191,8 +194,15 @@ Result<nlohmann::json> read_json(const std::string& path, size_t max_bytes, cons
 Status hf_model_part(const std::string& path, Config* c) {
   Result<nlohmann::json> read = read_json(path, size_t{16} << 20, "a config.json");
   if (!read.ok()) return read.status();
-  const nlohmann::json& j = read.value();
-  if (!j.is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
+  if (!read.value().is_object()) return Status::error(Code::kInvalidArgument, "%s: not a JSON object", path.c_str());
+  // Qwen3.5's multimodal config keeps its language model in text_config (as the attention reader
+  // finds it).
+  const nlohmann::json* top = &read.value();
+  if (top->contains("text_config") && (*top)["text_config"].is_object() && top->contains("model_type") &&
+      (*top)["model_type"] == "qwen3_5") {
+    top = &(*top)["text_config"];
+  }
+  const nlohmann::json& j = *top;
   auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
   auto count = [&](const char* key, uint32_t* out) -> Status {
     if (!j.contains(key) || !j[key].is_number_unsigned() || j[key].get<uint64_t>() > 0x7fffffffu) {
@@ -279,11 +289,12 @@ Status hf_model_part(const std::string& path, Config* c) {
     }
     return Status();
   }
-  return Status::error(Code::kUnsupported,
-                       "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3, "
-                       "smollm3, phi3, olmo2, gemma, gemma2, gemma3_text; encoders: bert, roberta, distilbert); its "
-                       "attention layers still run through `headway layer`",
-                       path.c_str(), type.c_str());
+  return Status::error(
+      Code::kUnsupported,
+      "%s: model_type '%s' is not one headway runs whole (decoders: llama, mistral, qwen2, qwen3, "
+      "smollm3, phi3, olmo2, qwen3_5_text, gemma, gemma2, gemma3_text; encoders: bert, roberta, distilbert); its "
+      "attention layers still run through `headway layer`",
+      path.c_str(), type.c_str());
 }
 
 }  // namespace

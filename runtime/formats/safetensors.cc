@@ -269,12 +269,15 @@ Result<TensorRef> SafetensorsFile::find(const char* name, uint32_t* rank) const 
   }
   char s[160];
   format_shape(e->shape, e->rank, s, sizeof(s));
-  if (e->rank > 2) {
+  // A depthwise convolution's [channels, 1, taps] (Gated DeltaNet's conv1d) reads as [channels, taps].
+  const bool unit_middle = e->rank == 3 && e->shape[1] == 1;
+  if (e->rank > 2 && !unit_middle) {
     return Status::error(Code::kUnsupported,
-                         "%s: tensor '%s' has rank %u (shape %s); headway reads 1-D and 2-D weights", src, name,
-                         e->rank, s);
+                         "%s: tensor '%s' has rank %u (shape %s); headway reads 1-D and 2-D weights (and "
+                         "[channels, 1, taps] convolutions)",
+                         src, name, e->rank, s);
   }
-  const uint64_t rows = e->rank == 2 ? e->shape[0] : 1;
+  const uint64_t rows = e->rank >= 2 ? e->shape[0] : 1;
   const uint64_t cols = e->rank == 0 ? 1 : e->shape[e->rank - 1];
   if (rows > UINT32_MAX || cols > UINT32_MAX) {
     return Status::error(Code::kUnsupported, "%s: tensor '%s' has shape %s, a dim past %u", src, name, s, UINT32_MAX);

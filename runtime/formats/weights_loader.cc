@@ -77,6 +77,9 @@ constexpr Slot kSlots[] = {
 };
 // clang-format on
 
+// A Gated DeltaNet layer's input projection (Hugging Face naming, %u the layer).
+constexpr const char* kGatedDeltaAnchor = "model.layers.%u.linear_attn.in_proj_qkv.weight";
+
 const char* naming_text(Naming n) {
   switch (n) {
     case Naming::kHfDecoder: return "Hugging Face decoder";
@@ -222,9 +225,18 @@ const SafetensorsFile* WeightFile::shard_of(const char* name) const {
 // The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
 void WeightFile::find_naming() {
   bool found = false;
-  for (const Naming n : {Naming::kHfDecoder, Naming::kHfBert, Naming::kHfDistilBert, Naming::kHfModernBert}) {
+  // A hybrid decoder whose layer 0 is a Gated DeltaNet layer (Qwen3.5) holds its projection there.
+  const struct {
+    Naming naming;
+    const char* pattern;
+  } anchors[] = {{Naming::kHfDecoder, kSlots[0].names[0]},
+                 {Naming::kHfDecoder, kGatedDeltaAnchor},
+                 {Naming::kHfBert, kSlots[0].names[1]},
+                 {Naming::kHfDistilBert, kSlots[0].names[2]},
+                 {Naming::kHfModernBert, kSlots[0].names[3]}};
+  for (const auto& [n, pattern] : anchors) {
     char anchor[96];
-    std::snprintf(anchor, sizeof(anchor), kSlots[0].names[static_cast<size_t>(n)], 0u);
+    std::snprintf(anchor, sizeof(anchor), pattern, 0u);
     const size_t a = std::strlen(anchor);
     auto visit = [&](const std::string& name) {
       if (name.size() < a || name.compare(name.size() - a, a, anchor) != 0) return;
@@ -373,6 +385,50 @@ Result<LayerWeights> load_mla_weights(const WeightFile& file, const Config& conf
   return w;
 }
 
+// A Gated DeltaNet layer's tensors (LayerKinds::linear) by their Hugging Face names (Qwen3.5,
+// Qwen3-Next); the shapes are AttentionLayer's to check (check_gated_delta_weights). conv1d is
+// [conv_width, 1, conv_kernel] in the file, read as [conv_width, conv_kernel].
+struct GatedDeltaSlot {
+  TensorRef LayerWeights::*member;
+  uint32_t rank;
+  const char* hf;
+};
+constexpr GatedDeltaSlot kGatedDeltaSlots[] = {
+    {&LayerWeights::w_qkv, 2, kGatedDeltaAnchor},
+    {&LayerWeights::w_z, 2, "model.layers.%u.linear_attn.in_proj_z.weight"},
+    {&LayerWeights::w_b, 2, "model.layers.%u.linear_attn.in_proj_b.weight"},
+    {&LayerWeights::w_a, 2, "model.layers.%u.linear_attn.in_proj_a.weight"},
+    {&LayerWeights::conv, 3, "model.layers.%u.linear_attn.conv1d.weight"},
+    {&LayerWeights::a_log, 1, "model.layers.%u.linear_attn.A_log"},
+    {&LayerWeights::dt_bias, 1, "model.layers.%u.linear_attn.dt_bias"},
+    {&LayerWeights::out_norm, 1, "model.layers.%u.linear_attn.norm.weight"},
+    {&LayerWeights::wo, 2, "model.layers.%u.linear_attn.out_proj.weight"},
+};
+
+Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t layer) {
+  if (file.naming() != Naming::kHfDecoder) {
+    return Status::error(Code::kUnsupported,
+                         "%s: layer %u is a Gated DeltaNet layer, whose tensors headway reads from a Hugging Face "
+                         "checkpoint (linear_attn.*), not from %s",
+                         file.path(), layer, naming_text(file.naming()));
+  }
+  LayerWeights w;
+  for (const GatedDeltaSlot& s : kGatedDeltaSlots) {
+    char local[96];
+    std::snprintf(local, sizeof(local), s.hf, layer);
+    const std::string name = file.name_prefix() + local;
+    uint32_t rank = 0;
+    const Result<TensorRef> t = file.find(name.c_str(), &rank);
+    if (!t.ok()) return t.status();
+    if (rank != s.rank) {
+      return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
+                           name.c_str(), rank, s.rank);
+    }
+    w.*s.member = t.value();
+  }
+  return w;
+}
+
 }  // namespace
 
 Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& model, uint32_t layer) {
@@ -381,6 +437,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& mo
   }
   HEADWAY_RETURN_IF_ERROR(validate_layer(model, layer));
   const Config config = model.layer_alone(layer);  // its own head shape (Gemma 4's full layers)
+  if (config.layer_is_linear(0)) return load_gated_delta_weights(file, layer);
   if (config.is_mla()) return load_mla_weights(file, config, layer);
   const uint32_t hd = config.head_size();
   const uint64_t q_width = uint64_t{config.n_heads} * hd;

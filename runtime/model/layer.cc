@@ -65,6 +65,7 @@ const float* copy_sinks(const TensorRef& sinks, float* slice) {
 
 Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
   const Config& c = plan.config;
+  if (layer < c.n_layers && plan.layer(layer).linear) return check_gated_delta_weights(plan, w, layer);
   if (c.is_mla()) return check_mla_weights(plan, w, layer);
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
@@ -115,6 +116,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                             const LayerOptions& options) {
   for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
   plan_ = nullptr;
+  linear_ = false;
   packed_used_ = 0;
   if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "layer: the arena is not bound to a plan");
   const Plan& p = arena.plan();
@@ -136,6 +138,18 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          layer);
   }
   arena_ = &arena;
+  linear_ = p.layer(layer).linear;
+  if (linear_) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
+    plan_ = &p;
+    layer_ = layer;
+    pool_ = pool;
+    sinks_ = nullptr;
+    rope_ = nullptr;
+    on_gpu_ = false;
+    op_blocks_ = 0;
+    init_gated_delta(weights);
+    return Status();
+  }
   HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   if (c.is_mla()) {
     plan_ = &p;
@@ -192,7 +206,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     //   widths] — the last three only when configured.
     const DType dt = p.options.weight_dtype;
     const uint32_t eb = dtype_bytes(dt);
-    uint8_t* dst = base + p.weights_offset + uint64_t{layer} * p.weight_bytes_per_layer;
+    uint8_t* dst = arena.layer_weights(layer);
     auto put = [&](const TensorRef& src) {
       TensorRef out{dst, dt, src.rows, src.cols};
       convert_tensor(src, dst, dt);
@@ -227,7 +241,10 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   return Status();
 }
 
-void AttentionLayer::reset(uint32_t start_position) { backend().reset(start_position); }
+void AttentionLayer::reset(uint32_t start_position) {
+  if (linear_) return reset_gated_delta(start_position);
+  backend().reset(start_position);
+}
 
 // which: 0 = the Q/K/V projections into the QKV rows, 1 = the O projection into y.
 Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
@@ -331,6 +348,7 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
     return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
                          layer_, t, position(), c.max_seq);
   }
+  if (linear_) return forward_gated_delta(x, y, t);
   if (c.is_mla()) return forward_mla(x, y, t);
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
@@ -351,9 +369,9 @@ Status AttentionLayer::check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs)
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
   const Config& c = p.config;
-  if (c.is_mla()) {
-    return Status::error(Code::kUnsupported, "layer %u: multi-head latent attention does not run packed batches",
-                         layer_);
+  if (c.is_mla() || linear_) {
+    return Status::error(Code::kUnsupported, "layer %u: %s does not run packed batches", layer_,
+                         linear_ ? "a Gated DeltaNet layer" : "multi-head latent attention");
   }
   if (cu_seqlens == nullptr || n_seqs == 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);

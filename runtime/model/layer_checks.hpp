@@ -18,5 +18,8 @@ Status check_layer_tensor(const TensorRef& t, const char* name, uint32_t layer, 
 // The MLA tensors of LayerWeights (weights.hpp) against the plan's shapes: present, in a type the
 // kernels read, whole blocks, the right shape; each error names the layer and the tensor.
 Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer);
+// The Gated DeltaNet tensors of a linear layer (runtime/model/gated_delta_layer.cc), likewise, and
+// its vectors finite.
+Status check_gated_delta_weights(const Plan& plan, const LayerWeights& w, uint32_t layer);
 
 }  // namespace headway

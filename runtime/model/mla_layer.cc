@@ -53,7 +53,7 @@ void AttentionLayer::init_mla_weights(const LayerWeights& weights) {
   w_ = weights;
   if (!p.options.weights_in_arena) return;
   const DType dt = p.options.weight_dtype;
-  uint8_t* dst = arena_->weights() + uint64_t{layer_} * p.weight_bytes_per_layer;
+  uint8_t* dst = arena_->layer_weights(layer_);
   auto put = [&](const TensorRef& src) {
     if (!src.present()) return TensorRef{};
     TensorRef out{dst, dt, src.rows, src.cols};

@@ -31,9 +31,10 @@ struct StateHeader {
 };
 static_assert(sizeof(StateHeader) == 64, "the state header has no padding");
 
-// One layer's kind as its cache holds rows.
+// One layer's kind as its cache holds rows (kind: 0 full, 1 sliding, 2 Gated DeltaNet, whose
+// record's rows are 0: its state and window follow whole, linear_state_bytes_per_layer bytes).
 struct LayerRecord {
-  uint32_t sliding;
+  uint32_t kind;
   uint32_t window;
   uint32_t rows;
   uint32_t sink_tokens;
@@ -61,7 +62,7 @@ const char* dtype_text(uint32_t v) { return v <= 0xff ? dtype_name(static_cast<D
 
 LayerRecord layer_record(const Plan& p, uint32_t l) {
   const LayerPlan lp = p.layer(l);
-  return {lp.sliding ? 1u : 0u, lp.window, lp.kv_rows, lp.sink_tokens};
+  return {lp.linear ? 2u : lp.sliding ? 1u : 0u, lp.window, lp.kv_rows, lp.sink_tokens};
 }
 
 // Rows of a layer that hold tokens at `position` (a ring holds at most its rows).
@@ -75,7 +76,10 @@ uint64_t state_size(const Plan& p, uint32_t position) {
   const Config& c = p.config;
   const uint64_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
   uint64_t n = sizeof(StateHeader) + uint64_t{c.n_layers} * sizeof(LayerRecord);
-  for (uint32_t l = 0; l < c.n_layers; ++l) n += 2 * uint64_t{c.kv_heads()} * rows_in_use(p, l, position) * row;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    n += p.layer(l).linear ? p.linear_state_bytes_per_layer
+                           : 2 * uint64_t{c.kv_heads()} * rows_in_use(p, l, position) * row;
+  }
   if (position > 0) n += uint64_t{c.model.vocab_size} * sizeof(float);
   return n + sizeof(uint64_t);
 }
@@ -103,7 +107,7 @@ uint64_t Model::weights_fingerprint() const {
 Status Model::check_state_backend() const {
   if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "state: the model is not initialized");
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    if (layers_[l].cpu_cache() == nullptr) {
+    if (layers_[l].cpu_cache() == nullptr && !layers_[l].is_linear()) {
       return Status::error(Code::kUnsupported,
                            "state: layer %u runs on the %s backend, whose KV rows live on the device; saving and "
                            "loading a state needs the cpu backend",
@@ -126,6 +130,7 @@ Status Model::save_state(void* out, size_t capacity, size_t* written) const {
                          out ? capacity : size_t{0}, out ? "" : " (null)", static_cast<unsigned long long>(need));
   }
   for (uint32_t l = 0; l < n_layers_; ++l) {
+    if (layers_[l].is_linear()) continue;  // its position is the model's (it keeps no other)
     const KvCache& kv = *layers_[l].cpu_cache();
     if (kv.start_position() != 0 || kv.position() != pos) {
       return Status::error(Code::kInternal, "state: layer %u holds positions %u..%u, the model's position is %u", l,
@@ -158,6 +163,11 @@ Status Model::save_state(void* out, size_t capacity, size_t* written) const {
   }
   const size_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
   for (uint32_t l = 0; l < n_layers_; ++l) {
+    if (layers_[l].is_linear()) {
+      std::memcpy(o, layers_[l].linear_state(), p.linear_state_bytes_per_layer);
+      o += p.linear_state_bytes_per_layer;
+      continue;
+    }
     const KvCache& kv = *layers_[l].cpu_cache();
     const size_t bytes = size_t{rows_in_use(p, l, pos)} * row;
     for (bool v : {false, true}) {
@@ -232,11 +242,12 @@ Status Model::load_state(const void* in, size_t size) {
     LayerRecord r;
     std::memcpy(&r, b + sizeof(StateHeader) + size_t{l} * sizeof(LayerRecord), sizeof(r));
     const LayerRecord want = layer_record(p, l);
-    if (r.sliding != want.sliding) {
-      return Status::error(Code::kInvalidArgument, "state: layer %u is %s, this plan's is %s", l,
-                           r.sliding ? "sliding" : "full", want.sliding ? "sliding" : "full");
+    if (r.kind != want.kind) {
+      const auto kind = [](uint32_t k) { return k == 0 ? "full" : k == 1 ? "sliding" : k == 2 ? "linear" : "unknown"; };
+      return Status::error(Code::kInvalidArgument, "state: layer %u is %s, this plan's is %s", l, kind(r.kind),
+                           kind(want.kind));
     }
-    if (!want.sliding) continue;  // a full layer's rows are max_seq: only the position must fit
+    if (want.kind != 1) continue;  // a full layer's rows are max_seq (the position must fit), a linear one has none
     if (r.window != want.window || r.rows != want.rows || r.sink_tokens != want.sink_tokens) {
       return Status::error(Code::kInvalidArgument,
                            "state: layer %u's ring is window %u, %u rows, %u sink tokens; this plan's is window %u, "
@@ -273,6 +284,12 @@ Status Model::load_state(const void* in, size_t size) {
   const uint8_t* src = b + records;
   const size_t row = dtype_row_bytes(c.kv_dtype, p.head_dim);
   for (uint32_t l = 0; l < n_layers_; ++l) {
+    if (layers_[l].is_linear()) {
+      std::memcpy(layers_[l].linear_state(), src, p.linear_state_bytes_per_layer);
+      src += p.linear_state_bytes_per_layer;
+      layers_[l].restore_linear(h.position);
+      continue;
+    }
     KvCache& kv = *layers_[l].cpu_cache();
     const size_t bytes = size_t{rows_in_use(p, l, h.position)} * row;
     for (bool v : {false, true}) {

@@ -141,17 +141,24 @@ TEST_CASE("safetensors: f32, f16 and bf16 tensors are views into the mapped file
 }
 
 TEST_CASE("safetensors: tensors headway cannot use fail when asked for, by name") {
-  const std::vector<uint8_t> bytes =
-      st_file({st("ids", "I64", {2, 2}), st("conv", "F32", {2, 1, 3}), st("ok", "F16", {2})});
+  const std::vector<uint8_t> bytes = st_file(
+      {st("ids", "I64", {2, 2}), st("cube", "F32", {2, 2, 3}), st("conv", "F32", {2, 1, 3}), st("ok", "F16", {2})});
   SafetensorsFile f;
   REQUIRE(f.parse(bytes.data(), bytes.size(), "m.safetensors").ok());
   CHECK(f.find("ok").ok());
   const Result<TensorRef> ids = f.find("ids");
   REQUIRE_FALSE(ids.ok());
   CHECK_HAS(ids.status(), "m.safetensors: tensor 'ids' has dtype I64; headway reads F32, F16 and BF16 weights");
-  const Result<TensorRef> conv = f.find("conv");
-  REQUIRE_FALSE(conv.ok());
-  CHECK_HAS(conv.status(), "tensor 'conv' has rank 3 (shape [2, 1, 3]); headway reads 1-D and 2-D weights");
+  const Result<TensorRef> cube = f.find("cube");
+  REQUIRE_FALSE(cube.ok());
+  CHECK_HAS(cube.status(), "tensor 'cube' has rank 3 (shape [2, 2, 3]); headway reads 1-D and 2-D weights (and");
+  // A depthwise convolution's [channels, 1, taps] (Gated DeltaNet's conv1d) reads as [channels, taps].
+  uint32_t rank = 0;
+  const Result<TensorRef> conv = f.find("conv", &rank);
+  REQUIRE(conv.ok());
+  CHECK(rank == 3);
+  CHECK(conv->rows == 2);
+  CHECK(conv->cols == 3);
 }
 
 TEST_CASE("safetensors: a misaligned tensor is refused, not read") {
