@@ -143,6 +143,21 @@ constexpr BenchCase kCases[] = {
      kPackedRows, 6, 6, 64, DType::kF32, false, false, Batch::kPacked},
 };
 
+// Qwen3.5's linear-attention shapes (transformers' Qwen3_5TextConfig: dk = dv = 128, 16 key
+// heads; 16 value heads in the 0.8B model, 32 in the config's defaults). Prefill: a prompt of 512
+// tokens in one call (8 chunks of kGatedDeltaChunk); decode: one token.
+constexpr DeltaCase kDeltaCases[] = {
+    {"qwen3.5-0.8b-gdn-prefill-t512-h16x16-d128", "Qwen3.5-0.8B linear-attention layer, prompt of 512 tokens",
+     CaseKind::kPrefill, 512, 16, 16, 128, 128},
+    {"qwen3.5-0.8b-gdn-decode-h16x16-d128", "Qwen3.5-0.8B linear-attention layer, one token", CaseKind::kDecode, 1, 16,
+     16, 128, 128},
+    {"qwen3.5-gdn-prefill-t512-h32x16-d128",
+     "Qwen3.5 config default (32 value heads over 16 key heads), prompt of 512 tokens", CaseKind::kPrefill, 512, 32, 16,
+     128, 128},
+    {"qwen3.5-gdn-decode-h32x16-d128", "Qwen3.5 config default (32 value heads over 16 key heads), one token",
+     CaseKind::kDecode, 1, 32, 16, 128, 128},
+};
+
 // Query-key pairs of one sequence of t_q queries over t_kv keys: every one, or those a bottom-right
 // aligned causal mask lets through (query i sees keys j <= i + (t_kv - t_q), at most t_kv).
 double sequence_pairs(uint32_t t_q, uint32_t t_kv, bool causal) {
@@ -197,5 +212,20 @@ double case_flops(const BenchCase& c) { return 4.0 * c.head_dim * c.n_heads * vi
 uint64_t case_kv_bytes(const BenchCase& c) {
   return 2ull * c.t_kv * c.n_kv_heads * dtype_row_bytes(c.kv_dtype, c.head_dim);
 }
+
+std::span<const DeltaCase> delta_cases() { return kDeltaCases; }
+
+const DeltaCase* find_delta_case(const char* name) {
+  for (const DeltaCase& c : kDeltaCases) {
+    if (std::strcmp(c.name, name) == 0) return &c;
+  }
+  return nullptr;
+}
+
+const char* delta_kind_name(const DeltaCase& c) { return c.kind == CaseKind::kDecode ? "gdn-decode" : "gdn-prefill"; }
+
+double delta_case_flops(const DeltaCase& c) { return 7.0 * c.dk * c.dv * c.value_heads * c.t; }
+
+uint64_t delta_state_bytes(const DeltaCase& c) { return uint64_t{c.value_heads} * c.dk * c.dv * sizeof(float); }
 
 }  // namespace headway::bench

@@ -7,6 +7,11 @@
 // and an -alibi suffix where the logits carry ALiBi's biases (the standard slopes). An encoder
 // case's kind says how its sentences are stored and how many there are (packed32, padded32), and
 // t<t_kv> counts the rows stored: minilm-packed32-t2533-h12x12-d32-f32.
+//
+// Beside them, a table of Gated DeltaNet cases (DeltaCase): Qwen3.5's linear-attention layers,
+// which carry a state per value head instead of a K/V cache, so none of the attention fields fit.
+// Names: <model>-gdn-<prefill-t<t>|decode>-h<value_heads>x<key_heads>-d<dk> (dk = dv):
+// qwen3.5-0.8b-gdn-prefill-t512-h16x16-d128.
 #pragma once
 
 #include <cstdint>
@@ -63,5 +68,31 @@ double case_flops(const BenchCase& c);
 // Unique bytes of K and V as stored: 2 · t_kv · n_kv_heads · head_dim · sizeof(kv_dtype) (a padded
 // batch's pad rows included).
 uint64_t case_kv_bytes(const BenchCase& c);
+
+// One Gated DeltaNet layer's delta rule over all its value heads (simd/gated_delta.h), each head's
+// state [dk, dv] f32; value head h reads key head h / (value_heads / key_heads). kPrefill: one
+// gated_delta_chunked call per head over t tokens; kDecode: one gated_delta_recurrent step, t = 1.
+struct DeltaCase {
+  const char* name;
+  const char* about;
+  CaseKind kind;  // kPrefill or kDecode
+  uint32_t t, value_heads, key_heads, dk, dv;
+};
+
+std::span<const DeltaCase> delta_cases();
+const DeltaCase* find_delta_case(const char* name);  // nullptr when there is none of that name
+const char* delta_kind_name(const DeltaCase& c);     // "gdn-prefill", "gdn-decode"
+
+// The work of the recurrent rule, whichever form runs: 7 · dk · dv per token and value head, 2
+// each for Sᵀk, Sᵀq and the rank-1 update k·δᵀ added to S, 1 for the decay exp(g)·S (the
+// chunked form's extra products are not useful work; the O(dk + dv) vector work per token is
+// left out, as attention's count leaves out the softmax).
+double delta_case_flops(const DeltaCase& c);
+// The state read once: value_heads · dk · dv · 4 bytes, what a decode step must read (its one
+// token's rows are a few percent of it), set against the read roof. The step writes as many back,
+// which are not counted: the read roof measures a read stream alone, and dirty lines leave the
+// core's caches later, by another path, so with them a step can pass that roof. A prefill's
+// token rows are not counted either: at hundreds of FLOP per state byte the FMA roof binds it.
+uint64_t delta_state_bytes(const DeltaCase& c);
 
 }  // namespace headway::bench

@@ -33,17 +33,22 @@ const ModelBenchInfo& ModelRunner::info() const { return state_->info; }
 
 namespace {
 
-// The weights of one layer's matrices and of the model's, in elements.
+// The weights of the layers' matrices and of the model's, in elements.
 struct ParamCounts {
-  uint64_t per_layer = 0;  // q, k, v, o, gate, up, down
+  uint64_t layers = 0;     // every layer's: q (and its gates), k, v, o, or a Gated DeltaNet layer's
+                           // projections and out_proj; gate, up, down
   uint64_t norms = 0;      // every RMSNorm weight (f32 in the arena)
   uint64_t embedding = 0;  // [vocab, d_model]
   bool tied = false;
 };
-ParamCounts param_counts(const Config& c) {
-  const uint64_t d = c.d_model, q = uint64_t{c.n_heads} * c.head_size(), kv = uint64_t{c.kv_heads()} * c.head_size();
+ParamCounts param_counts(const Plan& p) {
+  const Config& c = p.config;
+  const uint64_t d = c.d_model;
+  const uint64_t attention = d * (uint64_t{p.q_rows} + 2 * uint64_t{p.kv_width}) + uint64_t{p.q_width} * d;
+  const uint64_t linear = d * uint64_t{p.linear_row} + uint64_t{c.gated_delta.value_width()} * d;
   ParamCounts n;
-  n.per_layer = d * q + 2 * d * kv + q * d + 3 * d * c.model.intermediate_size;
+  n.layers = attention * (c.n_layers - p.linear_layers) + linear * p.linear_layers +
+             3 * d * c.model.intermediate_size * c.n_layers;
   n.norms = (2 * uint64_t{c.n_layers} + 1) * d;
   n.embedding = uint64_t{c.model.vocab_size} * d;
   n.tied = c.model.tie_word_embeddings;
@@ -118,16 +123,21 @@ Status ModelRunner::init(const ModelBenchOptions& o) {
   draw(&st.prompt_ids, o.n_prompt);
   draw(&st.gen_ids, o.n_gen);
 
-  const ParamCounts n = param_counts(c);
+  const ParamCounts n = param_counts(st.plan);
   const uint64_t wb = dtype_bytes(o.weight_dtype);
   ModelBenchInfo& info = st.info;
   struct stat file_stat {};
   if (::stat(o.path, &file_stat) == 0) info.file_bytes = static_cast<uint64_t>(file_stat.st_size);
-  info.n_params = n.per_layer * c.n_layers + n.norms + n.embedding * (n.tied ? 1 : 2);
+  if (S_ISDIR(file_stat.st_mode)) {  // a Hugging Face directory: its tensors' bytes, as llama-bench's size
+    const Result<ModelFile::WeightBytes> bytes = st.file.weight_bytes();
+    if (!bytes.ok()) return bytes.status();
+    info.file_bytes = bytes.value().total;
+  }
+  info.n_params = n.layers + n.norms + n.embedding * (n.tied ? 1 : 2);
   info.arena_bytes = st.plan.arena_bytes;
   if (o.weights_in_arena) {
-    info.weight_bytes = (n.per_layer * c.n_layers + n.embedding * (n.tied ? 1 : 2)) * wb + n.norms * sizeof(float);
-    info.read_bytes_per_tok = (n.per_layer * c.n_layers + n.embedding) * wb + n.norms * sizeof(float);
+    info.weight_bytes = (n.layers + n.embedding * (n.tied ? 1 : 2)) * wb + n.norms * sizeof(float);
+    info.read_bytes_per_tok = (n.layers + n.embedding) * wb + n.norms * sizeof(float);
   } else {
     const Result<ModelFile::WeightBytes> bytes = st.file.weight_bytes();
     if (!bytes.ok()) return bytes.status();
@@ -135,7 +145,8 @@ Status ModelRunner::init(const ModelBenchOptions& o) {
     info.read_bytes_per_tok = bytes.value().per_token;
   }
   info.kv_bytes_per_tok = st.plan.kv_bytes_per_token;
-  info.matmul_flops_per_tok = 2 * (n.per_layer * c.n_layers + n.embedding);
+  info.state_bytes = st.plan.linear_state_bytes;
+  info.matmul_flops_per_tok = 2 * (n.layers + n.embedding);
   info.n_ubatch = st.plan.max_tokens;
   info.n_ctx = c.max_seq;
   info.n_vocab = c.model.vocab_size;

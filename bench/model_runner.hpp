@@ -52,6 +52,8 @@ struct ModelBenchInfo {
   uint64_t read_bytes_per_tok = 0;    // weight bytes one decode step reads: every matrix but the embedding
                                       // lookup (the LM head once, tied or not), and the norms
   uint64_t kv_bytes_per_tok = 0;      // K and V of one token, all layers (kv_dtype)
+  uint64_t state_bytes = 0;           // the Gated DeltaNet layers' states and windows, which a decode
+                                      // step reads and writes whole, whatever the context
   uint64_t matmul_flops_per_tok = 0;  // 2 · the matrices' weights (attention itself not counted)
   uint32_t n_ubatch = 0;              // tokens per prefill chunk
   uint32_t n_ctx = 0;                 // the context planned

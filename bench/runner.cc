@@ -8,8 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include "headway/attention_policy.hpp"
 #include "runtime/attention/attention_run.hpp"
 #include "simd/attention.h"
+#include "simd/gated_delta.h"
 
 namespace headway::bench {
 namespace {
@@ -27,6 +29,14 @@ uint64_t align_to(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 uint64_t copy_stride(const BenchCase& c) {
   const uint64_t one = case_kv_bytes(c) / 2;
   return align_to(align_to(one, 64) + one, kCopyAlign);
+}
+
+// One state copy of a Gated DeltaNet case: value_heads · dk · dv f32, padded to a page.
+uint64_t state_stride(const DeltaCase& c) { return align_to(delta_state_bytes(c), kCopyAlign); }
+
+// A pool of copies of at least `largest` bytes: twice the last-level cache, within 64 MiB..1 GiB.
+uint64_t pool_bytes(uint64_t largest, uint64_t llc_bytes) {
+  return std::max(std::clamp<uint64_t>(2 * llc_bytes, kPoolMin, kPoolMax), largest);
 }
 
 struct Lcg {
@@ -111,6 +121,57 @@ void cpu_kernel_label(const BenchCase& c, char* out, size_t size) {
   else std::snprintf(out, size, "%s/%s", first, last);
 }
 
+// `rows` rows of `heads` vectors of d values: each vector L2-normalized, then times scale, as the
+// layer leaves q (scale dk^-1/2) and k (1).
+std::vector<float> normalized_rows(uint32_t rows, uint32_t heads, uint32_t d, float scale, uint64_t seed) {
+  std::vector<float> x = random_floats(size_t{rows} * heads * d, seed);
+  for (size_t at = 0; at < x.size(); at += d) {
+    float sum = 0.0f;
+    for (uint32_t i = 0; i < d; ++i) sum += x[at + i] * x[at + i];
+    const float s = scale / std::sqrt(sum + 1e-6f);
+    for (uint32_t i = 0; i < d; ++i) x[at + i] *= s;
+  }
+  return x;
+}
+
+// One repetition of a Gated DeltaNet case: a task per value head, as the layer's run_head.
+struct DeltaCall {
+  const DeltaCase* c;
+  float* states;  // this repetition's copy [value_heads, dk, dv]
+  const float *q, *k, *v, *g, *beta;
+  float* out;
+  float* scratch;  // [slots, scratch_stride]
+  size_t scratch_stride;
+};
+
+simd::GatedDeltaArgs delta_args(const DeltaCall& d, uint32_t h) {
+  const DeltaCase& c = *d.c;
+  const uint32_t kh = h / (c.value_heads / c.key_heads);
+  simd::GatedDeltaArgs a;
+  a.state = d.states + size_t{h} * c.dk * c.dv;
+  a.dk = c.dk;
+  a.dv = c.dv;
+  a.q = d.q + size_t{kh} * c.dk;
+  a.k = d.k + size_t{kh} * c.dk;
+  a.qk_stride = size_t{c.key_heads} * c.dk;
+  a.v = d.v + size_t{h} * c.dv;
+  a.v_stride = size_t{c.value_heads} * c.dv;
+  a.g = d.g + h;
+  a.beta = d.beta + h;
+  a.gb_stride = c.value_heads;
+  a.out = d.out + size_t{h} * c.dv;
+  a.out_stride = size_t{c.value_heads} * c.dv;
+  a.t = c.t;
+  return a;
+}
+
+void delta_head(void* ctx, uint32_t slot, size_t head) {
+  const DeltaCall& d = *static_cast<const DeltaCall*>(ctx);
+  const simd::GatedDeltaArgs a = delta_args(d, static_cast<uint32_t>(head));
+  if (d.c->kind == CaseKind::kDecode) simd::gated_delta_recurrent(a);
+  else simd::gated_delta_chunked(a, d.scratch + slot * d.scratch_stride);
+}
+
 }  // namespace
 
 const char* kv_layout_name(KvLayout layout) { return layout == KvLayout::kCache ? "cache" : "dense"; }
@@ -158,8 +219,20 @@ Status make_case_call(const BenchCase& c, CaseCall* call) {
 uint64_t kv_pool_bytes(std::span<const BenchCase* const> cases, uint64_t llc_bytes) {
   uint64_t largest = 0;
   for (const BenchCase* c : cases) largest = std::max(largest, copy_stride(*c));
-  const uint64_t want = std::clamp<uint64_t>(2 * llc_bytes, kPoolMin, kPoolMax);
-  return std::max(want, largest);
+  return pool_bytes(largest, llc_bytes);
+}
+
+uint64_t state_pool_bytes(std::span<const DeltaCase* const> cases, uint64_t llc_bytes) {
+  uint64_t largest = 0;
+  for (const DeltaCase* c : cases) largest = std::max(largest, state_stride(*c));
+  return pool_bytes(largest, llc_bytes);
+}
+
+Status make_state_pool(BenchBuffer* pool, uint64_t bytes) {
+  std::vector<float> block(kMiB / sizeof(float));
+  Lcg rng{0x2545f4914f6cdd1dull};
+  for (float& v : block) v = 0.1f * rng.uniform();
+  return pool->allocate("state pool", bytes, block.data(), block.size() * sizeof(float));
 }
 
 Status make_kv_pool(BenchBuffer* pool, uint64_t bytes) {
@@ -223,6 +296,69 @@ Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run) {
   std::free(workspace);
   if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());
   finish(c, &r);
+  return r;
+}
+
+Result<CaseResult> run_cpu_delta_case(const DeltaCase& c, const CpuRun& run) {
+  CaseResult r;
+  r.delta = &c;
+  r.backend = "cpu";
+  r.kv_layout = "state";
+  r.threads = run.pool != nullptr ? run.pool->threads() : 1;
+  const bool decode = c.kind == CaseKind::kDecode;
+  std::snprintf(r.kernel, sizeof(r.kernel), "%s", decode ? "gated_delta_recurrent" : "gated_delta_chunked");
+  if (c.key_heads == 0 || c.value_heads % c.key_heads != 0 || (decode && c.t != 1)) {
+    return Status::error(Code::kInternal, "bench case %s: %u value heads over %u key heads, %u tokens", c.name,
+                         c.value_heads, c.key_heads, c.t);
+  }
+  const uint64_t stride = state_stride(c);
+  if (run.states == nullptr || run.states->size() < stride) {
+    return Status::error(Code::kInvalidArgument, "bench case %s: the state pool holds %zu bytes, one copy needs %llu",
+                         c.name, run.states ? run.states->size() : size_t{0}, static_cast<unsigned long long>(stride));
+  }
+  r.kv_copies = static_cast<uint32_t>(std::min<uint64_t>(run.states->size() / stride, UINT32_MAX));
+  r.kv_cold = (r.kv_copies - 1) * delta_state_bytes(c) >= run.llc_bytes;
+
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  const std::vector<float> q = normalized_rows(c.t, c.key_heads, c.dk, q_scale, 7);
+  const std::vector<float> k = normalized_rows(c.t, c.key_heads, c.dk, 1.0f, 11);
+  const std::vector<float> v = random_floats(size_t{c.t} * c.value_heads * c.dv, 13);
+  std::vector<float> g = random_floats(size_t{c.t} * c.value_heads, 17);
+  std::vector<float> beta = random_floats(g.size(), 19);
+  for (float& x : g) x = -0.5f * (1.0f - x);   // [-1, 0)
+  for (float& x : beta) x = 0.5f + 0.49f * x;  // (0, 1)
+  std::vector<float> out(v.size(), 0.0f);
+  // The chunk scratch of each thread slot, each starting on a cache line (64-byte aligned tiles).
+  const size_t scratch_stride = align_to(gated_delta_chunk_scratch_floats(c.dk, c.dv), 16);
+  const size_t scratch_bytes = r.threads * scratch_stride * sizeof(float);
+  float* scratch = static_cast<float*>(std::aligned_alloc(64, scratch_bytes));
+  if (scratch == nullptr) {
+    return Status::error(Code::kInternal, "bench case %s: cannot allocate a %zu-byte scratch", c.name, scratch_bytes);
+  }
+  std::memset(scratch, 0, scratch_bytes);
+  DeltaCall call{&c, nullptr, q.data(), k.data(), v.data(), g.data(), beta.data(), out.data(), scratch, scratch_stride};
+  call.states = reinterpret_cast<float*>(run.states->data());
+  if (const char* bad = simd::gated_delta_args_error(delta_args(call, c.value_heads - 1))) {
+    std::free(scratch);
+    return Status::error(Code::kInternal, "bench case %s: %s", c.name, bad);
+  }
+
+  const Status s = time_calls(run.reps, &r, [&](uint32_t rep) {
+    call.states = reinterpret_cast<float*>(run.states->data() + (rep % r.kv_copies) * stride);
+    if (run.pool != nullptr) {
+      run.pool->run(c.value_heads, delta_head, &call);
+    } else {
+      for (uint32_t h = 0; h < c.value_heads; ++h) delta_head(&call, 0, h);
+    }
+    return Status();
+  });
+  std::free(scratch);
+  if (!s.ok()) return Status::error(s.code(), "bench case %s: %s", c.name, s.message());
+  const double seconds = r.median_ms * 1e-3;
+  const double bytes = static_cast<double>(delta_state_bytes(c));
+  r.gflops = delta_case_flops(c) / seconds * 1e-9;
+  r.kv_gbps = bytes / seconds * 1e-9;
+  r.intensity = delta_case_flops(c) / bytes;
   return r;
 }
 

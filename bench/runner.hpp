@@ -17,6 +17,16 @@
 // projections' rows, token-major), and a packed batch is attend()'s (cu_seqlens), which the
 // cache layout's call does not take. Its lengths and, padded, its mask are made before timing.
 //
+// A Gated DeltaNet case (bench/cases.hpp: DeltaCase) is the runtime's call of the delta rule:
+// one ThreadPool task per value head (runtime/model/gated_delta_layer.cc), each running
+// gated_delta_chunked (prefill, its chunk scratch in the task's thread slot) or
+// gated_delta_recurrent (decode) over its head's state. Dense token rows: q, k [t, key_heads,
+// dk], v and out [t, value_heads, dv], g and beta [t, value_heads], as the layer's projected row
+// holds them but without the other fields between. The states rotate through copies carved from
+// a pool of their own (make_state_pool), as K/V do from theirs, so a decode step reads its
+// state from memory as it does in a model whose other layers ran in between; the token rows,
+// the outputs and the scratch are made before timing and reused.
+//
 // GPU: the Vulkan backend in cache use, as a runtime decodes: K/V appended once (resident on the
 // device), then each repetition is one attend() call: Q upload, dispatch, O read-back, fence
 // wait. K/V are not rotated there: a decode case whose K/V fit in the GPU's L2 reads them warm.
@@ -41,6 +51,7 @@ const char* kv_layout_name(KvLayout layout);  // "cache", "dense"
 
 struct CaseResult {
   const BenchCase* spec = nullptr;
+  const DeltaCase* delta = nullptr;  // a Gated DeltaNet case (spec then null)
   const char* backend = "cpu";
   const char* kv_layout = "cache";  // gpu: the backend's own cache
   char kernel[64] = {};             // cpu: "prefill_d128", ...; gpu: the shader variant
@@ -48,10 +59,10 @@ struct CaseResult {
   uint32_t reps = 0;  // timed repetitions (after one warm-up call)
   double median_ms = 0, min_ms = 0, max_ms = 0;
   double gflops = 0;       // case_flops / median
-  double kv_gbps = 0;      // case_kv_bytes / median
-  double intensity = 0;    // case_flops / case_kv_bytes, FLOP per byte of unique K/V
-  uint32_t kv_copies = 1;  // K/V copies the repetitions rotate through
-  bool kv_cold = false;    // (kv_copies − 1) · K/V bytes >= the last-level cache
+  double kv_gbps = 0;      // case_kv_bytes / median (delta: delta_state_bytes / median)
+  double intensity = 0;    // case_flops / case_kv_bytes, FLOP per byte of unique K/V (delta: of state)
+  uint32_t kv_copies = 1;  // K/V copies the repetitions rotate through (delta: state copies)
+  bool kv_cold = false;    // (kv_copies − 1) · K/V bytes >= the last-level cache (delta: state bytes)
 };
 
 // reps 0: automatic, at least 5 and enough to fill ~0.25 s, at most 200.
@@ -85,13 +96,22 @@ struct CaseCall {
 Status make_case_call(const BenchCase& c, CaseCall* call);
 
 struct CpuRun {
-  ThreadPool* pool = nullptr;       // null: one thread
-  const BenchBuffer* kv = nullptr;  // make_kv_pool's buffer
+  ThreadPool* pool = nullptr;           // null: one thread
+  const BenchBuffer* kv = nullptr;      // make_kv_pool's buffer
+  const BenchBuffer* states = nullptr;  // make_state_pool's buffer: the Gated DeltaNet cases'
   uint64_t llc_bytes = 0;
   uint32_t reps = kAutoReps;
   KvLayout layout = KvLayout::kCache;
 };
 Result<CaseResult> run_cpu_case(const BenchCase& c, const CpuRun& run);
+
+// The Gated DeltaNet cases' state pool: the K/V pool's rule (kv_pool_bytes) over their state
+// copies, value_heads · dk · dv f32 each, padded to a page; filled with small f32 values (a
+// state carried from earlier tokens), which the timed calls update in place.
+uint64_t state_pool_bytes(std::span<const DeltaCase* const> cases, uint64_t llc_bytes);
+Status make_state_pool(BenchBuffer* pool, uint64_t bytes);
+// run.states: make_state_pool's buffer; run.kv and run.layout are not used.
+Result<CaseResult> run_cpu_delta_case(const DeltaCase& c, const CpuRun& run);
 
 // context: created by the caller (it fails on a machine without a usable device). An encoder case
 // is an error (kUnsupported): the backend's cache calls take one sequence.

@@ -1,6 +1,7 @@
 // headway bench: times named attention cases (bench/cases.hpp) on the CPU kernels or the Vulkan
-// backend and puts each against this machine's roofs, measured at start in the same process for
-// the run's thread count (bench/peak.hpp). One line per case, or one JSON object per line
+// backend, and Gated DeltaNet cases on the CPU, and puts each against this machine's roofs,
+// measured at start in the same process for the run's thread count (bench/peak.hpp). One line per
+// case, or one JSON object per line
 // (--json; the machine lines then go to stderr), and a roofline picture (--svg).
 // With --model FILE it times a whole model from a GGUF instead, as llama.cpp's llama-bench does
 // (bench/model_runner.hpp): prompt processing and text generation in tokens/s, mean ± stddev,
@@ -75,7 +76,8 @@ constexpr const char* kUsage =
     "                     [--layout cache|dense] [--target NAME] [--json] [--svg FILE] [--llc-mib N]\n"
     "                     [--device N]\n"
     "  --case NAME   run this case (repeatable; default: every case, see --list; the encoder\n"
-    "                batches are CPU only, which --backend gpu leaves out)\n"
+    "                batches and the Gated DeltaNet (gdn) cases are CPU only, which --backend gpu\n"
+    "                leaves out)\n"
     "  --threads N   CPU threads for the attention and for the measured peak (default 1)\n"
     "  --reps N      timed repetitions after one warm-up (default: 5..200, about 0.25 s a case)\n"
     "  --backend     cpu (default) or gpu (the Vulkan backend; no peak is measured for it)\n"
@@ -115,6 +117,10 @@ int list_cases() {
     std::printf("%-42s %-7s t_q %4u t_kv %4u heads %2u/%-2u d%-3u %s  %s\n", c.name, bench::case_kind_name(c.kind),
                 c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim, dtype_name(c.kv_dtype), c.about);
   }
+  for (const bench::DeltaCase& c : bench::delta_cases()) {
+    std::printf("%-42s %-11s t %4u value/key heads %2u/%-2u dk %u dv %u  %s\n", c.name, bench::delta_kind_name(c), c.t,
+                c.value_heads, c.key_heads, c.dk, c.dv, c.about);
+  }
   return kExitOk;
 }
 
@@ -123,7 +129,9 @@ struct Group {
   const char* name;
   unsigned colour;
 };
-Group group_of(const bench::BenchCase& c) {
+Group group_of(const bench::CaseResult& r) {
+  if (r.delta != nullptr) return {"Gated DeltaNet (Qwen3.5)", 5};
+  const bench::BenchCase& c = *r.spec;
   if (c.kind == bench::CaseKind::kEncoder) return {"encoder batch (32 sentences)", 4};
   if (std::strncmp(c.name, "smollm2", 7) == 0) return {"SmolLM2-135M (9/3 heads)", 2};
   if (c.head_dim != 64 && c.head_dim != 128) return {"generic head_dim (80, 256)", 3};
@@ -149,12 +157,22 @@ Fractions fractions(const bench::CaseResult& r, const Machine& m) {
   return f;
 }
 
-nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
+const char* case_name(const bench::CaseResult& r) { return r.delta ? r.delta->name : r.spec->name; }
+
+// The case's shape: an attention case's, or a Gated DeltaNet case's (its state where K/V were).
+void shape_json(const bench::CaseResult& r, nlohmann::ordered_json* out) {
+  nlohmann::ordered_json& j = *out;
+  if (r.delta != nullptr) {
+    const bench::DeltaCase& c = *r.delta;
+    j["kind"] = bench::delta_kind_name(c);
+    j["t"] = c.t;
+    j["value_heads"] = c.value_heads;
+    j["key_heads"] = c.key_heads;
+    j["dk"] = c.dk;
+    j["dv"] = c.dv;
+    return;
+  }
   const bench::BenchCase& c = *r.spec;
-  const Fractions f = fractions(r, m);
-  nlohmann::ordered_json j;
-  j["case"] = c.name;
-  j["backend"] = r.backend;
   j["kind"] = bench::case_kind_name(c.kind);
   j["t_q"] = c.t_q;
   j["t_kv"] = c.t_kv;
@@ -165,13 +183,22 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   j["kv_layout"] = r.kv_layout;
   j["causal"] = c.causal;
   j["alibi"] = c.alibi;
+}
+
+nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
+  const Fractions f = fractions(r, m);
+  const bool delta = r.delta != nullptr;
+  nlohmann::ordered_json j;
+  j["case"] = case_name(r);
+  j["backend"] = r.backend;
+  shape_json(r, &j);
   j["threads"] = r.threads;
   j["reps"] = r.reps;
   j["median_ms"] = sig6(r.median_ms);
   j["min_ms"] = sig6(r.min_ms);
   j["max_ms"] = sig6(r.max_ms);
   j["gflops"] = sig6(r.gflops);
-  j["kv_gbps"] = sig6(r.kv_gbps);
+  j[delta ? "state_gbps" : "kv_gbps"] = sig6(r.kv_gbps);
   j["intensity"] = sig6(r.intensity);
   const auto number_or_null = [](double v) { return std::isfinite(v) ? nlohmann::ordered_json(sig6(v)) : nullptr; };
   j["peak_gflops"] = m.measured ? nlohmann::ordered_json(sig6(m.peak.gflops)) : nullptr;
@@ -183,8 +210,8 @@ nlohmann::ordered_json to_json(const bench::CaseResult& r, const Machine& m) {
   j["bound"] = f.known ? nlohmann::ordered_json(bench::bound_name(f.attainable.bound)) : nullptr;
   j["target"] = m.target;
   j["kernel"] = r.kernel;
-  j["kv_copies"] = r.kv_copies;
-  j["kv_cold"] = r.kv_cold;
+  j[delta ? "state_copies" : "kv_copies"] = r.kv_copies;
+  j[delta ? "state_cold" : "kv_cold"] = r.kv_cold;
   return j;
 }
 
@@ -194,9 +221,10 @@ void print_header(const Options& o, const Machine& m) {
     // The encoder batches run token-major whatever --layout says (bench/runner.hpp).
     bool encoder = false;
     for (const bench::BenchCase* c : o.cases) encoder |= c->batch != bench::Batch::kNone;
-    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s%s\n", m.target.c_str(), m.peak.threads,
-                 m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout),
-                 encoder && o.layout != bench::KvLayout::kDense ? " (the encoder batches dense)" : "");
+    const char* gdn = o.delta_cases.empty() ? "" : "; the gdn cases' KV GB/s: state bytes";
+    std::fprintf(out, "headway bench: cpu, target %s, %u thread%s, K/V layout %s%s%s\n", m.target.c_str(),
+                 m.peak.threads, m.peak.threads == 1 ? "" : "s", bench::kv_layout_name(o.layout),
+                 encoder && o.layout != bench::KvLayout::kDense ? " (the encoder batches dense)" : "", gdn);
     std::fprintf(out,
                  "peak, measured now: %.1f GFLOP/s FMA (%u chains x %u f32 lanes, %s), %.1f GB/s read (%s buffer; "
                  "last-level cache %s)\n",
@@ -226,7 +254,6 @@ void print_peak_again(const Options& o, const Machine& m, const bench::MachinePe
 }
 
 void print_line(const bench::CaseResult& r, const Machine& m) {
-  const bench::BenchCase& c = *r.spec;
   const Fractions f = fractions(r, m);
   char att[16] = "n/a", fp[16] = "n/a", ff[16] = "n/a", fb[16] = "n/a";
   if (f.known) {
@@ -238,9 +265,13 @@ void print_line(const bench::CaseResult& r, const Machine& m) {
     std::snprintf(ff, sizeof(ff), "%.1f%s", 100 * f.flops, memory ? "" : "*");
     std::snprintf(fb, sizeof(fb), "%.1f%s", 100 * f.bw, memory ? "*" : "");
   }
-  std::printf("%-42s %9.3f %9.3f %9.3f %9.2f %8.2f %8.1f %10s %7s %6s %6s  %s%s\n", c.name, r.median_ms, r.min_ms,
-              r.max_ms, r.gflops, r.kv_gbps, r.intensity, att, fp, ff, fb, r.kernel,
-              r.backend[0] == 'c' && !r.kv_cold ? " (K/V partly cached: pool smaller than LLC + K/V)" : "");
+  const char* warm = "";
+  if (!r.kv_cold && r.backend[0] == 'c') {
+    warm = r.delta ? " (state partly cached: pool smaller than LLC + state)"
+                   : " (K/V partly cached: pool smaller than LLC + K/V)";
+  }
+  std::printf("%-42s %9.3f %9.3f %9.3f %9.2f %8.2f %8.1f %10s %7s %6s %6s  %s%s\n", case_name(r), r.median_ms, r.min_ms,
+              r.max_ms, r.gflops, r.kv_gbps, r.intensity, att, fp, ff, fb, r.kernel, warm);
   std::fflush(stdout);
 }
 
@@ -248,9 +279,9 @@ Status write_svg(const Options& o, const Machine& m, const std::vector<bench::Ca
   std::vector<bench::RooflinePoint> points;
   for (const bench::CaseResult& r : results) {
     const Fractions f = fractions(r, m);
-    const Group g = group_of(*r.spec);
-    bench::RooflinePoint p{r.spec->name, g.name,  g.colour, r.spec->kind == bench::CaseKind::kDecode,
-                           r.intensity,  r.gflops};
+    const Group g = group_of(r);
+    const bench::CaseKind kind = r.delta ? r.delta->kind : r.spec->kind;
+    bench::RooflinePoint p{case_name(r), g.name, g.colour, kind == bench::CaseKind::kDecode, r.intensity, r.gflops};
     if (f.known) {
       p.attainable_gflops = f.attainable.gflops;
       p.memory_bound = f.attainable.bound == bench::Bound::kMemory;
@@ -304,7 +335,10 @@ Status parse_flags(int argc, char** argv, Options* o, const char** backend, bool
       s = flags.value(&name);
       if (s.ok()) {
         const bench::BenchCase* c = bench::find_bench_case(name);
-        if (c == nullptr) {
+        const bench::DeltaCase* d = c ? nullptr : bench::find_delta_case(name);
+        if (d != nullptr) {
+          o->delta_cases.push_back(d);
+        } else if (c == nullptr) {
           s = Status::error(Code::kInvalidArgument, "--case %s: no case of that name (headway bench --list names them)",
                             name);
         } else {
@@ -420,6 +454,17 @@ Status run_cpu(const Options& o, Machine* m, std::vector<bench::CaseResult>* res
     results->push_back(r.value());
     emit(o, *m, r.value());
   }
+  bench::BenchBuffer states;
+  if (!o.delta_cases.empty()) {
+    HEADWAY_RETURN_IF_ERROR(bench::make_state_pool(&states, bench::state_pool_bytes(o.delta_cases, m->llc)));
+    cpu.states = &states;
+  }
+  for (const bench::DeltaCase* c : o.delta_cases) {
+    const Result<bench::CaseResult> r = bench::run_cpu_delta_case(*c, cpu);
+    if (!r.ok()) return r.status();
+    results->push_back(r.value());
+    emit(o, *m, r.value());
+  }
   const Result<bench::MachinePeak> again = bench::measure_peak(&pool, kv.data(), kv.size());
   if (!again.ok()) return again.status();
   print_peak_again(o, *m, again.value());
@@ -441,14 +486,14 @@ int run(int argc, char** argv) {
     return report("bench", Status::error(Code::kInvalidArgument, "--text-file is the text --tokenize FILE encodes"));
   }
   if (o.tokenize != nullptr) {
-    const char* clash = o.model.path        ? "--model"
-                        : !o.cases.empty()  ? "--case"
-                        : o.gpu             ? "--backend gpu"
-                        : o.svg             ? "--svg"
-                        : o.target          ? "--target"
-                        : o.model_only_flag ? o.model_only_flag
-                        : o.threads != 1    ? "--threads"
-                                            : nullptr;
+    const char* clash = o.model.path                                 ? "--model"
+                        : !o.cases.empty() || !o.delta_cases.empty() ? "--case"
+                        : o.gpu                                      ? "--backend gpu"
+                        : o.svg                                      ? "--svg"
+                        : o.target                                   ? "--target"
+                        : o.model_only_flag                          ? o.model_only_flag
+                        : o.threads != 1                             ? "--threads"
+                                                                     : nullptr;
     if (clash != nullptr) {
       return report("bench",
                     Status::error(Code::kInvalidArgument,
@@ -462,7 +507,10 @@ int run(int argc, char** argv) {
                   Status::error(Code::kInvalidArgument, "%s times a model: give --model FILE", o.model_only_flag));
   }
   if (o.model.path != nullptr) {
-    const char* clash = !o.cases.empty() ? "--case" : o.gpu ? "--backend gpu" : o.svg ? "--svg" : nullptr;
+    const char* clash = !o.cases.empty() || !o.delta_cases.empty() ? "--case"
+                        : o.gpu                                    ? "--backend gpu"
+                        : o.svg                                    ? "--svg"
+                                                                   : nullptr;
     if (clash != nullptr) {
       return report("bench",
                     Status::error(Code::kInvalidArgument,
@@ -485,7 +533,8 @@ int run(int argc, char** argv) {
     }
     if (Status s = bench::pin_simd_target(o.target); !s.ok()) return report("bench", s);
   }
-  // An encoder batch is a packed attend() call, which only the CPU runs (bench/runner.hpp).
+  // An encoder batch is a packed attend() call, and the delta rule has no GPU kernel: only the
+  // CPU runs them (bench/runner.hpp).
   for (const bench::BenchCase* c : o.cases) {
     if (o.gpu && c->batch != bench::Batch::kNone) {
       return report("bench",
@@ -493,9 +542,17 @@ int run(int argc, char** argv) {
                                   "--case %s: an encoder batch runs on the CPU only, not --backend gpu", c->name));
     }
   }
-  if (o.cases.empty()) {
+  if (o.gpu && !o.delta_cases.empty()) {
+    return report("bench", Status::error(Code::kInvalidArgument,
+                                         "--case %s: a Gated DeltaNet case runs on the CPU only, not --backend gpu",
+                                         o.delta_cases.front()->name));
+  }
+  if (o.cases.empty() && o.delta_cases.empty()) {
     for (const bench::BenchCase& c : bench::bench_cases()) {
       if (!o.gpu || c.batch == bench::Batch::kNone) o.cases.push_back(&c);
+    }
+    for (const bench::DeltaCase& c : bench::delta_cases()) {
+      if (!o.gpu) o.delta_cases.push_back(&c);
     }
   }
 

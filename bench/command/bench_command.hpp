@@ -21,6 +21,7 @@ constexpr uint64_t kAssumedLlc = uint64_t{32} << 20;  // when the OS reports no 
 
 struct Options {
   std::vector<const bench::BenchCase*> cases;
+  std::vector<const bench::DeltaCase*> delta_cases;  // the Gated DeltaNet cases, run after those
   bool list = false, json = false, gpu = false;
   uint32_t threads = 1, reps = bench::kAutoReps, llc_mib = 0;
   bench::KvLayout layout = bench::KvLayout::kCache;

@@ -39,8 +39,8 @@ std::string model_test_name(const bench::ModelTestResult& r) {
 }
 
 // What one test reads or computes per token, against this run's roofs. tg: the decode step's
-// weight bytes plus the K/V it reads (the context grows from depth + 1 to depth + n_gen: its
-// mean), over the read roof; pp: the matrices' FLOP per token (attention left out), over the FMA
+// weight bytes, the Gated DeltaNet layers' states (read once; their writes not counted) plus the
+// K/V it reads (the context grows from depth + 1 to depth + n_gen: its mean), over the read roof; pp: the matrices' FLOP per token (attention left out), over the FMA
 // roof.
 struct ModelRoof {
   double gbps = NAN, frac_bw = NAN, bytes_per_token = NAN;
@@ -51,7 +51,8 @@ ModelRoof model_roof(const bench::ModelTestResult& r, const bench::ModelBenchInf
   ModelRoof m;
   if (r.test == bench::ModelTest::kGen) {
     const double context = r.n_depth + (r.n_gen + 1) / 2.0;
-    m.bytes_per_token = static_cast<double>(info.read_bytes_per_tok) + context * info.kv_bytes_per_tok;
+    m.bytes_per_token =
+        static_cast<double>(info.read_bytes_per_tok + info.state_bytes) + context * info.kv_bytes_per_tok;
     m.gbps = m.bytes_per_token * r.avg_ts / 1e9;
     m.frac_bw = m.gbps / peak.gbps;
   } else {
@@ -152,10 +153,11 @@ Status run_model(Options& o) {
                human_bytes(info.weight_bytes).c_str(), dtype_name(o.model.kv_dtype), m.target.c_str(), m.peak.threads,
                m.peak.threads == 1 ? "" : "s");
   std::fprintf(out,
-               "peak, measured now: %.1f GFLOP/s FMA, %.1f GB/s read; a decode step reads %s of weights + %s of K/V "
-               "per token of context\n",
+               "peak, measured now: %.1f GFLOP/s FMA, %.1f GB/s read; a decode step reads %s of weights%s%s%s + %s "
+               "of K/V per token of context\n",
                m.peak.gflops, m.peak.gbps, human_bytes(info.read_bytes_per_tok).c_str(),
-               human_bytes(info.kv_bytes_per_tok).c_str());
+               info.state_bytes ? " + " : "", info.state_bytes ? human_bytes(info.state_bytes).c_str() : "",
+               info.state_bytes ? " of Gated DeltaNet state (fixed)" : "", human_bytes(info.kv_bytes_per_tok).c_str());
   if (!o.json) {
     std::printf("| model | size | params | backend | threads | type_k | weights | test | t/s | against the roofs |\n");
     std::printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |\n");

@@ -31,7 +31,7 @@ struct RunReport {
   const PlanOptions* options = nullptr;  // what the plan was asked for
   const char* weights = nullptr;         // the --weights path, or "random"
   BackendKind backend = BackendKind::kCpu;
-  const char* backend_description = nullptr;  // the first layer's backend
+  const char* backend_description = nullptr;  // the first attention layer's backend
   uint32_t prompt = 0, tokens = 0;
   double prefill_s = 0, decode_s = 0;
   // An encoder's batch instead of prompt and decode: its cumulative lengths, the median time of

@@ -33,7 +33,7 @@ TensorRef RandomWeights::make(int slot, uint32_t rows, uint32_t cols, float scal
 Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
   RandomWeights& r = *static_cast<RandomWeights*>(ctx);
   const Plan& p = *r.plan;
-  const LayerTensorShapes shapes = layer_tensor_shapes(p);
+  const LayerTensorShapes shapes = layer_tensor_shapes(p, l);
   LayerWeights w;
   for (uint32_t i = 0; i < shapes.count; ++i) {
     const LayerTensorShape& t = shapes.tensor[i];
@@ -43,7 +43,8 @@ Result<LayerWeights> RandomWeights::layer(void* ctx, uint32_t l) {
         w.*t.member = r.make(i, t.rows, t.cols, 1.0f / std::sqrt(static_cast<float>(t.cols)), 0.0f, stream);
         break;
       case LayerTensorKind::kBias: w.*t.member = r.make(i, t.rows, t.cols, 0.1f, 0.0f, stream); break;
-      case LayerTensorKind::kNorm: w.*t.member = r.make(i, t.rows, t.cols, 0.1f, 1.0f, stream); break;
+      case LayerTensorKind::kNorm:
+      case LayerTensorKind::kScale: w.*t.member = r.make(i, t.rows, t.cols, 0.1f, 1.0f, stream); break;
       case LayerTensorKind::kSinks: w.*t.member = r.make(i, t.rows, t.cols, 1.0f, 0.0f, stream); break;
     }
   }

@@ -404,7 +404,10 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1), alibi_max_bias,
 // alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a window); multi-head
 // latent attention (MlaShape): kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and
-// v_head_dim, which also make head_dim, kv_heads and rope_dim where the spec does not. rope_theta or
+// v_head_dim, which also make head_dim, kv_heads and rope_dim where the spec does not; Gated
+// DeltaNet layers (GatedDeltaShape): linear_layers (one digit per layer: 1 linear, 0 attention),
+// linear_key_heads, linear_value_heads, linear_key_head_dim, linear_value_head_dim and
+// linear_conv_kernel. rope_theta or
 // rope_dim alone turn on NeoX RoPE. The model around the blocks (ModelConfig): vocab and ffn
 // (either alone makes a decoder of RMSNorm and SwiGLU), norm (rms|layer), mlp (swiglu|gelu),
 // norm_eps and tie (0|1). Unknown keys and bad numbers are errors that name the key.

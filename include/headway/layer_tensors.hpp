@@ -1,6 +1,6 @@
-// The tensors one attention layer's LayerWeights holds for a plan, with their shapes and kinds:
-// the list the random-weight makers (headway run, the Python Session) fill, so that a layer kind
-// (gated queries, V from K, MLA's latents) adds its tensors in one place.
+// The tensors one layer's LayerWeights holds for a plan, with their shapes and kinds: the list the
+// random-weight makers (headway run, the Python Session) fill, so that a layer kind (gated
+// queries, V from K, MLA's latents, Gated DeltaNet) adds its tensors in one place.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@ enum class LayerTensorKind : uint8_t {
   kBias,    // [out]: small values around 0
   kNorm,    // a norm's weight: values around 1 (less the config's offset)
   kSinks,   // sink logits: about the size of a score
+  kScale,   // a weight around 1 that no norm offset applies to (Gated DeltaNet's A_log and output norm)
 };
 
 struct LayerTensorShape {
@@ -28,13 +29,27 @@ struct LayerTensorShapes {
   uint32_t count = 0;
 };
 
-constexpr LayerTensorShapes layer_tensor_shapes(const Plan& p) {
+// Layer `layer`'s (its kind: attention, or a Gated DeltaNet layer of LayerKinds::linear).
+constexpr LayerTensorShapes layer_tensor_shapes(const Plan& p, uint32_t layer) {
   const Config& c = p.config;
   LayerTensorShapes s;
   auto add = [&s](TensorRef LayerWeights::*m, uint32_t rows, uint32_t cols, LayerTensorKind kind) {
     s.tensor[s.count++] = LayerTensorShape{m, rows, cols, kind};
   };
   using K = LayerTensorKind;
+  if (c.layer_is_linear(layer)) {
+    const GatedDeltaShape& g = c.gated_delta;
+    add(&LayerWeights::w_qkv, g.conv_width(), c.d_model, K::kMatrix);
+    add(&LayerWeights::w_z, g.value_width(), c.d_model, K::kMatrix);
+    add(&LayerWeights::w_b, g.value_heads, c.d_model, K::kMatrix);
+    add(&LayerWeights::w_a, g.value_heads, c.d_model, K::kMatrix);
+    add(&LayerWeights::conv, g.conv_width(), g.conv_kernel, K::kMatrix);
+    add(&LayerWeights::a_log, 1, g.value_heads, K::kScale);
+    add(&LayerWeights::dt_bias, 1, g.value_heads, K::kBias);
+    add(&LayerWeights::out_norm, 1, g.value_head_dim, K::kScale);
+    add(&LayerWeights::wo, c.d_model, g.value_width(), K::kMatrix);
+    return s;
+  }
   if (c.is_mla()) {
     const MlaShape& m = c.mla;
     const uint32_t q_out = c.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);

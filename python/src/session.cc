@@ -161,16 +161,17 @@ struct RandomWeights {
   std::mt19937_64 rng;
   std::vector<float> buffer;
 
-  static Result<LayerWeights> next(void* ctx, uint32_t) {
+  static Result<LayerWeights> next(void* ctx, uint32_t layer) {
     RandomWeights& r = *static_cast<RandomWeights*>(ctx);
     const Plan& p = *r.plan;
     const Config& c = p.config;
-    const LayerTensorShapes shapes = layer_tensor_shapes(p);
+    const LayerTensorShapes shapes = layer_tensor_shapes(p, layer);
     auto stddev = [&](const LayerTensorShape& t) {
       switch (t.kind) {
         case LayerTensorKind::kMatrix: return 1.0f / std::sqrt(float(t.cols));
         case LayerTensorKind::kBias: return 0.02f;
-        case LayerTensorKind::kNorm: return 0.1f;
+        case LayerTensorKind::kNorm:
+        case LayerTensorKind::kScale: return 0.1f;
         case LayerTensorKind::kSinks: return 1.0f;
       }
       return 0.0f;
@@ -185,7 +186,7 @@ struct RandomWeights {
     for (uint32_t i = 0; i < shapes.count; ++i) {
       const LayerTensorShape& t = shapes.tensor[i];
       const size_t n = size_t{t.rows} * t.cols;
-      const float mean = t.kind == LayerTensorKind::kNorm ? norm_mean : 0.0f;
+      const float mean = t.kind == LayerTensorKind::kNorm ? norm_mean : t.kind == LayerTensorKind::kScale ? 1.0f : 0.0f;
       for (size_t j = 0; j < n; ++j) r.buffer[at + j] = mean + stddev(t) * normal(r.rng);
       lw.*t.member = TensorRef{r.buffer.data() + at, DType::kF32, t.rows, t.cols};
       at += n;

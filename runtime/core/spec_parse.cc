@@ -73,13 +73,16 @@ constexpr const char* kKnownKeys =
     "query_pre_attn_scalar, scale, causal, kv_dtype, kv_rotation, qkv_bias, o_bias, qk_norm, output_gate, v_norm, "
     "k_eq_v, sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
     "alibi_max_bias, alibi_times_scale, window_symmetric, kv_lora_rank, q_lora_rank, qk_nope_head_dim, "
-    "qk_rope_head_dim, "
-    "v_head_dim, vocab, ffn, norm, mlp, norm_eps, tie";
+    "qk_rope_head_dim, v_head_dim, linear_layers, linear_key_heads, linear_value_heads, linear_key_head_dim, "
+    "linear_value_head_dim, linear_conv_kernel, vocab, ffn, norm, mlp, norm_eps, tie";
 
 // The per-layer list keys: one character per layer, up to kMaxConfigLayers.
-bool is_list_key(const char* key) { return equal(key, "layer_types") || equal(key, "rope_layers"); }
+bool is_list_key(const char* key) {
+  return equal(key, "layer_types") || equal(key, "rope_layers") || equal(key, "linear_layers");
+}
 
-// layer_types=sfsf (s sliding, f full) or rope_layers=1110 (1 RoPE, 0 none) into `bits`.
+// layer_types=sfsf (s sliding, f full), rope_layers=1110 (1 RoPE, 0 none) or linear_layers=1110
+// (1 Gated DeltaNet, 0 attention) into `bits`.
 Status parse_layer_list(const Token& t, char on, char off, LayerBits* bits) {
   uint32_t n = 0;
   for (; t.value[n]; ++n) {
@@ -130,8 +133,23 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
       return parse_u32(t.value, &(c.mla.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
     }
   }
+  struct GatedDeltaKey {
+    const char* key;
+    uint32_t GatedDeltaShape::*field;
+  };
+  static constexpr GatedDeltaKey kGatedDelta[] = {{"linear_key_heads", &GatedDeltaShape::key_heads},
+                                                  {"linear_value_heads", &GatedDeltaShape::value_heads},
+                                                  {"linear_key_head_dim", &GatedDeltaShape::key_head_dim},
+                                                  {"linear_value_head_dim", &GatedDeltaShape::value_head_dim},
+                                                  {"linear_conv_kernel", &GatedDeltaShape::conv_kernel}};
+  for (const GatedDeltaKey& k : kGatedDelta) {
+    if (equal(t.key, k.key)) {
+      return parse_u32(t.value, &(c.gated_delta.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
+    }
+  }
   if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
   if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
+  if (equal(t.key, "linear_layers")) return parse_layer_list(t, '1', '0', &c.layers.linear);
   for (const U32Key& k : kU32) {
     if (equal(t.key, k.key))
       return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");

@@ -412,6 +412,14 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
                          "checkpoint (linear_attn.*), not from %s",
                          file.path(), layer, naming_text(file.naming()));
   }
+  char fused[96];
+  std::snprintf(fused, sizeof(fused), "model.layers.%u.linear_attn.in_proj_qkvz.weight", layer);
+  if (file.has((file.name_prefix() + fused).c_str())) {
+    return Status::error(Code::kUnsupported,
+                         "%s: layer %u holds q, k, v and z in one interleaved in_proj_qkvz (Qwen3-Next's layout), "
+                         "which headway does not read yet; Qwen3.5's in_proj_qkv and in_proj_z it does",
+                         file.path(), layer);
+  }
   LayerWeights w;
   for (const GatedDeltaSlot& s : kGatedDeltaSlots) {
     char local[96];

@@ -31,8 +31,8 @@ struct StateHeader {
 };
 static_assert(sizeof(StateHeader) == 64, "the state header has no padding");
 
-// One layer's kind as its cache holds rows (kind: 0 full, 1 sliding, 2 Gated DeltaNet, whose
-// record's rows are 0: its state and window follow whole, linear_state_bytes_per_layer bytes).
+// One layer's kind as its cache holds rows (kind: 0 full, 1 sliding, 2 Gated DeltaNet: then
+// window is its conv kernel and rows its state's and window's bytes, which follow whole).
 struct LayerRecord {
   uint32_t kind;
   uint32_t window;
@@ -62,7 +62,10 @@ const char* dtype_text(uint32_t v) { return v <= 0xff ? dtype_name(static_cast<D
 
 LayerRecord layer_record(const Plan& p, uint32_t l) {
   const LayerPlan lp = p.layer(l);
-  return {lp.linear ? 2u : lp.sliding ? 1u : 0u, lp.window, lp.kv_rows, lp.sink_tokens};
+  if (lp.linear) {
+    return {2u, p.config.gated_delta.conv_kernel, static_cast<uint32_t>(p.linear_state_bytes_per_layer), 0u};
+  }
+  return {lp.sliding ? 1u : 0u, lp.window, lp.kv_rows, lp.sink_tokens};
 }
 
 // Rows of a layer that hold tokens at `position` (a ring holds at most its rows).
@@ -247,7 +250,13 @@ Status Model::load_state(const void* in, size_t size) {
       return Status::error(Code::kInvalidArgument, "state: layer %u is %s, this plan's is %s", l, kind(r.kind),
                            kind(want.kind));
     }
-    if (want.kind != 1) continue;  // a full layer's rows are max_seq (the position must fit), a linear one has none
+    if (want.kind == 2 && (r.window != want.window || r.rows != want.rows)) {
+      return Status::error(Code::kInvalidArgument,
+                           "state: layer %u's Gated DeltaNet state is %u bytes with a conv kernel of %u; this plan's "
+                           "is %u bytes with %u",
+                           l, r.rows, r.window, want.rows, want.window);
+    }
+    if (want.kind != 1) continue;  // a full layer's rows are max_seq: only the position must fit
     if (r.window != want.window || r.rows != want.rows || r.sink_tokens != want.sink_tokens) {
       return Status::error(Code::kInvalidArgument,
                            "state: layer %u's ring is window %u, %u rows, %u sink tokens; this plan's is window %u, "

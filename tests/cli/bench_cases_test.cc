@@ -1,8 +1,9 @@
 // `headway bench`'s cases (bench/cases.hpp) through the bench library: every name says its shape;
-// the encoder batches count the work and bytes they claim; and the packed and padded MiniLM
-// batches, as the runner sets their calls up (make_case_call), give the real tokens bitwise the
-// same O on every SIMD target, with 1 and 2 threads: a sentence's rows are bitwise what it gets
-// alone (attention.hpp, packed batches), and padding its keys with masked ones changes nothing.
+// the encoder batches and the Gated DeltaNet cases count the work and bytes they claim; and the
+// packed and padded MiniLM batches, as the runner sets their calls up (make_case_call), give the
+// real tokens bitwise the same O on every SIMD target, with 1 and 2 threads: a sentence's rows are
+// bitwise what it gets alone (attention.hpp, packed batches), and padding its keys with masked
+// ones changes nothing.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -41,6 +42,31 @@ TEST_CASE("bench cases: every name says its kind, t_kv, heads, head_dim and kv d
       CHECK(c.batch == Batch::kNone);
       CHECK(name.find(case_kind_name(c.kind)) != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("bench cases: every Gated DeltaNet name says its kind, tokens, heads and head size, and what it counts") {
+  REQUIRE_FALSE(delta_cases().empty());
+  for (const DeltaCase& c : delta_cases()) {
+    INFO(c.name);
+    const std::string name = c.name;
+    REQUIRE(c.dk == c.dv);  // the names' d<dk> says both
+    char shape[64];
+    if (c.kind == CaseKind::kDecode) {
+      CHECK(c.t == 1);
+      std::snprintf(shape, sizeof(shape), "-gdn-decode-h%ux%u-d%u", c.value_heads, c.key_heads, c.dk);
+    } else {
+      REQUIRE(c.kind == CaseKind::kPrefill);
+      std::snprintf(shape, sizeof(shape), "-gdn-prefill-t%u-h%ux%u-d%u", c.t, c.value_heads, c.key_heads, c.dk);
+    }
+    CHECK(name.size() >= std::strlen(shape));
+    CHECK(name.compare(name.size() - std::strlen(shape), std::string::npos, shape) == 0);
+    CHECK(std::string(delta_kind_name(c)) == (c.kind == CaseKind::kDecode ? "gdn-decode" : "gdn-prefill"));
+    CHECK(find_delta_case(c.name) == &c);
+    CHECK(find_bench_case(c.name) == nullptr);  // --case looks in both tables
+    CHECK(c.value_heads % c.key_heads == 0);
+    CHECK(delta_case_flops(c) == 7.0 * c.dk * c.dv * c.value_heads * c.t);
+    CHECK(delta_state_bytes(c) == uint64_t{c.value_heads} * c.dk * c.dv * sizeof(float));
   }
 }
 

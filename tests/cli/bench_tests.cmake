@@ -19,6 +19,12 @@ add_test(NAME "cli: bench-json-encoder"
           "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;minilm-packed32-t2533-h12x12-d32-f32;--case;minilm-padded32-t4096-h12x12-d32-f32;--case;encoder-packed32-t2533-h6x6-d64-f32;--reps;2;--threads;2;--llc-mib;8;--json"
           -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
 set_tests_properties("cli: bench-json-encoder" PROPERTIES TIMEOUT 60)
+# The Gated DeltaNet cases (a prefill and a decode step): their own shape and state keys.
+add_test(NAME "cli: bench-json-gdn"
+  COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=2 "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+          "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--case;qwen3.5-0.8b-gdn-prefill-t512-h16x16-d128;--case;qwen3.5-gdn-decode-h32x16-d128;--reps;2;--threads;2;--llc-mib;8;--json"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
+set_tests_properties("cli: bench-json-gdn" PROPERTIES TIMEOUT 60)
 # --target pins the kernels, projections and roofs to one SIMD target: the portable SCALAR code
 # (bare metal's), which every host build compiles and every CPU runs. (Cross builds: 32-bit ARM's
 # run-time detection knows no target to pin.)
@@ -35,6 +41,9 @@ headway_cli_test(bench-target-gpu 2 "--target SCALAR: a CPU SIMD target, and --b
                  bench --target SCALAR --backend gpu)
 headway_cli_test(bench-list 0 "decode-t8192-h32x8-d128-f16 +decode" bench --list)
 headway_cli_test(bench-list-encoder 0 "minilm-padded32-t4096-h12x12-d32-f32 +encoder" bench --list)
+headway_cli_test(bench-list-gdn 0 "qwen3.5-0.8b-gdn-decode-h16x16-d128 +gdn-decode" bench --list)
+headway_cli_test(bench-gdn-gpu 2 "--case qwen3.5-gdn-decode-h32x16-d128: a Gated DeltaNet case runs on the CPU only"
+                 bench --backend gpu --case qwen3.5-gdn-decode-h32x16-d128)
 headway_cli_test(bench-encoder-gpu 2 "--case minilm-packed32-t2533-h12x12-d32-f32: an encoder batch runs on the CPU only"
                  bench --backend gpu --case minilm-packed32-t2533-h12x12-d32-f32)
 headway_cli_test(bench-unknown-case 2 "--case prefill-t9-nope: no case of that name" bench --case prefill-t9-nope)

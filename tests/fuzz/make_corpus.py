@@ -44,6 +44,8 @@ specs = [
     "d_model=256 heads=4 ctx=2048 window=65 window_symmetric=1",
     "d_model=1024 heads=8 kv_heads=2 head_dim=256 ctx=4096 rope_dim=64 rope_theta=1e7 qk_norm=1 output_gate=1",
     "d_model=1536 heads=8 kv_heads=1 head_dim=512 ctx=4096 rope_theta=1e6 qk_norm=1 v_norm=1 k_eq_v=1 scale=1",
+    "d_model=1024 heads=8 kv_heads=2 head_dim=256 ctx=4096 layers=4 linear_layers=1110 linear_key_heads=16 "
+    "linear_value_heads=32 linear_key_head_dim=128 linear_value_head_dim=128 linear_conv_kernel=4 output_gate=1",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)

@@ -175,6 +175,21 @@ TEST_CASE("Gated DeltaNet config: shapes that cannot run are refused by name") {
   CHECK(validate_layer(hybrid_config(), 0).ok());
 }
 
+TEST_CASE("Gated DeltaNet spec: linear_layers and the linear_* keys make the config's layers and shape") {
+  const Result<Config> c =
+      parse_spec("d_model=32 heads=2 kv_heads=1 head_dim=16 ctx=256 layers=2 linear_layers=10 linear_key_heads=2 "
+                 "linear_value_heads=4 linear_key_head_dim=8 linear_value_head_dim=12 linear_conv_kernel=4");
+  REQUIRE(c.ok());
+  const Config want = hybrid_config();
+  CHECK(c->layer_is_linear(0));
+  CHECK_FALSE(c->layer_is_linear(1));
+  CHECK(std::memcmp(&c->gated_delta, &want.gated_delta, sizeof(GatedDeltaShape)) == 0);
+  CHECK(validate(*c).ok());
+  const Result<Config> bad = parse_spec("d_model=32 heads=2 layers=2 linear_layers=1x");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("linear_layers=1x: character 2 is 'x'") != std::string::npos);
+}
+
 // A whole hybrid decoder over in-memory weights: its Gated DeltaNet layer's and its attention
 // layer's, norms and MLP.
 struct HybridWeights {
@@ -261,6 +276,20 @@ TEST_CASE("Gated DeltaNet model: a restored state goes on bitwise, another kind 
   const Status s = third.load_state(state.data(), state.size());
   CHECK(std::string(s.message()).find("layer 0 is linear, this plan's is full") != std::string::npos);
   CHECK(third.position() == 0);
+  // Another conv kernel: the linear layer's record differs.
+  Config taps = c;
+  taps.gated_delta.conv_kernel = 3;
+  HybridWeights taps_weights(taps);
+  const Result<Plan> taps_plan = make_plan(taps, o);
+  REQUIRE(taps_plan.ok());
+  Buffer t_buf(taps_plan.value().arena_bytes);
+  Arena ta;
+  REQUIRE(ta.bind(taps_plan.value(), t_buf.p, taps_plan.value().arena_bytes).ok());
+  Model fourth;
+  REQUIRE(fourth.init(ta, taps_weights.source(), {}).ok());
+  const Status t = fourth.load_state(state.data(), state.size());
+  CHECK(std::string(t.message()).find("layer 0's Gated DeltaNet state is") != std::string::npos);
+  CHECK(std::string(t.message()).find("with a conv kernel of 4; this plan's") != std::string::npos);
 }
 
 }  // namespace
