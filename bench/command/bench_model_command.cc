@@ -40,8 +40,8 @@ std::string model_test_name(const bench::ModelTestResult& r) {
 
 // What one test reads or computes per token, against this run's roofs. tg: the decode step's
 // weight bytes, the Gated DeltaNet layers' states (read once; their writes not counted) plus the
-// K/V it reads (the context grows from depth + 1 to depth + n_gen: its mean), over the read roof; pp: the matrices' FLOP per token (attention left out), over the FMA
-// roof.
+// K/V it reads (the context grows from depth + 1 to depth + n_gen: its mean), over the read roof; pp: the matrices'
+// FLOP per token (attention left out), over the FMA roof.
 struct ModelRoof {
   double gbps = NAN, frac_bw = NAN, bytes_per_token = NAN;
   double gflops = NAN, frac_flops = NAN;
@@ -155,8 +155,8 @@ Status run_model(Options& o) {
   std::fprintf(out,
                "peak, measured now: %.1f GFLOP/s FMA, %.1f GB/s read; a decode step reads %s of weights%s%s%s + %s "
                "of K/V per token of context\n",
-               m.peak.gflops, m.peak.gbps, human_bytes(info.read_bytes_per_tok).c_str(),
-               info.state_bytes ? " + " : "", info.state_bytes ? human_bytes(info.state_bytes).c_str() : "",
+               m.peak.gflops, m.peak.gbps, human_bytes(info.read_bytes_per_tok).c_str(), info.state_bytes ? " + " : "",
+               info.state_bytes ? human_bytes(info.state_bytes).c_str() : "",
                info.state_bytes ? " of Gated DeltaNet state (fixed)" : "", human_bytes(info.kv_bytes_per_tok).c_str());
   if (!o.json) {
     std::printf("| model | size | params | backend | threads | type_k | weights | test | t/s | against the roofs |\n");

@@ -521,9 +521,10 @@ Result<ModelFile::WeightBytes> ModelFile::weight_bytes() const {
     const Result<LayerWeights> w = formats::load_layer_weights(parsed_->file, parsed_->attention, l);
     if (!w.ok()) return w.status();
     const LayerWeights& v = w.value();
-    for (const TensorRef* t : {&v.wq, &v.wk, &v.wv, &v.wo, &v.bq, &v.bk, &v.bv, &v.bo, &v.q_norm, &v.k_norm, &v.sinks,
-                               &v.wq_a, &v.q_a_norm, &v.wkv_a, &v.kv_a_norm, &v.wkv_b, &v.w_qkv, &v.w_z, &v.w_b,
-                               &v.w_a, &v.conv, &v.a_log, &v.dt_bias, &v.out_norm}) {
+    for (const TensorRef* t :
+         {&v.wq,     &v.wk,     &v.wv,    &v.wo,   &v.bq,       &v.bk,    &v.bv,        &v.bo,
+          &v.q_norm, &v.k_norm, &v.sinks, &v.wq_a, &v.q_a_norm, &v.wkv_a, &v.kv_a_norm, &v.wkv_b,
+          &v.w_qkv,  &v.w_z,    &v.w_b,   &v.w_a,  &v.conv,     &v.a_log, &v.dt_bias,   &v.out_norm}) {
       out.total += t->bytes();
       out.per_token += t->bytes();
     }

@@ -176,9 +176,9 @@ TEST_CASE("Gated DeltaNet config: shapes that cannot run are refused by name") {
 }
 
 TEST_CASE("Gated DeltaNet spec: linear_layers and the linear_* keys make the config's layers and shape") {
-  const Result<Config> c =
-      parse_spec("d_model=32 heads=2 kv_heads=1 head_dim=16 ctx=256 layers=2 linear_layers=10 linear_key_heads=2 "
-                 "linear_value_heads=4 linear_key_head_dim=8 linear_value_head_dim=12 linear_conv_kernel=4");
+  const Result<Config> c = parse_spec(
+      "d_model=32 heads=2 kv_heads=1 head_dim=16 ctx=256 layers=2 linear_layers=10 linear_key_heads=2 "
+      "linear_value_heads=4 linear_key_head_dim=8 linear_value_head_dim=12 linear_conv_kernel=4");
   REQUIRE(c.ok());
   const Config want = hybrid_config();
   CHECK(c->layer_is_linear(0));
