@@ -364,7 +364,7 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
          c.n_layers = 2;
          c.layers.linear.count = 2;
          c.layers.linear.set(0, true);
-         c.gated_delta = {2, 3, 16, 16, 4};
+         c.gated_delta = {2, 3, 16, 16, 4, false};
        }),
        Code::kInvalidArgument,
        {"linear_num_value_heads 3 is not a multiple of linear_num_key_heads 2"}},

@@ -220,6 +220,10 @@ struct GatedDeltaShape {
   uint32_t key_head_dim = 0;    // linear_key_head_dim
   uint32_t value_head_dim = 0;  // linear_value_head_dim
   uint32_t conv_kernel = 0;     // linear_conv_kernel_dim
+  // How value heads meet key heads: value head h reads key head h / (value_heads / key_heads)
+  // (transformers' repeat_interleave), or, tiled, h % key_heads (llama.cpp's qwen35 GGUFs, whose
+  // converter reorders the value heads' rows so).
+  bool tiled_value_heads = false;
   constexpr uint32_t key_width() const { return key_heads * key_head_dim; }
   constexpr uint32_t value_width() const { return value_heads * value_head_dim; }
   constexpr uint32_t conv_width() const { return 2 * key_width() + value_width(); }

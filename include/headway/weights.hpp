@@ -39,10 +39,11 @@ struct LayerWeights {
   TensorRef wq_a, q_a_norm, wkv_a, kv_a_norm, wkv_b;
   // A Gated DeltaNet layer (LayerKinds::linear; shapes from Config::gated_delta): in_proj_qkv
   // [conv_width, d_model], in_proj_z [value_width, d_model], in_proj_b and in_proj_a
-  // [value_heads, d_model], the convolution's taps conv1d [conv_width, conv_kernel], A_log and
-  // dt_bias [value_heads], the gated output norm's weight [value_head_dim]; wo is out_proj
-  // [d_model, value_width].
-  TensorRef w_qkv, w_z, w_b, w_a, conv, a_log, dt_bias, out_norm;
+  // [value_heads, d_model], the convolution's taps conv1d [conv_width, conv_kernel], A_log (or
+  // a_neg: A = −exp(A_log) itself, as llama.cpp's ssm_a holds it; one of the two) and dt_bias
+  // [value_heads], the gated output norm's weight [value_head_dim]; wo is out_proj [d_model,
+  // value_width].
+  TensorRef w_qkv, w_z, w_b, w_a, conv, a_log, a_neg, dt_bias, out_norm;
 };
 
 }  // namespace headway

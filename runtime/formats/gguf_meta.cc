@@ -240,6 +240,7 @@ Status read_linear_layers(const gguf::Reader& p, const Slots& slots, const char*
                          p.source, arch, inner, arch, g.value_heads);
   }
   g.value_head_dim = inner / g.value_heads;
+  g.tiled_value_heads = true;  // the converter's order (its _reorder_v_heads); alike when the counts are equal
   return Status();
 }
 

@@ -89,7 +89,7 @@ inline constexpr uint32_t kGatedQwenFullInterval = 4;
 inline constexpr uint32_t kGatedQwenHeadDim = 256;
 inline constexpr double kGatedQwenRotaryFraction = 0.25;
 // Qwen3_5TextConfig's and Qwen3NextConfig's Gated DeltaNet defaults (linear_*).
-inline constexpr GatedDeltaShape kGatedQwenDeltaNet{16, 32, 128, 128, 4};
+inline constexpr GatedDeltaShape kGatedQwenDeltaNet{16, 32, 128, 128, 4, false};
 
 // The sliding layers' RoPE base, kept only where it differs from the full layers'.
 constexpr void set_local_rope_theta(float theta, Config* cfg) {

@@ -22,7 +22,11 @@ namespace {
 // The GGUF architectures whose blocks are ModelConfig's (RMSNorm, a gated MLP without biases:
 // SwiGLU, or Gemma's GeGLU).
 constexpr const char* kDecoderArchitectures[] = {"llama", "qwen2", "qwen3",  "smollm3", "phi3",
-                                                 "olmo2", "gemma", "gemma2", "gemma3"};
+                                                 "olmo2", "gemma", "gemma2", "gemma3",  "qwen35"};
+// Architectures whose converter names the norm before the MLP post_attention_norm (Qwen3.5's
+// post_attention_layernorm), not ffn_norm.
+constexpr const char* kGgufPreMlpPostAttention[] = {"qwen35"};
+constexpr const char* kGgufPreMlpPostAttentionName = "blk.%u.post_attention_norm.weight";
 // The same families in a Hugging Face directory (config.json's model_type), and the encoders.
 constexpr const char* kHfDecoders[] = {"llama",   "mistral", "qwen2", "qwen3",
                                        "smollm3", "phi3",    "olmo2", "qwen3_5_text"};
@@ -64,10 +68,11 @@ std::string tensor_name(const char* pattern, uint32_t layer) {
 
 struct ModelFile::Parsed {
   formats::WeightFile file;
-  bool hf = false;          // a Hugging Face directory: config.json and model.safetensors
-  std::string dir;          // its path (empty for a config and weights given apart)
-  std::string config_path;  // its config.json
-  Config attention{};       // the attention config config() read (what the safetensors loader checks)
+  bool hf = false;                      // a Hugging Face directory: config.json and model.safetensors
+  std::string dir;                      // its path (empty for a config and weights given apart)
+  std::string config_path;              // its config.json
+  Config attention{};                   // the attention config config() read (what the safetensors loader checks)
+  bool pre_mlp_post_attention = false;  // a GGUF whose pre-MLP norm is post_attention_norm (Qwen3.5)
 
   // rows x cols of a tensor as the file stores it; false when absent.
   bool shape(const std::string& name, uint64_t* rows, uint64_t* cols) const {
@@ -101,6 +106,7 @@ struct ModelFile::Parsed {
                           : naming == formats::Naming::kHfDistilBert ? info.distilbert
                                                                      : model_tensor_hf_name(attention, t);
     if (fused_half(t)) pattern = hf ? kGateUpHf : kGateUpGguf;
+    if (!hf && t == ModelTensor::kFfnNorm && pre_mlp_post_attention) pattern = kGgufPreMlpPostAttentionName;
     if (pattern == nullptr) return "";
     return (hf && encoder ? file.name_prefix() : std::string()) + tensor_name(pattern, layer);
   }
@@ -353,7 +359,8 @@ Result<Config> ModelFile::config() const {
   if (!known) {
     return Status::error(Code::kUnsupported,
                          "%s: architecture '%s' is not one headway runs whole (llama, qwen2, qwen3, smollm3, phi3, "
-                         "olmo2, gemma, gemma2, gemma3: RMSNorm blocks with a gated MLP); its attention layers still "
+                         "olmo2, gemma, gemma2, gemma3, qwen35: RMSNorm blocks with a gated MLP); its attention layers "
+                         "still "
                          "run through `headway layer`",
                          f.path(), arch.value().c_str());
   }
@@ -370,6 +377,7 @@ Result<Config> ModelFile::config() const {
   }
   c.model.vocab_size = static_cast<uint32_t>(rows);
   decoder_model_part(arch.value(), &c.model);
+  parsed_->pre_mlp_post_attention = listed(arch.value(), kGgufPreMlpPostAttention);
   // The MLP's width: the gate's rows, or half the fused gate and up's (Phi-3).
   const char* gate = c.model.gate_up_fused ? kGateUpGguf : gguf_name(ModelTensor::kGate);
   if (!parsed_->shape(tensor_name(gate, 0), &rows, &cols)) {

@@ -106,6 +106,7 @@ nlohmann::ordered_json plan_object(const Plan& p) {
                         {"key_head_dim", g.key_head_dim},
                         {"value_head_dim", g.value_head_dim},
                         {"conv_kernel", g.conv_kernel},
+                        {"tiled_value_heads", g.tiled_value_heads},
                         {"state_bytes_per_layer", p.linear_state_bytes_per_layer},
                         {"state_bytes", p.linear_state_bytes}};
   }

@@ -288,10 +288,14 @@ Result<Config> WeightFile::gguf_config() const {
   Result<Config> config = gguf_.config();
   if (!config.ok()) return config;
   Config c = config.value();
-  if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) c.qkv_bias = true;
-  if (has("blk.0.attn_output.bias")) c.o_bias = true;
-  if (has("blk.0.attn_q_norm.weight")) c.qk_norm = true;
-  if (has("blk.0.attn_sinks.weight")) c.sinks = true;
+  // The first attention layer's tensors say (a hybrid's layer 0 may be a Gated DeltaNet layer).
+  uint32_t first = 0;
+  while (first + 1 < c.n_layers && c.layer_is_linear(first)) ++first;
+  const auto has_first = [&](const char* suffix) { return has(("blk." + std::to_string(first) + suffix).c_str()); };
+  if (has_first(".attn_q.bias") || has_first(".attn_qkv.bias")) c.qkv_bias = true;
+  if (has_first(".attn_output.bias")) c.o_bias = true;
+  if (has_first(".attn_q_norm.weight")) c.qk_norm = true;
+  if (has_first(".attn_sinks.weight")) c.sinks = true;
   // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
   // rope_scaling parameters headway computes them from: planned, and refused at run time.
   if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) c.rope.scaling = RopeScaling::kOther;
@@ -385,31 +389,41 @@ Result<LayerWeights> load_mla_weights(const WeightFile& file, const Config& conf
   return w;
 }
 
-// A Gated DeltaNet layer's tensors (LayerKinds::linear) by their Hugging Face names (Qwen3.5,
-// Qwen3-Next); the shapes are AttentionLayer's to check (check_gated_delta_weights). conv1d is
-// [conv_width, 1, conv_kernel] in the file, read as [conv_width, conv_kernel].
+// A Gated DeltaNet layer's tensors (LayerKinds::linear) by their Hugging Face names (Qwen3.5)
+// and llama.cpp's (qwen35: A stored as −exp(A_log), ssm_a); the shapes are AttentionLayer's to
+// check (check_gated_delta_weights). conv1d is [conv_width, 1, conv_kernel] in a safetensors
+// file, read as [conv_width, conv_kernel] (a GGUF's is 2-D already).
 struct GatedDeltaSlot {
-  TensorRef LayerWeights::*member;
-  uint32_t rank;
+  TensorRef LayerWeights::*hf_member;
+  TensorRef LayerWeights::*gguf_member;
+  uint32_t hf_rank, gguf_rank;
   const char* hf;
+  const char* gguf;
 };
 constexpr GatedDeltaSlot kGatedDeltaSlots[] = {
-    {&LayerWeights::w_qkv, 2, kGatedDeltaAnchor},
-    {&LayerWeights::w_z, 2, "model.layers.%u.linear_attn.in_proj_z.weight"},
-    {&LayerWeights::w_b, 2, "model.layers.%u.linear_attn.in_proj_b.weight"},
-    {&LayerWeights::w_a, 2, "model.layers.%u.linear_attn.in_proj_a.weight"},
-    {&LayerWeights::conv, 3, "model.layers.%u.linear_attn.conv1d.weight"},
-    {&LayerWeights::a_log, 1, "model.layers.%u.linear_attn.A_log"},
-    {&LayerWeights::dt_bias, 1, "model.layers.%u.linear_attn.dt_bias"},
-    {&LayerWeights::out_norm, 1, "model.layers.%u.linear_attn.norm.weight"},
-    {&LayerWeights::wo, 2, "model.layers.%u.linear_attn.out_proj.weight"},
+    {&LayerWeights::w_qkv, &LayerWeights::w_qkv, 2, 2, kGatedDeltaAnchor, "blk.%u.attn_qkv.weight"},
+    {&LayerWeights::w_z, &LayerWeights::w_z, 2, 2, "model.layers.%u.linear_attn.in_proj_z.weight",
+     "blk.%u.attn_gate.weight"},
+    {&LayerWeights::w_b, &LayerWeights::w_b, 2, 2, "model.layers.%u.linear_attn.in_proj_b.weight",
+     "blk.%u.ssm_beta.weight"},
+    {&LayerWeights::w_a, &LayerWeights::w_a, 2, 2, "model.layers.%u.linear_attn.in_proj_a.weight",
+     "blk.%u.ssm_alpha.weight"},
+    {&LayerWeights::conv, &LayerWeights::conv, 3, 2, "model.layers.%u.linear_attn.conv1d.weight",
+     "blk.%u.ssm_conv1d.weight"},
+    {&LayerWeights::a_log, &LayerWeights::a_neg, 1, 1, "model.layers.%u.linear_attn.A_log", "blk.%u.ssm_a"},
+    {&LayerWeights::dt_bias, &LayerWeights::dt_bias, 1, 1, "model.layers.%u.linear_attn.dt_bias", "blk.%u.ssm_dt.bias"},
+    {&LayerWeights::out_norm, &LayerWeights::out_norm, 1, 1, "model.layers.%u.linear_attn.norm.weight",
+     "blk.%u.ssm_norm.weight"},
+    {&LayerWeights::wo, &LayerWeights::wo, 2, 2, "model.layers.%u.linear_attn.out_proj.weight",
+     "blk.%u.ssm_out.weight"},
 };
 
 Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t layer) {
-  if (file.naming() != Naming::kHfDecoder) {
+  const bool gguf = file.naming() == Naming::kGguf;
+  if (file.naming() != Naming::kHfDecoder && !gguf) {
     return Status::error(Code::kUnsupported,
-                         "%s: layer %u is a Gated DeltaNet layer, whose tensors headway reads from a Hugging Face "
-                         "checkpoint (linear_attn.*), not from %s",
+                         "%s: layer %u is a Gated DeltaNet layer, whose tensors are a decoder's (linear_attn.*), not "
+                         "%s",
                          file.path(), layer, naming_text(file.naming()));
   }
   char fused[96];
@@ -423,16 +437,17 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
   LayerWeights w;
   for (const GatedDeltaSlot& s : kGatedDeltaSlots) {
     char local[96];
-    std::snprintf(local, sizeof(local), s.hf, layer);
-    const std::string name = file.name_prefix() + local;
+    std::snprintf(local, sizeof(local), gguf ? s.gguf : s.hf, layer);
+    const std::string name = (gguf ? std::string() : file.name_prefix()) + local;
     uint32_t rank = 0;
     const Result<TensorRef> t = file.find(name.c_str(), &rank);
     if (!t.ok()) return t.status();
-    if (rank != s.rank) {
+    const uint32_t want = gguf ? s.gguf_rank : s.hf_rank;
+    if (rank != want) {
       return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
-                           name.c_str(), rank, s.rank);
+                           name.c_str(), rank, want);
     }
-    w.*s.member = t.value();
+    w.*(gguf ? s.gguf_member : s.hf_member) = t.value();
   }
   return w;
 }

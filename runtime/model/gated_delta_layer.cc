@@ -88,7 +88,7 @@ void run_head(void* ctx, uint32_t slot, size_t head) {
   const Plan& p = *d.plan;
   const GatedDeltaShape& g = p.config.gated_delta;
   const uint32_t h = static_cast<uint32_t>(head);
-  const uint32_t kh = h / (g.value_heads / g.key_heads);
+  const uint32_t kh = g.tiled_value_heads ? h % g.key_heads : h / (g.value_heads / g.key_heads);
   simd::GatedDeltaArgs a;
   a.state = d.states + size_t{h} * g.key_head_dim * g.value_head_dim;
   a.dk = g.key_head_dim;
@@ -122,19 +122,25 @@ Status check_gated_delta_weights(const Plan& plan, const LayerWeights& w, uint32
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.w_b, "in_proj_b", layer, true, g.value_heads, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.w_a, "in_proj_a", layer, true, g.value_heads, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.conv, "conv1d", layer, true, g.conv_width(), g.conv_kernel));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.a_log, "A_log", layer, true, 1, g.value_heads));
+  // A_log, or A itself (llama.cpp's ssm_a, which must be negative: the state decays).
+  const bool a_itself = !w.a_log.present() && w.a_neg.present();
+  HEADWAY_RETURN_IF_ERROR(
+      check_layer_tensor(a_itself ? w.a_neg : w.a_log, a_itself ? "ssm_a" : "A_log", layer, true, 1, g.value_heads));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.dt_bias, "dt_bias", layer, true, 1, g.value_heads));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.out_norm, "norm", layer, true, 1, g.value_head_dim));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wo, "out_proj", layer, true, c.d_model, g.value_width()));
-  for (const TensorRef* v : {&w.conv, &w.a_log, &w.dt_bias, &w.out_norm}) {
+  for (const TensorRef* v : {&w.conv, a_itself ? &w.a_neg : &w.a_log, &w.dt_bias, &w.out_norm}) {
     for (uint64_t i = 0; i < v->elements(); ++i) {
-      if (!std::isfinite(tensor_at(*v, i))) {
-        return Status::error(Code::kInvalidArgument, "layer %u: %s[%llu] is %g, not finite", layer,
+      const float x = tensor_at(*v, i);
+      if (!std::isfinite(x) || (v == &w.a_neg && !(x < 0.0f))) {
+        return Status::error(Code::kInvalidArgument, "layer %u: %s[%llu] is %g, %s", layer,
                              v == &w.conv      ? "conv1d"
                              : v == &w.a_log   ? "A_log"
+                             : v == &w.a_neg   ? "ssm_a"
                              : v == &w.dt_bias ? "dt_bias"
                                                : "norm",
-                             static_cast<unsigned long long>(i), static_cast<double>(tensor_at(*v, i)));
+                             static_cast<unsigned long long>(i), static_cast<double>(x),
+                             std::isfinite(x) ? "not negative (A = -exp(A_log))" : "not finite");
       }
     }
   }
@@ -147,7 +153,9 @@ void AttentionLayer::init_gated_delta(const LayerWeights& weights) {
   float* vectors = reinterpret_cast<float*>(arena_->layer_weights(layer_));
   convert_tensor(weights.conv, vectors, DType::kF32);
   float* a = vectors + size_t{g.conv_width()} * g.conv_kernel;
-  for (uint32_t h = 0; h < g.value_heads; ++h) a[h] = -std::exp(tensor_at(weights.a_log, h));
+  for (uint32_t h = 0; h < g.value_heads; ++h) {
+    a[h] = weights.a_log.present() ? -std::exp(tensor_at(weights.a_log, h)) : tensor_at(weights.a_neg, h);
+  }
   convert_tensor(weights.dt_bias, a + g.value_heads, DType::kF32);
   convert_tensor(weights.out_norm, a + 2 * g.value_heads, DType::kF32);
   delta_vectors_ = vectors;

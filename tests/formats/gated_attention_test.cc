@@ -148,7 +148,13 @@ TEST_CASE("gated: a qwen35 GGUF plans what its config.json plans, without its MT
     CHECK(g->rotary_dims() == hf.rotary_dims());
     CHECK(g->kv_heads() == hf.kv_heads());
     for (uint32_t i = 0; i < 24; ++i) CHECK(g->layer_is_linear(i) == hf.layer_is_linear(i));
-    CHECK(std::memcmp(&g->gated_delta, &hf.gated_delta, sizeof(GatedDeltaShape)) == 0);
+    CHECK(g->gated_delta.key_heads == hf.gated_delta.key_heads);
+    CHECK(g->gated_delta.value_heads == hf.gated_delta.value_heads);
+    CHECK(g->gated_delta.key_head_dim == hf.gated_delta.key_head_dim);
+    CHECK(g->gated_delta.value_head_dim == hf.gated_delta.value_head_dim);
+    CHECK(g->gated_delta.conv_kernel == hf.gated_delta.conv_kernel);
+    CHECK(g->gated_delta.tiled_value_heads);  // the converter's order of the value heads
+    CHECK_FALSE(hf.gated_delta.tiled_value_heads);
     CHECK(validate_layer(*g, 3).ok());
     CHECK(validate(*g).ok());
   }

@@ -102,7 +102,7 @@ std::vector<double> RefGatedDelta::forward(const std::vector<double>& x, uint32_
       for (uint32_t i = 0; i < dk; ++i) v[i] *= s;
     }
     for (uint32_t h = 0; h < g.value_heads; ++h) {
-      const uint32_t kh = h / (g.value_heads / g.key_heads);
+      const uint32_t kh = g.tiled_value_heads ? h % g.key_heads : h / (g.value_heads / g.key_heads);
       const double* q = conv.data() + size_t{kh} * dk;
       const double* kk = conv.data() + g.key_width() + size_t{kh} * dk;
       const double* v = conv.data() + 2 * size_t{g.key_width()} + size_t{h} * dv;

@@ -46,7 +46,7 @@ Config hybrid_config() {
   c.kv_dtype = DType::kF32;
   c.layers.linear.count = 2;
   c.layers.linear.set(0, true);
-  c.gated_delta = {2, 4, 8, 12, 4};
+  c.gated_delta = {2, 4, 8, 12, 4, false};
   return c;
 }
 

@@ -4,8 +4,8 @@ Metadata under `{arch}.*` from a Hugging Face config.json dict; tensors `blk.N.a
 dimension order (fastest-varying first), with the Q/K rows of "llama" permuted as
 convert_hf_to_gguf.py does so that ggml's adjacent-pair RoPE computes Hugging Face's rotate-half.
 Qwen3.5 (`qwen35`) as its converter writes it: which layers are linear attention
-(attention.recurrent_layers from layer_types, full_attention_interval), the rotated dims, and the
-q/k norm weights with their 1 + w added.
+(attention.recurrent_layers from layer_types, full_attention_interval) and their shape (ssm.*),
+the rotated dims, and the q/k norm weights with their 1 + w added.
 """
 import struct
 
@@ -55,6 +55,13 @@ def metadata(cfg, n_layers):
         if "layer_types" in cfg:
             kvs.append((f"{arch}.attention.recurrent_layers", GGUF_ARRAY,
                         [t == "linear_attention" for t in cfg["layer_types"]]))
+        # The Gated DeltaNet layers' shape (Qwen3_5TextConfig's defaults where the config is silent).
+        value_heads = cfg.get("linear_num_value_heads", 32)
+        kvs += [(f"{arch}.ssm.conv_kernel", GGUF_U32, cfg.get("linear_conv_kernel_dim", 4)),
+                (f"{arch}.ssm.state_size", GGUF_U32, cfg.get("linear_key_head_dim", 128)),
+                (f"{arch}.ssm.group_count", GGUF_U32, cfg.get("linear_num_key_heads", 16)),
+                (f"{arch}.ssm.time_step_rank", GGUF_U32, value_heads),
+                (f"{arch}.ssm.inner_size", GGUF_U32, value_heads * cfg.get("linear_value_head_dim", 128))]
     return kvs
 
 
