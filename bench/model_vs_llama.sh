@@ -3,7 +3,7 @@
 # llama-bench, the same -p / -n / -d / -t and K/V type, run in turn for each file, depth, thread
 # count and K/V type (llama-bench with flash attention off and on, its better of the two kept per
 # test), and one table at the end: tokens/s of both (mean ± stddev over the repetitions, as both
-# print them) and headway's ratio.
+# print them) and headway's ratio ("failed" where llama-bench stopped on a file).
 #
 #   bench/model_vs_llama.sh LLAMA_BIN_DIR [-m FILE[,FILE...]] [-p 512] [-n 128] [-d 0,4096] [-t 1,2]
 #                           [-k f16,q8_0] [-r 5] [--headway BIN] [--json FILE]
@@ -116,7 +116,7 @@ print(os.path.join(s.submodule_search_locations[0], 'SmolLM2-135M-Instruct.Q4_1.
 fi
 
 lines=$(mktemp)
-trap 'rm -f "$lines"' EXIT
+trap 'rm -f "$lines" "$lines.llama"' EXIT
 IFS=, read -r -a file_list <<< "$files"
 IFS=, read -r -a depth_list <<< "$depths"
 IFS=, read -r -a thread_list <<< "$threads"
@@ -127,8 +127,13 @@ for f in "${file_list[@]}"; do
     for t in "${thread_list[@]}"; do
       for k in "${kv_list[@]}"; do
         echo "model_vs_llama.sh: $(basename "$f"), depth $d, $t thread(s), $k K/V" >&2
-        "$llama_dir"/llama-bench -m "$f" -p "$prompt" -n "$gen" -d "$d" -t "$t" -r "$reps" -fa 0,1 -ctk "$k" \
-          -ctv "$k" -o jsonl | sed 's/^/llama.cpp\t/' >> "$lines"
+        # A file llama.cpp cannot run (it aborts) keeps headway's row: the table shows no ratio there.
+        if ! "$llama_dir"/llama-bench -m "$f" -p "$prompt" -n "$gen" -d "$d" -t "$t" -r "$reps" -fa 0,1 -ctk "$k" \
+          -ctv "$k" -o jsonl > "$lines.llama"; then
+          echo "model_vs_llama.sh: llama-bench failed on $(basename "$f") (depth $d, $t thread(s), $k K/V)" >&2
+        fi
+        # Its JSON lines alone (an abort prints a backtrace on stdout too).
+        { grep '^{' "$lines.llama" || true; } | sed 's/^/llama.cpp\t/' >> "$lines"
         "$headway" bench --model "$f" --prompt "$prompt" --tokens "$gen" --depth "$d" --threads "$t" --reps "$reps" \
           --kv-dtype "$k" --json | sed 's/^/headway\t/' >> "$lines"
       done
@@ -161,9 +166,14 @@ print("| file | depth | threads | K/V | test | llama.cpp t/s | headway t/s | hea
 print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 for key in sorted(best):
     e = best[key]
-    if "llama.cpp" not in e or "headway" not in e:
+    if "headway" not in e:
         continue
-    l, h = e["llama.cpp"], e["headway"]
+    h = e["headway"]
+    if "llama.cpp" not in e:
+        print("| %s | %d | %d | %s | %s | failed | %.1f ± %.1f (%s) | |"
+              % (key[0], key[1], key[2], key[3], key[4], h[0], h[1], h[2]))
+        continue
+    l = e["llama.cpp"]
     print("| %s | %d | %d | %s | %s | %.1f ± %.1f (%s) | %.1f ± %.1f (%s) | %.2f |"
           % (key[0], key[1], key[2], key[3], key[4], l[0], l[1], l[2], h[0], h[1], h[2], h[0] / l[0]))
 EOF

@@ -102,6 +102,37 @@ TEST_CASE("Gated DeltaNet layer: one call, calls of any size and decode equal th
   }
 }
 
+TEST_CASE("Gated DeltaNet layer: decode steps after a prefill of 1, 63, 64, 65 and 300 tokens equal the reference") {
+  Config hybrid = hybrid_config();
+  hybrid.max_seq = 512;
+  const Config c = hybrid.layer_alone(0);
+  const test::GatedDeltaTensors w = test::random_gated_delta(c, 11);
+  const uint32_t d = c.d_model;
+  PlanOptions o;
+  o.max_tokens = 300;
+  const Result<Plan> plan = make_plan(c, o);
+  REQUIRE(plan.ok());
+  Buffer buf(plan.value().arena_bytes);
+  Arena arena;
+  REQUIRE(arena.bind(plan.value(), buf.p, plan.value().arena_bytes).ok());
+  AttentionLayer layer;
+  REQUIRE(layer.init(arena, 0, w.view()).ok());
+  for (const uint32_t t : {1u, 63u, 64u, 65u, 300u}) {
+    CAPTURE(t);
+    const uint32_t n = t + 3;
+    const std::vector<float> x = test::random_x(n, d, 200 + t);
+    test::RefGatedDelta ref(c, w);
+    const std::vector<double> want = ref.forward(test::to_double(x), n);
+    std::vector<float> y(size_t{n} * d);
+    layer.reset();
+    REQUIRE(layer.forward(x.data(), y.data(), t).ok());
+    for (uint32_t i = t; i < n; ++i) {
+      REQUIRE(layer.forward(x.data() + size_t{i} * d, y.data() + size_t{i} * d, 1).ok());
+    }
+    CHECK(test::max_rel_error(y, want) < 2e-5);
+  }
+}
+
 TEST_CASE("Gated DeltaNet layer: x with NaN is refused by name, and the state, window and position stay") {
   const Config c = hybrid_config().layer_alone(0);
   const test::GatedDeltaTensors w = test::random_gated_delta(c, 8);
