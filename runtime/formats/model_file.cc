@@ -100,7 +100,6 @@ struct ModelFile::Parsed {
   std::string name_of(ModelTensor t, uint32_t layer) const {
     const ModelTensorInfo& info = model_tensor_info(t);
     const formats::Naming naming = file.naming();
-    const bool encoder = naming == formats::Naming::kHfBert || naming == formats::Naming::kHfDistilBert;
     const char* pattern = !hf                                        ? info.gguf
                           : naming == formats::Naming::kHfBert       ? info.bert
                           : naming == formats::Naming::kHfDistilBert ? info.distilbert
@@ -108,7 +107,7 @@ struct ModelFile::Parsed {
     if (fused_half(t)) pattern = hf ? kGateUpHf : kGateUpGguf;
     if (!hf && t == ModelTensor::kFfnNorm && pre_mlp_post_attention) pattern = kGgufPreMlpPostAttentionName;
     if (pattern == nullptr) return "";
-    return (hf && encoder ? file.name_prefix() : std::string()) + tensor_name(pattern, layer);
+    return file.tensor_name(tensor_name(pattern, layer));
   }
 };
 

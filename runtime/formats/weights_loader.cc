@@ -77,6 +77,8 @@ constexpr Slot kSlots[] = {
 };
 // clang-format on
 
+// Where a multimodal checkpoint keeps its decoder, in place of a decoder name's "model.".
+constexpr const char* kLanguageModel = "model.language_model.";
 // A Gated DeltaNet layer's input projection (Hugging Face naming, %u the layer).
 constexpr const char* kGatedDeltaAnchor = "model.layers.%u.linear_attn.in_proj_qkv.weight";
 
@@ -159,6 +161,7 @@ Status WeightFile::parse(const uint8_t* data, uint64_t size, const char* source)
   naming_ = Naming::kHfDecoder;
   source_ = source ? source : "";
   prefix_.clear();
+  prefix_replaces_model_ = false;
   other_anchor_.clear();
   shards_.clear();
   index_.clear();
@@ -179,6 +182,7 @@ Status WeightFile::open_index(const char* path) {
   naming_ = Naming::kHfDecoder;
   source_ = path;
   prefix_.clear();
+  prefix_replaces_model_ = false;
   other_anchor_.clear();
   shards_.clear();
   index_.clear();
@@ -225,18 +229,24 @@ const SafetensorsFile* WeightFile::shard_of(const char* name) const {
 // The layer-0 query projection of each Hugging Face naming, at the end of a name after a '.'.
 void WeightFile::find_naming() {
   bool found = false;
-  // A hybrid decoder whose layer 0 is a Gated DeltaNet layer (Qwen3.5) holds its projection there.
+  // A hybrid decoder whose layer 0 is a Gated DeltaNet layer (Qwen3.5) holds its projection there;
+  // a multimodal checkpoint (Qwen3.5's) keeps its decoder under model.language_model.
   const struct {
     Naming naming;
     const char* pattern;
-  } anchors[] = {{Naming::kHfDecoder, kSlots[0].names[0]},
-                 {Naming::kHfDecoder, kGatedDeltaAnchor},
-                 {Naming::kHfBert, kSlots[0].names[1]},
-                 {Naming::kHfDistilBert, kSlots[0].names[2]},
-                 {Naming::kHfModernBert, kSlots[0].names[3]}};
-  for (const auto& [n, pattern] : anchors) {
+    bool language_model;
+  } anchors[] = {{Naming::kHfDecoder, kSlots[0].names[0], false},
+                 {Naming::kHfDecoder, kGatedDeltaAnchor, false},
+                 {Naming::kHfDecoder, kSlots[0].names[0], true},
+                 {Naming::kHfDecoder, kGatedDeltaAnchor, true},
+                 {Naming::kHfBert, kSlots[0].names[1], false},
+                 {Naming::kHfDistilBert, kSlots[0].names[2], false},
+                 {Naming::kHfModernBert, kSlots[0].names[3], false}};
+  for (const auto& [n, pattern, language_model] : anchors) {
     char anchor[96];
     std::snprintf(anchor, sizeof(anchor), pattern, 0u);
+    const std::string in_file = language_model ? std::string(kLanguageModel) + (anchor + 6) : anchor;  // past "model."
+    std::snprintf(anchor, sizeof(anchor), "%s", in_file.c_str());
     const size_t a = std::strlen(anchor);
     auto visit = [&](const std::string& name) {
       if (name.size() < a || name.compare(name.size() - a, a, anchor) != 0) return;
@@ -248,7 +258,8 @@ void WeightFile::find_naming() {
       }
       found = true;
       naming_ = n;
-      prefix_ = name.substr(0, p);
+      prefix_ = name.substr(0, p) + (language_model ? kLanguageModel : "");
+      prefix_replaces_model_ = language_model;
     };
     if (index_.empty()) {
       for (const SafetensorsFile::Entry& e : shards_[0].entries()) visit(e.name);
@@ -256,6 +267,12 @@ void WeightFile::find_naming() {
       for (const SafetensorsIndex::Tensor& t : index_) visit(t.name);
     }
   }
+}
+
+std::string WeightFile::tensor_name(const std::string& name) const {
+  if (format_ == WeightFormat::kGguf) return name;
+  if (!prefix_replaces_model_) return prefix_ + name;
+  return name.compare(0, 6, "model.") == 0 ? prefix_ + name.substr(6) : name;
 }
 
 Result<TensorRef> WeightFile::find(const char* name, uint32_t* rank) const {
@@ -357,7 +374,7 @@ Result<LayerWeights> load_mla_weights(const WeightFile& file, const Config& conf
   auto name_of = [&](const char* pattern) {
     char local[96];
     std::snprintf(local, sizeof(local), pattern, layer);
-    return file.name_prefix() + local;
+    return file.tensor_name(local);
   };
   LayerWeights w;
   auto load = [&](TensorRef LayerWeights::*member, const std::string& name, bool vector) -> Status {
@@ -428,7 +445,7 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
   }
   char fused[96];
   std::snprintf(fused, sizeof(fused), "model.layers.%u.linear_attn.in_proj_qkvz.weight", layer);
-  if (file.has((file.name_prefix() + fused).c_str())) {
+  if (file.has(file.tensor_name(fused).c_str())) {
     return Status::error(Code::kUnsupported,
                          "%s: layer %u holds q, k, v and z in one interleaved in_proj_qkvz (Qwen3-Next's layout), "
                          "which headway does not read yet; Qwen3.5's in_proj_qkv and in_proj_z it does",
@@ -438,7 +455,7 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
   for (const GatedDeltaSlot& s : kGatedDeltaSlots) {
     char local[96];
     std::snprintf(local, sizeof(local), gguf ? s.gguf : s.hf, layer);
-    const std::string name = (gguf ? std::string() : file.name_prefix()) + local;
+    const std::string name = file.tensor_name(local);
     uint32_t rank = 0;
     const Result<TensorRef> t = file.find(name.c_str(), &rank);
     if (!t.ok()) return t.status();
@@ -491,7 +508,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& mo
     auto name_in_file = [&](const char* p) {
       char local[96];
       std::snprintf(local, sizeof(local), p, layer);
-      return file.name_prefix() + local;
+      return file.tensor_name(local);
     };
     std::string full = name_in_file(pattern);
     // A fused tensor holds q, k and v rows in that order; this slot takes its part.

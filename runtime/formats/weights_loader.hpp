@@ -58,6 +58,11 @@ class WeightFile {
 
   Naming naming() const { return naming_; }
   const std::string& name_prefix() const { return prefix_; }
+  // Tensor `name` (as Hugging Face's or llama.cpp's naming writes it) as this file names it: after
+  // the prefix a task head or a wrapper adds; a multimodal checkpoint whose language model sits
+  // in model.language_model. (Qwen3.5's) has that in place of each decoder name's leading
+  // "model." (and its top-level names, lm_head, as they are).
+  std::string tensor_name(const std::string& name) const;
   // A second layer-0 query projection's name (empty when the file has one): load_layer_weights
   // refuses such a file rather than pick one.
   const std::string& ambiguous_anchor() const { return other_anchor_; }
@@ -75,6 +80,7 @@ class WeightFile {
   WeightFormat format_ = WeightFormat::kNone;
   Naming naming_ = Naming::kHfDecoder;
   std::string prefix_;
+  bool prefix_replaces_model_ = false;  // prefix_ ends in model.language_model., in place of "model."
   std::string other_anchor_;  // a second layer-0 query projection: which one to run is unclear
   // safetensors: one file (over file_ or borrowed bytes), or each shard of an index; then index_
   // holds each tensor's shard, sorted by name.

@@ -143,7 +143,34 @@ def check_model(headway, tmp, rng):
     ok = resumed == got
     failures += 0 if ok else 1
     print(f"  generate from a saved state of 6 tokens: {resumed} ({'ok' if ok else 'FAIL'})")
+    failures += check_multimodal_checkpoint(headway, tmp, model, rng)
     return failures
+
+
+def check_multimodal_checkpoint(headway, tmp, model, rng):
+    """The same weights as Qwen3.5's released checkpoints hold them (Qwen3_5ForConditionalGeneration):
+    the decoder under model.language_model., a vision tower beside it, config.json's text model in
+    text_config of a "qwen3_5" config."""
+    folder = os.path.join(tmp, "qwen3_5-multimodal")
+    os.makedirs(folder, exist_ok=True)
+    tensors = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k):
+               v.to(torch.float32).contiguous() for k, v in model.state_dict().items()}
+    tensors["model.visual.patch_embed.proj.weight"] = torch.zeros(8, 3, 2, 2, 2)
+    save_file(tensors, os.path.join(folder, "model.safetensors"))
+    text = model.config.to_dict()
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+                   "text_config": text, "tie_word_embeddings": text["tie_word_embeddings"]}, f)
+    ids = rng.integers(0, model.config.vocab_size, 21).tolist()
+    with torch.no_grad():
+        ref = model(torch.tensor([ids])).logits[0].numpy()
+    out = os.path.join(tmp, "logits.npy")
+    run([headway, "logits", "--model-dir", folder, "--prompt-ids", ",".join(map(str, ids)), "--out", out,
+         "--kv-dtype", "f32"])
+    err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
+    ok = err <= MODEL_MAX_ABS
+    print(f"  multimodal checkpoint (model.language_model.*), 21 tokens: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
+    return 0 if ok else 1
 
 
 def check_gguf(headway, tmp, rng):
