@@ -235,12 +235,9 @@ void WeightFile::find_naming() {
     Naming naming;
     const char* pattern;
     bool language_model;
-  } anchors[] = {{Naming::kHfDecoder, kSlots[0].names[0], false},
-                 {Naming::kHfDecoder, kGatedDeltaAnchor, false},
-                 {Naming::kHfDecoder, kSlots[0].names[0], true},
-                 {Naming::kHfDecoder, kGatedDeltaAnchor, true},
-                 {Naming::kHfBert, kSlots[0].names[1], false},
-                 {Naming::kHfDistilBert, kSlots[0].names[2], false},
+  } anchors[] = {{Naming::kHfDecoder, kSlots[0].names[0], false},   {Naming::kHfDecoder, kGatedDeltaAnchor, false},
+                 {Naming::kHfDecoder, kSlots[0].names[0], true},    {Naming::kHfDecoder, kGatedDeltaAnchor, true},
+                 {Naming::kHfBert, kSlots[0].names[1], false},      {Naming::kHfDistilBert, kSlots[0].names[2], false},
                  {Naming::kHfModernBert, kSlots[0].names[3], false}};
   for (const auto& [n, pattern, language_model] : anchors) {
     char anchor[96];
