@@ -81,7 +81,7 @@ class WeightFile {
   Naming naming_ = Naming::kHfDecoder;
   std::string prefix_;
   bool prefix_replaces_model_ = false;  // prefix_ ends in model.language_model., in place of "model."
-  std::string other_anchor_;  // a second layer-0 query projection: which one to run is unclear
+  std::string other_anchor_;            // a second layer-0 query projection: which one to run is unclear
   // safetensors: one file (over file_ or borrowed bytes), or each shard of an index; then index_
   // holds each tensor's shard, sorted by name.
   std::vector<SafetensorsFile> shards_;
