@@ -269,13 +269,20 @@ typedef struct headway_tensor {
 
 /* One layer's weights (headway/weights.hpp): wq [n_heads·head_dim, d_model], wk / wv [n_kv_heads·
  * head_dim, d_model], wo [d_model, n_heads·head_dim]; biases, q/k norms and sinks as the config
- * asks. */
+ * asks. Multi-head latent attention (kv_lora_rank): wq is q_proj, or q_b_proj after wq_a and
+ * q_a_norm; wkv_a, kv_a_norm and wkv_b the latent's. A Gated DeltaNet layer (linear_layers):
+ * w_qkv, w_z, w_b, w_a its input projections, conv its taps [conv_width, conv_kernel], a_log (or
+ * a_neg: −exp(A_log) itself) and dt_bias per value head, out_norm the gated norm's weight, wo its
+ * out_proj. The shapes: headway/weights.hpp. Callers built before a field existed pass a smaller
+ * struct_size: the fields past it read as absent. */
 typedef struct headway_layer_weights {
   size_t struct_size; /* sizeof(headway_layer_weights) */
   headway_tensor wq, wk, wv, wo;
   headway_tensor bq, bk, bv, bo;
   headway_tensor q_norm, k_norm;
   headway_tensor sinks;
+  headway_tensor wq_a, q_a_norm, wkv_a, kv_a_norm, wkv_b;
+  headway_tensor w_qkv, w_z, w_b, w_a, conv, a_log, a_neg, dt_bias, out_norm;
 } headway_layer_weights;
 
 HEADWAY_API void headway_layer_weights_init(headway_layer_weights* weights);

@@ -19,9 +19,18 @@ struct WeightsSource {
   const headway_layer_weights* layers;
 };
 
+// Element l of the caller's array, whose elements are its own headway_layer_weights: as far apart
+// as its struct_size says (a caller built before the struct grew has smaller ones).
+const headway_layer_weights* layer_at(const headway_layer_weights* layers, uint32_t l) {
+  const size_t size = layers[0].struct_size;
+  const size_t stride = size >= sizeof(size_t) && size <= sizeof(headway_layer_weights) ? size : sizeof(*layers);
+  return reinterpret_cast<const headway_layer_weights*>(reinterpret_cast<const uint8_t*>(layers) + l * stride);
+}
+
 Result<LayerWeights> layer_weights(void* ctx, uint32_t l) {
   LayerWeights w;
-  const Status s = capi::weights_of("headway_session_create", &static_cast<WeightsSource*>(ctx)->layers[l], l, &w);
+  const Status s =
+      capi::weights_of("headway_session_create", layer_at(static_cast<WeightsSource*>(ctx)->layers, l), l, &w);
   if (!s.ok()) return s;
   return w;
 }
@@ -34,27 +43,43 @@ Status weights_of(const char* call, const headway_layer_weights* in, uint32_t l,
   headway_layer_weights w;
   headway_layer_weights_init(&w);
   HEADWAY_RETURN_IF_ERROR(capi::read_struct(call, "layers[l]", in, &w));
-  const headway_tensor* all[] = {&w.wq, &w.wk, &w.wv,     &w.wo,     &w.bq,   &w.bk,
-                                 &w.bv, &w.bo, &w.q_norm, &w.k_norm, &w.sinks};
-  for (const headway_tensor* t : all) {
-    if (t->data != nullptr && !dtype_holds_weights(static_cast<DType>(t->dtype))) {
-      return Status::error(Code::kInvalidArgument, "%s: layer %u has a tensor of dtype %d (weights are %s)", call, l,
-                           static_cast<int>(t->dtype), kWeightDTypeNames);
-    }
-  }
-  // The C API's layer weights are the standard attention's (MLA's latent tensors are not in it).
+  // Each C field and the LayerWeights member it fills.
+  const struct {
+    const headway_tensor* in;
+    TensorRef LayerWeights::*member;
+  } fields[] = {{&w.wq, &LayerWeights::wq},
+                {&w.wk, &LayerWeights::wk},
+                {&w.wv, &LayerWeights::wv},
+                {&w.wo, &LayerWeights::wo},
+                {&w.bq, &LayerWeights::bq},
+                {&w.bk, &LayerWeights::bk},
+                {&w.bv, &LayerWeights::bv},
+                {&w.bo, &LayerWeights::bo},
+                {&w.q_norm, &LayerWeights::q_norm},
+                {&w.k_norm, &LayerWeights::k_norm},
+                {&w.sinks, &LayerWeights::sinks},
+                {&w.wq_a, &LayerWeights::wq_a},
+                {&w.q_a_norm, &LayerWeights::q_a_norm},
+                {&w.wkv_a, &LayerWeights::wkv_a},
+                {&w.kv_a_norm, &LayerWeights::kv_a_norm},
+                {&w.wkv_b, &LayerWeights::wkv_b},
+                {&w.w_qkv, &LayerWeights::w_qkv},
+                {&w.w_z, &LayerWeights::w_z},
+                {&w.w_b, &LayerWeights::w_b},
+                {&w.w_a, &LayerWeights::w_a},
+                {&w.conv, &LayerWeights::conv},
+                {&w.a_log, &LayerWeights::a_log},
+                {&w.a_neg, &LayerWeights::a_neg},
+                {&w.dt_bias, &LayerWeights::dt_bias},
+                {&w.out_norm, &LayerWeights::out_norm}};
   LayerWeights lw;
-  lw.wq = tensor_of(w.wq);
-  lw.wk = tensor_of(w.wk);
-  lw.wv = tensor_of(w.wv);
-  lw.wo = tensor_of(w.wo);
-  lw.bq = tensor_of(w.bq);
-  lw.bk = tensor_of(w.bk);
-  lw.bv = tensor_of(w.bv);
-  lw.bo = tensor_of(w.bo);
-  lw.q_norm = tensor_of(w.q_norm);
-  lw.k_norm = tensor_of(w.k_norm);
-  lw.sinks = tensor_of(w.sinks);
+  for (const auto& f : fields) {
+    if (f.in->data != nullptr && !dtype_holds_weights(static_cast<DType>(f.in->dtype))) {
+      return Status::error(Code::kInvalidArgument, "%s: layer %u has a tensor of dtype %d (weights are %s)", call, l,
+                           static_cast<int>(f.in->dtype), kWeightDTypeNames);
+    }
+    lw.*f.member = tensor_of(*f.in);
+  }
   *out = lw;
   return Status();
 }

@@ -589,6 +589,74 @@ static void test_model(void) {
   headway_model_destroy(whole);
 }
 
+/* A Gated DeltaNet layer through the C API: its tensors in headway_layer_weights, one prefill
+ * against the same tokens decoded one by one (the chunked and the recurrent form of the rule); a
+ * layer without A_log is refused by name. */
+static void test_gated_delta_session(void) {
+  const uint32_t d_model = 32, t = 9, conv_width = 2 * 2 * 8 + 4 * 8, value_width = 4 * 8;
+  headway_config* config = config_from_spec(
+      "d_model=32 heads=2 kv_heads=1 head_dim=16 ctx=64 layers=1 linear_layers=1 linear_key_heads=2 "
+      "linear_value_heads=4 linear_key_head_dim=8 linear_value_head_dim=8 linear_conv_kernel=4 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  headway_plan_info info;
+  headway_layer_weights w;
+  struct {
+    headway_tensor* slot;
+    uint32_t rows, cols;
+    float scale, offset;
+  } tensors[9];
+  float* x = random_floats((size_t)t * d_model);
+  float* y_prefill = (float*)aligned((size_t)t * d_model * sizeof(float));
+  float* y_decode = (float*)aligned((size_t)t * d_model * sizeof(float));
+  headway_session* one = NULL;
+  headway_session* steps = NULL;
+  uint32_t i;
+  if (plan == NULL) return;
+  headway_layer_weights_init(&w);
+  tensors[0].slot = &w.w_qkv, tensors[0].rows = conv_width, tensors[0].cols = d_model;
+  tensors[1].slot = &w.w_z, tensors[1].rows = value_width, tensors[1].cols = d_model;
+  tensors[2].slot = &w.w_b, tensors[2].rows = 4, tensors[2].cols = d_model;
+  tensors[3].slot = &w.w_a, tensors[3].rows = 4, tensors[3].cols = d_model;
+  tensors[4].slot = &w.conv, tensors[4].rows = conv_width, tensors[4].cols = 4;
+  tensors[5].slot = &w.a_log, tensors[5].rows = 1, tensors[5].cols = 4;
+  tensors[6].slot = &w.dt_bias, tensors[6].rows = 1, tensors[6].cols = 4;
+  tensors[7].slot = &w.out_norm, tensors[7].rows = 1, tensors[7].cols = 8;
+  tensors[8].slot = &w.wo, tensors[8].rows = d_model, tensors[8].cols = value_width;
+  for (i = 0; i < 9; ++i) {
+    const size_t n = (size_t)tensors[i].rows * tensors[i].cols;
+    float* v = random_floats(n);
+    size_t e;
+    /* matrices ~ U(-1, 1) / 3, the vectors about 1 */
+    for (e = 0; e < n; ++e) v[e] = tensors[i].rows == 1 ? 1.0f + 0.2f * v[e] : v[e] / 3.0f;
+    tensors[i].slot->data = v;
+    tensors[i].slot->dtype = HEADWAY_F32;
+    tensors[i].slot->rows = tensors[i].rows;
+    tensors[i].slot->cols = tensors[i].cols;
+  }
+  info.struct_size = sizeof(info);
+  OK(headway_plan_get_info(plan, &info, &err));
+  {
+    headway_layer_weights no_a = w;
+    no_a.a_log.data = NULL;
+    CHECK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan,
+                                 aligned((size_t)info.arena_bytes), (size_t)info.arena_bytes, &no_a, 1, NULL, &one,
+                                 &err) == HEADWAY_INVALID_ARGUMENT);
+    CHECK(one == NULL && contains(err.message, "A_log"));
+  }
+  OK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan,
+                            aligned((size_t)info.arena_bytes), (size_t)info.arena_bytes, &w, 1, NULL, &one, &err));
+  OK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan,
+                            aligned((size_t)info.arena_bytes), (size_t)info.arena_bytes, &w, 1, NULL, &steps, &err));
+  if (one == NULL || steps == NULL) return;
+  OK(headway_session_prefill(one, x, t, y_prefill, &err));
+  for (i = 0; i < t; ++i)
+    OK(headway_session_decode(steps, x + (size_t)i * d_model, y_decode + (size_t)i * d_model, &err));
+  CHECK(headway_session_position(one) == t && headway_session_position(steps) == t);
+  CHECK(max_abs_diff(y_prefill, y_decode, (size_t)t * d_model) < 1e-4);
+  headway_session_destroy(one);
+  headway_session_destroy(steps);
+}
+
 int main(void) {
   test_basics();
   test_plan();
@@ -602,6 +670,8 @@ int main(void) {
   test_session(0, 0);
   release_all();
   test_session(1, 1);
+  release_all();
+  test_gated_delta_session();
   release_all();
   test_model();
   release_all();
