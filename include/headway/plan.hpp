@@ -10,8 +10,8 @@
 //             q_norm [head_dim], k_norm [head_dim] in weight_dtype; absent when weights are
 //             borrowed, and with XNNPACK projections (packed below). A Gated DeltaNet layer's
 //             (LayerKinds::linear): its f32 vectors (GatedDeltaShape::vector_floats), then, unless
-//             borrowed, Wqkvz [conv_width + value_width, d_model], Wba [2·value_heads, d_model]
-//             and Wout [d_model, value_width] in weight_dtype]
+//             borrowed, Win [linear_row, d_model] (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a
+//             stacked) and Wout [d_model, value_width] in weight_dtype]
 //   [packed: XNNPACK only: n_layers × (q/k norms f32, then the fully-connected operators XNNPACK
 //             creates: their packed f32 weights and biases and the operator objects, an upper bound)]
 //   [KV cache: attention layer after attention layer (K then V), each [n_kv_heads, rows, head_dim]

@@ -419,7 +419,7 @@ Status validate(const Config& c) {
                          c.window, c.max_seq);
   }
   HEADWAY_RETURN_IF_ERROR(validate_layer_kinds(c));
-  if (c.layers.linear.count && c.linear_layers_before(c.n_layers)) HEADWAY_RETURN_IF_ERROR(validate_gated_delta(c));
+  if (c.linear_layers_before(c.n_layers) != 0) HEADWAY_RETURN_IF_ERROR(validate_gated_delta(c));
   if (c.sink_tokens != 0 && c.sink_tokens >= c.window) {
     return Status::error(Code::kInvalidArgument,
                          c.window == 0 ? "sink_tokens %u needs a sliding window (sliding_window is %u): sink tokens "

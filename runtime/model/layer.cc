@@ -138,34 +138,30 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          layer);
   }
   arena_ = &arena;
+  layer_ = layer;
+  pool_ = pool;
+  sinks_ = nullptr;
+  fused_qkv_ = false;
+  op_blocks_ = 0;
   linear_ = p.layer(layer).linear;
   if (linear_) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
-    plan_ = &p;
-    layer_ = layer;
-    pool_ = pool;
-    sinks_ = nullptr;
     rope_ = nullptr;
     on_gpu_ = false;
-    op_blocks_ = 0;
-    init_gated_delta(weights);
-    return Status();
+  } else {
+    HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   }
-  HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
-  if (c.is_mla()) {
+  if (linear_ || c.is_mla()) {  // their own tensors and slot layouts (gated_delta_layer.cc, mla_layer.cc)
     plan_ = &p;
-    layer_ = layer;
-    pool_ = pool;
-    sinks_ = nullptr;
-    fused_qkv_ = false;
-    op_blocks_ = 0;
-    init_mla_weights(weights);
+    if (linear_) {
+      init_gated_delta(weights);
+    } else {
+      init_mla_weights(weights);
+    }
     return Status();
   }
   uint8_t* base = arena.weights() - p.weights_offset;
   w_ = weights;
   sinks_ = c.sinks ? copy_sinks(weights.sinks, arena.sinks_layer(layer)) : nullptr;
-  fused_qkv_ = false;
-  op_blocks_ = 0;
 
   if (p.options.projection == Projection::kXnnpack) {
     if (!xnnpack_built()) {
@@ -236,8 +232,6 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
   if (!c.o_bias) w_.bo = TensorRef{};
   plan_ = &p;
-  layer_ = layer;
-  pool_ = pool;
   return Status();
 }
 

@@ -23,12 +23,21 @@
 namespace headway {
 namespace {
 
-struct Buffer {
-  explicit Buffer(uint64_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(64, align_up(n ? n : 64)))) {
-    std::memset(p, 0xCD, align_up(n ? n : 64));
+using Buffer = test::ArenaBuffer;
+
+// A plan of `c` and an arena of its own, bound.
+struct Planned {
+  Plan plan;
+  Buffer memory;
+  Arena arena;
+  Planned(const Config& c, const PlanOptions& o) : plan(planned(c, o)), memory(plan.arena_bytes) {
+    REQUIRE(arena.bind(plan, memory.p, plan.arena_bytes).ok());
   }
-  ~Buffer() { std::free(p); }
-  uint8_t* p;
+  static Plan planned(const Config& c, const PlanOptions& o) {
+    const Result<Plan> p = make_plan(c, o);
+    REQUIRE_MESSAGE(p.ok(), std::string(p.status().message()));
+    return p.value();
+  }
 };
 
 // Two layers: a Gated DeltaNet layer (2 key heads of 8, 4 value heads of 12, 4 taps), then a full
@@ -73,15 +82,11 @@ TEST_CASE("Gated DeltaNet layer: one call, calls of any size and decode equal th
       PlanOptions o;
       o.threads = threads;
       o.max_tokens = 128;
-      const Result<Plan> plan = make_plan(c, o);
-      REQUIRE(plan.ok());
-      Buffer buf(plan.value().arena_bytes);
-      Arena arena;
-      REQUIRE(arena.bind(plan.value(), buf.p, plan.value().arena_bytes).ok());
+      Planned planned(c, o);
       ThreadPool pool;
       REQUIRE(pool.create(threads).ok());
       AttentionLayer layer;
-      REQUIRE(layer.init(arena, 0, w.view(), &pool).ok());
+      REQUIRE(layer.init(planned.arena, 0, w.view(), &pool).ok());
       for (const uint32_t chunk : {128u, 1u, 7u, 64u}) {
         CAPTURE(t);
         CAPTURE(threads);
@@ -110,13 +115,9 @@ TEST_CASE("Gated DeltaNet layer: decode steps after a prefill of 1, 63, 64, 65 a
   const uint32_t d = c.d_model;
   PlanOptions o;
   o.max_tokens = 300;
-  const Result<Plan> plan = make_plan(c, o);
-  REQUIRE(plan.ok());
-  Buffer buf(plan.value().arena_bytes);
-  Arena arena;
-  REQUIRE(arena.bind(plan.value(), buf.p, plan.value().arena_bytes).ok());
+  Planned planned(c, o);
   AttentionLayer layer;
-  REQUIRE(layer.init(arena, 0, w.view()).ok());
+  REQUIRE(layer.init(planned.arena, 0, w.view()).ok());
   for (const uint32_t t : {1u, 63u, 64u, 65u, 300u}) {
     CAPTURE(t);
     const uint32_t n = t + 3;
@@ -136,14 +137,10 @@ TEST_CASE("Gated DeltaNet layer: decode steps after a prefill of 1, 63, 64, 65 a
 TEST_CASE("Gated DeltaNet layer: x with NaN is refused by name, and the state, window and position stay") {
   const Config c = hybrid_config().layer_alone(0);
   const test::GatedDeltaTensors w = test::random_gated_delta(c, 8);
-  const Result<Plan> plan = make_plan(c, {});
-  REQUIRE(plan.ok());
-  const Plan& p = plan.value();
-  Buffer buf(p.arena_bytes);
-  Arena arena;
-  REQUIRE(arena.bind(p, buf.p, p.arena_bytes).ok());
+  Planned planned(c, {});
+  const Plan& p = planned.plan;
   AttentionLayer layer;
-  REQUIRE(layer.init(arena, 0, w.view()).ok());
+  REQUIRE(layer.init(planned.arena, 0, w.view()).ok());
   std::vector<float> x = test::random_x(3, c.d_model, 9), y(x.size());
   REQUIRE(layer.forward(x.data(), y.data(), 3).ok());
   const std::vector<uint8_t> before(reinterpret_cast<uint8_t*>(layer.linear_state()),
@@ -266,16 +263,10 @@ TEST_CASE("Gated DeltaNet model: a restored state goes on bitwise, another kind 
   HybridWeights weights(c);
   PlanOptions o;
   o.max_tokens = 16;
-  const Result<Plan> plan = make_plan(c, o);
-  REQUIRE(plan.ok());
-  const Plan& p = plan.value();
-  Buffer a_buf(p.arena_bytes), b_buf(p.arena_bytes);
-  Arena a, b;
-  REQUIRE(a.bind(p, a_buf.p, p.arena_bytes).ok());
-  REQUIRE(b.bind(p, b_buf.p, p.arena_bytes).ok());
+  Planned a(c, o), b(c, o);
   Model first, second;
-  REQUIRE(first.init(a, weights.source(), {}).ok());
-  REQUIRE(second.init(b, weights.source(), {}).ok());
+  REQUIRE(first.init(a.arena, weights.source(), {}).ok());
+  REQUIRE(second.init(b.arena, weights.source(), {}).ok());
   const int32_t prompt[20] = {1, 5, 9, 2, 33, 7, 7, 0, 12, 39, 4, 4, 18, 21, 3, 8, 30, 2, 11, 6};
   REQUIRE(first.prefill(prompt, 20).ok());
   std::vector<uint8_t> state(first.state_bytes());
@@ -293,17 +284,13 @@ TEST_CASE("Gated DeltaNet model: a restored state goes on bitwise, another kind 
   // The same shapes with both layers attention: the layer record differs, nothing is written.
   Config other = c;
   other.layers.linear = LayerBits{};
-  const Result<Plan> other_plan = make_plan(other, o);
-  REQUIRE(other_plan.ok());
-  Buffer o_buf(other_plan.value().arena_bytes);
-  Arena oa;
-  REQUIRE(oa.bind(other_plan.value(), o_buf.p, other_plan.value().arena_bytes).ok());
+  Planned oa(other, o);
   Model third;
   const ModelWeightsSource src{
       &weights,
       [](void* ctx, uint32_t) -> Result<LayerWeights> { return static_cast<HybridWeights*>(ctx)->attention.view; },
       weights.source().rows};
-  REQUIRE(third.init(oa, src, {}).ok());
+  REQUIRE(third.init(oa.arena, src, {}).ok());
   const Status s = third.load_state(state.data(), state.size());
   CHECK(std::string(s.message()).find("layer 0 is linear, this plan's is full") != std::string::npos);
   CHECK(third.position() == 0);
@@ -311,13 +298,9 @@ TEST_CASE("Gated DeltaNet model: a restored state goes on bitwise, another kind 
   Config taps = c;
   taps.gated_delta.conv_kernel = 3;
   HybridWeights taps_weights(taps);
-  const Result<Plan> taps_plan = make_plan(taps, o);
-  REQUIRE(taps_plan.ok());
-  Buffer t_buf(taps_plan.value().arena_bytes);
-  Arena ta;
-  REQUIRE(ta.bind(taps_plan.value(), t_buf.p, taps_plan.value().arena_bytes).ok());
+  Planned ta(taps, o);
   Model fourth;
-  REQUIRE(fourth.init(ta, taps_weights.source(), {}).ok());
+  REQUIRE(fourth.init(ta.arena, taps_weights.source(), {}).ok());
   const Status t = fourth.load_state(state.data(), state.size());
   CHECK(std::string(t.message()).find("layer 0's Gated DeltaNet state is") != std::string::npos);
   CHECK(std::string(t.message()).find("with a conv kernel of 4; this plan's") != std::string::npos);

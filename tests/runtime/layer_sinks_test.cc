@@ -26,14 +26,7 @@
 namespace headway {
 namespace {
 
-struct Buffer {
-  explicit Buffer(uint64_t n) : bytes(align_up(n ? n : 64)), p(static_cast<uint8_t*>(std::aligned_alloc(64, bytes))) {
-    std::memset(p, 0xCD, bytes);
-  }
-  ~Buffer() { std::free(p); }
-  uint64_t bytes;
-  uint8_t* p;
-};
+using Buffer = test::ArenaBuffer;
 
 // gpt-oss's attention in small: GQA, q/k/v and output biases, NeoX RoPE, sinks on every head.
 Config sinks_config(uint32_t window) {

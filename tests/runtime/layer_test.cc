@@ -24,13 +24,7 @@
 namespace headway {
 namespace {
 
-struct Buffer {
-  explicit Buffer(uint64_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(64, align_up(n ? n : 64)))) {
-    std::memset(p, 0xCD, align_up(n ? n : 64));
-  }
-  ~Buffer() { std::free(p); }
-  uint8_t* p;
-};
+using Buffer = test::ArenaBuffer;
 
 Config base_config() {
   Config c;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "headway/layer.hpp"
@@ -31,6 +33,20 @@ inline std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
   for (float& v : x) v = rng.normal();
   return x;
 }
+
+// An arena's memory: 64-byte aligned, at least n bytes (whole cache lines), filled with 0xCD so
+// that what a layer reads before writing shows.
+struct ArenaBuffer {
+  explicit ArenaBuffer(uint64_t n)
+      : bytes(align_up(n ? n : 64)), p(static_cast<uint8_t*>(std::aligned_alloc(64, bytes))) {
+    std::memset(p, 0xCD, bytes);
+  }
+  ~ArenaBuffer() { std::free(p); }
+  ArenaBuffer(const ArenaBuffer&) = delete;
+  ArenaBuffer& operator=(const ArenaBuffer&) = delete;
+  uint64_t bytes;
+  uint8_t* p;
+};
 
 inline std::vector<Projection> projections() {
   std::vector<Projection> p{Projection::kHighway};
