@@ -239,7 +239,11 @@ void WeightFile::find_naming() {
                  {Naming::kHfDecoder, kSlots[0].names[0], true},    {Naming::kHfDecoder, kGatedDeltaAnchor, true},
                  {Naming::kHfBert, kSlots[0].names[1], false},      {Naming::kHfDistilBert, kSlots[0].names[2], false},
                  {Naming::kHfModernBert, kSlots[0].names[3], false}};
-  for (const auto& [n, pattern, language_model] : anchors) {
+  for (const auto& kind : anchors) {
+    // Plain names, not structured bindings: the lambda below captures them (clang 14 cannot).
+    const Naming n = kind.naming;
+    const char* pattern = kind.pattern;
+    const bool language_model = kind.language_model;
     char anchor[96];
     std::snprintf(anchor, sizeof(anchor), pattern, 0u);
     const std::string in_file = language_model ? std::string(kLanguageModel) + (anchor + 6) : anchor;  // past "model."
