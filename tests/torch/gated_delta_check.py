@@ -64,6 +64,20 @@ def run(cmd):
     return r.stdout
 
 
+def check_logits(headway, tmp, what, source, model, ids, *extra):
+    """`headway logits` of ids (source: --model-dir DIR or --gguf FILE) against the model's own,
+    within MODEL_MAX_ABS; prints the line and returns 0 (ok) or 1."""
+    with torch.no_grad():
+        ref = model(torch.tensor([ids])).logits[0].numpy()
+    out = os.path.join(tmp, "logits.npy")
+    run([headway, "logits", *source, "--prompt-ids", ",".join(map(str, ids)), "--out", out, "--kv-dtype", "f32",
+         *extra])
+    err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
+    ok = err <= MODEL_MAX_ABS
+    print(f"  {what}: max |err| {err:.2e} of logits up to {np.abs(ref).max():.1f} ({'ok' if ok else 'FAIL'})")
+    return 0 if ok else 1
+
+
 def check_layer(headway, tmp, name, cfg, layer, rng):
     """`headway layer` on linear layer `layer` of a config, against Qwen3_5GatedDeltaNet."""
     from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5GatedDeltaNet
@@ -110,19 +124,10 @@ def check_model(headway, tmp, rng):
     model.save_pretrained(folder, safe_serialization=True)
     model = model.to(torch.float64).eval()
     failures = 0
-    out = os.path.join(tmp, "logits.npy")
     for n, step in ((21, False), (21, True), (150, False)):
         ids = rng.integers(0, cfg.vocab_size, n).tolist()
-        with torch.no_grad():
-            ref = model(torch.tensor([ids])).logits[0].numpy()
-        cmd = [headway, "logits", "--model-dir", folder, "--prompt-ids", ",".join(map(str, ids)), "--out", out,
-               "--kv-dtype", "f32"]
-        run(cmd + (["--step"] if step else []))
-        err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
-        ok = err <= MODEL_MAX_ABS
-        failures += 0 if ok else 1
-        print(f"  whole model, {n} tokens{', decode steps' if step else ''}: max |err| {err:.2e} of logits up to "
-              f"{np.abs(ref).max():.1f} ({'ok' if ok else 'FAIL'})")
+        failures += check_logits(headway, tmp, f"whole model, {n} tokens{', decode steps' if step else ''}",
+                                 ["--model-dir", folder], model, ids, *(["--step"] if step else []))
     prompt = rng.integers(0, cfg.vocab_size, 9).tolist()
     gc = model.generation_config
     gc.eos_token_id, gc.pad_token_id = None, 0
@@ -162,15 +167,8 @@ def check_multimodal_checkpoint(headway, tmp, model, rng):
         json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
                    "text_config": text, "tie_word_embeddings": text["tie_word_embeddings"]}, f)
     ids = rng.integers(0, model.config.vocab_size, 21).tolist()
-    with torch.no_grad():
-        ref = model(torch.tensor([ids])).logits[0].numpy()
-    out = os.path.join(tmp, "logits.npy")
-    run([headway, "logits", "--model-dir", folder, "--prompt-ids", ",".join(map(str, ids)), "--out", out,
-         "--kv-dtype", "f32"])
-    err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
-    ok = err <= MODEL_MAX_ABS
-    print(f"  multimodal checkpoint (model.language_model.*), 21 tokens: max |err| {err:.2e} ({'ok' if ok else 'FAIL'})")
-    return 0 if ok else 1
+    return check_logits(headway, tmp, "multimodal checkpoint (model.language_model.*), 21 tokens",
+                        ["--model-dir", folder], model, ids)
 
 
 def check_gguf(headway, tmp, rng):
@@ -184,16 +182,7 @@ def check_gguf(headway, tmp, rng):
         path = os.path.join(tmp, f"qwen35-{qtype.name}.gguf")
         write_qwen35_gguf(path, model, qtype)
         ids = rng.integers(0, cfg.vocab_size, 70).tolist()
-        with torch.no_grad():
-            ref = model(torch.tensor([ids])).logits[0].numpy()
-        out = os.path.join(tmp, "logits.npy")
-        run([headway, "logits", "--gguf", path, "--prompt-ids", ",".join(map(str, ids)), "--out", out,
-             "--kv-dtype", "f32"])
-        err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
-        ok = err <= MODEL_MAX_ABS
-        failures += 0 if ok else 1
-        print(f"  qwen35 GGUF {qtype.name}, 70 tokens: max |err| {err:.2e} of logits up to {np.abs(ref).max():.1f} "
-              f"({'ok' if ok else 'FAIL'})")
+        failures += check_logits(headway, tmp, f"qwen35 GGUF {qtype.name}, 70 tokens", ["--gguf", path], model, ids)
     return failures
 
 
