@@ -307,8 +307,7 @@ Result<Config> WeightFile::gguf_config() const {
   if (!config.ok()) return config;
   Config c = config.value();
   // The first attention layer's tensors say (a hybrid's layer 0 may be a Gated DeltaNet layer).
-  uint32_t first = 0;
-  while (first + 1 < c.n_layers && c.layer_is_linear(first)) ++first;
+  const uint32_t first = c.first_attention_layer();
   const auto has_first = [&](const char* suffix) { return has(("blk." + std::to_string(first) + suffix).c_str()); };
   if (has_first(".attn_q.bias") || has_first(".attn_qkv.bias")) c.qkv_bias = true;
   if (has_first(".attn_output.bias")) c.o_bias = true;
@@ -342,6 +341,26 @@ Result<Config> WeightFile::gguf_config() const {
 
 namespace {
 
+// Layer `layer`'s tensor of a naming's pattern (%u the layer), as the file names it.
+std::string layer_tensor(const WeightFile& file, const char* pattern, uint32_t layer) {
+  char local[96];
+  std::snprintf(local, sizeof(local), pattern, layer);
+  return file.tensor_name(local);
+}
+
+// Tensor `name` of `rank` dimensions (the MLA and Gated DeltaNet tensors, whose shapes the layer
+// checks), or the error naming it.
+Result<TensorRef> find_of_rank(const WeightFile& file, const std::string& name, uint32_t rank) {
+  uint32_t got = 0;
+  const Result<TensorRef> t = file.find(name.c_str(), &got);
+  if (!t.ok()) return t.status();
+  if (got != rank) {
+    return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
+                         name.c_str(), got, rank);
+  }
+  return t;
+}
+
 // Multi-head latent attention's tensors (LayerWeights' MLA members) by their Hugging Face and
 // llama.cpp names; the shapes are AttentionLayer's to check (check_mla_weights), the presence and
 // rank here.
@@ -372,20 +391,11 @@ Result<LayerWeights> load_mla_weights(const WeightFile& file, const Config& conf
     return Status::error(Code::kInvalidArgument, "%s: multi-head latent attention's tensors are a decoder's, not %s",
                          file.path(), naming_text(file.naming()));
   }
-  auto name_of = [&](const char* pattern) {
-    char local[96];
-    std::snprintf(local, sizeof(local), pattern, layer);
-    return file.tensor_name(local);
-  };
+  const auto name_of = [&](const char* pattern) { return layer_tensor(file, pattern, layer); };
   LayerWeights w;
   auto load = [&](TensorRef LayerWeights::*member, const std::string& name, bool vector) -> Status {
-    uint32_t rank = 0;
-    const Result<TensorRef> t = file.find(name.c_str(), &rank);
+    const Result<TensorRef> t = find_of_rank(file, name, vector ? 1 : 2);
     if (!t.ok()) return t.status();
-    if (rank != (vector ? 1u : 2u)) {
-      return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
-                           name.c_str(), rank, vector ? 1u : 2u);
-    }
     w.*member = t.value();
     return Status();
   };
@@ -444,9 +454,7 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
                          "%s",
                          file.path(), layer, naming_text(file.naming()));
   }
-  char fused[96];
-  std::snprintf(fused, sizeof(fused), "model.layers.%u.linear_attn.in_proj_qkvz.weight", layer);
-  if (file.has(file.tensor_name(fused).c_str())) {
+  if (file.has(layer_tensor(file, "model.layers.%u.linear_attn.in_proj_qkvz.weight", layer).c_str())) {
     return Status::error(Code::kUnsupported,
                          "%s: layer %u holds q, k, v and z in one interleaved in_proj_qkvz (Qwen3-Next's layout), "
                          "which headway does not read yet; Qwen3.5's in_proj_qkv and in_proj_z it does",
@@ -454,17 +462,9 @@ Result<LayerWeights> load_gated_delta_weights(const WeightFile& file, uint32_t l
   }
   LayerWeights w;
   for (const GatedDeltaSlot& s : kGatedDeltaSlots) {
-    char local[96];
-    std::snprintf(local, sizeof(local), gguf ? s.gguf : s.hf, layer);
-    const std::string name = file.tensor_name(local);
-    uint32_t rank = 0;
-    const Result<TensorRef> t = file.find(name.c_str(), &rank);
+    const Result<TensorRef> t =
+        find_of_rank(file, layer_tensor(file, gguf ? s.gguf : s.hf, layer), gguf ? s.gguf_rank : s.hf_rank);
     if (!t.ok()) return t.status();
-    const uint32_t want = gguf ? s.gguf_rank : s.hf_rank;
-    if (rank != want) {
-      return Status::error(Code::kInvalidArgument, "%s: tensor '%s' has %u dimensions, expected %u", file.path(),
-                           name.c_str(), rank, want);
-    }
     w.*(gguf ? s.gguf_member : s.hf_member) = t.value();
   }
   return w;
@@ -506,11 +506,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& mo
                                                     : "a tensor",
                            naming_text(file.naming()));
     }
-    auto name_in_file = [&](const char* p) {
-      char local[96];
-      std::snprintf(local, sizeof(local), p, layer);
-      return file.tensor_name(local);
-    };
+    const auto name_in_file = [&](const char* p) { return layer_tensor(file, p, layer); };
     std::string full = name_in_file(pattern);
     // A fused tensor holds q, k and v rows in that order; this slot takes its part.
     bool fused = fuses_qkv(file.naming()) && s.part != Slot::kWhole;
