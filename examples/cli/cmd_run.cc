@@ -453,9 +453,8 @@ int run(int argc, char** argv) {
   out.options = &options;
   out.weights = r.weights_path != nullptr ? r.weights_path : "random";
   out.backend = r.backend;
-  uint32_t shown = 0;  // the first attention layer's (Gated DeltaNet layers run on the CPU always)
-  while (shown + 1 < c.n_layers && c.layer_is_linear(shown)) ++shown;
-  out.backend_description = stack.session->layer(shown).backend_description();
+  // The first attention layer's (Gated DeltaNet layers run on the CPU always).
+  out.backend_description = stack.session->layer(c.first_attention_layer()).backend_description();
   out.prompt = r.prompt;
   out.tokens = r.tokens;
   out.encoder = encoder;

@@ -227,6 +227,10 @@ struct GatedDeltaShape {
   constexpr uint32_t key_width() const { return key_heads * key_head_dim; }
   constexpr uint32_t value_width() const { return value_heads * value_head_dim; }
   constexpr uint32_t conv_width() const { return 2 * key_width() + value_width(); }
+  // The value heads' states [value_heads, key_head_dim, value_head_dim] and the convolution's
+  // window [conv_kernel − 1, conv_width], in floats.
+  constexpr uint64_t state_floats() const { return uint64_t{value_heads} * key_head_dim * value_head_dim; }
+  constexpr uint64_t window_floats() const { return uint64_t{conv_kernel - 1} * conv_width(); }
   // The layer's f32 vectors: the convolution's taps [conv_width, conv_kernel], A = −exp(A_log)
   // and dt_bias [value_heads] each, the output norm's weight [value_head_dim].
   constexpr uint64_t vector_floats() const {
@@ -316,6 +320,13 @@ struct Config {
   }
   constexpr bool layer_is_linear(uint32_t i) const { return layers.linear.count && layers.linear.get(i); }
   constexpr float layer_rope_theta(uint32_t i) const { return layer_rope(i).theta; }
+  // The first layer that is not linear attention (the last layer when all are): what a hybrid's
+  // attention-only properties are read from and reported by.
+  constexpr uint32_t first_attention_layer() const {
+    uint32_t i = 0;
+    while (i + 1 < n_layers && layer_is_linear(i)) ++i;
+    return i;
+  }
   // Linear attention layers among layers 0..n-1 (n <= n_layers).
   constexpr uint32_t linear_layers_before(uint32_t n) const {
     uint32_t s = 0;

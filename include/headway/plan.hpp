@@ -404,17 +404,15 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     const auto matrix = [&](uint64_t rows, uint64_t in) {
       return blocks ? ck.mul(rows, dtype_row_bytes(o.weight_dtype, in)) : ck.mul(ck.mul(rows, in), wb);
     };
-    const uint64_t vh = g.value_heads;
-    p.linear_row = static_cast<uint32_t>(ck.add(ck.add(g.conv_width(), g.value_width()), ck.mul(2, vh)));
-    const uint64_t matrices =
-        ck.align(ck.add(matrix(ck.add(ck.add(g.conv_width(), g.value_width()), ck.mul(2, vh)), c.d_model),
-                        matrix(c.d_model, g.value_width())));
+    // Win [linear_row, d_model] and Wout [d_model, value_width].
+    p.linear_row = static_cast<uint32_t>(ck.add(ck.add(g.conv_width(), g.value_width()), ck.mul(2, g.value_heads)));
+    const uint64_t matrices = ck.align(ck.add(matrix(p.linear_row, c.d_model), matrix(c.d_model, g.value_width())));
     const uint64_t vectors = ck.align(ck.mul(g.vector_floats(), 4));
     p.linear_weight_bytes_per_layer = o.weights_in_arena ? ck.add(vectors, matrices) : vectors;
     p.weight_bytes = ck.add(p.weight_bytes, ck.mul(ck.add(vectors, matrices), p.linear_layers));
     p.weights_region_bytes = ck.add(p.weights_region_bytes, ck.mul(p.linear_weight_bytes_per_layer, p.linear_layers));
-    const uint64_t state = ck.mul(ck.mul(vh, g.key_head_dim), ck.mul(g.value_head_dim, 4));
-    const uint64_t window = ck.mul(ck.mul(g.conv_kernel - 1, g.conv_width()), 4);
+    const uint64_t state = ck.mul(g.state_floats(), 4);
+    const uint64_t window = ck.mul(g.window_floats(), 4);
     p.linear_state_bytes_per_layer = ck.add(ck.align(state), ck.align(window));
     p.linear_state_bytes = ck.mul(p.linear_state_bytes_per_layer, p.linear_layers);
   }

@@ -20,6 +20,7 @@
 #include "headway/layer.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
+#include "runtime/model/layer_slot.hpp"
 #include "runtime/model/model_ops.hpp"
 #include "simd/gated_delta.h"
 
@@ -33,8 +34,6 @@ constexpr uint32_t kConvLanes = 16;
 // pay from a few tokens on); a decode step's one token runs the recurrent form.
 constexpr uint32_t kGatedDeltaChunkedFrom = 2;
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x * sigmoid(x); }
 // torch's softplus (beta 1, threshold 20): x itself above the threshold.
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
@@ -129,19 +128,17 @@ Status check_gated_delta_weights(const Plan& plan, const LayerWeights& w, uint32
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.dt_bias, "dt_bias", layer, true, 1, g.value_heads));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.out_norm, "norm", layer, true, 1, g.value_head_dim));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wo, "out_proj", layer, true, c.d_model, g.value_width()));
-  for (const TensorRef* v : {&w.conv, a_itself ? &w.a_neg : &w.a_log, &w.dt_bias, &w.out_norm}) {
-    for (uint64_t i = 0; i < v->elements(); ++i) {
-      const float x = tensor_at(*v, i);
-      if (!std::isfinite(x) || (v == &w.a_neg && !(x < 0.0f))) {
-        return Status::error(Code::kInvalidArgument, "layer %u: %s[%llu] is %g, %s", layer,
-                             v == &w.conv      ? "conv1d"
-                             : v == &w.a_log   ? "A_log"
-                             : v == &w.a_neg   ? "ssm_a"
-                             : v == &w.dt_bias ? "dt_bias"
-                                               : "norm",
-                             static_cast<unsigned long long>(i), static_cast<double>(x),
-                             std::isfinite(x) ? "not negative (A = -exp(A_log))" : "not finite");
-      }
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor_finite(w.conv, "conv1d", layer));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor_finite(a_itself ? w.a_neg : w.a_log, a_itself ? "ssm_a" : "A_log", layer));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor_finite(w.dt_bias, "dt_bias", layer));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor_finite(w.out_norm, "norm", layer));
+  for (uint32_t h = 0; a_itself && h < g.value_heads; ++h) {
+    const float a = tensor_at(w.a_neg, h);
+    if (!(a < 0.0f)) {
+      return Status::error(Code::kInvalidArgument,
+                           "layer %u: tensor ssm_a: ssm_a[%u] = %g is not negative (A = "
+                           "-exp(A_log))",
+                           layer, h, static_cast<double>(a));
     }
   }
   return Status();
@@ -168,20 +165,14 @@ void AttentionLayer::init_gated_delta(const LayerWeights& weights) {
     w_.w_a = weights.w_a;
     w_.wo = weights.wo;
   } else {
-    const DType dt = p.options.weight_dtype;
-    uint8_t* dst = reinterpret_cast<uint8_t*>(vectors) + align_up(g.vector_floats() * sizeof(float));
-    auto put = [&](const TensorRef& src) {
-      TensorRef out{dst, dt, src.rows, src.cols};
-      convert_tensor(src, dst, dt);
-      dst += src.elements() * dtype_bytes(dt);
-      return out;
-    };
-    w_.w_qkv = put(weights.w_qkv);  // Win: in_proj_qkv, then z, b and a, one [linear_row, d_model] matrix
-    put(weights.w_z);
-    put(weights.w_b);
-    put(weights.w_a);
+    LayerSlotWriter slot{reinterpret_cast<uint8_t*>(vectors) + align_up(g.vector_floats() * sizeof(float)),
+                         p.options.weight_dtype};
+    w_.w_qkv = slot.put(weights.w_qkv);  // Win: in_proj_qkv, then z, b and a, one [linear_row, d_model] matrix
+    slot.put(weights.w_z);
+    slot.put(weights.w_b);
+    slot.put(weights.w_a);
     w_.w_qkv.rows = p.linear_row;
-    w_.wo = put(weights.wo);
+    w_.wo = slot.put(weights.wo);
   }
   delta_state_ = arena_->linear_state(layer_);
   reset_gated_delta(0);
@@ -213,8 +204,7 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
   const float* a_neg = taps + size_t{g.conv_width()} * g.conv_kernel;  // A = −exp(A_log)
   const float* dt_bias = a_neg + g.value_heads;
   const float* norm = dt_bias + g.value_heads;
-  const uint64_t state_floats = uint64_t{g.value_heads} * g.key_head_dim * g.value_head_dim;
-  float* window = delta_state_ + align_up(state_floats * sizeof(float)) / sizeof(float);
+  float* window = delta_state_ + align_up(g.state_floats() * sizeof(float)) / sizeof(float);
   // The gates first: a token whose decay or β is not finite (NaN or infinite x) is refused
   // before the window or the state change.
   const size_t gates = size_t{g.conv_width()} + g.value_width();
@@ -247,19 +237,13 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
   } else {
     for (uint32_t h = 0; h < g.value_heads; ++h) run_head(&heads, 0, h);
   }
-  // The gated RMS norm per head: o · rsqrt(mean(o²) + eps) · w · silu(z).
-  const uint32_t dv = g.value_head_dim;
+  // The gated RMS norm per head: o · rsqrt(mean(o²) + eps) · w, then · silu(z).
+  const TensorRef norm_weight{norm, DType::kF32, 1, g.value_head_dim};
   for (uint32_t i = 0; i < t; ++i) {
     float* o = out + size_t{i} * g.value_width();
     const float* z = rows + i * stride + g.conv_width();
-    for (uint32_t h = 0; h < g.value_heads; ++h) {
-      float* oh = o + size_t{h} * dv;
-      const float* zh = z + size_t{h} * dv;
-      float sum = 0.0f;
-      for (uint32_t j = 0; j < dv; ++j) sum += oh[j] * oh[j];
-      const float r = 1.0f / std::sqrt(sum / static_cast<float>(dv) + c.rms_norm_eps);
-      for (uint32_t j = 0; j < dv; ++j) oh[j] = oh[j] * r * norm[j] * silu(zh[j]);
-    }
+    rms_norm_heads(o, g.value_heads, g.value_head_dim, &norm_weight, c.rms_norm_eps, 0.0f);
+    for (uint32_t j = 0; j < g.value_width(); ++j) o[j] *= silu(z[j]);
   }
   dense_highway({w_.wo, {}}, out, g.value_width(), y, d, t, pool_);
   linear_position_ += t;

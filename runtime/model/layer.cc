@@ -6,6 +6,7 @@
 #include "headway/hadamard.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
+#include "runtime/model/layer_slot.hpp"
 #include "runtime/model/model_ops.hpp"
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/xnnpack_dense.hpp"
@@ -39,20 +40,18 @@ Status check_layer_tensor(const TensorRef& t, const char* name, uint32_t layer, 
   return Status();
 }
 
-namespace {
-
-// Learned sink logits join every row's softmax: an infinite or NaN one would turn whole rows of
-// the output into NaN or zeros. Read once, at init.
-Status check_sinks_finite(const TensorRef& sinks, uint32_t layer) {
-  for (uint32_t h = 0; h < sinks.cols; ++h) {
-    const float s = tensor_at(sinks, h);
-    if (!std::isfinite(s)) {
-      return Status::error(Code::kInvalidArgument, "layer %u: tensor sinks: sinks[%u] = %g is not finite", layer, h,
-                           static_cast<double>(s));
+Status check_layer_tensor_finite(const TensorRef& t, const char* name, uint32_t layer) {
+  for (uint64_t i = 0; i < t.elements(); ++i) {
+    const float v = tensor_at(t, i);
+    if (!std::isfinite(v)) {
+      return Status::error(Code::kInvalidArgument, "layer %u: tensor %s: %s[%llu] = %g is not finite", layer, name,
+                           name, static_cast<unsigned long long>(i), static_cast<double>(v));
     }
   }
   return Status();
 }
+
+namespace {
 
 // The sink logits as f32 in the layer's slice of the sinks region (the caller's tensor may go
 // away after init, and may be f16 or bf16).
@@ -78,7 +77,9 @@ Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t lay
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
-  if (c.sinks) HEADWAY_RETURN_IF_ERROR(check_sinks_finite(w.sinks, layer));
+  // Learned sink logits join every row's softmax: an infinite or NaN one would turn whole rows of
+  // the output into NaN or zeros.
+  if (c.sinks) HEADWAY_RETURN_IF_ERROR(check_layer_tensor_finite(w.sinks, "sinks", layer));
   return Status();
 }
 
@@ -200,15 +201,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     //   Wqkv [q_rows + 2·kv_width, d_model] (Wq, Wk, Wv stacked; no Wv with k_eq_v), Wo [d_model,
     //   q_width], bqkv (likewise), bo [d_model], q_norm and k_norm [head_dim, or all heads'
     //   widths] — the last three only when configured.
-    const DType dt = p.options.weight_dtype;
-    const uint32_t eb = dtype_bytes(dt);
-    uint8_t* dst = arena.layer_weights(layer);
-    auto put = [&](const TensorRef& src) {
-      TensorRef out{dst, dt, src.rows, src.cols};
-      convert_tensor(src, dst, dt);
-      dst += src.elements() * eb;
-      return out;
-    };
+    LayerSlotWriter slot{arena.layer_weights(layer), p.options.weight_dtype};
+    const auto put = [&slot](const TensorRef& src) { return slot.put(src); };
     w_ = LayerWeights{};
     const uint32_t projected = c.k_eq_v ? p.q_rows + p.kv_width : p.qkv_width;
     w_.wq = put(weights.wq);
@@ -325,7 +319,7 @@ void AttentionLayer::apply_gates(const float* qkv, float* attn, uint32_t t) cons
   for (uint32_t i = 0; i < t; ++i) {
     const float* g = qkv + size_t{i} * p.qkv_width + p.q_width;
     float* o = attn + size_t{i} * p.q_width;
-    for (uint32_t j = 0; j < p.q_width; ++j) o[j] *= 1.0f / (1.0f + std::exp(-g[j]));
+    for (uint32_t j = 0; j < p.q_width; ++j) o[j] *= sigmoid(g[j]);
   }
 }
 

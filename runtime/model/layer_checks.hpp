@@ -15,6 +15,10 @@ namespace headway {
 Status check_layer_tensor(const TensorRef& t, const char* name, uint32_t layer, bool required, uint32_t rows,
                           uint32_t cols);
 
+// Every value of tensor t (a vector of the layer's) finite, else an error naming the layer, the
+// tensor and the first value that is not.
+Status check_layer_tensor_finite(const TensorRef& t, const char* name, uint32_t layer);
+
 // The MLA tensors of LayerWeights (weights.hpp) against the plan's shapes: present, in a type the
 // kernels read, whole blocks, the right shape; each error names the layer and the tensor.
 Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer);

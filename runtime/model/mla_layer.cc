@@ -11,6 +11,7 @@
 #include "runtime/attention/rope.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
+#include "runtime/model/layer_slot.hpp"
 #include "runtime/model/model_ops.hpp"
 
 namespace headway {
@@ -52,23 +53,15 @@ void AttentionLayer::init_mla_weights(const LayerWeights& weights) {
   const Plan& p = *plan_;
   w_ = weights;
   if (!p.options.weights_in_arena) return;
-  const DType dt = p.options.weight_dtype;
-  uint8_t* dst = arena_->layer_weights(layer_);
-  auto put = [&](const TensorRef& src) {
-    if (!src.present()) return TensorRef{};
-    TensorRef out{dst, dt, src.rows, src.cols};
-    convert_tensor(src, dst, dt);
-    dst += src.elements() * dtype_bytes(dt);
-    return out;
-  };
+  LayerSlotWriter slot{arena_->layer_weights(layer_), p.options.weight_dtype};
   w_ = LayerWeights{};
-  w_.wq_a = put(weights.wq_a);
-  w_.q_a_norm = put(weights.q_a_norm);
-  w_.wq = put(weights.wq);
-  w_.wkv_a = put(weights.wkv_a);
-  w_.kv_a_norm = put(weights.kv_a_norm);
-  w_.wkv_b = put(weights.wkv_b);
-  w_.wo = put(weights.wo);
+  w_.wq_a = slot.put(weights.wq_a);
+  w_.q_a_norm = slot.put(weights.q_a_norm);
+  w_.wq = slot.put(weights.wq);
+  w_.wkv_a = slot.put(weights.wkv_a);
+  w_.kv_a_norm = slot.put(weights.kv_a_norm);
+  w_.wkv_b = slot.put(weights.wkv_b);
+  w_.wo = slot.put(weights.wo);
 }
 
 Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {

@@ -1,6 +1,7 @@
 // The per-token ops of a model around its attention blocks: plain loops in f32, no allocation.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,6 +36,10 @@ void geglu(float* h, uint32_t t, uint32_t ffn);
 
 // y = c · tanh(y / c) over n values (Gemma 2's final_logit_softcapping).
 void softcap_rows(float* y, size_t n, float c);
+
+// The logistic sigmoid 1 / (1 + e^−x), and x times it (SiLU), in f32.
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float silu(float x) { return x * sigmoid(x); }
 
 // x[i] += y[i] for n values (the residual add).
 inline void add_rows(float* x, const float* y, size_t n) {
