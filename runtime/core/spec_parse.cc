@@ -1,5 +1,6 @@
 // The compact spec string. Hand-written on purpose: the core library must parse it on bare metal
 // with no allocation and no libc locale (newlib's strtod allocates).
+#include <cstddef>
 #include <cstdint>
 
 #include "headway/config.hpp"
@@ -101,12 +102,25 @@ Status bad_value(const Token& t, const char* expected) {
   return Status::error(Code::kInvalidArgument, "spec: %s=%s is not %s", t.key, t.value, expected);
 }
 
+// A key whose value is a whole number in a field of Obj (Config, or one of its shapes).
+template <class Obj>
+struct U32Key {
+  const char* key;
+  uint32_t Obj::*field;
+};
+// When t's key is one of `keys`: its value parsed into obj's field, *s the outcome, and true.
+template <class Obj, size_t N>
+bool apply_u32(const Token& t, const U32Key<Obj> (&keys)[N], Obj& obj, Status* s) {
+  for (const U32Key<Obj>& k : keys) {
+    if (!equal(t.key, k.key)) continue;
+    *s = parse_u32(t.value, &(obj.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
+    return true;
+  }
+  return false;
+}
+
 Status apply(const Token& t, Config& c, bool* rope_explicit) {
-  struct U32Key {
-    const char* key;
-    uint32_t Config::*field;
-  };
-  static constexpr U32Key kU32[] = {
+  static constexpr U32Key<Config> kU32[] = {
       {"d_model", &Config::d_model},     {"heads", &Config::n_heads},
       {"kv_heads", &Config::n_kv_heads}, {"head_dim", &Config::head_dim},
       {"ctx", &Config::max_seq},         {"layers", &Config::n_layers},
@@ -119,41 +133,22 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
   if (equal(t.key, "rope_local_theta")) {
     return parse_float(t.value, &c.layers.local_rope_theta) ? Status() : bad_value(t, "a non-negative number");
   }
-  struct MlaKey {
-    const char* key;
-    uint32_t MlaShape::*field;
-  };
-  static constexpr MlaKey kMla[] = {{"kv_lora_rank", &MlaShape::kv_lora_rank},
-                                    {"q_lora_rank", &MlaShape::q_lora_rank},
-                                    {"qk_nope_head_dim", &MlaShape::qk_nope_head_dim},
-                                    {"qk_rope_head_dim", &MlaShape::qk_rope_head_dim},
-                                    {"v_head_dim", &MlaShape::v_head_dim}};
-  for (const MlaKey& k : kMla) {
-    if (equal(t.key, k.key)) {
-      return parse_u32(t.value, &(c.mla.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
-    }
-  }
-  struct GatedDeltaKey {
-    const char* key;
-    uint32_t GatedDeltaShape::*field;
-  };
-  static constexpr GatedDeltaKey kGatedDelta[] = {{"linear_key_heads", &GatedDeltaShape::key_heads},
-                                                  {"linear_value_heads", &GatedDeltaShape::value_heads},
-                                                  {"linear_key_head_dim", &GatedDeltaShape::key_head_dim},
-                                                  {"linear_value_head_dim", &GatedDeltaShape::value_head_dim},
-                                                  {"linear_conv_kernel", &GatedDeltaShape::conv_kernel}};
-  for (const GatedDeltaKey& k : kGatedDelta) {
-    if (equal(t.key, k.key)) {
-      return parse_u32(t.value, &(c.gated_delta.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
-    }
-  }
+  static constexpr U32Key<MlaShape> kMla[] = {{"kv_lora_rank", &MlaShape::kv_lora_rank},
+                                              {"q_lora_rank", &MlaShape::q_lora_rank},
+                                              {"qk_nope_head_dim", &MlaShape::qk_nope_head_dim},
+                                              {"qk_rope_head_dim", &MlaShape::qk_rope_head_dim},
+                                              {"v_head_dim", &MlaShape::v_head_dim}};
+  static constexpr U32Key<GatedDeltaShape> kGatedDelta[] = {{"linear_key_heads", &GatedDeltaShape::key_heads},
+                                                            {"linear_value_heads", &GatedDeltaShape::value_heads},
+                                                            {"linear_key_head_dim", &GatedDeltaShape::key_head_dim},
+                                                            {"linear_value_head_dim", &GatedDeltaShape::value_head_dim},
+                                                            {"linear_conv_kernel", &GatedDeltaShape::conv_kernel}};
+  Status parsed;
+  if (apply_u32(t, kMla, c.mla, &parsed) || apply_u32(t, kGatedDelta, c.gated_delta, &parsed)) return parsed;
   if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
   if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);
   if (equal(t.key, "linear_layers")) return parse_layer_list(t, '1', '0', &c.layers.linear);
-  for (const U32Key& k : kU32) {
-    if (equal(t.key, k.key))
-      return parse_u32(t.value, &(c.*k.field)) ? Status() : bad_value(t, "a whole number 0..4294967295");
-  }
+  if (apply_u32(t, kU32, c, &parsed)) return parsed;
   struct FloatKey {
     const char* key;
     float Config::*field;
