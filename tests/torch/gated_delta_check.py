@@ -172,10 +172,13 @@ def check_multimodal_checkpoint(headway, tmp, model, rng):
 
 
 def check_gguf(headway, tmp, rng):
-    """The hybrid model (value heads twice its key heads, so the reorder matters) as qwen35 GGUFs."""
+    """The hybrid model as qwen35 GGUFs: three value heads per key head, so that the converter's
+    tiled order (value head h reads key head h mod 2) differs from a grouping of two, and half of
+    each attention head rotated (the file's rope.dimension_count)."""
     import gguf
     from transformers import Qwen3_5ForCausalLM
-    cfg = text_config(layer_types=["linear_attention"] * 3 + ["full_attention"])
+    cfg = text_config(layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_value_heads=6,
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
     failures = 0
     for qtype in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.Q8_0):
         model = randomize(Qwen3_5ForCausalLM(cfg)).to(torch.float64).eval()

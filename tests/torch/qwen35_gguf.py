@@ -33,7 +33,8 @@ def write_qwen35_gguf(path, model, qtype, vocab=False):
     w.add_uint32(f"{arch}.attention.head_count_kv", cfg.num_key_value_heads)
     w.add_uint32(f"{arch}.attention.key_length", cfg.head_dim)
     w.add_uint32(f"{arch}.attention.value_length", cfg.head_dim)
-    w.add_uint32(f"{arch}.rope.dimension_count", int(cfg.head_dim * 0.25))
+    w.add_uint32(f"{arch}.rope.dimension_count",
+                 int(cfg.head_dim * cfg.rope_parameters.get("partial_rotary_factor", 0.25)))
     w.add_float32(f"{arch}.rope.freq_base", float(cfg.rope_parameters["rope_theta"]))
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", cfg.rms_norm_eps)
     w.add_array(f"{arch}.attention.recurrent_layers", [t == "linear_attention" for t in cfg.layer_types])
