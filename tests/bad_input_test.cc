@@ -335,22 +335,33 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        }),
        Code::kUnsupported,
        {"MLA: kv_lora_rank 1024 + qk_rope_head_dim 64 = 1088 values per cache row, more than the 576"}},
-      {"layers sharing earlier layers' caches (Gemma 3n, Gemma 4)",
+      {"a layer sharing KV with no earlier layer of its kind (Gemma 3n, Gemma 4)",
        plan_of([](Config& c) {
+         c.window = 8;
          c.n_layers = 4;
-         c.layers.kv_shared_layers = 2;
+         c.layers.sliding_pattern = 2;
+         c.layers.kv_shared_layers = 3;
+       }),
+       Code::kInvalidArgument,
+       {"layer 1 reads the cache of an earlier full layer (num_kv_shared_layers 3), and no layer before 1 is one"}},
+      {"layers sharing KV in a bidirectional stack",
+       plan_of([](Config& c) {
+         c.n_layers = 2;
+         c.causal = false;
+         c.layers.kv_shared_layers = 1;
        }),
        Code::kUnsupported,
-       {"num_kv_shared_layers 2: layers 2 to 3 have no K/V of their own"}},
-      {"full layers of another head shape (Gemma 4)",
+       {"num_kv_shared_layers 1: layers read an earlier layer's K/V cache only in a causal stack",
+        "bidirectional attention"}},
+      {"full layers of a head shape past the kernels (Gemma 4)",
        plan_of([](Config& c) {
          c.window = 8;
          c.n_layers = 2;
          c.layers.sliding_pattern = 2;
-         c.layers.full_head_dim = 128;
+         c.layers.full_head_dim = 1024;
        }),
        Code::kUnsupported,
-       {"per-layer head shapes (Gemma 4: full layers of head_dim 128"}},
+       {"head_dim 1024 is above the largest supported head size 576"}},
       {"linear attention layers (Qwen3.5) without their shape",
        plan_of([](Config& c) {
          c.n_layers = 4;

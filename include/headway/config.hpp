@@ -327,6 +327,37 @@ struct Config {
     while (i + 1 < n_layers && layer_is_linear(i)) ++i;
     return i;
   }
+  // Shared KV (LayerKinds::kv_shared_layers): the first layer that reads another's cache
+  // (n_layers when none does), and whose cache layer i reads: its own, or on a sharing layer the
+  // last layer before the first sharing one that slides as it does (n_layers when there is none,
+  // which validate() refuses).
+  constexpr uint32_t first_kv_shared_layer() const {
+    return layers.kv_shared_layers < n_layers ? n_layers - layers.kv_shared_layers : 0;
+  }
+  constexpr bool layer_shares_kv(uint32_t i) const { return layers.kv_shared_layers && i >= first_kv_shared_layer(); }
+  constexpr uint32_t kv_owner(uint32_t i) const {
+    if (!layer_shares_kv(i)) return i;
+    for (uint32_t j = first_kv_shared_layer(); j-- > 0;) {
+      if (layer_slides(j) == layer_slides(i) && !layer_is_linear(j)) return j;
+    }
+    return n_layers;
+  }
+  // Whether full layers have a head shape of their own (Gemma 4): full_shape() then differs.
+  constexpr bool full_layers_shaped() const {
+    return (layers.full_head_dim && layers.full_head_dim != head_size()) ||
+           (layers.full_kv_heads && layers.full_kv_heads != kv_heads()) || (layers.full_k_eq_v && !k_eq_v);
+  }
+  // The config with every layer in the full layers' head shape (the full_* fields folded in).
+  constexpr Config full_shape() const {
+    Config c = *this;
+    if (layers.full_head_dim) c.head_dim = layers.full_head_dim;
+    if (layers.full_kv_heads) c.n_kv_heads = layers.full_kv_heads;
+    c.k_eq_v = k_eq_v || layers.full_k_eq_v;
+    c.layers.full_head_dim = 0;
+    c.layers.full_kv_heads = 0;
+    c.layers.full_k_eq_v = false;
+    return c;
+  }
   // Linear attention layers among layers 0..n-1 (n <= n_layers).
   constexpr uint32_t linear_layers_before(uint32_t n) const {
     uint32_t s = 0;
@@ -370,11 +401,7 @@ struct Config {
     c.window_symmetric = layer_slides(i) && window_symmetric;
     c.sink_tokens = layer_slides(i) ? sink_tokens : 0;
     c.rope = layer_rope(i);
-    if (!layer_slides(i)) {
-      if (layers.full_head_dim) c.head_dim = layers.full_head_dim;
-      if (layers.full_kv_heads) c.n_kv_heads = layers.full_kv_heads;
-      c.k_eq_v = k_eq_v || layers.full_k_eq_v;
-    }
+    if (!layer_slides(i)) c = c.full_shape();
     c.layers = LayerKinds{};
     if (layer_is_linear(i)) {
       c.layers.linear.count = 1;
@@ -384,9 +411,23 @@ struct Config {
     return c;
   }
 
+  // Layer i as it runs alone, and, when it shares KV, the layer whose cache it reads before it:
+  // two layers of layer i's kind, the second reading the first's cache.
+  constexpr Config layer_with_owner(uint32_t i) const {
+    Config c = layer_alone(i);
+    if (layer_shares_kv(i)) {
+      c.n_layers = 2;
+      c.layers.kv_shared_layers = 1;
+    }
+    return c;
+  }
+
   // The first n layers only (n <= n_layers): the per-layer lists shortened with them.
   constexpr void keep_first_layers(uint32_t n) {
     if (n == 0 || n >= n_layers) return;
+    // The sharing layers are the last ones: those kept keep reading the caches they read.
+    const uint32_t first_shared = first_kv_shared_layer();
+    layers.kv_shared_layers = n > first_shared && layers.kv_shared_layers ? n - first_shared : 0;
     n_layers = n;
     if (layers.sliding.count > n) layers.sliding.count = n;
     if (layers.rope.count > n) layers.rope.count = n;
@@ -417,7 +458,9 @@ inline constexpr uint32_t kMaxHeads = 1024;
 // sliding_pattern (N >= 1), nope_interval (N >= 1), rope_local_theta, sinks (0|1), layer_types
 // (one letter per layer: s sliding, f full; e.g. sfsf), rope_layers (one digit per layer: 1 RoPE,
 // 0 none; e.g. 1110), sink_tokens (N, with a window), alibi (0|1), alibi_max_bias,
-// alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a window); multi-head
+// alibi_times_scale (0|1) and window_symmetric (0|1, with causal=0 and a window); shared KV and
+// the full layers' own head shape (Gemma 3n / 4): kv_shared_layers, full_head_dim, full_kv_heads
+// and full_k_eq_v (0|1); multi-head
 // latent attention (MlaShape): kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and
 // v_head_dim, which also make head_dim, kv_heads and rope_dim where the spec does not; Gated
 // DeltaNet layers (GatedDeltaShape): linear_layers (one digit per layer: 1 linear, 0 attention),

@@ -147,7 +147,11 @@ struct LayerPlan {
   uint32_t sink_tokens = 0;           // StreamingLLM sink tokens the ring keeps (sliding layers)
   bool alibi = false;                 // ALiBi biases
   bool linear = false;                // a Gated DeltaNet layer: no KV (kv_bytes 0), a fixed state
-  uint64_t state_offset = 0;          // arena offset of its state and convolution window (linear)
+  // Shared KV (Gemma 3n / 4): a layer past the first num_kv_shared_layers owns no cache (kv_bytes
+  // 0) and reads kv_owner's (its kv_rows, kv_offset); kv_owner is the layer itself otherwise.
+  bool shares_kv = false;
+  uint32_t kv_owner = 0;
+  uint64_t state_offset = 0;  // arena offset of its state and convolution window (linear)
 };
 
 struct Plan {
@@ -175,8 +179,9 @@ struct Plan {
   // layer's when all are alike); ring_rows a sliding layer's.
   uint32_t cache_rows = 0;
   uint32_t ring_rows = 0;
-  uint32_t sliding_layers = 0;  // layers with a window (the rest are full)
-  uint32_t linear_layers = 0;   // Gated DeltaNet layers (LayerKinds::linear): no KV cache
+  uint32_t sliding_layers = 0;    // layers with a window (the rest are full)
+  uint32_t linear_layers = 0;     // Gated DeltaNet layers (LayerKinds::linear): no KV cache
+  uint32_t kv_shared_layers = 0;  // attention layers that read an earlier layer's cache (shared KV)
   // A linear layer's projected row: [q | k | v] conv_width, z value_width, then b and a
   // (value_heads each); its vectors in the weights region (f32): the convolution's taps
   // [conv_width, conv_kernel], A = −exp(A_log) and dt_bias [value_heads] each, the output norm's
@@ -184,7 +189,12 @@ struct Plan {
   uint32_t linear_row = 0;
   KernelKind kernel = KernelKind::kGeneric;
 
-  uint64_t weight_bytes_per_layer = 0;
+  uint64_t weight_bytes_per_layer = 0;  // the largest attention layer's (layer_plan: a layer's own)
+  // An attention layer's weights by its kind, [sliding, full]: one that owns its cache, and one
+  // that reads another's (no K/V projections). They differ with shared KV, and where full layers
+  // have a head shape of their own (Gemma 4).
+  uint64_t owning_weight_bytes[2] = {};
+  uint64_t sharing_weight_bytes[2] = {};
   uint64_t weight_bytes = 0;                   // all layers (also when borrowed: what the file provides)
   uint64_t linear_weight_bytes_per_layer = 0;  // a linear layer's slot in the weights region
   uint64_t linear_state_bytes_per_layer = 0;   // a linear layer's state and convolution window
@@ -198,6 +208,7 @@ struct Plan {
   uint64_t kv_bytes_sliding_layer = 0;         // a sliding layer's: ring_rows tokens (0 without sliding layers)
   uint64_t kv_bytes_full_layer = 0;            // a full layer's: max_seq tokens
   uint64_t kv_cache_bytes = 0;                 // all layers: the sum of theirs
+  uint64_t kv_shared_saved_bytes = 0;          // what the layers that share KV would hold of their own
   uint64_t rope_bytes_per_layer = 0;           // one layer's RoPE frequencies (f64), aligned; 0 without RoPE
   uint64_t rope_bytes = 0;                     // all layers
   uint64_t sinks_bytes_per_layer = 0;          // one layer's sink logits [n_heads] f32, aligned; 0 without sinks
@@ -247,11 +258,15 @@ struct Plan {
     l.rope = rotates ? config.rope.style : RopeStyle::kNone;
     l.rope_theta = rotates ? config.layer_rope_theta(i) : 0.0f;
     l.kv_rows = l.linear ? 0 : l.sliding ? ring_rows : config.max_seq;
-    l.kv_bytes = l.linear ? 0 : l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
-    const uint32_t sliding_before = config.sliding_layers_before(i);
+    l.shares_kv = !l.linear && config.layer_shares_kv(i);
+    l.kv_owner = l.shares_kv && config.kv_owner(i) < i ? config.kv_owner(i) : i;
+    l.kv_bytes = l.linear || l.shares_kv ? 0 : l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
+    // The owners come before every sharing layer: their caches are back to back in layer order.
+    const uint32_t o = l.kv_owner;
+    const uint32_t sliding_before = config.sliding_layers_before(o);
     const uint32_t linear_before = config.linear_layers_before(i);
     l.kv_offset = kv_offset + uint64_t{sliding_before} * kv_bytes_sliding_layer +
-                  uint64_t{i - sliding_before - linear_before} * kv_bytes_full_layer;
+                  uint64_t{o - sliding_before - config.linear_layers_before(o)} * kv_bytes_full_layer;
     l.state_offset = linear_state_offset + uint64_t{linear_before} * linear_state_bytes_per_layer;
     l.sinks = config.sinks;
     l.sink_tokens = l.sliding ? config.sink_tokens : 0;
@@ -259,16 +274,22 @@ struct Plan {
     return l;
   }
 
-  // Where layer i's slot in the weights region starts (an attention layer's: weight_bytes_per_layer
-  // when the arena holds them; a linear layer's: linear_weight_bytes_per_layer).
-  constexpr uint64_t layer_weights_offset(uint32_t i) const {
-    const uint32_t linear_before = config.linear_layers_before(i);
-    return weights_offset + uint64_t{i - linear_before} * attention_weights_slot() +
-           uint64_t{linear_before} * linear_weight_bytes_per_layer;
+  // Attention layer i's weight bytes, by its kind (owning_weight_bytes, sharing_weight_bytes).
+  constexpr uint64_t attention_weight_bytes(uint32_t i) const {
+    const bool full = !config.layer_slides(i);
+    return config.layer_shares_kv(i) ? sharing_weight_bytes[full] : owning_weight_bytes[full];
   }
-  // An attention layer's slot in the weights region: its weights when the arena holds them.
-  constexpr uint64_t attention_weights_slot() const {
-    return options.weights_in_arena && options.projection != Projection::kXnnpack ? weight_bytes_per_layer : 0;
+  // Layer i's slot in the weights region: an attention layer's weights when the arena holds them;
+  // a linear layer's linear_weight_bytes_per_layer.
+  constexpr uint64_t layer_weights_slot(uint32_t i) const {
+    if (config.layer_is_linear(i)) return linear_weight_bytes_per_layer;
+    return options.weights_in_arena && options.projection != Projection::kXnnpack ? attention_weight_bytes(i) : 0;
+  }
+  // Where layer i's slot starts: the slots of the layers before it, in order.
+  constexpr uint64_t layer_weights_offset(uint32_t i) const {
+    uint64_t offset = weights_offset;
+    for (uint32_t j = 0; j < i && j < config.n_layers; ++j) offset += layer_weights_slot(j);
+    return offset;
   }
 
   // The head layout of a plan whose layers are alike (a layer's own: layer_plan(plan, i).head()).
@@ -310,11 +331,55 @@ struct Checked {
     return overflow ? 0 : align_up(n);
   }
 };
+
+// An attention layer's weight bytes in config c's head shape: Wq [q_rows, d_model], Wk and Wv
+// [kv_width, d_model] (no Wv with k_eq_v), Wo [d_model, q_width], their biases and the q/k norms
+// as configured; MLA's: Wq_a [q_lora, d_model] and Wq_b [n_heads·(nope + rope), q_lora] or Wq
+// [.., d_model], Wkv_a [kv_lora + rope, d_model], Wkv_b [n_heads·(nope + v), kv_lora], Wo
+// [d_model, n_heads·v] and the two latent norms. Block weights: the matrices' rows as the file
+// holds them, the vectors f32. own_kv false: a layer that reads another's cache (no Wk, Wv, their
+// biases or k norm).
+constexpr uint64_t attention_weight_bytes(const Config& c, const PlanOptions& o, bool own_kv, Checked& ck) {
+  const uint64_t wb = dtype_bytes(o.weight_dtype);
+  const bool blocks = dtype_is_block(o.weight_dtype);
+  const auto matrix = [&](uint64_t rows, uint64_t in) {
+    return blocks ? ck.mul(rows, dtype_row_bytes(o.weight_dtype, in)) : ck.mul(ck.mul(rows, in), wb);
+  };
+  const uint64_t vector_bytes = blocks ? 4 : wb;
+  if (c.is_mla()) {
+    const MlaShape& m = c.mla;
+    const uint64_t mla_q = ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.qk_rope_head_dim);
+    uint64_t bytes = m.q_lora_rank ? ck.add(matrix(m.q_lora_rank, c.d_model), matrix(mla_q, m.q_lora_rank))
+                                   : matrix(mla_q, c.d_model);
+    bytes = ck.add(bytes, matrix(uint64_t{m.kv_lora_rank} + m.qk_rope_head_dim, c.d_model));
+    bytes = ck.add(bytes, matrix(ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.v_head_dim), m.kv_lora_rank));
+    bytes = ck.add(bytes, matrix(c.d_model, ck.mul(c.n_heads, m.v_head_dim)));
+    bytes = ck.add(bytes, ck.mul(uint64_t{m.q_lora_rank} + m.kv_lora_rank, vector_bytes));
+    return ck.align(bytes);
+  }
+  const uint64_t qw = ck.mul(c.n_heads, c.head_size());
+  const uint64_t kvw = ck.mul(c.kv_heads(), c.head_size());
+  const uint64_t q_rows = c.output_gate ? ck.mul(2, qw) : qw;
+  const uint64_t projected = own_kv ? ck.add(q_rows, ck.mul(c.k_eq_v ? 1 : 2, kvw)) : q_rows;
+  uint64_t vectors = 0;
+  if (c.qkv_bias) vectors = ck.add(vectors, projected);
+  if (c.o_bias) vectors = ck.add(vectors, c.d_model);
+  if (c.qk_norm) vectors = ck.add(vectors, own_kv ? ck.add(c.q_norm_width(), c.k_norm_width()) : c.q_norm_width());
+  const uint64_t matrices = ck.add(matrix(projected, c.d_model), matrix(c.d_model, qw));
+  return ck.align(ck.add(matrices, ck.mul(vectors, vector_bytes)));
+}
 }  // namespace detail
 
 // The plan of a config. Does not validate: byte counts of a config that validate() rejects are
 // meaningless (but never UB: overflow is flagged). Use make_plan() for checked input.
 constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
+  // Every attention layer full and shaped as full layers are (Gemma 4 without sliding layers):
+  // one head shape, the full layers'.
+  if (c.full_layers_shaped() && c.sliding_layers_before(c.n_layers) == 0) {
+    Plan whole = plan_for(c.full_shape(), o);
+    whole.config = c;
+    return whole;
+  }
   Plan p;
   detail::Checked ck;
   p.config = c;
@@ -328,8 +393,6 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   const uint64_t q_rows = c.output_gate ? ck.mul(2, qw) : qw;
   const uint64_t qkvw = ck.add(q_rows, ck.mul(2, kvw));
   if (qkvw > 0xffffffffull) ck.overflow = true;
-  // The projected rows: Wq's, Wk's and Wv's unless V is K's projection (k_eq_v).
-  const uint64_t projected = ck.add(q_rows, ck.mul(c.k_eq_v ? 1 : 2, kvw));
   p.q_width = static_cast<uint32_t>(qw);
   p.q_rows = static_cast<uint32_t>(q_rows);
   p.kv_width = static_cast<uint32_t>(kvw);
@@ -362,40 +425,30 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.kernel = kernel_for_head_dim(p.head_dim);
 
   const uint64_t wb = dtype_bytes(o.weight_dtype);
-  // Wq [q_rows, d_model], Wk and Wv [kv_width, d_model], Wo [d_model, q_width].
-  uint64_t per_layer = ck.mul(ck.add(projected, qw), c.d_model);
-  uint64_t vectors = 0;
-  if (c.qkv_bias) vectors = ck.add(vectors, projected);
-  if (c.o_bias) vectors = ck.add(vectors, c.d_model);
-  if (c.qk_norm) vectors = ck.add(vectors, ck.add(c.q_norm_width(), c.k_norm_width()));
-  if (dtype_is_block(o.weight_dtype)) {
-    // Borrowed blocks (weights_in_arena false): the matrices' rows as the file holds them, the
-    // biases and norms in f32.
-    const uint64_t in_model = dtype_row_bytes(o.weight_dtype, c.d_model);
-    const uint64_t rows = projected;
-    per_layer = ck.add(ck.add(ck.mul(rows, in_model), ck.mul(c.d_model, dtype_row_bytes(o.weight_dtype, qw))),
-                       ck.mul(vectors, 4));
-    p.weight_bytes_per_layer = ck.align(per_layer);
-  } else {
-    p.weight_bytes_per_layer = ck.align(ck.mul(ck.add(per_layer, vectors), wb));
+  // Attention layers' weights by kind; the layers' slots in order fill the weights region.
+  const Config full_shape = c.full_shape();
+  for (uint32_t full = 0; full < 2; ++full) {
+    const Config& shape = full ? full_shape : c;
+    p.owning_weight_bytes[full] = detail::attention_weight_bytes(shape, o, true, ck);
+    p.sharing_weight_bytes[full] = detail::attention_weight_bytes(shape, o, false, ck);
   }
-  if (c.is_mla()) {
-    // Wq_a [q_lora, d_model] and Wq_b [n_heads·(nope + rope), q_lora], or Wq [.., d_model];
-    // Wkv_a [kv_lora + rope, d_model], Wkv_b [n_heads·(nope + v), kv_lora], Wo [d_model, n_heads·v];
-    // the two latent norms (block weights: the matrices' rows as the file holds them, norms f32).
-    const bool blocks = dtype_is_block(o.weight_dtype);
-    const auto matrix = [&](uint64_t rows, uint64_t in) {
-      return blocks ? ck.mul(rows, dtype_row_bytes(o.weight_dtype, in)) : ck.mul(ck.mul(rows, in), wb);
-    };
-    uint64_t bytes = m.q_lora_rank ? ck.add(matrix(m.q_lora_rank, c.d_model), matrix(mla_q, m.q_lora_rank))
-                                   : matrix(mla_q, c.d_model);
-    bytes = ck.add(bytes, matrix(uint64_t{m.kv_lora_rank} + m.qk_rope_head_dim, c.d_model));
-    bytes = ck.add(bytes, matrix(ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.v_head_dim), m.kv_lora_rank));
-    bytes = ck.add(bytes, matrix(c.d_model, mla_v));
-    bytes = ck.add(bytes, ck.mul(uint64_t{m.q_lora_rank} + m.kv_lora_rank, blocks ? 4 : wb));
-    p.weight_bytes_per_layer = ck.align(bytes);
+  // Attention layers by kind, [sliding, full], owning their cache or sharing another's (the
+  // sharing layers are the last ones).
+  const uint32_t first_shared = c.layers.kv_shared_layers ? c.first_kv_shared_layer() : c.n_layers;
+  const uint32_t owning_sliding = c.sliding_layers_before(first_shared);
+  const uint32_t owning[2] = {owning_sliding, first_shared - owning_sliding - c.linear_layers_before(first_shared)};
+  const uint32_t sharing[2] = {p.sliding_layers - owning[0], attention_layers - p.sliding_layers - owning[1]};
+  p.kv_shared_layers = sharing[0] + sharing[1];
+  for (uint32_t full = 0; full < 2; ++full) {
+    p.weight_bytes = ck.add(p.weight_bytes, ck.mul(p.owning_weight_bytes[full], owning[full]));
+    p.weight_bytes = ck.add(p.weight_bytes, ck.mul(p.sharing_weight_bytes[full], sharing[full]));
+    if (owning[full] && p.owning_weight_bytes[full] > p.weight_bytes_per_layer) {
+      p.weight_bytes_per_layer = p.owning_weight_bytes[full];
+    }
+    if (sharing[full] && p.sharing_weight_bytes[full] > p.weight_bytes_per_layer) {
+      p.weight_bytes_per_layer = p.sharing_weight_bytes[full];
+    }
   }
-  p.weight_bytes = ck.mul(p.weight_bytes_per_layer, attention_layers);
   const bool xnn = o.projection == Projection::kXnnpack;
   p.weights_region_bytes = o.weights_in_arena && !xnn ? p.weight_bytes : 0;
   if (p.linear_layers != 0) {
@@ -416,49 +469,96 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     p.linear_state_bytes_per_layer = ck.add(ck.align(state), ck.align(window));
     p.linear_state_bytes = ck.mul(p.linear_state_bytes_per_layer, p.linear_layers);
   }
+  // Each kind's head shape, [sliding, full]: the config's, and on full layers their own where they
+  // have one (Gemma 4). The regions every layer uses in turn are sized for the larger.
+  const bool present[2] = {p.sliding_layers != 0, attention_layers != p.sliding_layers};
+  struct Shape {
+    uint64_t head_dim, kv_heads, group, q_width, q_rows, kv_width, qkv_width;
+  } shape[2] = {};
+  for (uint32_t full = 0; full < 2; ++full) {
+    const Config& k = full ? full_shape : c;
+    Shape& h = shape[full];
+    h.head_dim = k.head_size();
+    h.kv_heads = k.kv_heads();
+    h.group = h.kv_heads ? c.n_heads / h.kv_heads : 0;
+    h.q_width = ck.mul(c.n_heads, h.head_dim);
+    h.q_rows = k.output_gate ? ck.mul(2, h.q_width) : h.q_width;
+    h.kv_width = ck.mul(h.kv_heads, h.head_dim);
+    h.qkv_width = full ? ck.add(h.q_rows, ck.mul(2, h.kv_width)) : p.qkv_width;
+  }
+  const auto larger = [&present](uint64_t sliding, uint64_t full) {
+    const uint64_t a = present[0] || !present[1] ? sliding : 0;
+    const uint64_t b = present[1] ? full : 0;
+    return a > b ? a : b;
+  };
+  if (shape[1].qkv_width > 0xffffffffull) ck.overflow = true;
+
   if (xnn && !c.is_mla()) {  // MLA's projections are Highway's (the layer refuses XNNPACK)
     p.projection_blocks = p.options.threads < kXnnMaxBlocks ? p.options.threads : kXnnMaxBlocks;
     const uint32_t b = p.projection_blocks;
     // Borrowed weights: Q, K, V are three operators; copied: one fused QKV operator (bounded by
     // the three, since every term is additive in the output rows).
-    uint64_t packed = ck.align(ck.mul(ck.add(c.q_norm_width(), c.k_norm_width()), 4));
-    packed = ck.add(packed, xnn_packed_bytes_bound(q_rows, c.d_model, b));
-    packed = ck.add(packed, ck.mul(c.k_eq_v ? 1 : 2, xnn_packed_bytes_bound(kvw, c.d_model, b)));
-    packed = ck.add(packed, xnn_packed_bytes_bound(c.d_model, qw, b));
-    p.packed_bytes_per_layer = ck.align(packed);
+    uint64_t packed[2] = {};
+    for (uint32_t full = 0; full < 2; ++full) {
+      const Config& k = full ? full_shape : c;
+      const Shape& h = shape[full];
+      packed[full] = ck.align(ck.mul(ck.add(k.q_norm_width(), k.k_norm_width()), 4));
+      packed[full] = ck.add(packed[full], xnn_packed_bytes_bound(h.q_rows, c.d_model, b));
+      packed[full] = ck.add(packed[full], ck.mul(k.k_eq_v ? 1 : 2, xnn_packed_bytes_bound(h.kv_width, c.d_model, b)));
+      packed[full] = ck.add(packed[full], xnn_packed_bytes_bound(c.d_model, h.q_width, b));
+    }
+    p.packed_bytes_per_layer = ck.align(larger(packed[0], packed[1]));
     p.packed_bytes = ck.mul(p.packed_bytes_per_layer, c.n_layers);
   }
 
   // K and V of one token in one layer: a row of head_dim values per kv head (block formats: whole
-  // blocks, scales included).
-  // MLA: one row, K and V at once.
-  const uint64_t kv_token_layer = ck.mul(ck.mul(c.is_mla() ? 1 : 2, kvh), dtype_row_bytes(c.kv_dtype, p.head_dim));
-  p.kv_bytes_per_token = ck.mul(kv_token_layer, attention_layers);
-  p.kv_bytes_per_layer = ck.align(ck.mul(kv_token_layer, p.cache_rows));
-  p.kv_bytes_full_layer = ck.align(ck.mul(kv_token_layer, c.max_seq));
-  p.kv_bytes_sliding_layer = ck.align(ck.mul(kv_token_layer, p.ring_rows));
-  p.kv_cache_bytes = ck.add(ck.mul(p.kv_bytes_sliding_layer, p.sliding_layers),
-                            ck.mul(p.kv_bytes_full_layer, attention_layers - p.sliding_layers));
-  p.rope_bytes_per_layer = ck.align(ck.mul(rope_frequency_count(c.rope, p.head_dim), sizeof(double)));
+  // blocks, scales included). MLA: one row, K and V at once. Only the layers that own a cache
+  // hold one.
+  uint64_t kv_token[2] = {};
+  for (uint32_t full = 0; full < 2; ++full) {
+    kv_token[full] = ck.mul(ck.mul(c.is_mla() ? 1 : 2, shape[full].kv_heads),
+                            dtype_row_bytes(c.kv_dtype, static_cast<uint32_t>(shape[full].head_dim)));
+  }
+  p.kv_bytes_full_layer = ck.align(ck.mul(kv_token[1], c.max_seq));
+  p.kv_bytes_sliding_layer = ck.align(ck.mul(kv_token[0], p.ring_rows));
+  p.kv_bytes_per_layer = larger(p.kv_bytes_sliding_layer, p.kv_bytes_full_layer);
+  if (attention_layers == 0) p.kv_bytes_per_layer = p.kv_bytes_full_layer;
+  p.kv_bytes_per_token = ck.add(ck.mul(kv_token[0], owning[0]), ck.mul(kv_token[1], owning[1]));
+  p.kv_cache_bytes = ck.add(ck.mul(p.kv_bytes_sliding_layer, owning[0]), ck.mul(p.kv_bytes_full_layer, owning[1]));
+  p.kv_shared_saved_bytes =
+      ck.add(ck.mul(p.kv_bytes_sliding_layer, sharing[0]), ck.mul(p.kv_bytes_full_layer, sharing[1]));
+  p.rope_bytes_per_layer =
+      ck.align(ck.mul(larger(rope_frequency_count(c.rope, p.head_dim),
+                             rope_frequency_count(c.rope, static_cast<uint32_t>(shape[1].head_dim))),
+                      sizeof(double)));
   p.rope_bytes = ck.mul(p.rope_bytes_per_layer, c.n_layers);
   p.sinks_bytes_per_layer = c.sinks ? ck.align(ck.mul(c.n_heads, 4)) : 0;
   p.sinks_bytes = ck.mul(p.sinks_bytes_per_layer, c.n_layers);
   p.alibi_bytes = c.alibi ? ck.align(ck.mul(c.n_heads, 4)) : 0;
 
-  const uint64_t act_row = p.linear_row > p.qkv_width ? p.linear_row : p.qkv_width;
-  const uint64_t out_row = c.gated_delta.value_width() > qw && p.linear_layers ? c.gated_delta.value_width() : qw;
+  uint64_t act_row = larger(shape[0].qkv_width, shape[1].qkv_width);
+  if (p.linear_row > act_row) act_row = p.linear_row;
+  uint64_t out_row = larger(shape[0].q_width, shape[1].q_width);
+  if (p.linear_layers && c.gated_delta.value_width() > out_row) out_row = c.gated_delta.value_width();
   const uint64_t qkv_act = ck.align(ck.mul(ck.mul(p.max_tokens, act_row), 4));
   const uint64_t attn_act = ck.align(ck.mul(ck.mul(p.max_tokens, out_row), 4));
   const uint64_t model_act = ck.align(ck.mul(ck.mul(p.max_tokens, c.d_model), 4));
   p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));
-  p.scratch_bytes_per_thread = ck.align(attention_scratch_bytes(p.head_dim, p.group_size));
+  uint64_t scratch[2] = {}, partials[2] = {};
+  for (uint32_t full = 0; full < 2; ++full) {
+    const Shape& h = shape[full];
+    const uint32_t hd = static_cast<uint32_t>(h.head_dim), group = static_cast<uint32_t>(h.group);
+    scratch[full] = ck.align(attention_scratch_bytes(hd, group));
+    partials[full] =
+        attention_partials_bytes_bound(hd, group, static_cast<uint32_t>(h.kv_heads), p.cache_rows, p.max_tokens);
+  }
+  p.scratch_bytes_per_thread = larger(scratch[0], scratch[1]);
   if (p.linear_layers != 0) {
     const uint64_t chunked =
         ck.align(ck.mul(gated_delta_chunk_scratch_floats(c.gated_delta.key_head_dim, c.gated_delta.value_head_dim), 4));
     if (chunked > p.scratch_bytes_per_thread) p.scratch_bytes_per_thread = chunked;
   }
-  p.attention_partials_bytes =
-      attention_partials_bytes_bound(p.head_dim, p.group_size, kvh, p.cache_rows, p.max_tokens);
+  p.attention_partials_bytes = larger(partials[0], partials[1]);
   p.scratch_bytes = ck.add(ck.mul(p.scratch_bytes_per_thread, p.options.threads), p.attention_partials_bytes);
 
   p.weights_offset = 0;
@@ -506,20 +606,33 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
 
 // The plan layer i runs on: the whole plan with its config narrowed to that layer as
 // Config::layer_alone narrows it (its window and whether it is symmetric, its sink tokens, its
-// RoPE or none, its base; no per-layer kinds left), still counting every layer, and its KV rows
-// and bytes. What a backend is created from; equal to `p` for a layer of a plan whose layers are
-// alike.
+// RoPE or none, its base, its head shape; no per-layer kinds left), still counting every layer,
+// its head shape's widths and weight bytes, and the KV rows and bytes of the cache it reads (its
+// own, or its kv_owner's). What a backend is created from; equal to `p` for a layer of a plan
+// whose layers are alike.
 constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   const LayerPlan l = p.layer(i);
+  const LayerPlan kv = p.layer(l.kv_owner);
   Plan q = p;
   q.config = p.config.layer_alone(i);
   q.config.n_layers = p.config.n_layers;
-  q.cache_rows = l.kv_rows;
-  q.ring_rows = l.sliding ? l.kv_rows : 0;
+  if (!l.linear && !l.sliding && p.config.full_layers_shaped()) {  // Gemma 4's full layers
+    const Config& c = q.config;
+    q.head_dim = c.head_size();
+    q.group_size = c.n_heads / c.kv_heads();
+    q.q_width = c.n_heads * q.head_dim;
+    q.q_rows = c.output_gate ? 2 * q.q_width : q.q_width;
+    q.kv_width = c.kv_heads() * q.head_dim;
+    q.qkv_width = q.q_rows + 2 * q.kv_width;
+    q.kernel = kernel_for_head_dim(q.head_dim);
+  }
+  if (!l.linear) q.weight_bytes_per_layer = p.attention_weight_bytes(i);
+  q.cache_rows = kv.kv_rows;
+  q.ring_rows = kv.sliding ? kv.kv_rows : 0;
   q.sliding_layers = l.sliding ? q.config.n_layers : 0;
-  q.kv_bytes_per_layer = l.kv_bytes;
-  q.kv_bytes_sliding_layer = l.sliding ? l.kv_bytes : 0;
-  q.kv_bytes_full_layer = l.sliding ? p.kv_bytes_full_layer : l.kv_bytes;
+  q.kv_bytes_per_layer = kv.kv_bytes;
+  q.kv_bytes_sliding_layer = kv.sliding ? kv.kv_bytes : 0;
+  q.kv_bytes_full_layer = kv.sliding ? p.kv_bytes_full_layer : kv.kv_bytes;
   if (l.rope == RopeStyle::kNone) q.rope_bytes_per_layer = 0;
   return q;
 }

@@ -73,7 +73,8 @@ constexpr const char* kKnownKeys =
     "name, d_model, heads, kv_heads, head_dim, ctx, layers, rope, rope_theta, rope_dim, window, softcap, "
     "query_pre_attn_scalar, scale, causal, kv_dtype, kv_rotation, qkv_bias, o_bias, qk_norm, output_gate, v_norm, "
     "k_eq_v, sliding_pattern, nope_interval, rope_local_theta, sinks, layer_types, rope_layers, sink_tokens, alibi, "
-    "alibi_max_bias, alibi_times_scale, window_symmetric, kv_lora_rank, q_lora_rank, qk_nope_head_dim, "
+    "alibi_max_bias, alibi_times_scale, window_symmetric, kv_shared_layers, full_head_dim, full_kv_heads, "
+    "full_k_eq_v, kv_lora_rank, q_lora_rank, qk_nope_head_dim, "
     "qk_rope_head_dim, v_head_dim, linear_layers, linear_key_heads, linear_value_heads, linear_key_head_dim, "
     "linear_value_head_dim, linear_conv_kernel, vocab, ffn, norm, mlp, norm_eps, tie";
 
@@ -143,7 +144,14 @@ Status apply(const Token& t, Config& c, bool* rope_explicit) {
                                                             {"linear_key_head_dim", &GatedDeltaShape::key_head_dim},
                                                             {"linear_value_head_dim", &GatedDeltaShape::value_head_dim},
                                                             {"linear_conv_kernel", &GatedDeltaShape::conv_kernel}};
+  static constexpr U32Key<LayerKinds> kKinds[] = {{"kv_shared_layers", &LayerKinds::kv_shared_layers},
+                                                  {"full_head_dim", &LayerKinds::full_head_dim},
+                                                  {"full_kv_heads", &LayerKinds::full_kv_heads}};
   Status parsed;
+  if (apply_u32(t, kKinds, c.layers, &parsed)) return parsed;
+  if (equal(t.key, "full_k_eq_v")) {
+    return parse_bool(t.value, &c.layers.full_k_eq_v) ? Status() : bad_value(t, "0, 1, true or false");
+  }
   if (apply_u32(t, kMla, c.mla, &parsed) || apply_u32(t, kGatedDelta, c.gated_delta, &parsed)) return parsed;
   if (equal(t.key, "layer_types")) return parse_layer_list(t, 's', 'f', &c.layers.sliding);
   if (equal(t.key, "rope_layers")) return parse_layer_list(t, '1', '0', &c.layers.rope);

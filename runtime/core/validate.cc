@@ -88,6 +88,32 @@ Status check_layer_list(const Config& c, const char* key, uint32_t count) {
   return Status();
 }
 
+// Shared KV (Gemma 3n / 4): every sharing layer finds an earlier layer of its kind that owns a
+// cache, in a causal stack of standard attention layers (MLA's rows and linear layers' states are
+// not caches another layer reads).
+Status validate_shared_kv(const Config& c) {
+  const LayerKinds& k = c.layers;
+  const uint32_t first_shared = c.first_kv_shared_layer();
+  if (c.is_mla() || c.linear_layers_before(c.n_layers) != 0 || !c.causal) {
+    return Status::error(Code::kUnsupported,
+                         "num_kv_shared_layers %u: layers read an earlier layer's K/V cache only in a causal stack of "
+                         "standard attention layers (this config has %s)",
+                         k.kv_shared_layers,
+                         c.is_mla()  ? "MLA"
+                         : !c.causal ? "bidirectional attention"
+                                     : "linear attention layers");
+  }
+  for (uint32_t i = first_shared; i < c.n_layers; ++i) {
+    if (c.kv_owner(i) == c.n_layers) {
+      return Status::error(Code::kInvalidArgument,
+                           "layer %u reads the cache of an earlier %s layer (num_kv_shared_layers %u), and no layer "
+                           "before %u is one",
+                           i, c.layer_slides(i) ? "sliding" : "full", k.kv_shared_layers, first_shared);
+    }
+  }
+  return Status();
+}
+
 // How layers differ (LayerKinds): one rule per question (which slide, which rotate), lists of
 // n_layers entries, sliding layers only with a window, NoPE layers only with RoPE.
 Status validate_layer_kinds(const Config& c) {
@@ -110,24 +136,7 @@ Status validate_layer_kinds(const Config& c) {
     return Status::error(Code::kInvalidArgument, "num_kv_shared_layers %u is more than the %u layers",
                          k.kv_shared_layers, c.n_layers);
   }
-  if (k.kv_shared_layers != 0) {
-    return Status::error(Code::kUnsupported,
-                         "num_kv_shared_layers %u: layers %u to %u have no K/V of their own and read earlier layers' "
-                         "caches (Gemma 3n, Gemma 4), which headway does not plan yet; the layers before them run "
-                         "alone: headway layer --layer N",
-                         k.kv_shared_layers, c.n_layers - k.kv_shared_layers, c.n_layers - 1);
-  }
-  const bool full_shape = (k.full_head_dim != 0 && k.full_head_dim != c.head_size()) ||
-                          (k.full_kv_heads != 0 && k.full_kv_heads != c.kv_heads()) || (k.full_k_eq_v && !c.k_eq_v);
-  if (full_shape) {
-    return Status::error(Code::kUnsupported,
-                         "per-layer head shapes (Gemma 4: full layers of head_dim %u with %u kv heads%s, the others "
-                         "%u with %u): headway plans one head shape per model; each layer runs alone: headway layer "
-                         "--layer N",
-                         k.full_head_dim ? k.full_head_dim : c.head_size(),
-                         k.full_kv_heads ? k.full_kv_heads : c.kv_heads(), k.full_k_eq_v ? " and V from K" : "",
-                         c.head_size(), c.kv_heads());
-  }
+  if (k.kv_shared_layers != 0) HEADWAY_RETURN_IF_ERROR(validate_shared_kv(c));
   bool any_sliding = k.sliding_pattern > 1;
   for (uint32_t i = 0; i < k.sliding.count; ++i) any_sliding = any_sliding || k.sliding.get(i);
   if (c.window == 0 && any_sliding) {
@@ -457,6 +466,8 @@ Status validate(const Config& c) {
                          static_cast<unsigned>(c.kv_dtype), kKvDTypeNames);
   }
   HEADWAY_RETURN_IF_ERROR(validate_kv_rotation(c));
+  // Gemma 4: the full layers' own head shape passes the same rules.
+  if (c.full_layers_shaped()) HEADWAY_RETURN_IF_ERROR(validate(c.full_shape()));
   return validate_model(c);
 }
 
@@ -465,24 +476,8 @@ Status validate_layer(const Config& c, uint32_t i) {
     return Status::error(Code::kOutOfRange, "layer %u is past the config's %u layer%s (num_hidden_layers)", i,
                          c.n_layers, c.n_layers == 1 ? "" : "s");
   }
-  const uint32_t first_shared = c.n_layers - (c.layers.kv_shared_layers < c.n_layers ? c.layers.kv_shared_layers : 0);
-  if (i >= first_shared) {
-    uint32_t owner = first_shared;  // the last earlier layer of its kind, whose cache it reads
-    for (uint32_t j = first_shared; j-- > 0 && owner == first_shared;) {
-      if (c.layer_slides(j) == c.layer_slides(i)) owner = j;
-    }
-    if (owner == first_shared) {
-      return Status::error(Code::kInvalidArgument,
-                           "layer %u reads the cache of an earlier %s layer (num_kv_shared_layers %u), and no layer "
-                           "before %u is one",
-                           i, c.layer_slides(i) ? "sliding" : "full", c.layers.kv_shared_layers, first_shared);
-    }
-    return Status::error(Code::kUnsupported,
-                         "layer %u has no K/V projections: it reads layer %u's cache (num_kv_shared_layers %u), which "
-                         "headway does not run yet; layer %u runs alone",
-                         i, owner, c.layers.kv_shared_layers, owner);
-  }
-  return validate(c.layer_alone(i));
+  if (c.layer_shares_kv(i)) HEADWAY_RETURN_IF_ERROR(validate_shared_kv(c));
+  return validate(c.layer_with_owner(i));
 }
 
 }  // namespace headway

@@ -1,8 +1,8 @@
 // Gemma 3n's and Gemma 4's attention as config.json gives it: v normed without a weight, q/k
 // norms times their weight, a logit scale of 1; Gemma 4's full layers with their own head_dim,
 // kv heads, V from K and proportional RoPE, each layer alone planning its own shape; the last
-// num_kv_shared_layers layers reading an earlier layer's cache. A whole plan of either is refused
-// by name (one head shape and one cache per layer is what headway plans), never planned wrong.
+// num_kv_shared_layers layers reading an earlier layer's cache. A whole plan holds a cache for the
+// layers that own one only, and gives each layer its own head shape.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -47,10 +47,7 @@ TEST_CASE("gemma per layer: Gemma 4's full and sliding layers each plan their ow
   CHECK(c.logit_scale() == 1.0f);
   CHECK(c.layers.kv_shared_layers == 4);
 
-  const Status whole = validate(c);
-  CHECK(whole.code() == Code::kUnsupported);
-  CHECK_HAS(whole, "num_kv_shared_layers 4: layers 6 to 9 have no K/V of their own");
-
+  REQUIRE(validate(c).ok());
   REQUIRE(validate_layer(c, 4).ok());
   const Config full = c.layer_alone(4);
   CHECK(full.head_size() == 512);
@@ -74,19 +71,62 @@ TEST_CASE("gemma per layer: Gemma 4's full and sliding layers each plan their ow
   CHECK(sliding.rope.scaling == RopeScaling::kNone);
   CHECK(sliding.rope.theta == 10000.0f);
 
-  const Status reads_sliding = validate_layer(c, 7);
-  CHECK(reads_sliding.code() == Code::kUnsupported);
-  CHECK_HAS(reads_sliding, "layer 7 has no K/V projections: it reads layer 5's cache (num_kv_shared_layers 4)");
-  CHECK_HAS(validate_layer(c, 9), "layer 9 has no K/V projections: it reads layer 4's cache");
+  // Layers 6 to 9 read the last earlier cache of their kind; alone, each runs after that layer.
+  CHECK(c.kv_owner(7) == 5);
+  CHECK(c.kv_owner(9) == 4);
+  CHECK(c.kv_owner(3) == 3);
+  REQUIRE(validate_layer(c, 7).ok());
+  const Config pair = c.layer_with_owner(9);
+  CHECK(pair.n_layers == 2);
+  CHECK(pair.head_size() == 512);
+  CHECK(pair.kv_owner(1) == 0);
 }
 
-TEST_CASE("gemma per layer: a whole plan with two head shapes is refused by name") {
-  const Status s = validate(parse_json(gemma4()));
-  CHECK(s.code() == Code::kUnsupported);
-  CHECK_HAS(s,
-            "per-layer head shapes (Gemma 4: full layers of head_dim 512 with 1 kv heads and V from K, the "
-            "others 256 with 2)");
-  CHECK_HAS(s, "headway layer --layer N");
+TEST_CASE("gemma per layer: a whole Gemma 4 plan holds the owners' caches and each layer's own shape") {
+  const Config c = parse_json(gemma4(R"(, "num_kv_shared_layers": 4)"));
+  const Result<Plan> made = make_plan(c, PlanOptions{});
+  REQUIRE_MESSAGE(made.ok(), std::string(made.status().message()));
+  const Plan& p = *made;
+  // Owners: sliding 0-3 and 5, full 4; sharing: sliding 6-8 (reading 5), full 9 (reading 4).
+  CHECK(p.kv_shared_layers == 4);
+  const uint64_t token = 2 * 2 * 256 * 2;  // K and V, 2 kv heads of 256 in f16 (a full layer: 1 of 512)
+  CHECK(p.kv_bytes_per_token == 6 * token);
+  const uint64_t ring = align_up(token * (512 + 512 - 1));
+  const uint64_t full = align_up(token * 131072);
+  CHECK(p.kv_bytes_sliding_layer == ring);
+  CHECK(p.kv_bytes_full_layer == full);
+  CHECK(p.kv_cache_bytes == 5 * ring + full);
+  CHECK(p.kv_shared_saved_bytes == 3 * ring + full);
+  for (uint32_t i : {6u, 7u, 8u}) {
+    CHECK(p.layer(i).shares_kv);
+    CHECK(p.layer(i).kv_owner == 5);
+    CHECK(p.layer(i).kv_bytes == 0);
+    CHECK(p.layer(i).kv_offset == p.layer(5).kv_offset);
+  }
+  CHECK(p.layer(9).kv_offset == p.layer(4).kv_offset);
+  CHECK_FALSE(p.layer(5).shares_kv);
+  CHECK(p.layer(5).kv_offset == p.layer(4).kv_offset + full);
+  // Each layer runs its own head shape; the shared regions fit the larger.
+  const Plan sliding = layer_plan(p, 0), global = layer_plan(p, 9);
+  CHECK(sliding.head_dim == 256);
+  CHECK(sliding.kv_width == 512);
+  CHECK(global.head_dim == 512);
+  CHECK(global.group_size == 8);
+  CHECK(global.q_width == 4096);
+  CHECK(global.kernel == KernelKind::kGeneric);
+  CHECK(global.cache_rows == 131072);
+  CHECK(layer_plan(p, 7).cache_rows == 512 + 512 - 1);
+  CHECK(p.activation_bytes >= uint64_t{512} * (4096 + 2 * 512) * 4);
+  // Weights (f32): Wq, Wk, Wv (not on full layers: V from K), Wo and the q/k norms; the sharing
+  // layers have no Wk, Wv or k norm.
+  const uint64_t owning_sliding = align_up((uint64_t{2048 + 512 + 512 + 2048} * 1536 + 512) * 4);
+  const uint64_t sharing_sliding = align_up((uint64_t{2048 + 2048} * 1536 + 256) * 4);
+  const uint64_t owning_full = align_up((uint64_t{4096 + 512 + 4096} * 1536 + 1024) * 4);
+  const uint64_t sharing_full = align_up((uint64_t{4096 + 4096} * 1536 + 512) * 4);
+  CHECK(p.weight_bytes == 5 * owning_sliding + owning_full + 3 * sharing_sliding + sharing_full);
+  CHECK(p.weights_region_bytes == p.weight_bytes);
+  CHECK(p.layer_weights_offset(5) == p.weights_offset + 4 * owning_sliding + owning_full);
+  CHECK(layer_plan(p, 9).weight_bytes_per_layer == sharing_full);
 }
 
 TEST_CASE("gemma per layer: Gemma 4's defaults and its errors") {
@@ -125,12 +165,16 @@ TEST_CASE("gemma per layer: Gemma 3n shares caches with one head shape") {
   CHECK_FALSE(c.layers.full_k_eq_v);
   CHECK(c.layers.full_head_dim == 0);
   CHECK(c.logit_scale() == 1.0f);
-  CHECK_HAS(validate(c), "num_kv_shared_layers 2: layers 3 to 4");
+  REQUIRE(validate(c).ok());
   REQUIRE(validate_layer(c, 2).ok());
   CHECK(c.layer_alone(2).rope.theta == 1000000.0f);
   CHECK(c.layer_alone(1).rope.theta == 10000.0f);
-  CHECK_HAS(validate_layer(c, 3), "layer 3 has no K/V projections: it reads layer 1's cache");
-  CHECK_HAS(validate_layer(c, 4), "layer 4 has no K/V projections: it reads layer 2's cache");
+  CHECK(c.kv_owner(3) == 1);
+  CHECK(c.kv_owner(4) == 2);
+  const Result<Plan> p = make_plan(c, PlanOptions{});
+  REQUIRE(p.ok());
+  CHECK(p->kv_shared_layers == 2);
+  CHECK(p->kv_cache_bytes == 2 * p->kv_bytes_sliding_layer + p->kv_bytes_full_layer);
 }
 
 TEST_CASE("gemma per layer: the spec's v_norm and k_eq_v") {
