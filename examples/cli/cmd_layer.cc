@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "  --kv-rotate (q8_0, q4_0): Hadamard-rotate K, V and Q per head before the cache quantizes them.\n"
     "  --backend gpu runs the KV cache and attention on a Vulkan device.\n"
     "  --chunk N: a causal layer runs x in calls of at most N tokens (1: token by token, as decode).\n"
+    "  A layer that reads an earlier layer's cache (num_kv_shared_layers: Gemma 3n, Gemma 4) runs\n"
+    "    after that layer, which runs over the same x first and fills the cache it reads.\n"
     "  --seq-lens 12,40,7: x holds a packed batch of sequences (an encoder's sentences); one\n"
     "    projection over all of them, then each attends within itself from position 0.\n";
 
@@ -154,13 +156,14 @@ Status check_x(LayerFlags* lf, const formats::NpyArray& x, const Config& config)
   return Status();
 }
 
-// One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0; the cache holds
+// One layer's plan: the chosen layer's weights, and its kind, bind to the plan's layer 0 (a layer that
+// shares KV: to layer 1, the layer whose cache it reads to layer 0); the cache holds
 // exactly the P + T positions this run reaches (not the model's whole context). A causal model's
 // tokens run in calls of up to 512 (or --chunk); a bidirectional one's in one call (a query sees the keys after
 // it, which a later call would bring too late). A packed batch runs in one call of all T tokens,
 // each sequence's positions from 0.
 Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions options) {
-  c = c.layer_alone(l.layer);
+  c = c.layer_with_owner(l.layer);
   c.max_seq = l.start + t;
   c.kv_dtype = l.kv_dtype;
   c.kv_rotation = l.kv_rotation;
@@ -183,9 +186,10 @@ Result<Plan> layer_plan(const LayerFlags& l, Config c, uint32_t t, PlanOptions o
 }
 
 // y = the block over x, in chunks of the plan's max_tokens, from position l.start, on the
-// backend --backend names. `backend` gets its description.
-Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weights, const float* x, uint32_t t,
-                 ThreadPool* pool, float* y, std::string* backend) {
+// backend --backend names; a layer that shares KV after its owner (owner_weights) over the same
+// chunk. `backend` gets its description.
+Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weights, const LayerWeights* owner_weights,
+                 const float* x, uint32_t t, ThreadPool* pool, float* y, std::string* backend) {
   AlignedBuffer memory;
   const uint64_t bytes = align_up(plan.arena_bytes);
   memory.p = bytes ? std::aligned_alloc(kAlignment, static_cast<size_t>(bytes)) : nullptr;
@@ -204,15 +208,24 @@ Status run_block(const LayerFlags& l, const Plan& plan, const LayerWeights& weig
     HEADWAY_RETURN_IF_ERROR(gpu.create());
     options.gpu = &gpu;
   }
-  AttentionLayer block;
-  HEADWAY_RETURN_IF_ERROR(block.init(arena, 0, weights, options));
+  const bool shares = owner_weights != nullptr;
+  AttentionLayer owner, block;
+  if (shares) {
+    HEADWAY_RETURN_IF_ERROR(owner.init(arena, 0, *owner_weights, options));
+    options.kv_owner = &owner;
+  }
+  HEADWAY_RETURN_IF_ERROR(block.init(arena, shares ? 1 : 0, weights, options));
   *backend = block.backend_description();
   if (!l.cu.empty()) return block.forward_packed(x, y, l.cu.data(), static_cast<uint32_t>(l.cu.size() - 1));
+  if (shares) owner.reset(l.start);
   block.reset(l.start);
   const uint32_t d_model = plan.config.d_model;
   for (uint32_t done = 0; done < t;) {
     const uint32_t n = t - done < plan.max_tokens ? t - done : plan.max_tokens;
-    HEADWAY_RETURN_IF_ERROR(block.forward(x + uint64_t{done} * d_model, y + uint64_t{done} * d_model, n));
+    float* rows = y + uint64_t{done} * d_model;
+    // The owner's output is not needed: y's rows hold it until the layer writes its own.
+    if (shares) HEADWAY_RETURN_IF_ERROR(owner.forward(x + uint64_t{done} * d_model, rows, n));
+    HEADWAY_RETURN_IF_ERROR(block.forward(x + uint64_t{done} * d_model, rows, n));
     done += n;
   }
   return Status();
@@ -237,6 +250,10 @@ int run(int argc, char** argv) {
   if (!config.ok()) return report("layer", config.status());
   const Result<LayerWeights> weights = file.layer_weights(config.value(), l.layer);
   if (!weights.ok()) return report("layer", weights.status());
+  const bool shares = config->layer_shares_kv(l.layer);
+  const Result<LayerWeights> owner_weights =
+      shares ? file.layer_weights(config.value(), config->kv_owner(l.layer)) : Result<LayerWeights>(LayerWeights{});
+  if (!owner_weights.ok()) return report("layer", owner_weights.status());
   const Result<formats::NpyArray> x = formats::load_npy(l.x_path);
   if (!x.ok()) return report("layer", x.status());
   s = check_x(&l, x.value(), config.value());
@@ -249,7 +266,8 @@ int run(int argc, char** argv) {
   ThreadPool pool;
   std::vector<float> y(static_cast<size_t>(t) * d_model);
   std::string backend;
-  s = run_block(l, plan.value(), weights.value(), x->f32(), t, &pool, y.data(), &backend);
+  s = run_block(l, plan.value(), weights.value(), shares ? &owner_weights.value() : nullptr, x->f32(), t, &pool,
+                y.data(), &backend);
   if (!s.ok()) return report("layer", s);
   const uint64_t shape[2] = {t, d_model};
   s = formats::save_npy(l.out_path, DType::kF32, y.data(), shape, 2);
@@ -257,8 +275,10 @@ int run(int argc, char** argv) {
   char positions[64];
   if (l.cu.empty()) std::snprintf(positions, sizeof(positions), "positions %u..%u", l.start, l.start + t - 1);
   else std::snprintf(positions, sizeof(positions), "%zu sequences, each from position 0", l.cu.size() - 1);
-  std::printf("layer: %s layer %u, y [%u, %u] f32 -> %s (%s, kv %s, %s projections, %u thread%s; attention %s)\n",
-              l.weights_path, l.layer, t, d_model, l.out_path, positions, dtype_name(l.kv_dtype),
+  char reads[64] = "";
+  if (shares) std::snprintf(reads, sizeof(reads), ", reading layer %u's cache", config->kv_owner(l.layer));
+  std::printf("layer: %s layer %u%s, y [%u, %u] f32 -> %s (%s, kv %s, %s projections, %u thread%s; attention %s)\n",
+              l.weights_path, l.layer, reads, t, d_model, l.out_path, positions, dtype_name(l.kv_dtype),
               projection_name(options.projection), pool.threads(), pool.threads() == 1 ? "" : "s", backend.c_str());
   return kExitOk;
 }

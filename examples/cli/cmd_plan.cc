@@ -44,6 +44,27 @@ void print_gated_delta(const Plan& p) {
       g.value_heads, g.key_head_dim, g.value_head_dim, human_bytes(p.linear_state_bytes_per_layer).c_str());
 }
 
+// Gemma 4's full layers' own head shape, and the layers that read an earlier layer's cache.
+void print_layer_shapes(const Plan& p) {
+  const Config& c = p.config;
+  if (c.full_layers_shaped()) {
+    uint32_t full = 0;
+    while (full + 1 < c.n_layers && c.layer_slides(full)) ++full;
+    const Plan f = layer_plan(p, full);
+    std::printf("full layers head_dim %u, %u kv heads (group %u)%s: q %u, k %u; the sliding layers' shape is above\n",
+                f.head_dim, f.config.kv_heads(), f.group_size, f.config.k_eq_v ? ", V from K (no Wv)" : "", f.q_width,
+                f.kv_width);
+  }
+  if (p.kv_shared_layers) {
+    const uint32_t first = c.first_kv_shared_layer();
+    std::printf(
+        "shared kv   layers %u to %u (%u) have no K/V projections and read the cache of the last earlier layer of "
+        "their kind: %u of %u layers hold a cache, %s less at this context\n",
+        first, c.n_layers - 1, p.kv_shared_layers, c.n_layers - p.kv_shared_layers - p.linear_layers, c.n_layers,
+        human_bytes(p.kv_shared_saved_bytes).c_str());
+  }
+}
+
 // attention_only: why the config's model part is not planned (empty: it is, or it has none).
 void print_table(const Plan& p, const std::string& attention_only) {
   const Config& c = p.config;
@@ -69,6 +90,7 @@ void print_table(const Plan& p, const std::string& attention_only) {
   }
   if (c.is_mla()) print_mla(p);
   if (p.linear_layers) print_gated_delta(p);
+  print_layer_shapes(p);
   std::printf("kernel      %s\n", kernel_name(p.kernel));
   std::printf("masking     %s", c.causal ? "causal" : "bidirectional");
   if (p.sliding_layers) std::printf(", %ssliding window %u", c.window_symmetric ? "symmetric " : "", c.window);

@@ -13,7 +13,8 @@ namespace {
 bool same_kind(const LayerPlan& a, const LayerPlan& b) {
   return a.linear == b.linear && a.sliding == b.sliding && a.window == b.window && a.rope == b.rope &&
          a.rope_theta == b.rope_theta && a.kv_rows == b.kv_rows && a.sinks == b.sinks &&
-         a.sink_tokens == b.sink_tokens && a.alibi == b.alibi;
+         a.sink_tokens == b.sink_tokens && a.alibi == b.alibi && a.shares_kv == b.shares_kv &&
+         (!a.shares_kv || a.kv_owner == b.kv_owner);
 }
 
 std::string describe(const Plan& p, const LayerPlan& l) {
@@ -41,7 +42,16 @@ std::string describe(const Plan& p, const LayerPlan& l) {
     s += text;
   }
   if (l.alibi) s += ", ALiBi";
-  std::snprintf(text, sizeof(text), ", %u kv rows, %s each", l.kv_rows, human_bytes(l.kv_bytes).c_str());
+  const Plan own = layer_plan(p, l.index);
+  if (own.head_dim != p.head_dim || own.kv_width != p.kv_width) {
+    std::snprintf(text, sizeof(text), ", head_dim %u, %u kv heads", own.head_dim, own.kv_width / own.head_dim);
+    s += text;
+  }
+  if (l.shares_kv) {
+    std::snprintf(text, sizeof(text), ", no K/V projections: reads layer %u's %u kv rows", l.kv_owner, l.kv_rows);
+  } else {
+    std::snprintf(text, sizeof(text), ", %u kv rows, %s each", l.kv_rows, human_bytes(l.kv_bytes).c_str());
+  }
   return s + text;
 }
 

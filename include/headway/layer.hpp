@@ -47,6 +47,8 @@
 
 namespace headway {
 
+class AttentionLayer;
+
 // Checks that `w` has every tensor `plan.config` asks for, with the right shape and a supported
 // dtype, and that its sink logits (Config::sinks) are finite. The message names the layer, the
 // tensor, its shape and the one expected (or the head and the value).
@@ -60,6 +62,10 @@ struct LayerOptions {
   // Where the KV cache and attention run: BackendKind::kCpu, or kGpu on `gpu`.
   BackendKind backend = BackendKind::kCpu;
   GpuContext* gpu = nullptr;  // kGpu: a created GpuContext that outlives the layer
+  // A layer that shares KV (Plan::layer(i).shares_kv, Gemma 3n / 4): the initialized layer of the
+  // same arena whose cache it reads (Plan::layer(i).kv_owner); it must outlive this one. Ignored
+  // by the other layers.
+  AttentionLayer* kv_owner = nullptr;
 };
 
 class AttentionLayer {
@@ -83,7 +89,9 @@ class AttentionLayer {
 
   // Runs t tokens (1..plan.max_tokens) at positions position()..position()+t-1: x [t, d_model]
   // f32 row-major into y [t, d_model]. x and y may be the same buffer. Past the context
-  // (position() + t > max_seq): kOutOfRange and nothing changed.
+  // (position() + t > max_seq): kOutOfRange and nothing changed. A layer that shares KV appends
+  // nothing: its t queries are the last t tokens its kv_owner ran (positions position()-t..
+  // position()-1), so the owner runs each call's tokens first.
   Status forward(const float* x, float* y, uint32_t t);
   // A packed batch of n_seqs independent sequences (an encoder's sentences), back to back in x
   // and y: cu_seqlens [n_seqs + 1] cumulative lengths (0, rising strictly, ending at the total t,
@@ -95,18 +103,24 @@ class AttentionLayer {
   // forward_packed's checks of the lengths alone (Session::encode makes them before it writes).
   Status check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs) const;
 
-  // Empties the cache; the next token sits at `start_position` (a fresh cache that starts
+  // Empties the cache (a layer that shares KV: nothing; its owner's reset empties the cache it
+  // reads); the next token sits at `start_position` (a fresh cache that starts
   // mid-sequence: positions start_position.. get their RoPE angles; start_position + tokens must
   // stay within max_seq). Attention only sees the tokens run since the reset.
   void reset(uint32_t start_position = 0);
 
   // The next token's position, as the backend holds it.
-  uint32_t position() const { return linear_ ? linear_position_ : on_gpu_ ? gpu_.position() : cpu_.position(); }
+  uint32_t position() const {
+    if (kv_owner_ != nullptr) return kv_owner_->position();
+    return linear_ ? linear_position_ : on_gpu_ ? gpu_.position() : cpu_.position();
+  }
   // The layer's KV cache on the CPU backend (its rows in the arena), for saving and restoring a
   // model's state; null on the GPU backend (its rows live on the device), on a linear layer (it
-  // has a state instead: linear_state()) or before init.
-  KvCache* cpu_cache() { return on_gpu_ || linear_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
-  const KvCache* cpu_cache() const { return on_gpu_ || linear_ || plan_ == nullptr ? nullptr : &cpu_.cache(); }
+  // has a state instead: linear_state()), on a layer that shares KV (it has none) or before init.
+  KvCache* cpu_cache() { return has_cpu_cache() ? &cpu_.cache() : nullptr; }
+  const KvCache* cpu_cache() const { return has_cpu_cache() ? &cpu_.cache() : nullptr; }
+  // Whether it reads another layer's cache (LayerOptions::kv_owner) and has none of its own.
+  bool shares_kv() const { return kv_owner_ != nullptr; }
   // A Gated DeltaNet layer's state and convolution window (plan.linear_state_bytes_per_layer
   // bytes in the arena); null on an attention layer.
   float* linear_state() const { return linear_ ? delta_state_ : nullptr; }
@@ -115,6 +129,7 @@ class AttentionLayer {
   void restore_linear(uint32_t position) { linear_position_ = position; }
   BackendKind backend_kind() const { return on_gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
   const char* backend_description() const {
+    if (kv_owner_ != nullptr) return kv_owner_->backend_description();
     return linear_ ? "cpu (Gated DeltaNet)" : on_gpu_ ? gpu_.description() : cpu_.description();
   }
   bool initialized() const { return plan_ != nullptr; }
@@ -134,9 +149,18 @@ class AttentionLayer {
   Status forward_gated_delta(const float* x, float* y, uint32_t t);
   void reset_gated_delta(uint32_t start_position);
   Status init_backend(uint32_t layer, const LayerOptions& options);
-  Backend backend() { return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_); }
+  Status init_kv_owner(uint32_t layer, const LayerOptions& options);
+  // The backend that holds the cache this layer reads: its own, or its kv_owner's.
+  Backend backend() {
+    if (kv_owner_ != nullptr) return kv_owner_->backend();
+    return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_);
+  }
+  bool has_cpu_cache() const { return !on_gpu_ && !linear_ && kv_owner_ == nullptr && plan_ != nullptr; }
 
-  const Plan* plan_ = nullptr;  // the arena's plan: the Arena must outlive the layer
+  // The plan the layer runs on (layer_plan: its kind, its head shape; a linear layer's: the
+  // arena's), held here; plan_ points at it once init succeeded. The Arena must outlive the layer.
+  Plan layer_plan_;
+  const Plan* plan_ = nullptr;
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;
   ThreadPool* pool_ = nullptr;
@@ -147,8 +171,9 @@ class AttentionLayer {
   CpuBackend cpu_;
   GpuBackend gpu_;
   bool on_gpu_ = false;
-  LayerWeights w_;          // what the projections read: arena copies or the borrowed tensors
-  bool fused_qkv_ = false;  // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
+  AttentionLayer* kv_owner_ = nullptr;  // a layer that shares KV: the layer whose cache it reads
+  LayerWeights w_;                      // what the projections read: arena copies or the borrowed tensors
+  bool fused_qkv_ = false;              // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
   // XNNPACK operators: [Q, K, V, O] × blocks over output rows (kXnnMaxBlocks at most).
   void* ops_[4][kXnnMaxBlocks] = {};
   uint32_t op_blocks_ = 0;

@@ -30,6 +30,7 @@ void add_layers(const Plan& p, nlohmann::ordered_json* j) {
   const uint32_t n = listed_layers(p);
   for (uint32_t i = 0; i < n; ++i) {
     const LayerPlan l = p.layer(i);
+    const Plan own = l.linear ? p : layer_plan(p, i);
     layers.push_back({{"index", l.index},
                       {"attention", l.linear    ? "linear"
                                     : l.sliding ? "sliding"
@@ -43,6 +44,10 @@ void add_layers(const Plan& p, nlohmann::ordered_json* j) {
                       {"sinks", l.sinks},
                       {"sink_tokens", l.sink_tokens},
                       {"alibi", l.alibi},
+                      {"head_dim", l.linear ? 0 : own.head_dim},
+                      {"kv_heads", l.linear ? 0 : own.config.kv_heads()},
+                      {"weight_bytes", l.linear ? p.linear_weight_bytes_per_layer : own.weight_bytes_per_layer},
+                      {"kv_owner", l.kv_owner},
                       {"state_bytes", l.linear ? p.linear_state_bytes_per_layer : 0},
                       {"state_offset", l.linear ? l.state_offset : 0}});
   }
@@ -121,6 +126,8 @@ nlohmann::ordered_json plan_object(const Plan& p) {
   j["kv_bytes_per_token"] = p.kv_bytes_per_token;
   j["kv_bytes_per_layer"] = p.kv_bytes_per_layer;
   j["kv_cache_bytes"] = p.kv_cache_bytes;
+  j["kv_shared_layers"] = p.kv_shared_layers;
+  j["kv_shared_saved_bytes"] = p.kv_shared_saved_bytes;
   j["weight_bytes"] = p.weight_bytes;
   j["projection"] = projection_name(p.options.projection);
   j["packed_bytes"] = p.packed_bytes;

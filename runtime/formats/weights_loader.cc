@@ -492,9 +492,13 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& mo
                          "attention to run; save the language model's tensors alone",
                          file.path(), file.name_prefix().c_str(), anchor, file.ambiguous_anchor().c_str());
   }
+  // A layer that shares KV reads an earlier layer's cache: its K/V tensors are neither read nor
+  // asked for (Gemma 3n's files still hold them).
+  const bool shares_kv = model.layer_shares_kv(layer);
   LayerWeights w;
   for (size_t slot = 0; slot < sizeof(kSlots) / sizeof(kSlots[0]); ++slot) {
     const Slot& s = kSlots[slot];
+    if (shares_kv && (s.rows == Slot::kKv || s.rows == Slot::kKNorm)) continue;
     const char* pattern = s.names[static_cast<size_t>(file.naming())];
     const bool want = wanted(s.need, config);
     if (pattern == nullptr) {

@@ -62,20 +62,24 @@ const float* copy_sinks(const TensorRef& sinks, float* slice) {
 
 }  // namespace
 
-Status check_layer_weights(const Plan& plan, const LayerWeights& w, uint32_t layer) {
+Status check_layer_weights(const Plan& whole, const LayerWeights& w, uint32_t layer) {
+  const bool in_plan = layer < whole.config.n_layers;
+  if (in_plan && whole.layer(layer).linear) return check_gated_delta_weights(whole, w, layer);
+  if (whole.config.is_mla()) return check_mla_weights(whole, w, layer);
+  // The layer's own head shape; a layer that shares KV has no K/V projections.
+  const Plan plan = in_plan ? layer_plan(whole, layer) : whole;
+  const bool kv = !(in_plan && whole.layer(layer).shares_kv);
   const Config& c = plan.config;
-  if (layer < c.n_layers && plan.layer(layer).linear) return check_gated_delta_weights(plan, w, layer);
-  if (c.is_mla()) return check_mla_weights(plan, w, layer);
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wq, "wq", layer, true, plan.q_rows, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wk, "wk", layer, true, plan.kv_width, c.d_model));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wv, "wv", layer, !c.k_eq_v, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wk, "wk", layer, kv, plan.kv_width, c.d_model));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wv, "wv", layer, kv && !c.k_eq_v, plan.kv_width, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wo, "wo", layer, true, c.d_model, plan.q_width));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bq, "bq", layer, c.qkv_bias, 1, plan.q_rows));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bk, "bk", layer, c.qkv_bias, 1, plan.kv_width));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bv, "bv", layer, c.qkv_bias && !c.k_eq_v, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bk, "bk", layer, kv && c.qkv_bias, 1, plan.kv_width));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bv, "bv", layer, kv && c.qkv_bias && !c.k_eq_v, 1, plan.kv_width));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.bo, "bo", layer, c.o_bias, 1, c.d_model));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.q_norm, "q_norm", layer, c.qk_norm, 1, c.q_norm_width()));
-  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.k_norm, "k_norm", layer, c.qk_norm, 1, c.k_norm_width()));
+  HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.k_norm, "k_norm", layer, kv && c.qk_norm, 1, c.k_norm_width()));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.sinks, "sinks", layer, c.sinks, 1, c.n_heads));
   // Learned sink logits join every row's softmax: an infinite or NaN one would turn whole rows of
   // the output into NaN or zeros.
@@ -97,7 +101,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
 // layer's own plan (layer_plan: its window, its RoPE or none, its KV rows): the CPU over the
 // arena's KV region of the layer and the scratch, or a GpuBackend on the caller's context.
 Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options) {
-  const Plan p = layer_plan(arena_->plan(), layer);
+  const Plan& p = layer_plan_;
   double* rope = nullptr;
   if (p.rope_bytes_per_layer != 0) {
     rope = arena_->rope_layer(layer);
@@ -107,10 +111,31 @@ Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options)
   // Every layer writes the same slopes to the one ALiBi region.
   float* alibi = p.alibi_bytes != 0 ? arena_->alibi_slopes() : nullptr;
   if (alibi != nullptr) KvCache::make_alibi_slopes(p, alibi);
+  if (kv_owner_ != nullptr) return Status();  // it reads its owner's backend
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
                      p.scratch_bytes, alibi);
+}
+
+// A layer that shares KV reads the cache of the layer options.kv_owner names, which must be the
+// plan's kv_owner, initialized on the same arena.
+Status AttentionLayer::init_kv_owner(uint32_t layer, const LayerOptions& options) {
+  const uint32_t owner = arena_->plan().layer(layer).kv_owner;
+  const AttentionLayer* o = options.kv_owner;
+  if (o == nullptr || o->plan_ == nullptr || o->arena_ != arena_ || o->layer_ != owner || o == this) {
+    return Status::error(Code::kInvalidArgument,
+                         "layer %u has no K/V projections and reads layer %u's cache (num_kv_shared_layers): "
+                         "LayerOptions::kv_owner must be layer %u, initialized on the same arena (it is %s)",
+                         layer, owner, owner,
+                         o == nullptr          ? "null"
+                         : o->plan_ == nullptr ? "not initialized"
+                         : o->arena_ != arena_ ? "on another arena"
+                                               : "another layer");
+  }
+  kv_owner_ = options.kv_owner;
+  on_gpu_ = kv_owner_->on_gpu_;
+  return Status();
 }
 
 Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights,
@@ -118,20 +143,26 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
   plan_ = nullptr;
   linear_ = false;
+  kv_owner_ = nullptr;
   packed_used_ = 0;
   if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "layer: the arena is not bound to a plan");
-  const Plan& p = arena.plan();
-  const Config& c = p.config;
-  if (layer >= c.n_layers) {
-    return Status::error(Code::kInvalidArgument, "layer: index %u, the plan has %u layers", layer, c.n_layers);
+  const Plan& whole = arena.plan();
+  if (layer >= whole.config.n_layers) {
+    return Status::error(Code::kInvalidArgument, "layer: index %u, the plan has %u layers", layer,
+                         whole.config.n_layers);
   }
   ThreadPool* pool = options.pool;
-  if (pool != nullptr && pool->threads() > p.options.threads) {
+  if (pool != nullptr && pool->threads() > whole.options.threads) {
     return Status::error(Code::kInvalidArgument,
                          "layer %u: the pool has %u threads, the plan's scratch is for %u (PlanOptions::threads)",
-                         layer, pool->threads(), p.options.threads);
+                         layer, pool->threads(), whole.options.threads);
   }
-  HEADWAY_RETURN_IF_ERROR(check_layer_weights(p, weights, layer));
+  HEADWAY_RETURN_IF_ERROR(check_layer_weights(whole, weights, layer));
+  // From here the layer's own plan: its kind and head shape (a linear layer's: the arena's).
+  linear_ = whole.layer(layer).linear;
+  layer_plan_ = linear_ ? whole : layer_plan(whole, layer);
+  const Plan& p = layer_plan_;
+  const Config& c = p.config;
   if (c.is_mla() && p.options.projection == Projection::kXnnpack) {
     return Status::error(Code::kUnsupported,
                          "layer %u: multi-head latent attention runs on the Highway projections; plan with "
@@ -144,7 +175,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   sinks_ = nullptr;
   fused_qkv_ = false;
   op_blocks_ = 0;
-  linear_ = p.layer(layer).linear;
+  const bool shares_kv = whole.layer(layer).shares_kv;
+  if (shares_kv) HEADWAY_RETURN_IF_ERROR(init_kv_owner(layer, options));
   if (linear_) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
     rope_ = nullptr;
     on_gpu_ = false;
@@ -152,7 +184,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
   }
   if (linear_ || c.is_mla()) {  // their own tensors and slot layouts (gated_delta_layer.cc, mla_layer.cc)
-    plan_ = &p;
+    plan_ = &layer_plan_;
     if (linear_) {
       init_gated_delta(weights);
     } else {
@@ -176,9 +208,11 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     if (c.qk_norm) {  // the norms outlive the caller's buffers: f32 at the region's start
       float* norms = reinterpret_cast<float*>(region);
       convert_tensor(weights.q_norm, norms, DType::kF32);
-      convert_tensor(weights.k_norm, norms + c.q_norm_width(), DType::kF32);
       w_.q_norm = TensorRef{norms, DType::kF32, 1, c.q_norm_width()};
-      w_.k_norm = TensorRef{norms + c.q_norm_width(), DType::kF32, 1, c.k_norm_width()};
+      if (!shares_kv) {
+        convert_tensor(weights.k_norm, norms + c.q_norm_width(), DType::kF32);
+        w_.k_norm = TensorRef{norms + c.q_norm_width(), DType::kF32, 1, c.k_norm_width()};
+      }
     }
     used = align_up((uint64_t{c.q_norm_width()} + c.k_norm_width()) * 4);
     op_blocks_ = p.projection_blocks;
@@ -187,7 +221,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                                  {weights.wv, c.qkv_bias ? weights.bv : TensorRef{}},
                                  {weights.wo, c.o_bias ? weights.bo : TensorRef{}}};
     for (uint32_t i = 0; i < 4; ++i) {
-      if (i == 2 && c.k_eq_v) continue;  // V is K's projection
+      if ((i == 1 || i == 2) && shares_kv) continue;  // it reads another layer's K and V
+      if (i == 2 && c.k_eq_v) continue;               // V is K's projection
       const size_t x_stride = i < 3 ? c.d_model : p.q_width;
       const size_t y_stride = i < 3 ? p.qkv_width : c.d_model;
       HEADWAY_RETURN_IF_ERROR(
@@ -198,39 +233,42 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     for (TensorRef* t : {&w_.wq, &w_.wk, &w_.wv, &w_.wo, &w_.bq, &w_.bk, &w_.bv, &w_.bo}) t->data = nullptr;
   } else if (p.options.weights_in_arena) {
     // Layout of the layer's slice (weight_dtype, packed back to back):
-    //   Wqkv [q_rows + 2·kv_width, d_model] (Wq, Wk, Wv stacked; no Wv with k_eq_v), Wo [d_model,
-    //   q_width], bqkv (likewise), bo [d_model], q_norm and k_norm [head_dim, or all heads'
-    //   widths] — the last three only when configured.
+    //   Wqkv [q_rows + 2·kv_width, d_model] (Wq, Wk, Wv stacked; no Wv with k_eq_v; Wq alone on a
+    //   layer that shares KV), Wo [d_model, q_width], bqkv (likewise), bo [d_model], q_norm and
+    //   k_norm [head_dim, or all heads' widths] — the last three only when configured.
     LayerSlotWriter slot{arena.layer_weights(layer), p.options.weight_dtype};
     const auto put = [&slot](const TensorRef& src) { return slot.put(src); };
     w_ = LayerWeights{};
-    const uint32_t projected = c.k_eq_v ? p.q_rows + p.kv_width : p.qkv_width;
+    const bool own_v = !shares_kv && !c.k_eq_v;
+    const uint32_t projected = shares_kv ? p.q_rows : c.k_eq_v ? p.q_rows + p.kv_width : p.qkv_width;
     w_.wq = put(weights.wq);
-    put(weights.wk);
-    if (!c.k_eq_v) put(weights.wv);
+    if (!shares_kv) put(weights.wk);
+    if (own_v) put(weights.wv);
     w_.wq.rows = projected;
     w_.wo = put(weights.wo);
     if (c.qkv_bias) {
       w_.bq = put(weights.bq);
-      put(weights.bk);
-      if (!c.k_eq_v) put(weights.bv);
+      if (!shares_kv) put(weights.bk);
+      if (own_v) put(weights.bv);
       w_.bq.cols = projected;
     }
     if (c.o_bias) w_.bo = put(weights.bo);
     if (c.qk_norm) {
       w_.q_norm = put(weights.q_norm);
-      w_.k_norm = put(weights.k_norm);
+      if (!shares_kv) w_.k_norm = put(weights.k_norm);
     }
     fused_qkv_ = true;
   }
   if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
   if (!c.o_bias) w_.bo = TensorRef{};
+  if (shares_kv) w_.wk = w_.wv = w_.bk = w_.bv = w_.k_norm = TensorRef{};
   plan_ = &p;
   return Status();
 }
 
 void AttentionLayer::reset(uint32_t start_position) {
   if (linear_) return reset_gated_delta(start_position);
+  if (kv_owner_ != nullptr) return;  // its owner's reset empties the cache it reads
   backend().reset(start_position);
 }
 
@@ -244,20 +282,21 @@ Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_
     dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
     return Status();
   }
+  const bool kv = kv_owner_ == nullptr;  // a layer that shares KV projects its queries alone
   if (op_blocks_ != 0) {
     HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_rows, x, y, t, pool_));
-    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_rows, t, pool_));
-    if (!k_eq_v) {
+    if (kv) HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_rows, t, pool_));
+    if (kv && !k_eq_v) {
       HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_rows + p.kv_width, t, pool_));
     }
   } else if (fused_qkv_) {
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
   } else {
     dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
-    dense_highway({w_.wk, w_.bk}, x, d, y + p.q_rows, p.qkv_width, t, pool_);
-    if (!k_eq_v) dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
+    if (kv) dense_highway({w_.wk, w_.bk}, x, d, y + p.q_rows, p.qkv_width, t, pool_);
+    if (kv && !k_eq_v) dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
   }
-  if (k_eq_v) {  // V: K's projection as it is, before K's norm and RoPE
+  if (kv && k_eq_v) {  // V: K's projection as it is, before K's norm and RoPE
     for (uint32_t i = 0; i < t; ++i) {
       float* k = y + size_t{i} * p.qkv_width + p.q_rows;
       std::memcpy(k + p.kv_width, k, size_t{p.kv_width} * sizeof(float));
@@ -281,11 +320,13 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
       // Across heads (OLMo 2): q as one head of q_width, k as one of kv_width.
       const bool across = c.qk_norm_across_heads;
       rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), &w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), &w_.k_norm, c.rms_norm_eps,
-                     c.qk_norm_offset);
+      if (kv_owner_ == nullptr) {
+        rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), &w_.k_norm, c.rms_norm_eps,
+                       c.qk_norm_offset);
+      }
     }
   }
-  if (c.v_norm) {
+  if (c.v_norm && kv_owner_ == nullptr) {
     for (uint32_t i = 0; i < t; ++i) {
       rms_norm_heads(qkv + i * w + p.q_rows + p.kv_width, c.kv_heads(), p.head_dim, nullptr, c.rms_norm_eps, 0.0f);
     }
@@ -332,7 +373,13 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
                          t, p.max_tokens);
   }
   if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
-  if (uint64_t{position()} + t > c.max_seq) {
+  if (kv_owner_ != nullptr && position() < t) {
+    return Status::error(Code::kFailedPrecondition,
+                         "layer %u reads layer %u's cache, which holds %u tokens: run layer %u over these %u tokens "
+                         "first",
+                         layer_, kv_owner_->layer_, position(), kv_owner_->layer_, t);
+  }
+  if (kv_owner_ == nullptr && uint64_t{position()} + t > c.max_seq) {
     return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
                          layer_, t, position(), c.max_seq);
   }
@@ -342,12 +389,14 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
-  // Q at the positions its tokens take in the cache; K is rotated as it enters it (append).
+  // Q at the positions its tokens take in the cache; K is rotated as it enters it (append). A
+  // layer that shares KV: its tokens are the last t its owner appended.
   Backend b = backend();
-  if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, b.position(), b.position() + t, c.rope, rope_);
+  const uint32_t first = kv_owner_ != nullptr ? b.position() - t : b.position();
+  if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, first, first + t, c.rope, rope_);
   // A rotated cache: Q rotated as its keys are (after RoPE); attend() rotates the output back.
   if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(qkv, t, w, c.n_heads, p.head_dim);
-  HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
+  if (kv_owner_ == nullptr) HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
   HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
   if (c.output_gate) apply_gates(qkv, attn, t);
   return project(1, attn, y, t);
@@ -357,9 +406,11 @@ Status AttentionLayer::check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs)
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
   const Config& c = p.config;
-  if (c.is_mla() || linear_) {
+  if (c.is_mla() || linear_ || kv_owner_ != nullptr) {
     return Status::error(Code::kUnsupported, "layer %u: %s does not run packed batches", layer_,
-                         linear_ ? "a Gated DeltaNet layer" : "multi-head latent attention");
+                         linear_                ? "a Gated DeltaNet layer"
+                         : kv_owner_ != nullptr ? "a layer that reads another layer's cache"
+                                                : "multi-head latent attention");
   }
   if (cu_seqlens == nullptr || n_seqs == 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);

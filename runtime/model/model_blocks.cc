@@ -112,7 +112,9 @@ Status load_model_weights(const char* who, const Arena& arena, const ModelWeight
     }
     const Result<LayerWeights> w = source.attention(source.ctx, l);
     if (!w.ok()) return w.status();
-    HEADWAY_RETURN_IF_ERROR(layers[l].init(arena, l, w.value(), options));
+    LayerOptions layer_options = options;  // a layer that shares KV reads an earlier one's cache
+    layer_options.kv_owner = &layers[arena.plan().layer(l).kv_owner];
+    HEADWAY_RETURN_IF_ERROR(layers[l].init(arena, l, w.value(), layer_options));
   }
   return Status();
 }

@@ -109,6 +109,14 @@ uint64_t Model::weights_fingerprint() const {
 
 Status Model::check_state_backend() const {
   if (arena_ == nullptr) return Status::error(Code::kFailedPrecondition, "state: the model is not initialized");
+  const Plan& p = arena_->plan();
+  if (p.kv_shared_layers != 0 || p.config.full_layers_shaped()) {
+    return Status::error(Code::kUnsupported,
+                         "state: a saved state holds one head shape and a cache per attention layer; this model's "
+                         "%s",
+                         p.kv_shared_layers ? "last layers read earlier layers' caches (num_kv_shared_layers)"
+                                            : "full layers have a head shape of their own");
+  }
   for (uint32_t l = 0; l < n_layers_; ++l) {
     if (layers_[l].cpu_cache() == nullptr && !layers_[l].is_linear()) {
       return Status::error(Code::kUnsupported,

@@ -51,7 +51,9 @@ Status Session::init(const Arena& arena, LayerWeightsFn fn, void* ctx, const Lay
   for (uint32_t l = 0; l < n_layers; ++l) {
     const Result<LayerWeights> w = fn(ctx, l);
     if (!w.ok()) return w.status();
-    HEADWAY_RETURN_IF_ERROR(layers_[l].init(arena, l, w.value(), options));
+    LayerOptions layer_options = options;  // a layer that shares KV reads an earlier one's cache
+    layer_options.kv_owner = &layers_[arena.plan().layer(l).kv_owner];
+    HEADWAY_RETURN_IF_ERROR(layers_[l].init(arena, l, w.value(), layer_options));
   }
   arena_ = &arena;
   n_layers_ = n_layers;

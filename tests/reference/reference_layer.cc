@@ -60,7 +60,7 @@ float round_kv(double v, DType t) {
 
 std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) {
   const uint32_t d = c_.d_model, hd = c_.head_size(), nh = c_.n_heads, kvh = c_.kv_heads();
-  const uint32_t qw = nh * hd, kvw = kvh * hd;
+  const uint32_t qw = nh * hd;
   // With an output gate Wq gives each head's query, then its gate: [q_0 g_0 q_1 g_1 ...].
   const uint32_t q_rows = c_.output_gate ? 2 * qw : qw;
   const std::vector<double> q_out = linear(x, t, d, w_.wq, w_.bq, q_rows);
@@ -74,30 +74,21 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
       }
     }
   }
-  std::vector<double> k = linear(x, t, d, w_.wk, w_.bk, kvw);
-  std::vector<double> v = c_.k_eq_v ? k : linear(x, t, d, w_.wv, w_.bv, kvw);  // V from K before its norm
+  // The queries' positions: after this layer's history, or the last t of its owner's.
+  const uint32_t first = owner_ != nullptr ? owner_->pos_ + owner_->n_ - t : pos_ + n_;
   for (uint32_t i = 0; i < t; ++i) {
     for (uint32_t h = 0; h < nh; ++h) {
       double* qh = &q[size_t{i} * qw + size_t{h} * hd];
       if (c_.qk_norm) rms_norm(qh, hd, w_.q_norm, c_.rms_norm_eps, c_.qk_norm_offset);
-      rope(qh, hd, pos_ + n_ + i, c_.rope);
-    }
-    for (uint32_t g = 0; g < kvh; ++g) {
-      double* kh = &k[size_t{i} * kvw + size_t{g} * hd];
-      if (c_.qk_norm) rms_norm(kh, hd, w_.k_norm, c_.rms_norm_eps, c_.qk_norm_offset);
-      rope(kh, hd, pos_ + n_ + i, c_.rope);
-      if (c_.v_norm) rms_norm(&v[size_t{i} * kvw + size_t{g} * hd], hd, {}, c_.rms_norm_eps, 0.0);
+      rope(qh, hd, first + i, c_.rope);
     }
   }
-  for (size_t i = 0; i < k.size(); ++i) {
-    k_.push_back(round_kv(k[i], c_.kv_dtype));
-    v_.push_back(round_kv(v[i], c_.kv_dtype));
-  }
-  n_ += t;
+  if (owner_ == nullptr) append_kv(x, t);
+  const RefLayer& kv = owner_ != nullptr ? *owner_ : *this;
   std::vector<float> qf(q.begin(), q.end());
   RefAttention a;
   a.t_q = t;
-  a.t_kv = n_;
+  a.t_kv = kv.n_;
   a.n_heads = nh;
   a.n_kv_heads = kvh;
   a.head_dim = hd;
@@ -114,9 +105,30 @@ std::vector<double> RefLayer::forward(const std::vector<double>& x, uint32_t t) 
       for (double& m : a.alibi_slopes) m *= a.scale;
     }
   }
-  std::vector<double> o = reference_attention(a, qf.data(), k_.data(), v_.data());
+  std::vector<double> o = reference_attention(a, qf.data(), kv.k_.data(), kv.v_.data());
   for (size_t i = 0; i < gate.size(); ++i) o[i] /= 1.0 + std::exp(-gate[i]);
   return linear(o, t, qw, w_.wo, w_.bo, d);
+}
+
+// K and V of x's t tokens at the history's next positions, normed, rotated and rounded as the
+// cache stores them, appended to it.
+void RefLayer::append_kv(const std::vector<double>& x, uint32_t t) {
+  const uint32_t d = c_.d_model, hd = c_.head_size(), kvh = c_.kv_heads(), kvw = kvh * hd;
+  std::vector<double> k = linear(x, t, d, w_.wk, w_.bk, kvw);
+  std::vector<double> v = c_.k_eq_v ? k : linear(x, t, d, w_.wv, w_.bv, kvw);  // V from K before its norm
+  for (uint32_t i = 0; i < t; ++i) {
+    for (uint32_t g = 0; g < kvh; ++g) {
+      double* kh = &k[size_t{i} * kvw + size_t{g} * hd];
+      if (c_.qk_norm) rms_norm(kh, hd, w_.k_norm, c_.rms_norm_eps, c_.qk_norm_offset);
+      rope(kh, hd, pos_ + n_ + i, c_.rope);
+      if (c_.v_norm) rms_norm(&v[size_t{i} * kvw + size_t{g} * hd], hd, {}, c_.rms_norm_eps, 0.0);
+    }
+  }
+  for (size_t i = 0; i < k.size(); ++i) {
+    k_.push_back(round_kv(k[i], c_.kv_dtype));
+    v_.push_back(round_kv(v[i], c_.kv_dtype));
+  }
+  n_ += t;
 }
 
 std::vector<double> reference_stack(std::vector<RefLayer>& layers, const std::vector<double>& x, uint32_t t) {

@@ -34,10 +34,16 @@ class RefLayer {
   }
   // x [t, d_model] → y [t, d_model].
   std::vector<double> forward(const std::vector<double>& x, uint32_t t);
+  // Shared KV (Gemma 3n / 4): attend over `owner`'s K/V history instead of projecting its own; its t
+  // queries are the last t tokens owner ran (owner runs each call first).
+  void read_kv_of(const RefLayer* owner) { owner_ = owner; }
 
  private:
+  void append_kv(const std::vector<double>& x, uint32_t t);
+
   Config c_;
   RefWeights w_;
+  const RefLayer* owner_ = nullptr;
   std::vector<float> k_, v_;  // [n, kv_heads, head_dim], rotated, rounded to kv_dtype
   uint32_t pos_ = 0;
   uint32_t n_ = 0;

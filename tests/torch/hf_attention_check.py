@@ -54,7 +54,7 @@ def case(name, model_type, d_model, heads, kv_heads, layer=1, tokens=T, dtype="F
 
 # The families whose cases also run token by token (their layers' own projections and caches: MLA's latent
 # rows, the gates, Gemma 4's shapes).
-DECODE_TOO = ("deepseek", "minicpm3", "youtu", "qwen3.5", "gemma4 full", "gemma3n full")
+DECODE_TOO = ("deepseek", "minicpm3", "youtu", "qwen3.5", "gemma4", "gemma3n")
 
 
 LLAMA3_SCALING = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -230,6 +230,31 @@ CASES = [
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
          **GEMMA3N),
+    # The last num_kv_shared_layers layers have no K/V projections: each reads the K and V of the last earlier
+    # layer of its type, which `headway layer` runs over the same x first (the module: its shared_kv_states).
+    case("gemma3n full layer 4 reads layer 2's K/V", "gemma3n_text", 256, 4, 2, layer=4, head_dim=64,
+         num_hidden_layers=5, num_kv_shared_layers=2, sliding_window=5, rope_theta=None,
+         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "full_attention"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         **GEMMA3N),
+    case("gemma3n sliding layer 3 reads layer 1's K/V, window 5", "gemma3n_text", 256, 4, 2, layer=3, head_dim=64,
+         num_hidden_layers=5, num_kv_shared_layers=2, sliding_window=5, rope_theta=None,
+         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "full_attention"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         **GEMMA3N),
+    case("gemma4 full layer 4 reads layer 1's K/V: head_dim 128, V from K", "gemma4_text", 256, 4, 2, layer=4,
+         head_dim=64, global_head_dim=128, num_global_key_value_heads=1, attention_k_eq_v=True,
+         num_hidden_layers=5, num_kv_shared_layers=2, sliding_window=5,
+         layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                      "full_attention"], **GEMMA4),
+    case("gemma4 sliding layer 3 reads layer 2's K/V, window 5", "gemma4_text", 256, 4, 2, layer=3,
+         head_dim=64, global_head_dim=128, num_hidden_layers=5, num_kv_shared_layers=2, sliding_window=5,
+         layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                      "full_attention"], **GEMMA4),
     case("gemma3n sliding layer 1 of 5", "gemma3n_text", 256, 4, 2, layer=1, head_dim=64, num_hidden_layers=5,
          num_kv_shared_layers=2, sliding_window=5, rope_theta=None,
          layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
@@ -265,7 +290,8 @@ CASES = [
 
 
 def write_model(c, workdir, gen):
-    """config.json, the weights file; returns (config, the run layer's module, headway's file args)."""
+    """config.json, the weights file; returns (config, the run layer's module, the module of the layer whose
+    K/V it reads or None, headway's file args)."""
     os.makedirs(workdir, exist_ok=True)
     with open(os.path.join(workdir, "config.json"), "w") as f:
         json.dump(c["config"], f, indent=2)
@@ -281,12 +307,13 @@ def write_model(c, workdir, gen):
         save_file({f"model.layers.{i}.{block}.{k}": v.contiguous() for i, (_, stored) in enumerate(layers)
                    for k, v in stored.items()}, weights, metadata={"format": "pt"})
         args = ["--weights", weights, "--config", os.path.join(workdir, "config.json")]
-    return config, layers[c["layer"]][0], args
+    producer = hf_blocks.kv_producer(config, c["layer"])
+    return config, layers[c["layer"]][0], None if producer is None else layers[producer][0], args
 
 
 def run_case(headway, c, workdir, seed):
     gen = torch.Generator().manual_seed(seed)
-    config, module, file_args = write_model(c, workdir, gen)
+    config, module, producer, file_args = write_model(c, workdir, gen)
     x = torch.randn(c["tokens"], config.hidden_size, generator=gen, dtype=torch.float64).float().numpy()
     x_path, y_path = os.path.join(workdir, "x.npy"), os.path.join(workdir, "y.npy")
     np.save(x_path, x)
@@ -294,7 +321,7 @@ def run_case(headway, c, workdir, seed):
     # decode: also token by token (--chunk 1), the decode kernels over the cache the earlier tokens filled
     runs = [(p, []) for p in PROJECTIONS] + ([("highway", ["--chunk", "1"])] if c["decode"] else [])
     for start in START_POSITIONS:
-        ref = hf_blocks.reference(config, module, x, start)
+        ref = hf_blocks.reference(config, module, x, start, producer)
         for projection, extra in runs:
             cmd = [headway, "layer", *file_args, "--layer", str(c["layer"]), "--x", x_path, "--out", y_path,
                    "--start-pos", str(start), "--threads", "2", "--projection", projection, *extra]

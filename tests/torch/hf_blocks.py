@@ -122,9 +122,21 @@ def additive_mask(t, fn):
     return mask.view(1, 1, t, t)
 
 
+def kv_producer(config, layer_idx):
+    """The layer whose K/V a Gemma 3n / 4 layer past the first num_kv_shared_layers reads (the last
+    earlier layer of its type before them), or None for a layer that computes its own."""
+    shared = getattr(config, "num_kv_shared_layers", 0) or 0
+    first_shared = config.num_hidden_layers - shared
+    if not shared or layer_idx < first_shared:
+        return None
+    kinds = config.layer_types
+    return max(j for j in range(first_shared) if kinds[j] == kinds[layer_idx])
+
+
 @torch.no_grad()
-def reference(config, module, x, start):
-    """y [T, d_model] float64 of the attention block over x [T, d_model] at positions start.."""
+def reference(config, module, x, start, producer=None):
+    """y [T, d_model] float64 of the attention block over x [T, d_model] at positions start.. A layer
+    that reads another's K/V (Gemma 3n / 4) gets producer's, run over the same x first."""
     _, rotary_class = family_classes(config.model_type)
     rotary = rotary_class(config)
     h = torch.from_numpy(x).to(torch.float64).unsqueeze(0)
@@ -135,8 +147,10 @@ def reference(config, module, x, start):
     else:
         embeddings = rotary(h, position_ids)  # (cos, sin), or DeepSeek-V2's complex freqs_cis
     kwargs = {}
-    if "shared_kv_states" in inspect.signature(module.forward).parameters:  # Gemma 3n / 4: a producer layer
+    if "shared_kv_states" in inspect.signature(module.forward).parameters:  # Gemma 3n / 4
         kwargs["shared_kv_states"] = {}
-    y, _ = module(h, position_embeddings=embeddings, attention_mask=additive_mask(t, mask_function(module, config)),
-                  **kwargs)
+    mask = additive_mask(t, mask_function(module, config))
+    if producer is not None:  # it stores its K and V in shared_kv_states
+        producer(h, position_embeddings=embeddings, attention_mask=mask, **kwargs)
+    y, _ = module(h, position_embeddings=embeddings, attention_mask=mask, **kwargs)
     return y[0].numpy()
