@@ -3,7 +3,9 @@
 // steps in gpu_backend_impl.hpp); append() writes rows to the device cache (gpu_kv_upload.cc);
 // attend() writes the call's values and resubmits the command buffer recorded at create (mapped
 // memory), or records copies, the dispatches and the read-back (staged), and waits on one fence
-// (gpu_dispatch.cc). This file checks the arguments and ties the steps together.
+// (gpu_dispatch.cc). This file checks the arguments and ties the steps together. Multi-head
+// latent attention (Config::mla) runs as KvCache does: one latent row per token, K and V at once,
+// in one device buffer.
 #include <cmath>
 #include <new>
 
@@ -53,6 +55,7 @@ void GpuBackend::Impl::choose_storage(const Plan& p) {
   storage = gpu::storage_for(dt, info->storage_16bit);
   mapped = info->host_mapped;
   row_bytes = gpu::storage_row_bytes(storage, head_dim);
+  shared_kv = p.config.is_mla();
   fixed_rows = is_ring(p) ? sink_tokens(p) : 0;
 }
 
@@ -80,10 +83,10 @@ Status GpuBackend::Impl::check_device_limits() const {
 void GpuBackend::Impl::describe() {
   format_to(kernel, sizeof(kernel), "attn_%s_%s_r%ut%uk%u", gpu::storage_name(storage),
             headway::kernel_name(plan.kernel), tiling.rows, tiling.tpr, tiling.kv_tile);
-  format_to(description, sizeof(description), "gpu: %s (%s); kernel %s, %u threads, K/V %s%s, %s, split-KV up to %u",
+  format_to(description, sizeof(description), "gpu: %s (%s); kernel %s, %u threads, K/V %s%s%s, %s, split-KV up to %u",
             info->name, info->type, kernel, tiling.threads, gpu::storage_name(storage),
             storage == gpu::Storage::kF32 && plan.config.kv_dtype != DType::kF32 ? " (widened: no 16-bit storage)" : "",
-            mapped ? "host-mapped" : "staged", max_splits);
+            shared_kv ? " (MLA: V is the K row)" : "", mapped ? "host-mapped" : "staged", max_splits);
 }
 
 void GpuBackend::Impl::destroy() {
@@ -124,12 +127,6 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
                          "gpu backend: the plan's kv dtype %s (%u) is not one of %s (make the plan with make_plan(), "
                          "which checks the config)",
                          dtype_name(plan.config.kv_dtype), static_cast<unsigned>(plan.config.kv_dtype), kKvDTypeNames);
-  }
-  if (plan.config.is_mla()) {
-    return Status::error(Code::kUnsupported,
-                         "gpu backend: multi-head latent attention (MLA, kv_lora_rank %u) is not run on the GPU (its V "
-                         "is the K row); use the cpu backend",
-                         plan.config.mla.kv_lora_rank);
   }
   if (plan.config.kv_rotation != KvRotation::kNone) {
     return Status::error(Code::kUnsupported,
@@ -262,6 +259,12 @@ Status GpuBackend::attend_dense(const float* q, const void* k, const void* v, DT
     return Status::error(Code::kOutOfRange,
                          "gpu backend: t_q %u, t_kv %u are past the plan's max_tokens %u, cache_rows %u", shape.t_q,
                          shape.t_kv, x.plan.max_tokens, x.plan.cache_rows);
+  }
+  if (x.shared_kv && v != k) {
+    return Status::error(Code::kInvalidArgument,
+                         "gpu backend: the plan is multi-head latent attention (kv_lora_rank %u), whose V is the K "
+                         "row (one buffer): attend_dense takes v == k",
+                         c.mla.kv_lora_rank);
   }
   if (kv_dtype != c.kv_dtype) {
     return Status::error(Code::kInvalidArgument,

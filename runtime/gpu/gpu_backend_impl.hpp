@@ -13,7 +13,8 @@
 //            ceil(head_dim / 32) blocks, the buffer padded to whole 4-byte words, which the block
 //            shaders read); the i-th token since the reset in row i mod cache_rows, or, in a ring
 //            with S sink tokens (KvCache's layout), row i for i < S and S + (i − S) mod
-//            (cache_rows − S) after them
+//            (cache_rows − S) after them. MLA (Config::mla): no V buffer; K's latent rows are V
+//            too (KvCache's aliasing), the K buffer bound at V's binding
 //   Q, O     [max_tokens, n_heads, head_dim] f32
 //   partials [n_kv_heads, max_splits, rows ≤ kSplitMaxRows, head_dim + 2] f32 (split-KV; ≤ 16 MiB)
 //   alibi    [2, n_heads] f32: the plan's ALiBi slopes (written once at create), a dense call's
@@ -22,8 +23,8 @@
 //   indirect (mapped only) two VkDispatchIndirectCommand: attention, merge (0 groups: no split)
 //   mask     a dense call's general mask [t_q, t_kv] f32 (0 or −inf for a bool one), rows t_kv
 //            apart: max_tokens × cache_rows floats with dense_masks, else a 16-byte stand-in
-//   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same][Q][O]
-//            [mask, with dense_masks], stage_tokens = min(cache_rows, max(max_tokens, 1024))
+//   staging  (unless mapped) [K rows: n_kv_heads, stage_tokens, head_dim][V rows: same, none for
+//            MLA][Q][O][mask, with dense_masks], stage_tokens = min(cache_rows, max(max_tokens, 1024))
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -86,7 +87,8 @@ struct GpuBackend::Impl {
   Plan plan{};
   gpu::Tiling tiling{};
   gpu::Storage storage = gpu::Storage::kF32;
-  bool mapped = false;  // K/V/Q/O are host-visible device memory: no staging, no copies
+  bool mapped = false;     // K/V/Q/O are host-visible device memory: no staging, no copies
+  bool shared_kv = false;  // MLA: V is the K row; `v` is never made, K is bound in its place
   uint32_t head_dim = 0;
   uint32_t n_kv = 0;
   uint32_t q_width = 0;
@@ -116,7 +118,7 @@ struct GpuBackend::Impl {
   VkCommandBuffer recorded = VK_NULL_HANDLE;  // mapped memory: recorded once at create, resubmitted
   VkFence fence = VK_NULL_HANDLE;
   VkBufferCopy* k_regions = nullptr;  // 3 · n_kv_heads each: sink rows, a ring run that may wrap once
-  VkBufferCopy* v_regions = nullptr;
+  VkBufferCopy* v_regions = nullptr;  // null where shared_kv
 
   // Rows count from the reset: the i-th token appended since reset(start) sits at position
   // start + i, in row cache_row(i).
@@ -131,7 +133,9 @@ struct GpuBackend::Impl {
   char description[400] = {};
 
   VkDevice device() const { return ctx->device; }
-  // Bytes of the K (and of the V) buffer.
+  // The buffer the shader reads V from.
+  const gpu::Buffer& v_buffer() const { return shared_kv ? k : v; }
+  // Bytes of the K (and of the V) buffer; MLA's one buffer is both.
   VkDeviceSize kv_bytes() const { return (VkDeviceSize{n_kv} * plan.cache_rows * row_bytes + 3) / 4 * 4; }
   // KvCache::append's row of the i-th token since the reset.
   uint32_t cache_row(uint32_t i) const {

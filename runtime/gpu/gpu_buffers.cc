@@ -1,7 +1,7 @@
-// GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V, Q and
-// O, the sink logits, the ALiBi slopes, the general mask and the call's values (and the indirect
-// dispatch sizes where mapped), the staging buffer and its copy regions where memory is not host-mapped, and the
-// split-KV partials.
+// GpuBackend's device buffers, made once at create (layouts: gpu_backend_impl.hpp): K, V (none
+// for MLA, whose V is the K row), Q and O, the sink logits, the ALiBi slopes, the general mask
+// and the call's values (and the indirect dispatch sizes where mapped), the staging buffer and its
+// copy regions where memory is not host-mapped, and the split-KV partials.
 #include <cstring>
 #include <new>
 
@@ -26,7 +26,7 @@ Status GpuBackend::Impl::create_buffers() {
   const gpu::MemoryUse use = mapped ? gpu::MemoryUse::kDeviceMapped : gpu::MemoryUse::kDevice;
   const VkBufferUsageFlags in = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(kv_bytes, in, use, "K", &k));
-  HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(kv_bytes, in, use, "V", &v));
+  if (!shared_kv) HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(kv_bytes, in, use, "V", &v));
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(qo_bytes, in, use, "Q", &q));
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(
       qo_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, use, "O", &o));
@@ -53,16 +53,16 @@ Status GpuBackend::Impl::create_buffers() {
   if (stage_tokens > p.cache_rows - fixed_rows) stage_tokens = p.cache_rows - fixed_rows;
   const VkDeviceSize kv_stage = align64(VkDeviceSize{n_kv} * stage_tokens * row_bytes);
   stage_k = 0;
-  stage_v = kv_stage;
-  stage_q = 2 * kv_stage;
+  stage_v = kv_stage;  // unused where shared_kv
+  stage_q = (shared_kv ? 1 : 2) * kv_stage;
   stage_o = stage_q + align64(qo_bytes);
   stage_mask = stage_o + align64(qo_bytes);
   HEADWAY_RETURN_IF_ERROR(ctx->create_buffer(stage_mask + (dense_masks ? mask_bytes() : 0),
                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                              gpu::MemoryUse::kStaging, "staging", &staging));
   k_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
-  v_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
-  if (k_regions == nullptr || v_regions == nullptr) {
+  if (!shared_kv) v_regions = new (std::nothrow) VkBufferCopy[3 * n_kv];
+  if (k_regions == nullptr || (!shared_kv && v_regions == nullptr)) {
     return Status::error(Code::kInternal, "gpu: cannot allocate %u copy regions", 6 * n_kv);
   }
   return Status();

@@ -5,7 +5,8 @@
 // cache rows with the next command buffer (or by flush() when the staging buffer is full). A
 // dense call's rows already in the plan's block format are copied as they are. Token i since the
 // reset goes to KvCache::append's row (cache_row(i)): i mod cache_rows, or with S sink tokens in
-// a ring, i below S and S + (i − S) mod (cache_rows − S) after them.
+// a ring, i below S and S + (i − S) mod (cache_rows − S) after them. MLA (shared_kv) writes K
+// alone: its V is the K row, as KvCache::append stores it, and `v` is not read.
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
@@ -88,15 +89,16 @@ Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t t
     const uint8_t* vt = static_cast<const uint8_t*>(v_in) + t * src_token;
     for (uint32_t g = 0; g < n_kv; ++g) {
       uint8_t* kd = kv_destination(true, g, index);
-      uint8_t* vd = kv_destination(false, g, index);
+      uint8_t* vd = shared_kv ? nullptr : kv_destination(false, g, index);
       if (copy) {
         std::memcpy(kd, kt + g * src_row, row_bytes);
-        std::memcpy(vd, vt + g * src_row, row_bytes);
+        if (!shared_kv) std::memcpy(vd, vt + g * src_row, row_bytes);
         continue;
       }
       decode_row(kt + g * src_row, src, head_dim, src_row, row);
       if (rotate) apply_rope(row, 1, head_dim, 1, head_dim, start + index, start + index0 + n, plan.config.rope, rope);
       encode_row(row, head_dim, dt, storage, row_bytes, kd);
+      if (shared_kv) continue;
       decode_row(vt + g * src_row, src, head_dim, src_row, row);
       encode_row(row, head_dim, dt, storage, row_bytes, vd);
     }
@@ -144,12 +146,12 @@ void GpuBackend::Impl::record_pending_copies() {
       const VkDeviceSize from = src + runs[r][0] * row_bytes, to = dst + runs[r][2] * row_bytes;
       const VkDeviceSize bytes = runs[r][1] * row_bytes;
       k_regions[n] = VkBufferCopy{stage_k + from, to, bytes};
-      v_regions[n] = VkBufferCopy{stage_v + from, to, bytes};
+      if (!shared_kv) v_regions[n] = VkBufferCopy{stage_v + from, to, bytes};
       ++n;
     }
   }
   vkCmdCopyBuffer(cmd, staging.buffer, k.buffer, n, k_regions);
-  vkCmdCopyBuffer(cmd, staging.buffer, v.buffer, n, v_regions);
+  if (!shared_kv) vkCmdCopyBuffer(cmd, staging.buffer, v.buffer, n, v_regions);
   pending_n = 0;
 }
 

@@ -65,9 +65,10 @@ Status GpuBackend::Impl::create_descriptor_sets() {
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &set), "vkAllocateDescriptorSets");
   da.pSetLayouts = &merge_set_layout;
   HEADWAY_VK(vkAllocateDescriptorSets(device(), &da, &merge_set), "vkAllocateDescriptorSets");
-  // Attention: Q, K, V, O, partials, sinks, params, ALiBi slopes, mask at bindings 0..8; the
-  // merge: partials, O, params at 0..2.
-  const gpu::Buffer* bufs[12] = {&q, &k, &v, &o, &partials, &sinks, &params, &alibi, &mask, &partials, &o, &params};
+  // Attention: Q, K, V, O, partials, sinks, params, ALiBi slopes, mask at bindings 0..8 (MLA: K
+  // at 1 and 2); the merge: partials, O, params at 0..2.
+  const gpu::Buffer* vb = &v_buffer();
+  const gpu::Buffer* bufs[12] = {&q, &k, vb, &o, &partials, &sinks, &params, &alibi, &mask, &partials, &o, &params};
   VkDescriptorBufferInfo bi[12]{};
   VkWriteDescriptorSet writes[12]{};
   for (uint32_t i = 0; i < 12; ++i) {

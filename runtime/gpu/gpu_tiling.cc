@@ -47,6 +47,7 @@ Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceL
 
   const uint32_t dims = pow2_at_least(head_dim);
   uint32_t tpr = pow2_at_least((head_dim + kMaxDimsPerThread - 1) / kMaxDimsPerThread);
+  if (tpr > threads) threads = tpr < cap ? tpr : cap;  // MLA's rows on small subgroups: one row's threads
   if (tpr > threads) tpr = threads;
   uint32_t rows = threads / tpr;
   const uint32_t want_rows = pow2_at_least(max_rows ? max_rows : 1);

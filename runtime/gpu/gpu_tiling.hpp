@@ -4,8 +4,9 @@
 //   threads per workgroup = rows · tpr, about 4 subgroups (lavapipe: 8 lanes → 32 threads;
 //   NVIDIA 32 → 128; AMD 64 → 256), at most the device's limits and 256.
 //   tpr (threads per row in the P·V phase) = the power of two that leaves each thread at most
-//   16 dims of O in registers (d64: 4, d128: 8, d256: 16); fewer rows than that (decode) give
-//   the spare threads to the rows.
+//   16 dims of O in registers (d64: 4, d128: 8, d256: 16, d576: 64, which raises the threads to
+//   64 where 4 subgroups are fewer); fewer rows than that (decode) give the spare threads to the
+//   rows.
 //   kv_tile = the largest power of two ≤ 64 keys whose tiles fit in shared memory:
 //     4 bytes · (rows·d [Q] + kv_tile·(d + 1) [K, padded] + kv_tile·d [V] + rows·kv_tile [P] + 7·rows [row stats])
 #pragma once
@@ -36,9 +37,10 @@ struct Tiling {
 
 uint32_t tiling_shared_bytes(uint32_t head_dim, uint32_t rows, uint32_t kv_tile);
 
-// The largest head_dim the shaders hold: 16 output dims per thread over at most 32 threads a
-// row on the smallest subgroups (the CPU's kMaxHeadDim is larger, for MLA's latent rows).
-inline constexpr uint32_t kGpuMaxHeadDim = 512;
+// The largest head_dim the shaders hold: the CPU's, MLA's latent rows included (576 for
+// DeepSeek, 288 for MiniCPM3). Each thread keeps at most 16 output dims: a row of 576 takes 64
+// threads, more than 4 subgroups of lavapipe's 8 lanes, so the workgroup grows to one row's.
+inline constexpr uint32_t kGpuMaxHeadDim = kMaxHeadDim;
 
 // max_rows: the most query rows one call has (max_tokens · group). kUnsupported when not even
 // one row and one key fit in shared memory.
