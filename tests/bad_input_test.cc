@@ -1707,6 +1707,12 @@ TEST_CASE("bad input: config.json text") {
              "rope_local_base_freq": "10000"})"),
        Code::kInvalidArgument,
        {"c.json", "rope_local_base_freq"}},
+      {"PLM's MLA with DeepSeek's YaRN logit mscale",
+       hf(R"({"model_type": "plm", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 64,
+             "kv_lora_rank": 32, "rope_scaling": {"type": "yarn", "factor": 4.0,
+             "original_max_position_embeddings": 16, "mscale_all_dim": 0.707}})"),
+       Code::kUnsupported,
+       {"c.json", "rope_scaling's mscale_all_dim 0.707 with model_type plm"}},
   });
   CHECK_FALSE(parse_hf_config(nullptr, 5, "c.json").ok());
   CHECK(std::string(load_hf_config("no/such/dir/config.json").status().message()).find("no/such/dir/config.json") !=
@@ -1718,6 +1724,20 @@ TEST_CASE("bad input: GGUF metadata") {
   auto gguf = [](std::vector<uint8_t> b) {
     return [b] { return status_of(parse_gguf_metadata(b.data(), b.size(), "m.gguf")); };
   };
+  // Gemma 4's keys around w's: four layers, sliding then full, twice (a pattern of `pattern` entries).
+  auto gemma4 = [](test::GgufWriter w, size_t pattern = 4) {
+    std::vector<bool> swa;
+    for (size_t i = 0; i < pattern; ++i) swa.push_back(i % 2 == 0);
+    return w.str("general.architecture", "gemma4")
+        .u32kv("gemma4.context_length", 4096)
+        .u32kv("gemma4.embedding_length", 256)
+        .u32kv("gemma4.block_count", 4)
+        .u32kv("gemma4.attention.head_count", 4)
+        .u32kv("gemma4.attention.key_length", 128)
+        .u32kv("gemma4.attention.sliding_window", 512)
+        .bool_array("gemma4.attention.sliding_window_pattern", swa)
+        .bytes();
+  };
   std::vector<uint8_t> header = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
   std::vector<uint8_t> huge_count = header;
   for (int i = 0; i < 8; ++i) huge_count.push_back(0);     // tensor count
@@ -1727,6 +1747,37 @@ TEST_CASE("bad input: GGUF metadata") {
       {"wrong magic", gguf({'G', 'G', 'M', 'L', 3, 0, 0, 0}), Code::kInvalidArgument, {"m.gguf", "magic 47 47 4d 4c"}},
       {"truncated header", gguf(header), Code::kDataLoss, {"m.gguf"}},
       {"kv count 2^64 - 1", gguf(huge_count), Code::kDataLoss, {"m.gguf"}},
+      {"gemma4 without key_length_swa",
+       gguf(gemma4(test::GgufWriter())),
+       Code::kNotFound,
+       {"m.gguf", "no gemma4.attention.key_length_swa"}},
+      {"gemma4 sliding value head unlike its key head",
+       gguf(gemma4(test::GgufWriter()
+                       .u32kv("gemma4.attention.key_length_swa", 64)
+                       .u32kv("gemma4.attention.value_length_swa", 32))),
+       Code::kUnsupported,
+       {"m.gguf", "gemma4.attention.value_length_swa is 32, attention.key_length_swa 64"}},
+      {"gemma4 sliding layers partly rotated",
+       gguf(gemma4(test::GgufWriter()
+                       .u32kv("gemma4.attention.key_length_swa", 64)
+                       .u32kv("gemma4.rope.dimension_count_swa", 16))),
+       Code::kUnsupported,
+       {"m.gguf", "gemma4.rope.dimension_count_swa is 16"}},
+      {"gemma4 full layers partly rotated",
+       gguf(gemma4(
+           test::GgufWriter().u32kv("gemma4.attention.key_length_swa", 64).u32kv("gemma4.rope.dimension_count", 32))),
+       Code::kUnsupported,
+       {"m.gguf", "gemma4.rope.dimension_count is 32, attention.key_length 128"}},
+      {"gemma4 full layers with two kv head counts",
+       gguf(gemma4(test::GgufWriter()
+                       .u32kv("gemma4.attention.key_length_swa", 64)
+                       .u32_array("gemma4.attention.head_count_kv", {4, 1, 4, 2}))),
+       Code::kUnsupported,
+       {"m.gguf", "gemma4.attention.head_count_kv[3] is 2 where the earlier full layers have 1"}},
+      {"gemma4 pattern of another length",
+       gguf(gemma4(test::GgufWriter().u32kv("gemma4.attention.key_length_swa", 64), 3)),
+       Code::kInvalidArgument,
+       {"m.gguf", "gemma4.attention.sliding_window_pattern is an array of 3 bool, expected 4 bools"}},
   });
   CHECK_FALSE(parse_gguf_metadata(nullptr, 10, "m.gguf").ok());
   CHECK_FALSE(load_gguf_config("no/such/model.gguf").ok());

@@ -126,6 +126,7 @@ void print_table(const Plan& p, const std::string& attention_only) {
 
   if (!attention_only.empty()) std::printf("model part  not planned, attention only: %s\n\n", attention_only.c_str());
   std::printf("memory plan (arena regions, each 64-byte aligned)\n");
+  const bool shaped = c.full_layers_shaped();
   const char* weights_note = p.weights_region_bytes ? ""
                              : p.packed_bytes       ? " (packed by XNNPACK below)"
                                                     : " (borrowed, not in the arena)";
@@ -134,9 +135,9 @@ void print_table(const Plan& p, const std::string& attention_only) {
     std::snprintf(linear_slot, sizeof(linear_slot), " (attention), %s per Gated DeltaNet layer",
                   human_bytes(p.linear_weight_bytes_per_layer).c_str());
   }
-  std::printf("  weights      %12s  %s per layer%s, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
-              human_bytes(p.weight_bytes_per_layer).c_str(), linear_slot, dtype_name(p.options.weight_dtype),
-              weights_note);
+  std::printf("  weights      %12s  %s%s per layer%s, %s%s\n", human_bytes(p.weights_region_bytes).c_str(),
+              shaped || p.kv_shared_layers ? "up to " : "", human_bytes(p.weight_bytes_per_layer).c_str(), linear_slot,
+              dtype_name(p.options.weight_dtype), weights_note);
   std::printf("  kv cache     %12s  %s per token, %s per %slayer (%u rows, %s%s)\n",
               human_bytes(p.kv_cache_bytes).c_str(), human_bytes(p.kv_bytes_per_token).c_str(),
               human_bytes(p.kv_bytes_per_layer).c_str(),
@@ -179,11 +180,15 @@ void print_table(const Plan& p, const std::string& attention_only) {
               static_cast<unsigned long long>(p.arena_bytes));
 
   print_layer_groups(p);
+  // Layers of two head shapes (Gemma 4): the first layer's, named.
+  const Plan layout = shaped ? layer_plan(p, 0) : p;
   std::printf("head layout (byte offsets: in one token's fused qkv row; in one %slayer's kv cache)\n",
-              p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ");
+              shaped                                                    ? "(layer 0's shape) "
+              : p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? ""
+                                                                        : "full ");
   std::printf("  %6s %7s %9s %9s %9s %12s %12s\n", "q head", "kv head", "q", "k", "v", "cache K", "cache V");
   for (uint32_t h = 0; h < c.n_heads; ++h) {
-    const HeadLayout l = p.head(h);
+    const HeadLayout l = layout.head(h);
     std::printf("  %6u %7u %9llu %9llu %9llu %12llu %12llu\n", l.q_head, l.kv_head,
                 static_cast<unsigned long long>(l.qkv_q_offset), static_cast<unsigned long long>(l.qkv_k_offset),
                 static_cast<unsigned long long>(l.qkv_v_offset), static_cast<unsigned long long>(l.cache_k_offset),

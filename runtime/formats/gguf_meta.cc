@@ -5,6 +5,7 @@
 
 #include "headway/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
+#include "runtime/formats/gguf_gemma4.hpp"
 #include "runtime/formats/gguf_reader.hpp"
 #include "runtime/formats/layer_kind_rules.hpp"
 
@@ -37,6 +38,9 @@ struct ArchInfo {
   // Qwen3.5 / Qwen3-Next: gated attention (Config::output_gate) on the layers that are not linear
   // attention (attention.recurrent_layers, else all but every full_attention_interval-th, 4).
   bool gated_among_linear = false;
+  // Gemma 4: per-layer attention (read_gemma4): two head shapes, shared caches, a per-layer
+  // sliding_window_pattern.
+  bool gemma4 = false;
 };
 
 // RoPE pairing follows llama.cpp (llama_model_rope_type), because it describes the weights as
@@ -57,11 +61,18 @@ constexpr ArchInfo kArchs[] = {
      false, 0},
     {"gpt-oss", RopeStyle::kNeox, true, true, false, true, formats::kGptOssSlidingPattern, 0, true, 0.0f, false, true,
      0, false},
+    // Gemma 4's q/k norms scale by their weight as it is (the converter adds nothing: norm_shift 0).
+    {"gemma4", RopeStyle::kNeox, false, false, true, true, formats::kGemma3SlidingPattern, 0, true,
+     formats::kGemma4LocalRopeTheta, false, false, 0, true, false, false, 0, false, true},
     {"qwen2", RopeStyle::kNeox, true, false, false, true},
     {"qwen3", RopeStyle::kNeox, false, false, true, true},
     // DeepSeek-V2/V3's RoPE rotates adjacent pairs in Hugging Face's code too (its complex
     // rotation); its multi-head latent attention comes from attention.kv_lora_rank (read_mla).
     {"deepseek2", RopeStyle::kGptj, false, false, false, true},
+    // PLM's MLA (llama.cpp's plm graph: a full-rank q, normal RoPE on the trailing dims, scale
+    // key_length^-1/2) is deepseek2's; its converter keeps Hugging Face's rows, which
+    // PLMAttention rotates in adjacent pairs (rope_interleave).
+    {"plm", RopeStyle::kGptj, false, false, false, true},
     // The converter stores Qwen3.5's q/k norm weights with their 1 + w added, as Gemma 3's.
     {"qwen35", RopeStyle::kNeox, false, false, true, true, 0, 0, false, 0.0f, false, false, 0, true, false, false, 0,
      true},
@@ -91,7 +102,7 @@ struct Slots {
   gguf::Kv embedding_length, head_count, head_count_kv, key_length, value_length, context_length, block_count,
       freq_base, rope_dims, sliding_window, softcap, causal, kv_lora_rank, sliding_window_pattern, freq_base_swa,
       final_softcap, recurrent_layers, full_attention_interval, nextn_predict_layers, q_lora_rank, key_length_mla,
-      value_length_mla;
+      value_length_mla, key_length_swa, value_length_swa, rope_dims_swa, shared_kv_layers;
   // Gated DeltaNet (llama.cpp's qwen35 / qwen3next ssm.* keys, LLM_KV_SSM_*).
   gguf::Kv ssm_conv_kernel, ssm_state_size, ssm_group_count, ssm_time_step_rank, ssm_inner_size;
   // RoPE scaling (llama.cpp's LLM_KV_ROPE_SCALING_*, and the older rope.scale_linear).
@@ -125,6 +136,10 @@ constexpr SlotName kSlotNames[] = {
     {"attention.q_lora_rank", &Slots::q_lora_rank},
     {"attention.key_length_mla", &Slots::key_length_mla},
     {"attention.value_length_mla", &Slots::value_length_mla},
+    {"attention.key_length_swa", &Slots::key_length_swa},
+    {"attention.value_length_swa", &Slots::value_length_swa},
+    {"rope.dimension_count_swa", &Slots::rope_dims_swa},
+    {"attention.shared_kv_layers", &Slots::shared_kv_layers},
     {"attention.sliding_window_pattern", &Slots::sliding_window_pattern},
     {"attention.max_alibi_bias", &Slots::max_alibi_bias},
     {"attention.clamp_kqv", &Slots::clamp_kqv},
@@ -245,8 +260,8 @@ Status read_linear_layers(const gguf::Reader& p, const Slots& slots, const char*
 }
 
 // The per-layer kinds of a sliding architecture, after the window, the RoPE and the layer count
-// are read: llama.cpp's pattern for it, or the file's sliding_window_pattern (a period; llama.cpp's
-// per-layer bool arrays belong to architectures headway does not read); the sliding layers' base
+// are read: llama.cpp's pattern for it, or the file's sliding_window_pattern (a period, or
+// Gemma 4's one bool a layer; other architectures' arrays are refused); the sliding layers' base
 // from rope.freq_base_swa, else the architecture's; Cohere2's NoPE full layers; gpt-oss's sinks.
 Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots& slots, const char* arch,
                         uint32_t blocks, Config* cfg) {
@@ -259,7 +274,9 @@ Status read_layer_kinds(const gguf::Reader& p, const ArchInfo& info, const Slots
   }
   if (cfg->window == 0) return Status();  // no window: every layer full
   cfg->layers.sliding_pattern = info.sliding_pattern;
-  if (slots.sliding_window_pattern.present()) {
+  if (info.gemma4 && slots.sliding_window_pattern.present()) {
+    HEADWAY_RETURN_IF_ERROR(formats::read_swa_layers(p, slots.sliding_window_pattern, arch, blocks, cfg));
+  } else if (slots.sliding_window_pattern.present()) {
     if (slots.sliding_window_pattern.type == gguf::kArray) {
       return Status::error(Code::kUnsupported,
                            "%s: %s.attention.sliding_window_pattern is an array (one entry per layer); "
@@ -422,7 +439,7 @@ Result<Config> parse_impl(gguf::Reader& p) {
   HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.embedding_length, 1, &cfg.d_model));
   HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.head_count, 1, &cfg.n_heads));
   HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.context_length, 1, &cfg.max_seq));
-  if (slots.head_count_kv.present()) {
+  if (slots.head_count_kv.present() && !(info->gemma4 && slots.head_count_kv.type == gguf::kArray)) {
     HEADWAY_RETURN_IF_ERROR(gguf::read_count(p, slots.head_count_kv, 1, &cfg.n_kv_heads));
   }
   if (slots.key_length.present()) {
@@ -486,6 +503,11 @@ Result<Config> parse_impl(gguf::Reader& p) {
                          arch.text);
   }
   HEADWAY_RETURN_IF_ERROR(read_layer_kinds(p, *info, slots, arch.text, blocks, &cfg));
+  if (info->gemma4) {
+    const formats::Gemma4Keys keys{slots.key_length_swa, slots.value_length_swa, slots.rope_dims_swa,
+                                   slots.shared_kv_layers, slots.head_count_kv};
+    HEADWAY_RETURN_IF_ERROR(formats::read_gemma4(p, keys, arch.text, blocks, &cfg));
+  }
   // Gemma 2 27B scales queries by 1/sqrt(d_model / n_heads) = 1/sqrt(144), not 1/sqrt(head_dim
   // 128), and Gemma 3 27B by 1/sqrt(168); GGUF has no key for it and llama.cpp recognises the
   // models by their 46 and 62 layers.

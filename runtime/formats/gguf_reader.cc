@@ -271,6 +271,21 @@ Status read_count(const Reader& p, const Kv& kv, uint32_t min_value, uint32_t* o
   return Status();
 }
 
+Status read_count_at(const Reader& p, const Kv& kv, uint32_t layer, uint32_t n, uint32_t min_value, uint32_t* out) {
+  if (kv.type != kArray) return read_count(p, kv, min_value, out);
+  const uint8_t* at = p.data + kv.value_pos;
+  const uint32_t elem = static_cast<uint32_t>(load_le(at, 4));
+  const uint64_t count = load_le(at + 4, 8);
+  if (!is_integer_type(elem) || count != n) {
+    return Status::error(Code::kInvalidArgument, "%s: %s is an array of %llu %s, expected %u integers (one per layer)",
+                         p.source, Typed(p, kv).key.text, static_cast<unsigned long long>(count), type_name(elem), n);
+  }
+  Kv one = kv;  // the entry alone, read as a count (its errors name the key)
+  one.type = elem;
+  one.value_pos = kv.value_pos + 12 + layer * fixed_size(elem);
+  return read_count(p, one, min_value, out);
+}
+
 // A real number: f32, f64, or any integer type. Must be finite and >= 0 (> 0 unless allow_zero).
 Status read_real(const Reader& p, const Kv& kv, bool allow_zero, float* out) {
   const Typed t(p, kv);

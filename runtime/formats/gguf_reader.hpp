@@ -126,6 +126,9 @@ Status for_each_kv(Reader& r, Visit&& visit) {
 // Typed reads of a located value; a value of another type is an error naming the key.
 // A count in [min_value, 2^31); an array of counts (per-layer head counts) when all are equal.
 Status read_count(const Reader& r, const Kv& kv, uint32_t min_value, uint32_t* out);
+// Layer `layer`'s count of a key that is one count for all n layers or an array of n, one a layer
+// (Gemma 4's attention.head_count_kv).
+Status read_count_at(const Reader& r, const Kv& kv, uint32_t layer, uint32_t n, uint32_t min_value, uint32_t* out);
 // f32, f64 or any integer type; finite and > 0 (>= 0 with allow_zero).
 Status read_real(const Reader& r, const Kv& kv, bool allow_zero, float* out);
 Status read_bool(const Reader& r, const Kv& kv, bool* out);

@@ -1,4 +1,4 @@
-// Multi-head latent attention from config.json (Config::mla): DeepSeek-V2/V3, MiniCPM3, Youtu-LLM.
+// Multi-head latent attention from config.json (Config::mla): DeepSeek-V2/V3, MiniCPM3, Youtu-LLM, PLM.
 #pragma once
 
 #include <string>
@@ -14,7 +14,7 @@ namespace headway::formats {
 // head sizes (kv_lora_rank, q_lora_rank (null: a full-rank q_proj), qk_nope_head_dim,
 // qk_rope_head_dim, v_head_dim; the family's config defaults where absent), the attention shape
 // they make (one kv head of kv_lora_rank + qk_rope_head_dim, RoPE on the first
-// qk_rope_head_dim values: DeepSeek's and Youtu's interleaved pairs unless rope_interleave is
+// qk_rope_head_dim values: DeepSeek's, Youtu's and PLM's interleaved pairs unless rope_interleave is
 // false, MiniCPM3's halves); the logit scale follows from them (Config::logit_scale). A model
 // type whose module headway does not know is refused by name.
 Status read_mla(const Where& w, const nlohmann::json& obj, const std::string& model_type, Config* cfg);

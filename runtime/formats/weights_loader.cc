@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/formats/file_bytes.hpp"
+#include "runtime/formats/gguf_gemma4.hpp"
 
 namespace headway::formats {
 namespace {
@@ -313,9 +314,25 @@ Result<Config> WeightFile::gguf_config() const {
   if (has_first(".attn_output.bias")) c.o_bias = true;
   if (has_first(".attn_q_norm.weight")) c.qk_norm = true;
   if (has_first(".attn_sinks.weight")) c.sinks = true;
-  // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
-  // rope_scaling parameters headway computes them from: planned, and refused at run time.
-  if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) c.rope.scaling = RopeScaling::kOther;
+  // Gemma 4: proportional RoPE's per-pair factors; V from K where a full layer has no attn_v.
+  if (c.rope.scaling == RopeScaling::kProportional && has("rope_freqs.weight")) {
+    const Result<TensorRef> t = find("rope_freqs.weight");
+    if (!t.ok()) return t.status();
+    std::vector<float> factors(uint64_t{t->rows} * t->cols);
+    HEADWAY_RETURN_IF_ERROR(gguf_.dequantize_rows("rope_freqs.weight", 0, t->rows, factors.data(), factors.size()));
+    HEADWAY_RETURN_IF_ERROR(
+        read_proportional_factors(factors.data(), static_cast<uint32_t>(factors.size()), path(), &c));
+  } else if (has("rope_freqs.weight") && c.rope.style != RopeStyle::kNone) {
+    // Llama 3.1/3.2's rescaled frequencies travel as per-pair factors in this tensor, without the
+    // rope_scaling parameters headway computes them from: planned, and refused at run time.
+    c.rope.scaling = RopeScaling::kOther;
+  }
+  for (uint32_t i = 0; c.layers.full_head_dim != 0 && i < c.n_layers; ++i) {
+    if (c.layer_slides(i)) continue;
+    const std::string blk = "blk." + std::to_string(i);
+    c.layers.full_k_eq_v = has((blk + ".attn_k.weight").c_str()) && !has((blk + ".attn_v.weight").c_str());
+    break;
+  }
   // Phi-3's LongRoPE: the short and long factors as tensors, the rest in the kv section.
   if (has("rope_factors_long.weight") && has("rope_factors_short.weight") && c.rope.style != RopeStyle::kNone) {
     RopeConfig& r = c.rope;
@@ -492,8 +509,7 @@ Result<LayerWeights> load_layer_weights(const WeightFile& file, const Config& mo
                          "attention to run; save the language model's tensors alone",
                          file.path(), file.name_prefix().c_str(), anchor, file.ambiguous_anchor().c_str());
   }
-  // A layer that shares KV reads an earlier layer's cache: its K/V tensors are neither read nor
-  // asked for (Gemma 3n's files still hold them).
+  // A layer that shares KV has no K/V tensors of its own to read (Gemma 3n's files hold unused ones).
   const bool shares_kv = model.layer_shares_kv(layer);
   LayerWeights w;
   for (size_t slot = 0; slot < sizeof(kSlots) / sizeof(kSlots[0]); ++slot) {

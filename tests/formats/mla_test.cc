@@ -2,7 +2,8 @@
 // full-rank query, YaRN with mscale_all_dim) and a deepseek2 GGUF as llama.cpp's converter writes
 // it plan the same absorbed attention: one cache row of 576 values a token (the latent and the
 // shared RoPE key, K and V at once) against the 5120 of expanded heads; the logit scale from the
-// 192-value query head; the errors of a shape that cannot be.
+// 192-value query head; the errors of a shape that cannot be. PLM-1.8B (config.json's plm,
+// GGUF's plm) is the same attention with a full-rank query.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -128,11 +129,78 @@ TEST_CASE("mla: MiniCPM3 rotates halves, Youtu and DeepSeek-V3 as rope_interleav
   REQUIRE(d.ok());
   CHECK(d->rope.style == RopeStyle::kNeox);
   CHECK(d->mla.q_lora_rank == 96);
-  const char* plm = R"({"model_type": "plm", "hidden_size": 512, "num_attention_heads": 4,
+  const char* other = R"({"model_type": "kimi_linear", "hidden_size": 512, "num_attention_heads": 4,
     "max_position_embeddings": 4096, "kv_lora_rank": 64, "qk_rope_head_dim": 16})";
-  const Result<Config> unknown = parse_hf_config(plm, std::strlen(plm));
+  const Result<Config> unknown = parse_hf_config(other, std::strlen(other));
   REQUIRE_FALSE(unknown.ok());
-  CHECK_HAS(unknown.status(), "multi-head latent attention (kv_lora_rank) of model_type plm");
+  CHECK_HAS(unknown.status(), "multi-head latent attention (kv_lora_rank) of model_type kimi_linear");
+}
+
+// PLM-1.8B's attention as llama.cpp's plm converter writes it: key_length the query head (nope +
+// rope), value_length the value head, no q_lora_rank, head_count_kv the config's 16.
+GgufWriter plm_1_8b() {
+  GgufWriter w;
+  w.str("general.architecture", "plm")
+      .u32kv("plm.context_length", 4096)
+      .u32kv("plm.embedding_length", 2048)
+      .u32kv("plm.block_count", 32)
+      .u32kv("plm.attention.head_count", 16)
+      .u32kv("plm.attention.head_count_kv", 16)
+      .u32kv("plm.attention.kv_lora_rank", 512)
+      .u32kv("plm.attention.key_length", 192)
+      .u32kv("plm.attention.value_length", 128)
+      .u32kv("plm.rope.dimension_count", 64)
+      .f32kv("plm.rope.freq_base", 100000.0f);
+  return w;
+}
+
+TEST_CASE("mla: PLM-1.8B's config.json and its plm GGUF plan the same DeepSeek-style latent attention") {
+  const std::string path = std::string(HEADWAY_TEST_DATA) + "/hf/plm-1.8b.json";
+  const Result<Config> hf = load_hf_config(path.c_str());
+  REQUIRE_MESSAGE(hf.ok(), std::string(hf.status().message()));
+  const std::vector<uint8_t> b = plm_1_8b().bytes();
+  const Result<Config> g = parse_gguf_metadata(b.data(), b.size(), "plm.gguf");
+  REQUIRE_MESSAGE(g.ok(), std::string(g.status().message()));
+  for (const Config* c : {&*hf, &*g}) {
+    CHECK(c->is_mla());
+    CHECK(c->mla.kv_lora_rank == 512);
+    CHECK(c->mla.q_lora_rank == 0);  // PLMConfig's q_lora_rank None: a full-rank q_proj
+    CHECK(c->mla.qk_nope_head_dim == 128);
+    CHECK(c->mla.qk_rope_head_dim == 64);
+    CHECK(c->mla.v_head_dim == 128);
+    CHECK(c->n_heads == 16);
+    CHECK(c->kv_heads() == 1);
+    CHECK(c->head_size() == 576);
+    CHECK(c->rope.style == RopeStyle::kGptj);  // rope_interleave; llama.cpp's normal RoPE
+    CHECK(c->rotary_dims() == 64);
+    CHECK(c->rope.theta == 100000.0f);
+    CHECK(c->rope.scaling == RopeScaling::kNone);
+    CHECK(c->logit_scale() == doctest::Approx(1.0 / std::sqrt(192.0)).epsilon(1e-6));  // PLMAttention.scaling
+    REQUIRE(validate(*c).ok());
+  }
+  const Result<Plan> hp = make_plan(*hf), gp = make_plan(*g);
+  REQUIRE(hp.ok());
+  REQUIRE(gp.ok());
+  CHECK(hp->kv_bytes_per_token == uint64_t{32} * 576 * 2);
+  CHECK(gp->kv_bytes_per_token == hp->kv_bytes_per_token);
+  CHECK(gp->q_width == hp->q_width);
+  CHECK(gp->weight_bytes_per_layer == hp->weight_bytes_per_layer);
+  CHECK(plan_json(*gp) == plan_json(*hp));
+
+  // rope_interleave false rotates halves, as PLMAttention's apply_rotary_pos_emb.
+  const char* halves = R"({"model_type": "plm", "hidden_size": 512, "num_attention_heads": 4,
+    "max_position_embeddings": 4096, "kv_lora_rank": 64, "qk_rope_head_dim": 16, "rope_interleave": false})";
+  const Result<Config> h = parse_hf_config(halves, std::strlen(halves));
+  REQUIRE(h.ok());
+  CHECK(h->rope.style == RopeStyle::kNeox);
+  CHECK(h->mla.qk_nope_head_dim == 128);  // PLMConfig's defaults where absent
+  CHECK(h->mla.v_head_dim == 128);
+  const char* mscale = R"({"model_type": "plm", "hidden_size": 512, "num_attention_heads": 4,
+    "max_position_embeddings": 4096, "kv_lora_rank": 64, "qk_rope_head_dim": 16, "rope_scaling": {"type": "yarn",
+    "factor": 4.0, "original_max_position_embeddings": 1024, "mscale_all_dim": 1.0}})";
+  const Result<Config> m = parse_hf_config(mscale, std::strlen(mscale));
+  REQUIRE_FALSE(m.ok());
+  CHECK_HAS(m.status(), "rope_scaling's mscale_all_dim 1 with model_type plm");
 }
 
 }  // namespace

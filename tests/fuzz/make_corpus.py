@@ -54,7 +54,7 @@ for i, s in enumerate(specs):
 for name in ["llama-3-8b", "gemma-2-2b", "falcon-7b", "phi-2", "gpt2", "deepseek-v2-lite", "llama-3.2-1b",
              "qwen2.5-0.5b", "gemma-3-1b", "gemma-3-270m", "smollm3-3b", "gpt-oss-20b", "qwen2-0.5b-sliding",
              "bloom-560m", "mpt-7b", "falcon-rw-1b", "modernbert-base", "modernbert-transformers5",
-             "phi3-longrope-small", "qwen3.5-0.8b"]:
+             "phi3-longrope-small", "qwen3.5-0.8b", "plm-1.8b"]:
     with open(os.path.join(DATA, name + ".json"), "rb") as f:
         put("hf_config", name, f.read())
 
@@ -142,6 +142,29 @@ put("gguf", "qwen35", gguf([
     ("qwen35.rope.freq_base", 6, 10000000.0), ("qwen35.full_attention_interval", 4, 4),
     ("qwen35.attention.recurrent_layers", 9, [(i + 1) % 4 != 0 and i < 8 for i in range(9)])]))
 
+# Gemma 4 E2B's attention keys as its converter writes them: two head sizes, a per-layer pattern,
+# shared caches; and a 31B-like per-layer head_count_kv. PLM-1.8B's MLA.
+put("gguf", "gemma4", gguf([
+    ("general.architecture", 8, "gemma4"), ("gemma4.context_length", 4, 131072), ("gemma4.embedding_length", 4, 1536),
+    ("gemma4.block_count", 4, 35), ("gemma4.attention.head_count", 4, 8), ("gemma4.attention.head_count_kv", 4, 1),
+    ("gemma4.attention.key_length", 4, 512), ("gemma4.attention.value_length", 4, 512),
+    ("gemma4.attention.key_length_swa", 4, 256), ("gemma4.attention.value_length_swa", 4, 256),
+    ("gemma4.rope.freq_base", 6, 1000000.0), ("gemma4.rope.freq_base_swa", 6, 10000.0),
+    ("gemma4.attention.sliding_window", 4, 512), ("gemma4.attention.shared_kv_layers", 4, 20),
+    ("gemma4.attention.sliding_window_pattern", 9, [i % 5 != 4 for i in range(35)]),
+    ("gemma4.rope.dimension_count", 4, 512), ("gemma4.rope.dimension_count_swa", 4, 256)]))
+put("gguf", "gemma4-kv-heads", gguf([
+    ("general.architecture", 8, "gemma4"), ("gemma4.context_length", 4, 262144), ("gemma4.embedding_length", 4, 1024),
+    ("gemma4.block_count", 4, 12), ("gemma4.attention.head_count", 4, 16),
+    ("gemma4.attention.head_count_kv", 9, [8 if i % 6 != 5 else 2 for i in range(12)]),
+    ("gemma4.attention.key_length", 4, 128), ("gemma4.attention.key_length_swa", 4, 64),
+    ("gemma4.attention.sliding_window", 4, 1024),
+    ("gemma4.attention.sliding_window_pattern", 9, [i % 6 != 5 for i in range(12)])]))
+put("gguf", "plm", gguf([
+    ("general.architecture", 8, "plm"), ("plm.context_length", 4, 4096), ("plm.embedding_length", 4, 2048),
+    ("plm.block_count", 4, 32), ("plm.attention.head_count", 4, 16), ("plm.attention.head_count_kv", 4, 16),
+    ("plm.attention.kv_lora_rank", 4, 512), ("plm.attention.key_length", 4, 192),
+    ("plm.attention.value_length", 4, 128), ("plm.rope.dimension_count", 4, 64), ("plm.rope.freq_base", 6, 100000.0)]))
 
 # Tensors of ggml's block types (sizes from ggml-common.h), with a deterministic byte pattern whose
 # f16 scales come out finite: q4_0 and q8_0 rows, a 3-D q4_1, and one super-block of each K-quant.
