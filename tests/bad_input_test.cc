@@ -353,6 +353,16 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        Code::kUnsupported,
        {"num_kv_shared_layers 1: layers read an earlier layer's K/V cache only in a causal stack",
         "bidirectional attention"}},
+      {"full layers of their own head shape with MLA",
+       plan_of([](Config& c) {
+         c.mla = MlaShape{64, 0, 32, 16, 32};
+         c.head_dim = 80;
+         c.n_kv_heads = 1;
+         c.rope.rotary_dim = 16;
+         c.layers.full_head_dim = 128;
+       }),
+       Code::kInvalidArgument,
+       {"full_head_dim 128 / full_kv_heads 0 with MLA (kv_lora_rank 64): its layers share one latent row shape"}},
       {"full layers of a head shape past the kernels (Gemma 4)",
        plan_of([](Config& c) {
          c.window = 8;

@@ -66,21 +66,26 @@ constexpr LayerTensorShapes layer_tensor_shapes(const Plan& p, uint32_t layer) {
     add(&LayerWeights::wo, c.d_model, c.n_heads * m.v_head_dim, K::kMatrix);
     return s;
   }
-  add(&LayerWeights::wq, p.q_rows, c.d_model, K::kMatrix);
-  add(&LayerWeights::wk, p.kv_width, c.d_model, K::kMatrix);
-  if (!c.k_eq_v) add(&LayerWeights::wv, p.kv_width, c.d_model, K::kMatrix);
-  add(&LayerWeights::wo, c.d_model, p.q_width, K::kMatrix);
-  if (c.qkv_bias) {
-    add(&LayerWeights::bq, 1, p.q_rows, K::kBias);
-    add(&LayerWeights::bk, 1, p.kv_width, K::kBias);
-    if (!c.k_eq_v) add(&LayerWeights::bv, 1, p.kv_width, K::kBias);
+  // The layer's own head shape (Gemma 4's full layers); a layer that shares KV has no K/V tensors.
+  const Plan own = layer < c.n_layers ? layer_plan(p, layer) : p;
+  const Config& a = own.config;
+  const bool kv = !(layer < c.n_layers && p.layer(layer).shares_kv);
+  const bool v = kv && !a.k_eq_v;
+  add(&LayerWeights::wq, own.q_rows, a.d_model, K::kMatrix);
+  if (kv) add(&LayerWeights::wk, own.kv_width, a.d_model, K::kMatrix);
+  if (v) add(&LayerWeights::wv, own.kv_width, a.d_model, K::kMatrix);
+  add(&LayerWeights::wo, a.d_model, own.q_width, K::kMatrix);
+  if (a.qkv_bias) {
+    add(&LayerWeights::bq, 1, own.q_rows, K::kBias);
+    if (kv) add(&LayerWeights::bk, 1, own.kv_width, K::kBias);
+    if (v) add(&LayerWeights::bv, 1, own.kv_width, K::kBias);
   }
-  if (c.o_bias) add(&LayerWeights::bo, 1, c.d_model, K::kBias);
-  if (c.qk_norm) {
-    add(&LayerWeights::q_norm, 1, c.q_norm_width(), K::kNorm);
-    add(&LayerWeights::k_norm, 1, c.k_norm_width(), K::kNorm);
+  if (a.o_bias) add(&LayerWeights::bo, 1, a.d_model, K::kBias);
+  if (a.qk_norm) {
+    add(&LayerWeights::q_norm, 1, a.q_norm_width(), K::kNorm);
+    if (kv) add(&LayerWeights::k_norm, 1, a.k_norm_width(), K::kNorm);
   }
-  if (c.sinks) add(&LayerWeights::sinks, 1, c.n_heads, K::kSinks);
+  if (a.sinks) add(&LayerWeights::sinks, 1, a.n_heads, K::kSinks);
   return s;
 }
 

@@ -172,16 +172,17 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   struct Shape {
     uint64_t head_dim, kv_heads, group, q_width, q_rows, kv_width, qkv_width;
   } shape[2] = {};
-  for (uint32_t full = 0; full < 2; ++full) {
-    const Config& k = full ? full_shape : c;
-    Shape& h = shape[full];
-    h.head_dim = k.head_size();
-    h.kv_heads = k.kv_heads();
+  shape[0] = {p.head_dim, kvh, p.group_size, p.q_width, p.q_rows, p.kv_width, p.qkv_width};
+  shape[1] = shape[0];
+  if (c.full_layers_shaped()) {  // (MLA has one shape: its rows are shape[0]'s)
+    Shape& h = shape[1];
+    h.head_dim = full_shape.head_size();
+    h.kv_heads = full_shape.kv_heads();
     h.group = h.kv_heads ? c.n_heads / h.kv_heads : 0;
     h.q_width = ck.mul(c.n_heads, h.head_dim);
-    h.q_rows = k.output_gate ? ck.mul(2, h.q_width) : h.q_width;
+    h.q_rows = c.output_gate ? ck.mul(2, h.q_width) : h.q_width;
     h.kv_width = ck.mul(h.kv_heads, h.head_dim);
-    h.qkv_width = full ? ck.add(h.q_rows, ck.mul(2, h.kv_width)) : p.qkv_width;
+    h.qkv_width = ck.add(h.q_rows, ck.mul(2, h.kv_width));
   }
   const auto larger = [&present](uint64_t sliding, uint64_t full) {
     const uint64_t a = present[0] || !present[1] ? sliding : 0;

@@ -467,6 +467,12 @@ Status validate(const Config& c) {
   }
   HEADWAY_RETURN_IF_ERROR(validate_kv_rotation(c));
   // Gemma 4: the full layers' own head shape passes the same rules.
+  if (c.full_layers_shaped() && c.is_mla()) {
+    return Status::error(Code::kInvalidArgument,
+                         "full_head_dim %u / full_kv_heads %u with MLA (kv_lora_rank %u): its layers share one latent "
+                         "row shape",
+                         c.layers.full_head_dim, c.layers.full_kv_heads, c.mla.kv_lora_rank);
+  }
   if (c.full_layers_shaped()) HEADWAY_RETURN_IF_ERROR(validate(c.full_shape()));
   return validate_model(c);
 }

@@ -4,6 +4,14 @@ headway_cli_test(run-smollm-json 0 "\"prompt_tokens\":16,\"decode_tokens\":4,.*\
 headway_cli_test(run-table 0 "heap +0 allocations during prefill and decode"
   run --spec "d_model=64 heads=4 kv_heads=2 ctx=64 layers=3 rope_theta=10000 qkv_bias=1 qk_norm=1" --prompt 9 --tokens 3
   --max-tokens 4 --weight-dtype bf16)
+# Gemma 4 in small: full layers of their own head shape (V from K), the last three layers reading
+# the caches of layers 1 and 2 (random weights in each layer's own shape, none for K/V there).
+headway_cli_test(run-shared-kv-two-shapes 0 "heap +0 allocations during prefill and decode"
+  run --spec "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=6 window=8 layer_types=sfssfs kv_shared_layers=3 full_head_dim=32 full_kv_heads=1 full_k_eq_v=1 qk_norm=1 v_norm=1 scale=1 rope_theta=10000"
+  --prompt 20 --tokens 4 --max-tokens 8)
+headway_cli_test(plan-shared-kv-two-shapes 0 "layers 3, 5: sliding 8, RoPE neox 10000, no K/V projections: reads layer 2's 15 kv rows"
+  plan --spec "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=6 window=8 layer_types=sfssfs kv_shared_layers=3 full_head_dim=32 full_kv_heads=1 full_k_eq_v=1 qk_norm=1 v_norm=1 scale=1 rope_theta=10000"
+  --max-tokens 8)
 headway_cli_test(run-highway-f32 0 "projections on highway"
   run --preset gpt2 --layers 1 --prompt 8 --tokens 2 --weight-dtype f32 --projection highway)
 headway_cli_test(run-max-arena 2 "the plan needs an arena of [0-9]+ bytes \\([0-9.]+ GiB\\), above --max-arena 4294967296 bytes"

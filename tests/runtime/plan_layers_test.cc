@@ -201,3 +201,52 @@ TEST_CASE("plan layers: validate() names the field and the value") {
 
 }  // namespace
 }  // namespace headway
+
+namespace headway {
+namespace {
+
+// Every layer's own plan fits the regions the layers use in turn: its fused row and its
+// attention output in the activations, its scratch, its weight slot inside the weights region
+// and before the next layer's, its cache inside the KV region. Kinds where each layer's own
+// shape differs from the plan's first: MLA's latent rows, the output gate's doubled queries,
+// Gemma 4's full layers, shared KV, Gated DeltaNet among attention.
+TEST_CASE("plan layers: each layer's own shape fits the shared regions") {
+  const char* specs[] = {
+      "d_model=256 heads=4 ctx=64 layers=2 kv_lora_rank=512 qk_nope_head_dim=32 qk_rope_head_dim=64 v_head_dim=32",
+      "d_model=256 heads=4 kv_heads=2 head_dim=64 ctx=64 layers=2 output_gate=1 qk_norm=1",
+      "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=6 window=8 layer_types=sfssfs kv_shared_layers=3 "
+      "full_head_dim=32 full_kv_heads=1 full_k_eq_v=1 qk_norm=1 v_norm=1 rope_theta=10000",
+      "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=4 window=8 layer_types=fssf full_head_dim=64",
+      "d_model=128 heads=4 kv_heads=2 head_dim=32 ctx=64 layers=4 linear_layers=1101 linear_key_heads=2 "
+      "linear_value_heads=4 linear_key_head_dim=32 linear_value_head_dim=32 linear_conv_kernel=4",
+  };
+  for (const char* spec : specs) {
+    CAPTURE(spec);
+    const Result<Config> c = parse_spec(spec);
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    for (const uint32_t max_tokens : {1u, 8u}) {
+      PlanOptions o;
+      o.max_tokens = max_tokens;
+      const Result<Plan> made = make_plan(*c, o);
+      REQUIRE_MESSAGE(made.ok(), made.status().message());
+      const Plan& p = *made;
+      uint64_t kv_end = p.kv_offset;
+      for (uint32_t i = 0; i < c->n_layers; ++i) {
+        CAPTURE(i);
+        const LayerPlan l = p.layer(i);
+        CHECK(p.layer_weights_offset(i) + p.layer_weights_slot(i) <= p.weights_offset + p.weights_region_bytes);
+        if (l.linear) continue;
+        const Plan own = layer_plan(p, i);
+        CHECK(uint64_t{p.max_tokens} * own.qkv_width * 4 <= p.attention_out_offset - p.activations_offset);
+        CHECK(uint64_t{p.max_tokens} * own.q_width * 4 <= p.block_out_offset - p.attention_out_offset);
+        CHECK(attention_scratch_bytes(own.head_dim, own.group_size) <= p.scratch_bytes_per_thread);
+        CHECK(l.kv_offset + own.kv_bytes_per_layer <= p.kv_offset + p.kv_cache_bytes);
+        if (!l.shares_kv) kv_end = l.kv_offset + l.kv_bytes;
+      }
+      CHECK(kv_end == p.kv_offset + p.kv_cache_bytes);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace headway
