@@ -657,6 +657,67 @@ static void test_gated_delta_session(void) {
   headway_session_destroy(steps);
 }
 
+/* Gemma 4 in small through the C API: layer 1 (full) in its own head shape, layer 2 reading layer
+ * 0's cache with Wq and Wo alone; plan_json names the owner; a prefill equals the same tokens
+ * decoded one by one. */
+static void test_shared_kv_session(void) {
+  const uint32_t d_model = 32, t = 11;
+  /* [layer][wq, wk, wv, wo] rows x cols; 0 rows: absent */
+  const uint32_t shapes[3][4][2] = {{{64, 32}, {32, 32}, {32, 32}, {32, 64}},
+                                    {{128, 32}, {32, 32}, {32, 32}, {32, 128}},
+                                    {{64, 32}, {0, 0}, {0, 0}, {32, 64}}};
+  headway_config* config = config_from_spec(
+      "d_model=32 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=3 window=6 layer_types=sfs kv_shared_layers=1 "
+      "full_head_dim=32 full_kv_heads=1 rope_theta=10000 kv_dtype=f32");
+  headway_plan* plan = plan_of(config);
+  headway_plan_info info;
+  headway_layer_weights w[3];
+  char json[16384];
+  size_t length = 0;
+  float* x = random_floats((size_t)t * d_model);
+  float* y_prefill = (float*)aligned((size_t)t * d_model * sizeof(float));
+  float* y_decode = (float*)aligned((size_t)t * d_model * sizeof(float));
+  headway_session* one = NULL;
+  headway_session* steps = NULL;
+  uint32_t l, m, i;
+  if (plan == NULL) return;
+  for (l = 0; l < 3; ++l) {
+    headway_tensor* slots[4];
+    headway_layer_weights_init(&w[l]);
+    slots[0] = &w[l].wq, slots[1] = &w[l].wk, slots[2] = &w[l].wv, slots[3] = &w[l].wo;
+    for (m = 0; m < 4; ++m) {
+      const size_t n = (size_t)shapes[l][m][0] * shapes[l][m][1];
+      float* v;
+      size_t e;
+      if (n == 0) continue;
+      v = random_floats(n);
+      for (e = 0; e < n; ++e) v[e] /= 4.0f;
+      slots[m]->data = v;
+      slots[m]->dtype = HEADWAY_F32;
+      slots[m]->rows = shapes[l][m][0];
+      slots[m]->cols = shapes[l][m][1];
+    }
+  }
+  OK(headway_plan_json(plan, json, sizeof(json), &length, &err));
+  CHECK(contains(json, "\"kv_shared_layers\":1"));
+  CHECK(contains(json, "\"head_dim\":32,\"kv_heads\":1"));
+  CHECK(strstr(json, "\"index\":2,") != NULL && contains(strstr(json, "\"index\":2,"), "\"kv_owner\":0,"));
+  CHECK(strstr(json, "\"index\":1,") != NULL && contains(strstr(json, "\"index\":1,"), "\"kv_owner\":1,"));
+  info.struct_size = sizeof(info);
+  OK(headway_plan_get_info(plan, &info, &err));
+  OK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan,
+                            aligned((size_t)info.arena_bytes), (size_t)info.arena_bytes, w, 3, NULL, &one, &err));
+  OK(headway_session_create(aligned(headway_session_object_bytes()), headway_session_object_bytes(), plan,
+                            aligned((size_t)info.arena_bytes), (size_t)info.arena_bytes, w, 3, NULL, &steps, &err));
+  if (one == NULL || steps == NULL) return;
+  OK(headway_session_prefill(one, x, t, y_prefill, &err));
+  for (i = 0; i < t; ++i)
+    OK(headway_session_decode(steps, x + (size_t)i * d_model, y_decode + (size_t)i * d_model, &err));
+  CHECK(max_abs_diff(y_prefill, y_decode, (size_t)t * d_model) < 1e-4);
+  headway_session_destroy(one);
+  headway_session_destroy(steps);
+}
+
 int main(void) {
   test_basics();
   test_plan();
@@ -672,6 +733,8 @@ int main(void) {
   test_session(1, 1);
   release_all();
   test_gated_delta_session();
+  release_all();
+  test_shared_kv_session();
   release_all();
   test_model();
   release_all();
