@@ -9,8 +9,12 @@
 #include <cstring>
 #include <vector>
 
+#include "headway/arena.hpp"
 #include "headway/layer.hpp"
+#include "headway/plan.hpp"
+#include "headway/session.hpp"
 #include "runtime/linear/xnnpack_dense.hpp"
+#include "tests/reference/reference_layer.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace headway {
@@ -47,6 +51,41 @@ struct ArenaBuffer {
   uint64_t bytes;
   uint8_t* p;
 };
+
+// A Session over its own arena and each layer's test weights (weights[l]; views[l] what the
+// Session was given). Make it with make_session_stack; on the heap: a Session holds kMaxLayers
+// layer objects.
+struct SessionStack {
+  Plan plan;
+  ArenaBuffer* buffer = nullptr;
+  Arena arena;
+  std::vector<TestLayerWeights> weights;
+  std::vector<LayerWeights> views;
+  Session session;
+  ~SessionStack() { delete buffer; }
+};
+
+// The plan of c and o, its arena, and a Session over layer_weights(l) for each layer l; null
+// (with the reason in *status) when any step fails.
+template <class LayerWeightsFn>
+SessionStack* make_session_stack(const Config& c, const PlanOptions& o, LayerWeightsFn layer_weights, Status* status) {
+  SessionStack* s = new SessionStack;
+  const Result<Plan> plan = make_plan(c, o);
+  *status = plan.status();
+  if (status->ok()) {
+    s->plan = *plan;
+    s->buffer = new ArenaBuffer(s->plan.arena_bytes);
+    *status = s->arena.bind(s->plan, s->buffer->p, s->buffer->bytes);
+  }
+  for (uint32_t l = 0; status->ok() && l < c.n_layers; ++l) {
+    s->weights.push_back(layer_weights(l));
+    s->views.push_back(s->weights.back().view);
+  }
+  if (status->ok()) *status = s->session.init(s->arena, s->views.data(), c.n_layers, nullptr);
+  if (status->ok()) return s;
+  delete s;
+  return nullptr;
+}
 
 inline std::vector<Projection> projections() {
   std::vector<Projection> p{Projection::kHighway};

@@ -56,28 +56,12 @@ Config reference_config(uint32_t l) {
   return c;
 }
 
-struct Stack {
-  Plan plan;
-  uint8_t* buffer = nullptr;
-  Arena arena;
-  std::vector<test::TestLayerWeights> weights;
-  std::vector<LayerWeights> views;
-  Session session;
-  ~Stack() { std::free(buffer); }
-};
+using Stack = test::SessionStack;
 
 Stack* make_stack(const Config& c, const PlanOptions& o) {
-  Stack* s = new Stack;  // heap: a Session holds kMaxLayers layer objects
-  Result<Plan> plan = make_plan(c, o);
-  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
-  s->plan = *plan;
-  s->buffer = static_cast<uint8_t*>(std::aligned_alloc(64, s->plan.arena_bytes));
-  REQUIRE(s->arena.bind(s->plan, s->buffer, s->plan.arena_bytes).ok());
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    s->weights.push_back(test::make_test_weights(c, o.weight_dtype, 31 + l));
-    s->views.push_back(s->weights.back().view);
-  }
-  const Status st = s->session.init(s->arena, s->views.data(), c.n_layers, nullptr);
+  Status st;
+  const auto weights = [&](uint32_t l) { return test::make_test_weights(c, o.weight_dtype, 31 + l); };
+  Stack* s = test::make_session_stack(c, o, weights, &st);
   REQUIRE_MESSAGE(st.ok(), st.message());
   return s;
 }

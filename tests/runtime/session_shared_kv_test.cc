@@ -62,30 +62,16 @@ Config reference_config(uint32_t l) {
   return c;
 }
 
-struct Stack {
-  Plan plan;
-  uint8_t* buffer = nullptr;
-  Arena arena;
-  std::vector<test::TestLayerWeights> weights;
-  std::vector<LayerWeights> views;
-  Session session;
-  ~Stack() { std::free(buffer); }
-};
+using Stack = test::SessionStack;
 
 Stack* make_stack(const PlanOptions& o) {
-  Stack* s = new Stack;  // heap: a Session holds kMaxLayers layer objects
-  const Result<Plan> plan = make_plan(gemma4_like(), o);
-  REQUIRE_MESSAGE(plan.ok(), plan.status().message());
-  s->plan = *plan;
-  s->buffer = static_cast<uint8_t*>(std::aligned_alloc(64, s->plan.arena_bytes));
-  REQUIRE(s->arena.bind(s->plan, s->buffer, s->plan.arena_bytes).ok());
-  for (uint32_t l = 0; l < kLayers; ++l) {
-    s->weights.push_back(test::make_test_weights(reference_config(l), o.weight_dtype, 41 + l));
-    LayerWeights v = s->weights.back().view;
-    if (kOwner[l] != l) v.wk = v.wv = v.bk = v.bv = v.k_norm = TensorRef{};  // it has no K/V projections
-    s->views.push_back(v);
-  }
-  const Status st = s->session.init(s->arena, s->views.data(), kLayers, nullptr);
+  const auto weights = [&](uint32_t l) {
+    test::TestLayerWeights w = test::make_test_weights(reference_config(l), o.weight_dtype, 41 + l);
+    if (kOwner[l] != l) w.view.wk = w.view.wv = w.view.bk = w.view.bv = w.view.k_norm = TensorRef{};  // none of its own
+    return w;
+  };
+  Status st;
+  Stack* s = test::make_session_stack(gemma4_like(), o, weights, &st);
   REQUIRE_MESSAGE(st.ok(), st.message());
   return s;
 }

@@ -14,12 +14,10 @@ tolerance, unchanged; the cases are its Gemma 4 ones.
 
 usage: gemma4_gguf_check.py --headway path/to/headway [--keep DIR]
 """
-import argparse
 import json
 import os
 import struct
 import sys
-import tempfile
 
 import torch
 
@@ -41,6 +39,10 @@ CASES = [
              head_dim=64, global_head_dim=512, num_hidden_layers=3, num_kv_shared_layers=1, sliding_window=5,
              dtype="F16", layer_types=["sliding_attention", "full_attention", "full_attention"], decode=True,
              **hac.GEMMA4),
+    # Layer 2 has no K/V tensors in the file (attention.shared_kv_layers 1): it reads layer 1's cache.
+    hac.case("gemma4 gguf full layer 2 of 3 reads layer 1's K/V, head 512", "gemma4_text", 512, 4, 2, layer=2,
+             head_dim=64, global_head_dim=512, num_hidden_layers=3, num_kv_shared_layers=1, sliding_window=5,
+             layer_types=["sliding_attention", "full_attention", "full_attention"], decode=True, **hac.GEMMA4),
     # Half the full head rotated: the metadata says nothing of it, the rope_freqs tensor does.
     hac.case("gemma4 gguf full layer 1: rope_freqs rotating half the pairs", "gemma4_text", 256, 4, 2, head_dim=64,
              global_head_dim=128, num_hidden_layers=2, sliding_window=5,
@@ -116,25 +118,9 @@ def write_gguf_model(c, workdir, gen):
     layers = [hf_blocks.make_layer(config, i, gen, hac.DTYPES[c["dtype"]]) for i in range(config.num_hidden_layers)]
     weights = os.path.join(workdir, "model.gguf")
     write_gemma4_gguf(weights, c["config"], [stored for _, stored in layers])
-    return config, layers[c["layer"]][0], ["--weights", weights]
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--headway", required=True, help="the built headway binary")
-    parser.add_argument("--keep", help="write the cases' files here and keep them")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    hac.write_model = write_gguf_model  # run_case's model writer: a gemma4 GGUF in place of safetensors
-    with tempfile.TemporaryDirectory(prefix="headway_gemma4_") as tmp:
-        root = args.keep or tmp
-        results = [hac.run_case(args.headway, c, os.path.join(root, f"case{i}"), 3000 + i)
-                   for i, c in enumerate(CASES)]
-    failed = [ok for ok, _ in results].count(False)
-    print(f"{len(results) - failed} of {len(results)} Gemma 4 GGUF cases match Gemma4TextAttention (transformers "
-          f"{hf_blocks.transformers.__version__}; tolerance {hac.TOLERANCE:g}, worst {max(w for _, w in results):.2e})")
-    return 1 if failed else 0
+    producer = hf_blocks.kv_producer(config, c["layer"])
+    return config, layers[c["layer"]][0], None if producer is None else layers[producer][0], ["--weights", weights]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(hac.check(CASES, 3000, "Gemma4TextAttention from GGUFs", write_gguf_model))

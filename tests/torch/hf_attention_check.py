@@ -311,9 +311,10 @@ def write_model(c, workdir, gen):
     return config, layers[c["layer"]][0], None if producer is None else layers[producer][0], args
 
 
-def run_case(headway, c, workdir, seed):
+def run_case(headway, c, workdir, seed, writer=None):
+    """writer(c, workdir, gen): the files, as write_model makes them (the default)."""
     gen = torch.Generator().manual_seed(seed)
-    config, module, producer, file_args = write_model(c, workdir, gen)
+    config, module, producer, file_args = (writer or write_model)(c, workdir, gen)
     x = torch.randn(c["tokens"], config.hidden_size, generator=gen, dtype=torch.float64).float().numpy()
     x_path, y_path = os.path.join(workdir, "x.npy"), os.path.join(workdir, "y.npy")
     np.save(x_path, x)
@@ -352,26 +353,31 @@ def run_case(headway, c, workdir, seed):
     return ok, worst
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def check(cases, seed, what, writer=None):
+    """The command line every check of this kind takes (--headway, --keep, --case), cases run from
+    seed on in their own folders; one line each and a summary naming `what` they were held to.
+    Returns the exit status."""
+    parser = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.splitlines()[0])
     parser.add_argument("--headway", required=True, help="the built headway binary")
     parser.add_argument("--keep", help="write the cases' files here and keep them")
     parser.add_argument("--case", help="run only cases whose name contains this")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cases = [c for c in CASES if not args.case or args.case in c["name"]]
+    cases = [c for c in cases if not args.case or args.case in c["name"]]
     if not cases:
         print(f"no case matches '{args.case}'")
         return 2
     with tempfile.TemporaryDirectory(prefix="headway_hf_") as tmp:
         root = args.keep or tmp
-        results = [run_case(args.headway, c, os.path.join(root, f"case{i}"), 1000 + i) for i, c in enumerate(cases)]
+        results = [run_case(args.headway, c, os.path.join(root, f"case{i}"), seed + i, writer)
+                   for i, c in enumerate(cases)]
     failed = [ok for ok, _ in results].count(False)
     worst = max(w for _, w in results)
-    print(f"{len(results) - failed} of {len(results)} cases match transformers {hf_blocks.transformers.__version__} "
-          f"(torch {torch.__version__}; tolerance {TOLERANCE:g}, worst {worst:.2e})")
+    print(f"{len(results) - failed} of {len(results)} cases match {what} (transformers "
+          f"{hf_blocks.transformers.__version__}, torch {torch.__version__}; tolerance {TOLERANCE:g}, "
+          f"worst {worst:.2e})")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check(CASES, 1000, "the families' modules"))

@@ -13,13 +13,10 @@ hf_attention_check.py's case list, runner and tolerance, unchanged.
 
 usage: plm_attention_check.py --headway path/to/headway [--keep DIR]
 """
-import argparse
 import json
 import os
 import sys
-import tempfile
 
-import torch
 from safetensors.torch import save_file
 
 import hf_attention_check as hac
@@ -50,25 +47,8 @@ def write_plm_model(c, workdir, gen):
     weights = os.path.join(workdir, "model.safetensors")
     save_file({f"model.layers.{i}.self_attn.{k}": v.contiguous() for i, (_, stored) in enumerate(layers)
                for k, v in stored.items()}, weights, metadata={"format": "pt"})
-    return config, layers[c["layer"]][0], ["--weights", weights, "--config", os.path.join(workdir, "config.json")]
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--headway", required=True, help="the built headway binary")
-    parser.add_argument("--keep", help="write the cases' files here and keep them")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    hac.write_model = write_plm_model  # run_case's model writer: the plm config beside its reference's
-    with tempfile.TemporaryDirectory(prefix="headway_plm_") as tmp:
-        root = args.keep or tmp
-        results = [hac.run_case(args.headway, c, os.path.join(root, f"case{i}"), 2000 + i)
-                   for i, c in enumerate(CASES)]
-    failed = [ok for ok, _ in results].count(False)
-    print(f"{len(results) - failed} of {len(results)} PLM cases match DeepseekV3Attention (transformers "
-          f"{hf_blocks.transformers.__version__}; tolerance {hac.TOLERANCE:g}, worst {max(w for _, w in results):.2e})")
-    return 1 if failed else 0
+    return config, layers[c["layer"]][0], None, ["--weights", weights, "--config", os.path.join(workdir, "config.json")]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(hac.check(CASES, 2000, "DeepseekV3Attention as PLM", write_plm_model))
