@@ -82,15 +82,17 @@ std::vector<double> reference_alibi_slopes(uint32_t n_heads, double max_bias) {
 
 std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v) {
   const size_t d = a.head_dim;
+  const size_t dv = a.v_head_dim != 0 ? a.v_head_dim : d;
+  const size_t v_stride = a.v_row_stride != 0 ? a.v_row_stride : dv;
   const uint32_t group = a.n_heads / a.n_kv_heads;
-  std::vector<double> out(size_t{a.t_q} * a.n_heads * d, 0.0);
+  std::vector<double> out(size_t{a.t_q} * a.n_heads * dv, 0.0);
   std::vector<double> logits(a.t_kv);
-  std::vector<double> acc(d);
+  std::vector<double> acc(dv);
   for (uint32_t i = 0; i < a.t_q; ++i) {
     const RowFrame frame = row_frame(a, i);
     if (!reference_row_sees_a_key(a, i)) continue;  // no visible key: zeros
     for (uint32_t h = 0; h < a.n_heads; ++h) {
-      double* o = &out[(size_t{i} * a.n_heads + h) * d];
+      double* o = &out[(size_t{i} * a.n_heads + h) * dv];
       const float* qr = q + (size_t{i} * a.n_heads + h) * d;
       const uint32_t g = h / group;
       const bool sink = !a.sinks.empty();
@@ -113,15 +115,15 @@ std::vector<double> reference_attention(const RefAttention& a, const float* q, c
         }
       }
       double l = sink ? std::exp(a.sinks[h] - m) : 0.0;
-      for (size_t x = 0; x < d; ++x) acc[x] = 0.0;
+      for (size_t x = 0; x < dv; ++x) acc[x] = 0.0;
       for (uint32_t j = 0; j < a.t_kv; ++j) {
         if (!reference_key_visible(a, i, j)) continue;
         const double p = std::exp(logits[j] - m);
         l += p;
-        const float* vr = v + (size_t(j) * a.n_kv_heads + g) * d;
-        for (size_t x = 0; x < d; ++x) acc[x] += p * double{vr[x]};
+        const float* vr = v + (size_t(j) * a.n_kv_heads + g) * v_stride + a.v_offset;
+        for (size_t x = 0; x < dv; ++x) acc[x] += p * double{vr[x]};
       }
-      for (size_t x = 0; x < d; ++x) o[x] = acc[x] / l;
+      for (size_t x = 0; x < dv; ++x) o[x] = acc[x] / l;
     }
   }
   return out;

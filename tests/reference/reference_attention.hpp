@@ -17,7 +17,9 @@
 //   the logit after ALiBi.
 //
 // K and V come as f32 arrays already rounded to their storage dtype (round_kv below), so the
-// reference sees exactly the values the kernel reads.
+// reference sees exactly the values the kernel reads. V has a width of its own (v_head_dim) and
+// sits anywhere in its rows: a separate [t_kv, n_kv_heads, v_head_dim] array, or a slice of K's
+// rows (MLA's cache row [rope key | latent] is K, and its latent part alone is V).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,13 @@ struct RefAttention {
   uint32_t t_kv = 0;
   uint32_t n_heads = 0;
   uint32_t n_kv_heads = 0;
-  uint32_t head_dim = 0;
+  uint32_t head_dim = 0;  // Q's and K's width
+  // V of key j, kv head g: v_head_dim values from v + (j · n_kv_heads + g) · v_row_stride +
+  // v_offset. v_head_dim 0: head_dim; v_row_stride 0: v_head_dim (V dense [t_kv, n_kv_heads,
+  // v_head_dim]). MLA: v = k, v_row_stride = head_dim, v_offset = the rope width.
+  uint32_t v_head_dim = 0;
+  uint32_t v_row_stride = 0;
+  uint32_t v_offset = 0;
   double scale = 0.0;
   double softcap = 0.0;  // 0 = off
   bool causal = false;
@@ -51,8 +59,8 @@ struct RefAttention {
   std::vector<double> mask_additive;
 };
 
-// q [t_q, n_heads, head_dim], k and v [t_kv, n_kv_heads, head_dim] (dense, row-major); returns
-// O [t_q, n_heads, head_dim].
+// q [t_q, n_heads, head_dim], k [t_kv, n_kv_heads, head_dim] (dense, row-major), v as RefAttention
+// places it (by default [t_kv, n_kv_heads, head_dim]); returns O [t_q, n_heads, v_head_dim].
 std::vector<double> reference_attention(const RefAttention& a, const float* q, const float* k, const float* v);
 
 // Whether query row i sees key j, and whether it sees any key.
