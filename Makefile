@@ -62,11 +62,11 @@ test-cross test-cross-ci:
 test-baremetal:
 	bash toolchains/install-deps.sh cortex-m
 	cmake --workflow --preset cortex-m55
-	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m55/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|mla prefill|model prefill)" build/cortex-m55/Testing/Temporary/LastTest.log
 	cmake --workflow --preset cortex-m55-scalar  # Highway's SCALAR kernels on the M55: the second opinion
-	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m55-scalar/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|mla prefill|model prefill)" build/cortex-m55-scalar/Testing/Temporary/LastTest.log
 	cmake --workflow --preset cortex-m4
-	@grep -hE "^(headway kernel harness:|model prefill)" build/cortex-m4/Testing/Temporary/LastTest.log
+	@grep -hE "^(headway kernel harness:|mla prefill|model prefill)" build/cortex-m4/Testing/Temporary/LastTest.log
 
 # Instructions on the Cortex-M55 under qemu-system-arm -icount shift=0 (1 ns of guest time per
 # instruction; SysTick calibrated in each run against a loop of known length,

@@ -3,7 +3,8 @@
 // a prefill of kPromptTokens, then kDecodeSteps single-token decode steps, each through the Q/K/V
 // projections (Highway GEMM over f16 weights kept in the image), RoPE, the KV cache, attention
 // and the output projection of both layers. Every output row is compared with the
-// double-precision reference computed on the build machine (firmware_golden.h). Then a whole
+// double-precision reference computed on the build machine (firmware_golden.h). Then a Session of
+// multi-head latent attention blocks (mla_run.cc) against its reference, and a whole
 // decoder (decoder_run.cc: embeddings, norms, attention, MLPs, LM head, greedy tokens, q8_0
 // weights) against its reference. A summary goes out over semihosting and the exit status says
 // whether everything matched (0) or not (1). Under qemu-system-arm -icount shift=0 (make
@@ -22,6 +23,7 @@
 #include "headway/session.hpp"
 #include "instruction_count.hpp"
 #include "kernel_path.hpp"
+#include "mla_run.hpp"
 #include "semihosting.hpp"
 #include "tiny_model.hpp"
 
@@ -35,8 +37,8 @@ static_assert(kPlan.arena_bytes <= 160 * 1024, "the tiny model's arena outgrew i
 static_assert(kPlan.cache_rows == 27 && kPlan.kernel == headway::KernelKind::kD64);
 
 headway::StaticArena<kPlan.arena_bytes> tiny_arena;
-// The Session's own state (its layer objects): built in place once, never destroyed, so no
-// destructor is registered to run at exit.
+// The Session's own state (its layer objects): built in place, never destroyed, so no destructor
+// is registered to run at exit. The MLA stack (mla_run.cc) builds its Session here after this one.
 alignas(headway::Session) uint8_t session_storage[sizeof(headway::Session)];
 
 // f16 K/V and f16 weights, relative to the largest output magnitude (as the hosted session suite).
@@ -172,6 +174,7 @@ int main() {
       .sci(kTolerance)
       .str("\n")
       .print();
+  const bool mla_ok = tiny_mla::run(counting, session_storage);  // the stack above is done with it
   const bool decoder_ok = tiny_decoder::run(counting);
-  return ok && decoder_ok ? 0 : 1;
+  return ok && mla_ok && decoder_ok ? 0 : 1;
 }

@@ -2,9 +2,10 @@
 // tests/reference/attention_cases.hpp that fit the board (runs_on_baremetal there) through the public
 // attend() and through the kernel entry points with each tiling forced (prefill, decode, the
 // runtime-head_dim code, split-KV partials + merge), held against the
-// double-precision reference computed on the build machine (kernel_golden.h). Heap-free: static
-// buffers sized for the largest case. Prints one line per check and a summary; exits 0 when
-// every check passed, 1 otherwise.
+// double-precision reference computed on the build machine (kernel_golden.h); then the same for
+// multi-head latent attention's call (mla_cases.hpp: head_dim 288, one kv head, V the same rows
+// as K, passed as one pointer). Heap-free: static buffers sized for the largest case. Prints one
+// line per check and a summary; exits 0 when every check passed, 1 otherwise.
 //
 // Tolerances (inputs in [-2, 2], K/V rounded to their storage type before the reference sees
 // them), as the hosted kernel suite: max |kernel − reference| <= 1e-4 (f32 KV), 2e-3 (f16),
@@ -21,6 +22,7 @@
 #include "semihosting.hpp"
 #include "simd/attention.h"
 #include "simd/matmul.h"
+#include "tests/baremetal/mla_cases.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 
@@ -40,6 +42,7 @@ constexpr uint64_t max_of(uint64_t (*f)(const ht::AttentionCase&)) {
   for (const ht::AttentionCase& c : ht::kAttentionCases) {
     if (ht::runs_on_baremetal(c) && f(c) > m) m = f(c);
   }
+  for (const ht::AttentionCase& c : bm::kMlaCases) m = f(c) > m ? f(c) : m;
   return m;
 }
 constexpr uint64_t q_elems(const ht::AttentionCase& c) { return uint64_t{c.t_q} * c.n_heads * c.head_dim; }
@@ -50,6 +53,7 @@ constexpr uint64_t split_rows(const ht::AttentionCase& c) {
 }
 constexpr uint64_t split_o(const ht::AttentionCase& c) { return split_rows(c) * c.head_dim; }
 constexpr uint64_t n_heads(const ht::AttentionCase& c) { return c.n_heads; }
+constexpr uint64_t head_dim(const ht::AttentionCase& c) { return c.head_dim; }
 constexpr uint64_t mask_entries(const ht::AttentionCase& c) {
   return ht::case_has_mask(c) ? uint64_t{c.t_q} * c.t_kv : 1;
 }
@@ -69,6 +73,9 @@ float g_slopes[max_of(n_heads)];
 uint8_t g_mask_bool[max_of(mask_entries)];
 float g_mask_additive[max_of(mask_entries)];
 
+// What the calls read as V: g_v, or g_k itself for the MLA cases (one latent row is K and V).
+const uint8_t* g_v_in = g_v;
+
 uint32_t g_checks = 0;
 uint32_t g_failures = 0;
 
@@ -77,7 +84,9 @@ double tolerance(headway::DType kv) {
   return kv == headway::DType::kF32 || headway::dtype_is_block(kv) ? 1e-4 : kv == headway::DType::kF16 ? 2e-3 : 3e-2;
 }
 
-void load_inputs(const ht::AttentionCase& c) {
+// v_is_k: V is K (the MLA cases); the case's V is drawn and dropped.
+void load_inputs(const ht::AttentionCase& c, bool v_is_k) {
+  g_v_in = v_is_k ? g_k : g_v;
   for (uint32_t h = 0; h < c.n_heads; ++h) g_sinks[h] = ht::case_sink(c, h);
   for (uint32_t h = 0; h < c.n_heads; ++h) g_slopes[h] = ht::case_alibi_slope(c, h);
   ht::generate_mask(c, [](uint64_t i, float e) {
@@ -89,9 +98,10 @@ void load_inputs(const ht::AttentionCase& c) {
       g_q[i] = x;
       return;
     }
+    if (which == 2 && v_is_k) return;
     uint8_t* dst = which == 1 ? g_k : g_v;
     if (headway::dtype_is_block(c.kv)) {  // a row of head_dim values, then quantized as one
-      static float row[ht::kBareMetalMaxHeadDim];
+      static float row[max_of(head_dim)];
       row[i % c.head_dim] = x;
       if (i % c.head_dim != c.head_dim - 1) return;
       const size_t bytes = headway::dtype_row_bytes(c.kv, c.head_dim);
@@ -105,10 +115,8 @@ void load_inputs(const ht::AttentionCase& c) {
   });
 }
 
-// Compares O (row stride `stride` floats) with the golden output of case n and reports.
-void check(uint32_t n, const char* variant, const char* kernel, uint32_t stride) {
-  const ht::AttentionCase& c = ht::kAttentionCases[n];
-  const bm::Golden& g = bm::kGolden[n];
+// Compares O (row stride `stride` floats) with the golden output g of case c and reports.
+void check(const ht::AttentionCase& c, const bm::Golden& g, const char* variant, const char* kernel, uint32_t stride) {
   const uint32_t width = c.n_heads * c.head_dim;
   double max_err = 0.0;
   uint32_t bad_zero = 0, bad_pad = 0, non_finite = 0;
@@ -363,7 +371,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   a.o = g_o;
   a.o_token_stride = o_stride;
   a.k = g_k;
-  a.v = g_v;
+  a.v = g_v_in;
   a.kv_type = c.kv;
   const size_t row_values = headway::dtype_row_values(c.kv, c.head_dim);  // block formats: whole blocks
   a.kv_row_stride = size_t{c.n_kv_heads} * row_values;                    // [t_kv, n_kv_heads, d]
@@ -388,8 +396,7 @@ hs::AttentionArgs args_for(const ht::AttentionCase& c, uint32_t o_stride) {
   return a;
 }
 
-void run_attend(uint32_t n) {
-  const ht::AttentionCase& c = ht::kAttentionCases[n];
+void run_attend(const ht::AttentionCase& c, const bm::Golden& g) {
   headway::AttentionShape shape{c.t_q, c.t_kv, c.n_heads, c.n_kv_heads, c.head_dim};
   headway::AttentionParams params;
   params.scale = c.scale;
@@ -411,40 +418,50 @@ void run_attend(uint32_t n) {
     s = headway::Status::error(headway::Code::kInternal, "workspace %u bytes > %u", unsigned(*ws),
                                unsigned(kWorkspaceBytes));
   }
-  if (s.ok()) s = headway::attend(g_q, g_k, g_v, c.kv, g_o, shape, params, nullptr, g_workspace, *ws);
+  if (s.ok()) s = headway::attend(g_q, g_k, g_v_in, c.kv, g_o, shape, params, nullptr, g_workspace, *ws);
   if (!s.ok()) {
     ++g_checks;
     ++g_failures;
     cortex_m::Text().str("FAIL ").str(c.name).str(" [attend] ").str(s.message()).str("\n").print();
     return;
   }
-  check(n, "attend", "runtime", width);
+  check(c, g, "attend", "runtime", width);
 }
 
-void run_kernel(uint32_t n, const char* variant, hs::AttentionTiling tiling, bool generic_only) {
-  const ht::AttentionCase& c = ht::kAttentionCases[n];
+void run_kernel(const ht::AttentionCase& c, const bm::Golden& g, const char* variant, hs::AttentionTiling tiling,
+                bool generic_only) {
   const uint32_t stride = c.n_heads * c.head_dim + kPad;
   fill_o(c.t_q, stride);
   hs::AttentionArgs a = args_for(c, stride);
   a.tiling = tiling;
   a.generic_only = generic_only;
   hs::attention_f32(a, 0, c.n_kv_heads, 0, c.t_q, g_workspace, kWorkspaceBytes);
-  check(n, variant, hs::attention_kernel_name(a), stride);
+  check(c, g, variant, hs::attention_kernel_name(a), stride);
 }
 
-void run_split(uint32_t n) {
-  const ht::AttentionCase& c = ht::kAttentionCases[n];
+void run_split(const ht::AttentionCase& c, const bm::Golden& g) {
   const uint32_t stride = c.n_heads * c.head_dim + kPad;
   fill_o(c.t_q, stride);
   const hs::AttentionArgs a = args_for(c, stride);
   const uint32_t n_chunks = (c.t_kv + kSplitChunk - 1) / kSplitChunk;
   const hs::AttentionPartials p{g_pm, g_pl, g_po};
-  for (uint32_t g = 0; g < c.n_kv_heads; ++g) {
+  for (uint32_t kv = 0; kv < c.n_kv_heads; ++kv) {
     for (uint32_t i = 0; i < n_chunks; ++i)
-      hs::attention_partial_f32(a, g, i, kSplitChunk, p, g_workspace, kWorkspaceBytes);
-    hs::attention_merge_f32(a, g, n_chunks, p);
+      hs::attention_partial_f32(a, kv, i, kSplitChunk, p, g_workspace, kWorkspaceBytes);
+    hs::attention_merge_f32(a, kv, n_chunks, p);
   }
-  check(n, "split-KV chunks of 16", "partial+merge", stride);
+  check(c, g, "split-KV chunks of 16", "partial+merge", stride);
+}
+
+// Every path of one case: attend(), each tiling forced, the generic code where a specialized one
+// exists, split-KV where its partials fit.
+void run_case(const ht::AttentionCase& c, const bm::Golden& g, bool v_is_k) {
+  load_inputs(c, v_is_k);
+  run_attend(c, g);
+  run_kernel(c, g, "prefill tiling", hs::AttentionTiling::kPrefill, false);
+  run_kernel(c, g, "decode tiling", hs::AttentionTiling::kDecode, false);
+  if (c.head_dim == 64 || c.head_dim == 128) run_kernel(c, g, "generic code", hs::AttentionTiling::kAuto, true);
+  if (c.t_q * (c.n_heads / c.n_kv_heads) <= 32) run_split(c, g);
 }
 
 }  // namespace
@@ -457,7 +474,9 @@ int main() {
       .u64(cases)
       .str(" of ")
       .u64(ht::kAttentionCaseCount)
-      .str(" cases of tests/reference/attention_cases.hpp, kernels: ")
+      .str(" cases of tests/reference/attention_cases.hpp and ")
+      .u64(bm::kMlaCaseCount)
+      .str(" MLA cases (d288, V = K), kernels: ")
       .str(hs::attention_target_name())
       .str("\n")
       .print();
@@ -467,14 +486,9 @@ int main() {
   check_matmul_blocks();
   for (uint32_t n = 0; n < ht::kAttentionCaseCount; ++n) {
     const ht::AttentionCase& c = ht::kAttentionCases[n];
-    if (!ht::runs_on_baremetal(c)) continue;
-    load_inputs(c);
-    run_attend(n);
-    run_kernel(n, "prefill tiling", hs::AttentionTiling::kPrefill, false);
-    run_kernel(n, "decode tiling", hs::AttentionTiling::kDecode, false);
-    if (c.head_dim == 64 || c.head_dim == 128) run_kernel(n, "generic code", hs::AttentionTiling::kAuto, true);
-    if (c.t_q * (c.n_heads / c.n_kv_heads) <= 32) run_split(n);
+    if (ht::runs_on_baremetal(c)) run_case(c, bm::kGolden[n], false);
   }
+  for (uint32_t n = 0; n < bm::kMlaCaseCount; ++n) run_case(bm::kMlaCases[n], bm::kMlaGolden[n], true);
   cortex_m::Text()
       .str(g_failures == 0 ? "PASS" : "FAIL")
       .str(": ")
