@@ -154,6 +154,27 @@ def test_prefill_then_decode_equals_one_prefill(rng):
     assert s.position == 12
 
 
+# Layer kinds whose own shape differs from the plan's first: MLA's latent rows, gated queries,
+# Gemma 4's full layers of their own head shape and layers reading earlier layers' caches. f32 K/V:
+# over an f16 cache decode and prefill round apart (the kernel suites hold f16 to 2e-3).
+KIND_SPECS = [
+    "d_model=64 heads=4 ctx=64 layers=2 kv_lora_rank=48 q_lora_rank=32 qk_nope_head_dim=16 qk_rope_head_dim=16 "
+    "v_head_dim=16 kv_dtype=f32",
+    "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=2 output_gate=1 qk_norm=1 rope_theta=10000 kv_dtype=f32",
+    "d_model=64 heads=4 kv_heads=2 head_dim=16 ctx=64 layers=6 window=5 layer_types=sfssfs kv_shared_layers=3 "
+    "full_head_dim=32 full_kv_heads=1 full_k_eq_v=1 qk_norm=1 v_norm=1 scale=1 rope_theta=10000 kv_dtype=f32",
+]
+
+
+@pytest.mark.parametrize("spec", KIND_SPECS, ids=["mla", "gated", "gemma4-like"])
+def test_layer_kinds_prefill_in_chunks_equals_decode(rng, spec):
+    x = rng.standard_normal((14, 64), dtype=np.float32)
+    chunks = headway.Session(spec=spec, seed=4, max_tokens=6).prefill(x)  # calls of 6, 6 and 2 tokens
+    s = headway.Session(spec=spec, seed=4, max_tokens=6)
+    steps = np.stack([s.decode(row) for row in x])
+    assert np.abs(steps - chunks).max() <= 1e-5 * max(1.0, np.abs(chunks).max())
+
+
 def test_encode_is_each_sentence_alone(rng):
     spec = "d_model=64 heads=4 ctx=32 layers=2 causal=0 rope_theta=10000"
     s = headway.Session(spec=spec, seed=5)
