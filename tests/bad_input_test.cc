@@ -344,6 +344,15 @@ TEST_CASE("bad input: validate and make_plan name the field and the value") {
        }),
        Code::kInvalidArgument,
        {"layer 1 reads the cache of an earlier full layer (num_kv_shared_layers 3), and no layer before 1 is one"}},
+      {"a layer sharing KV that rotates where its owner does not",
+       plan_of([](Config& c) {
+         c.n_layers = 4;
+         c.layers.kv_shared_layers = 1;
+         c.layers.rope.count = 4;
+         for (uint32_t l = 0; l < 4; ++l) c.layers.rope.set(l, l != 2);
+       }),
+       Code::kInvalidArgument,
+       {"layer 3 reads layer 2's cache (num_kv_shared_layers 1), but has RoPE where layer 2 has none"}},
       {"layers sharing KV in a bidirectional stack",
        plan_of([](Config& c) {
          c.n_layers = 2;

@@ -230,6 +230,8 @@ class GpuBackend {
 
   BackendKind kind() const { return BackendKind::kGpu; }
   const char* description() const;
+  // The plan given to create() (a copy it holds); an empty Plan before create.
+  const Plan& plan() const;
   uint32_t size() const;
   uint32_t position() const;
   void reset(uint32_t start_position = 0);

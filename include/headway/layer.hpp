@@ -148,7 +148,7 @@ class AttentionLayer {
   void init_gated_delta(const LayerWeights& weights);  // runtime/model/gated_delta_layer.cc
   Status forward_gated_delta(const float* x, float* y, uint32_t t);
   void reset_gated_delta(uint32_t start_position);
-  Status init_backend(uint32_t layer, const LayerOptions& options);
+  Status init_backend(const Plan& own, uint32_t layer, const LayerOptions& options);
   Status init_kv_owner(uint32_t layer, const LayerOptions& options);
   // The backend that holds the cache this layer reads: its own, or its kv_owner's.
   Backend backend() {
@@ -157,9 +157,9 @@ class AttentionLayer {
   }
   bool has_cpu_cache() const { return !on_gpu_ && !linear_ && kv_owner_ == nullptr && plan_ != nullptr; }
 
-  // The plan the layer runs on (layer_plan: its kind, its head shape; a linear layer's: the
-  // arena's), held here; plan_ points at it once init succeeded. The Arena must outlive the layer.
-  Plan layer_plan_;
+  // The plan the layer runs on once init succeeded: layer_plan (its kind, its head shape) as its
+  // backend holds it, its kv_owner's (a layer that shares KV rotates and attends as its owner
+  // does), or the arena's (a linear layer). The Arena and the owner must outlive the layer.
   const Plan* plan_ = nullptr;
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;

@@ -104,11 +104,20 @@ Status validate_shared_kv(const Config& c) {
                                      : "linear attention layers");
   }
   for (uint32_t i = first_shared; i < c.n_layers; ++i) {
-    if (c.kv_owner(i) == c.n_layers) {
+    const uint32_t owner = c.kv_owner(i);
+    if (owner == c.n_layers) {
       return Status::error(Code::kInvalidArgument,
                            "layer %u reads the cache of an earlier %s layer (num_kv_shared_layers %u), and no layer "
                            "before %u is one",
                            i, c.layer_slides(i) ? "sliding" : "full", k.kv_shared_layers, first_shared);
+    }
+    // Its queries meet keys its owner rotated: the same RoPE (or none) at the same base.
+    if (c.layer_rotates(i) != c.layer_rotates(owner)) {
+      return Status::error(Code::kInvalidArgument,
+                           "layer %u reads layer %u's cache (num_kv_shared_layers %u), but %s RoPE where layer %u "
+                           "%s: a layer sharing KV rotates as its owner",
+                           i, owner, k.kv_shared_layers, c.layer_rotates(i) ? "has" : "has no", owner,
+                           c.layer_rotates(owner) ? "has" : "has none");
     }
   }
   return Status();

@@ -152,6 +152,11 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
 
 const char* GpuBackend::kernel_name() const { return impl_ ? impl_->kernel : "none"; }
 const char* GpuBackend::description() const { return impl_ ? impl_->description : "gpu: not created"; }
+
+const Plan& GpuBackend::plan() const {
+  static constexpr Plan kNone{};
+  return impl_ ? impl_->plan : kNone;
+}
 uint32_t GpuBackend::size() const { return impl_ ? impl_->size : 0; }
 uint32_t GpuBackend::position() const { return impl_ ? impl_->start + impl_->size : 0; }
 

@@ -21,6 +21,10 @@ void GpuBackend::destroy() {}
 Status GpuBackend::create(GpuContext*, const Plan&, bool) { return not_built(); }
 const char* GpuBackend::kernel_name() const { return "none"; }
 const char* GpuBackend::description() const { return "gpu: not available in this build"; }
+const Plan& GpuBackend::plan() const {
+  static constexpr Plan kNone{};
+  return kNone;
+}
 uint32_t GpuBackend::size() const { return 0; }
 uint32_t GpuBackend::position() const { return 0; }
 void GpuBackend::reset(uint32_t) {}

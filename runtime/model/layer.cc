@@ -100,8 +100,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
 // The layer's RoPE table (made here, once, at its own base) and its backend, both from the
 // layer's own plan (layer_plan: its window, its RoPE or none, its KV rows): the CPU over the
 // arena's KV region of the layer and the scratch, or a GpuBackend on the caller's context.
-Status AttentionLayer::init_backend(uint32_t layer, const LayerOptions& options) {
-  const Plan& p = layer_plan_;
+Status AttentionLayer::init_backend(const Plan& p, uint32_t layer, const LayerOptions& options) {
   double* rope = nullptr;
   if (p.rope_bytes_per_layer != 0) {
     rope = arena_->rope_layer(layer);
@@ -160,8 +159,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(whole, weights, layer));
   // From here the layer's own plan: its kind and head shape (a linear layer's: the arena's).
   linear_ = whole.layer(layer).linear;
-  layer_plan_ = linear_ ? whole : layer_plan(whole, layer);
-  const Plan& p = layer_plan_;
+  const Plan own = linear_ ? whole : layer_plan(whole, layer);
+  const Plan& p = own;
   const Config& c = p.config;
   if (c.is_mla() && p.options.projection == Projection::kXnnpack) {
     return Status::error(Code::kUnsupported,
@@ -181,10 +180,10 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     rope_ = nullptr;
     on_gpu_ = false;
   } else {
-    HEADWAY_RETURN_IF_ERROR(init_backend(layer, options));
+    HEADWAY_RETURN_IF_ERROR(init_backend(p, layer, options));
   }
   if (linear_ || c.is_mla()) {  // their own tensors and slot layouts (gated_delta_layer.cc, mla_layer.cc)
-    plan_ = &layer_plan_;
+    plan_ = linear_ ? &arena.plan() : on_gpu_ ? &gpu_.plan() : &cpu_.plan();
     if (linear_) {
       init_gated_delta(weights);
     } else {
@@ -262,7 +261,7 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
   if (!c.o_bias) w_.bo = TensorRef{};
   if (shares_kv) w_.wk = w_.wv = w_.bk = w_.bv = w_.k_norm = TensorRef{};
-  plan_ = &p;
+  plan_ = shares_kv ? kv_owner_->plan_ : on_gpu_ ? &gpu_.plan() : &cpu_.plan();
   return Status();
 }
 
