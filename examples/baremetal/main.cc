@@ -25,6 +25,7 @@
 #include "kernel_path.hpp"
 #include "mla_run.hpp"
 #include "semihosting.hpp"
+#include "session_step.hpp"
 #include "tiny_model.hpp"
 
 namespace {
@@ -46,27 +47,10 @@ constexpr double kTolerance = 5e-4;
 // f32 K/V through the C API (capi_check.c): attention in f32 against double.
 constexpr double kCapiTolerance = 1e-5;
 
-double max_abs(const float* v, size_t n) {
-  double m = 1.0;
-  for (size_t i = 0; i < n; ++i) m = std::fabs(double{v[i]}) > m ? std::fabs(double{v[i]}) : m;
-  return m;
-}
-
-// Runs tokens [first, first + n), adds the SysTick ticks of the Session's call (not of the
-// comparison) to *ticks, and returns the largest relative error of their output rows.
+// Runs tokens [first, first + n) against the golden rows (session_step.hpp).
 headway::Status step(headway::Session& s, uint32_t first, uint32_t n, double* err, uint64_t* ticks) {
   static float y[tiny::kPromptTokens * tiny::config().d_model];
-  const size_t width = kPlan.config.d_model;
-  const uint64_t t0 = cortex_m::systick_ticks();
-  HEADWAY_RETURN_IF_ERROR(s.prefill(tiny::kInput + first * width, n, y));
-  *ticks += cortex_m::systick_ticks() - t0;
-  const float* want = tiny::kGoldenOut + first * width;
-  const double scale = max_abs(want, n * width);
-  for (size_t i = 0; i < n * width; ++i) {
-    const double d = std::fabs(double{y[i]} - double{want[i]}) / scale;
-    if (!(d <= *err)) *err = d;  // NaN sticks
-  }
-  return headway::Status();
+  return firmware::session_step(s, tiny::kInput, tiny::kGoldenOut, kPlan.config.d_model, first, n, y, err, ticks);
 }
 
 }  // namespace

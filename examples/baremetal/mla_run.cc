@@ -19,6 +19,7 @@
 #include "instruction_count.hpp"
 #include "mla_golden.h"
 #include "semihosting.hpp"
+#include "session_step.hpp"
 #include "tiny_mla.hpp"
 
 namespace tiny_mla {
@@ -62,23 +63,10 @@ Status check_spec() {
   return Status();
 }
 
-// Runs tokens [first, first + n), adds the SysTick ticks of the Session's call to *ticks, and
-// raises *err to the largest relative error of their output rows.
+// Runs tokens [first, first + n) against the golden rows (session_step.hpp).
 Status step(headway::Session& s, uint32_t first, uint32_t n, double* err, uint64_t* ticks) {
   static float y[kPlan.max_tokens * config().d_model];
-  const size_t width = config().d_model;
-  const uint64_t t0 = cortex_m::systick_ticks();
-  HEADWAY_RETURN_IF_ERROR(s.prefill(kInput + first * width, n, y));
-  *ticks += cortex_m::systick_ticks() - t0;
-  const float* want = kGoldenOut + first * width;
-  double scale = 1.0;
-  for (size_t i = 0; i < n * width; ++i)
-    scale = std::fabs(double{want[i]}) > scale ? std::fabs(double{want[i]}) : scale;
-  for (size_t i = 0; i < n * width; ++i) {
-    const double d = std::fabs(double{y[i]} - double{want[i]}) / scale;
-    if (!(d <= *err)) *err = d;  // NaN sticks
-  }
-  return Status();
+  return firmware::session_step(s, kInput, kGoldenOut, config().d_model, first, n, y, err, ticks);
 }
 
 }  // namespace
