@@ -46,6 +46,8 @@ specs = [
     "d_model=1536 heads=8 kv_heads=1 head_dim=512 ctx=4096 rope_theta=1e6 qk_norm=1 v_norm=1 k_eq_v=1 scale=1",
     "d_model=1024 heads=8 kv_heads=2 head_dim=256 ctx=4096 layers=4 linear_layers=1110 linear_key_heads=16 "
     "linear_value_heads=32 linear_key_head_dim=128 linear_value_head_dim=128 linear_conv_kernel=4 output_gate=1",
+    "d_model=1536 heads=8 kv_heads=1 head_dim=256 ctx=4096 layers=10 window=512 layer_types=ssssfssssf "
+    "kv_shared_layers=4 full_head_dim=512 full_kv_heads=1 full_k_eq_v=1 qk_norm=1 v_norm=1 scale=1 rope_theta=1e6",
 ]
 for i, s in enumerate(specs):
     put("spec", "spec%d" % i, s)
