@@ -332,13 +332,14 @@ constexpr Plan layer_plan(const Plan& p, uint32_t i) {
   q.config = p.config.layer_alone(i);
   q.config.n_layers = p.config.n_layers;
   if (!l.linear && !l.sliding && p.config.full_layers_shaped()) {  // Gemma 4's full layers
-    const Config& c = q.config;
-    q.head_dim = c.head_size();
-    q.group_size = c.n_heads / c.kv_heads();
-    q.q_width = c.n_heads * q.head_dim;
-    q.q_rows = c.output_gate ? 2 * q.q_width : q.q_width;
-    q.kv_width = c.kv_heads() * q.head_dim;
-    q.qkv_width = q.q_rows + 2 * q.kv_width;
+    detail::Checked ck;  // plan_for checked these widths when it planned the full shape
+    const detail::HeadWidths h = detail::head_widths(q.config, ck);
+    q.head_dim = static_cast<uint32_t>(h.head_dim);
+    q.group_size = static_cast<uint32_t>(h.group);
+    q.q_width = static_cast<uint32_t>(h.q_width);
+    q.q_rows = static_cast<uint32_t>(h.q_rows);
+    q.kv_width = static_cast<uint32_t>(h.kv_width);
+    q.qkv_width = static_cast<uint32_t>(h.qkv_width);
     q.kernel = kernel_for_head_dim(q.head_dim);
   }
   if (!l.linear) q.weight_bytes_per_layer = p.attention_weight_bytes(i);

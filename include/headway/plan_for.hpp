@@ -65,6 +65,25 @@ constexpr uint64_t attention_weight_bytes(const Config& c, const PlanOptions& o,
   const uint64_t matrices = ck.add(matrix(projected, c.d_model), matrix(c.d_model, qw));
   return ck.align(ck.add(matrices, ck.mul(vectors, vector_bytes)));
 }
+
+// A head shape's widths, in floats: head_dim, the kv heads and the query heads per kv head; Wq's
+// rows (each head's query, and its gate with an output gate), the queries', K's, and the fused
+// row's [q_rows | K | V] (MLA's row is wider: Plan::mla_rows).
+struct HeadWidths {
+  uint64_t head_dim, kv_heads, group, q_width, q_rows, kv_width, qkv_width;
+};
+constexpr HeadWidths head_widths(const Config& c, Checked& ck) {
+  HeadWidths h;
+  h.head_dim = c.head_size();
+  h.kv_heads = c.kv_heads();
+  h.group = h.kv_heads ? c.n_heads / h.kv_heads : 0;
+  h.q_width = ck.mul(c.n_heads, h.head_dim);
+  h.q_rows = c.output_gate ? ck.mul(2, h.q_width) : h.q_width;
+  h.kv_width = ck.mul(h.kv_heads, h.head_dim);
+  h.qkv_width = ck.add(h.q_rows, ck.mul(2, h.kv_width));
+  if (h.qkv_width > 0xffffffffull) ck.overflow = true;
+  return h;
+}
 }  // namespace detail
 
 // The plan of a config. Does not validate: byte counts of a config that validate() rejects are
@@ -82,18 +101,14 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.config = c;
   p.options = o;
   if (p.options.threads == 0) p.options.threads = 1;
-  p.head_dim = c.head_size();
-  const uint32_t kvh = c.kv_heads();
-  p.group_size = kvh ? c.n_heads / kvh : 0;
-  const uint64_t qw = ck.mul(c.n_heads, p.head_dim);
-  const uint64_t kvw = ck.mul(kvh, p.head_dim);
-  const uint64_t q_rows = c.output_gate ? ck.mul(2, qw) : qw;
-  const uint64_t qkvw = ck.add(q_rows, ck.mul(2, kvw));
-  if (qkvw > 0xffffffffull) ck.overflow = true;
+  const detail::HeadWidths base = detail::head_widths(c, ck);
+  const uint64_t qw = base.q_width, kvw = base.kv_width;
+  p.head_dim = static_cast<uint32_t>(base.head_dim);
+  p.group_size = static_cast<uint32_t>(base.group);
   p.q_width = static_cast<uint32_t>(qw);
-  p.q_rows = static_cast<uint32_t>(q_rows);
+  p.q_rows = static_cast<uint32_t>(base.q_rows);
   p.kv_width = static_cast<uint32_t>(kvw);
-  p.qkv_width = static_cast<uint32_t>(qkvw);
+  p.qkv_width = static_cast<uint32_t>(base.qkv_width);
   const MlaShape& m = c.mla;
   const uint64_t mla_q = ck.mul(c.n_heads, uint64_t{m.qk_nope_head_dim} + m.qk_rope_head_dim);
   const uint64_t mla_v = ck.mul(c.n_heads, m.v_head_dim);
@@ -169,27 +184,14 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   // Each kind's head shape, [sliding, full]: the config's, and on full layers their own where they
   // have one (Gemma 4). The regions every layer uses in turn are sized for the larger.
   const bool present[2] = {p.sliding_layers != 0, attention_layers != p.sliding_layers};
-  struct Shape {
-    uint64_t head_dim, kv_heads, group, q_width, q_rows, kv_width, qkv_width;
-  } shape[2] = {};
-  shape[0] = {p.head_dim, kvh, p.group_size, p.q_width, p.q_rows, p.kv_width, p.qkv_width};
-  shape[1] = shape[0];
-  if (c.full_layers_shaped()) {  // (MLA has one shape: its rows are shape[0]'s)
-    Shape& h = shape[1];
-    h.head_dim = full_shape.head_size();
-    h.kv_heads = full_shape.kv_heads();
-    h.group = h.kv_heads ? c.n_heads / h.kv_heads : 0;
-    h.q_width = ck.mul(c.n_heads, h.head_dim);
-    h.q_rows = c.output_gate ? ck.mul(2, h.q_width) : h.q_width;
-    h.kv_width = ck.mul(h.kv_heads, h.head_dim);
-    h.qkv_width = ck.add(h.q_rows, ck.mul(2, h.kv_width));
-  }
+  detail::HeadWidths shape[2] = {base, base};
+  shape[0].qkv_width = shape[1].qkv_width = p.qkv_width;  // MLA's row: MLA has one shape
+  if (c.full_layers_shaped()) shape[1] = detail::head_widths(full_shape, ck);
   const auto larger = [&present](uint64_t sliding, uint64_t full) {
     const uint64_t a = present[0] || !present[1] ? sliding : 0;
     const uint64_t b = present[1] ? full : 0;
     return a > b ? a : b;
   };
-  if (shape[1].qkv_width > 0xffffffffull) ck.overflow = true;
 
   if (xnn && !c.is_mla()) {  // MLA's projections are Highway's (the layer refuses XNNPACK)
     p.projection_blocks = p.options.threads < kXnnMaxBlocks ? p.options.threads : kXnnMaxBlocks;
@@ -199,7 +201,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
     uint64_t packed[2] = {};
     for (uint32_t full = 0; full < 2; ++full) {
       const Config& k = full ? full_shape : c;
-      const Shape& h = shape[full];
+      const detail::HeadWidths& h = shape[full];
       packed[full] = ck.align(ck.mul(ck.add(k.q_norm_width(), k.k_norm_width()), 4));
       packed[full] = ck.add(packed[full], xnn_packed_bytes_bound(h.q_rows, c.d_model, b));
       packed[full] = ck.add(packed[full], ck.mul(k.k_eq_v ? 1 : 2, xnn_packed_bytes_bound(h.kv_width, c.d_model, b)));
@@ -244,7 +246,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   p.activation_bytes = ck.add(ck.add(qkv_act, attn_act), ck.mul(2, model_act));
   uint64_t scratch[2] = {}, partials[2] = {};
   for (uint32_t full = 0; full < 2; ++full) {
-    const Shape& h = shape[full];
+    const detail::HeadWidths& h = shape[full];
     const uint32_t hd = static_cast<uint32_t>(h.head_dim), group = static_cast<uint32_t>(h.group);
     scratch[full] = ck.align(attention_scratch_bytes(hd, group));
     partials[full] =
