@@ -36,6 +36,9 @@
 namespace headway {
 namespace {
 
+using test::random_x;
+using test::relative_error;
+
 double tolerance(DType t, bool decode) {
   if (!dtype_is_block(t)) return test::gpu_tolerance(t);
   return test::gpu_tolerance(decode ? DType::kBF16 : DType::kF16);
@@ -97,24 +100,6 @@ struct Stack {
     return session.init(arena, weights.data(), static_cast<uint32_t>(weights.size()), options);
   }
 };
-
-std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<float> x(size_t{t} * d);
-  for (float& v : x) v = rng.normal();
-  return x;
-}
-
-// max |got − want| over the larger of 1 and max |want|.
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double scale = 1.0, err = 0.0;
-  for (float w : want) scale = std::max(scale, double{std::fabs(w)});
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double e = std::fabs(double{got[i]} - double{want[i]});
-    err = std::isnan(e) ? 1e30 : std::max(err, e);
-  }
-  return err / scale;
-}
 
 // The same plan and layers as a Session on the CPU backend and one on `gpu`: a prefill of
 // `prefill` tokens (in chunks of the plan's max_tokens), then `decode` single steps, the outputs

@@ -38,6 +38,9 @@
 namespace headway {
 namespace {
 
+using test::random_x;
+using test::relative_error;
+
 using test::cache_config;
 double tolerance(DType t) { return test::gpu_tolerance(t); }
 // Decode steps over q8_0 or q4_0 K: where the CPU has integer dot products its decode quantizes
@@ -413,24 +416,6 @@ void make_pair(StackPair* pair, const Plan& p, GpuContext* gpu, uint64_t seed) {
   go.gpu = gpu;
   const Status st = pair->on_gpu.init(p, pair->views, go);
   REQUIRE_MESSAGE(st.ok(), st.message());
-}
-
-std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<float> x(size_t{t} * d);
-  for (float& v : x) v = rng.normal();
-  return x;
-}
-
-// max |got − want| over the larger of 1 and max |want|.
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double scale = 1.0, err = 0.0;
-  for (float w : want) scale = std::max(scale, double{std::fabs(w)});
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double e = std::fabs(double{got[i]} - double{want[i]});
-    err = std::isnan(e) ? 1e30 : std::max(err, e);
-  }
-  return err / scale;
 }
 
 // Layers that differ: 0 and 1 slide (RoPE base 500), 2 is full (base 10000), 1 has no RoPE.

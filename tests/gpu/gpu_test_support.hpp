@@ -1,5 +1,5 @@
 // What the GPU suites share: the process's Vulkan contexts, the tolerances they hold the GPU to
-// and the config of the cache-path tests.
+// the config of the cache-path tests, random inputs and the error measure the sessions use.
 //
 // Without a usable Vulkan device every test fails, unless HEADWAY_GPU_TESTS_OPTIONAL=1 (then
 // they pass with a message): CI has lavapipe, so a missing device there is a fault.
@@ -7,14 +7,18 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "headway/backend.hpp"
 #include "headway/config.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace headway {
 namespace test {
@@ -81,6 +85,25 @@ inline Config cache_config(DType dt, uint32_t window, uint32_t max_seq) {
   c.causal = true;
   c.kv_dtype = dt;
   return c;
+}
+
+// t rows of d unit-normal values.
+inline std::vector<float> random_x(uint32_t t, uint32_t d, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(size_t{t} * d);
+  for (float& v : x) v = rng.normal();
+  return x;
+}
+
+// max |got − want| over the larger of 1 and max |want|; a NaN counts as 1e30.
+inline double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double scale = 1.0, err = 0.0;
+  for (float w : want) scale = std::max(scale, double{std::fabs(w)});
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = std::fabs(double{got[i]} - double{want[i]});
+    err = std::isnan(e) ? 1e30 : std::max(err, e);
+  }
+  return err / scale;
 }
 
 }  // namespace test
