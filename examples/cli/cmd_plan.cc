@@ -182,10 +182,12 @@ void print_table(const Plan& p, const std::string& attention_only) {
   print_layer_groups(p);
   // Layers of two head shapes (Gemma 4): the first layer's, named.
   const Plan layout = shaped ? layer_plan(p, 0) : p;
-  std::printf("head layout (byte offsets: in one token's fused qkv row; in one %slayer's kv cache)\n",
-              shaped                                                    ? "(layer 0's shape) "
-              : p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? ""
-                                                                        : "full ");
+  if (shaped) {
+    std::printf("head layout of layer 0 (byte offsets: in one token's fused qkv row; in its kv cache)\n");
+  } else {
+    std::printf("head layout (byte offsets: in one token's fused qkv row; in one %slayer's kv cache)\n",
+                p.sliding_layers == 0 || p.sliding_layers == c.n_layers ? "" : "full ");
+  }
   std::printf("  %6s %7s %9s %9s %9s %12s %12s\n", "q head", "kv head", "q", "k", "v", "cache K", "cache V");
   for (uint32_t h = 0; h < c.n_heads; ++h) {
     const HeadLayout l = layout.head(h);

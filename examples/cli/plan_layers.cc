@@ -44,7 +44,7 @@ std::string describe(const Plan& p, const LayerPlan& l) {
   if (l.alibi) s += ", ALiBi";
   const Plan own = layer_plan(p, l.index);
   if (own.head_dim != p.head_dim || own.kv_width != p.kv_width) {
-    std::snprintf(text, sizeof(text), ", head_dim %u, %u kv heads", own.head_dim, own.kv_width / own.head_dim);
+    std::snprintf(text, sizeof(text), ", head_dim %u, %u kv heads", own.head_dim, own.config.kv_heads());
     s += text;
   }
   if (l.shares_kv) {

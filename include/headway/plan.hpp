@@ -260,7 +260,8 @@ struct Plan {
     l.rope_theta = rotates ? config.layer_rope_theta(i) : 0.0f;
     l.kv_rows = l.linear ? 0 : l.sliding ? ring_rows : config.max_seq;
     l.shares_kv = !l.linear && config.layer_shares_kv(i);
-    l.kv_owner = l.shares_kv && config.kv_owner(i) < i ? config.kv_owner(i) : i;
+    const uint32_t owner = l.shares_kv ? config.kv_owner(i) : i;
+    l.kv_owner = owner < i ? owner : i;  // (an ownerless sharing layer, which validate() refuses: itself)
     l.kv_bytes = l.linear || l.shares_kv ? 0 : l.sliding ? kv_bytes_sliding_layer : kv_bytes_full_layer;
     // The owners come before every sharing layer: their caches are back to back in layer order.
     const uint32_t o = l.kv_owner;

@@ -146,7 +146,7 @@ constexpr Plan plan_for(const Config& c, const PlanOptions& o) {
   }
   // Attention layers by kind, [sliding, full], owning their cache or sharing another's (the
   // sharing layers are the last ones).
-  const uint32_t first_shared = c.layers.kv_shared_layers ? c.first_kv_shared_layer() : c.n_layers;
+  const uint32_t first_shared = c.first_kv_shared_layer();
   const uint32_t owning_sliding = c.sliding_layers_before(first_shared);
   const uint32_t owning[2] = {owning_sliding, first_shared - owning_sliding - c.linear_layers_before(first_shared)};
   const uint32_t sharing[2] = {p.sliding_layers - owning[0], attention_layers - p.sliding_layers - owning[1]};
