@@ -21,6 +21,8 @@
 // attend() allocates nothing. AttentionOp is the same computation with XNNPACK's lifecycle:
 // reshape() checks a shape once and sizes its workspace, run() takes the tensors. Threads: work is cut into tasks by
 // the shapes alone, so the result is bitwise identical for any pool size, and for no pool at all.
+// attend() is reentrant: concurrent calls need their own workspaces (they may share a pool); an
+// AttentionOp belongs to one thread at a time.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,8 @@
 //   m.decode(id);                         next = m.logits();
 //
 // prefill() and decode() never allocate. A call with an id outside the vocabulary or past the
-// context returns an error naming it and changes nothing.
+// context returns an error naming it and changes nothing. A Model (its layers, caches and the
+// arena's activations) belongs to one thread at a time; the pool runs its work.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // ThreadPool: the one small pool an edge device runs attention on. Created once at init (that
 // may allocate and start threads); run() never allocates, so it is safe on the prefill/decode
 // path. Builds without threads (HEADWAY_THREADS=OFF, bare metal) run every task on the caller.
+// Threads: run() from several threads at once is serialized; create() may be called again, but
+// not while another thread runs the pool.
 //
 //   headway::ThreadPool pool;
 //   HEADWAY_RETURN_IF_ERROR(pool.create(4));   // init
