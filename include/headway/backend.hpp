@@ -82,6 +82,14 @@ constexpr bool backend_from_name(const char* name, BackendKind* out) {
 //   // (KvCache::rotate_queries): for a caller that appends K and V and attends its own queries.
 //   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
 //
+//   // The three above for a caller that has made their checks (AttentionLayer, after its own
+//   // checks of the whole call, KvCache's *_unchecked): a release build checks nothing, a debug
+//   // build everything. The GPU's still fail where the device does.
+//   Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+//   Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+//                           const float* sinks);
+//   void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
+//
 //   // Dense use: attend()'s contract (include/headway/attention.hpp). The shape must match the
 //   // plan's heads and head_dim, with t_q <= max_tokens and t_kv <= cache_rows; k and v are in
 //   // kv_dtype (f32, f16 / bf16 bit patterns, or q8_0 / q4_0 rows of ceil(head_dim / 32) blocks
@@ -95,6 +103,7 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype);
 
 // ---- CPU ---------------------------------------------------------------------------------------
 
+// One layer's KvCache and the workspace its attention runs in; it belongs to one thread at a time.
 class CpuBackend {
  public:
   // Bytes create() needs: one layer's K/V (plan.kv_bytes_per_layer), its RoPE table
@@ -128,6 +137,18 @@ class CpuBackend {
                       const AttentionShape& shape, const AttentionParams& params);
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
     return cache_.rotate_queries(q, q_token_stride, t_q);
+  }
+  Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+    cache_.append_unchecked(k, k_token_stride, v, v_token_stride, n);
+    return Status();
+  }
+  Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks) {
+    cache_.attend_unchecked(q, q_token_stride, o, o_token_stride, t_q, pool_, workspace_, workspace_bytes_, sinks);
+    return Status();
+  }
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
+    cache_.rotate_queries_unchecked(q, q_token_stride, t_q);
   }
   const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
   // The cache itself, for saving and restoring its rows (Model::save_state, load_state).
@@ -177,6 +198,8 @@ struct GpuDeviceInfo {
 // The Vulkan instance, device and compute queue, shared by every GpuBackend of a process.
 // Creating it is the init step that may fail on a machine without a usable device: kUnsupported
 // with a message that says so (and, in a build without HEADWAY_GPU, that the build has no GPU).
+// One per process: its GpuBackends may run on several threads, and it serializes their queue
+// submissions.
 class GpuContext {
  public:
   GpuContext() = default;
@@ -210,6 +233,7 @@ class GpuContext {
 // storage (bf16 stays bf16: the shader widens it by a shift); without 16-bit storage they are
 // widened to f32 on upload. q8_0 / q4_0 K/V are the bytes KvCache holds (quantized on upload by
 // quantize_row) on every device: the shader reads the blocks from 32-bit words and widens them.
+// A GpuBackend belongs to one thread at a time.
 class GpuBackend {
  public:
   GpuBackend() = default;
@@ -242,6 +266,10 @@ class GpuBackend {
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
+  Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks);
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
 
   struct Impl;
 
@@ -286,6 +314,19 @@ class Backend {
   }
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
     return gpu_ ? gpu_->rotate_queries(q, q_token_stride, t_q) : cpu_->rotate_queries(q, q_token_stride, t_q);
+  }
+  Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+    return gpu_ ? gpu_->append_unchecked(k, k_token_stride, v, v_token_stride, n)
+                : cpu_->append_unchecked(k, k_token_stride, v, v_token_stride, n);
+  }
+  Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks) {
+    return gpu_ ? gpu_->attend_unchecked(q, q_token_stride, o, o_token_stride, t_q, sinks)
+                : cpu_->attend_unchecked(q, q_token_stride, o, o_token_stride, t_q, sinks);
+  }
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
+    gpu_ ? gpu_->rotate_queries_unchecked(q, q_token_stride, t_q)
+         : cpu_->rotate_queries_unchecked(q, q_token_stride, t_q);
   }
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params) {

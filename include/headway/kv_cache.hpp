@@ -8,7 +8,8 @@
 // through the rows after them: token i >= S in row S + (i − S) mod (cache_rows − S).
 // append() rotates K once, at its absolute position (the RoPE frequencies of the table given to
 // bind), and converts to the storage dtype; attend() runs the queries of the tokens appended last
-// against everything the cache holds. Nothing allocates.
+// against everything the cache holds. Nothing allocates. A KvCache belongs to one thread at a
+// time (attend() may run its work on a pool).
 #pragma once
 
 #include <cstddef>
@@ -93,9 +94,22 @@ class KvCache {
   // Workspace attend() needs for t_q queries at the current size with `threads` threads.
   size_t workspace_bytes(uint32_t t_q, uint32_t threads) const;
 
+  // append(), attend() and rotate_queries() for a caller that has made their checks itself
+  // (AttentionLayer through CpuBackend, after its own checks of the whole call): nothing is
+  // checked in a release build, everything in a debug one, which stops the process at a call that
+  // would have failed. The workspace is at least what workspace_bytes() asks for.
+  void append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  void attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                        ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const;
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
+
  private:
   struct View;
   View view(uint32_t t_q) const;
+  View call(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+            const float* sinks) const;
+  Status check_queries(uint32_t t_q) const;  // attend's checks of t_q against what the cache holds
+  void unrotate_output(float* o, size_t o_token_stride, uint32_t t_q) const;
 
   Plan plan_{};
   uint8_t* k_ = nullptr;

@@ -32,7 +32,7 @@
 // the layer is then unused). The backend owns the tokens' positions; the layer keeps none.
 //
 // forward() never allocates (on either backend). A call with bad arguments or past the context
-// changes nothing.
+// changes nothing. A layer belongs to one thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -93,6 +93,13 @@ class AttentionLayer {
   // nothing: its t queries are the last t tokens its kv_owner ran (positions position()-t..
   // position()-1), so the owner runs each call's tokens first.
   Status forward(const float* x, float* y, uint32_t t);
+  // forward()'s checks alone (init, t, x and y, the context, an owner that ran these tokens).
+  Status check_forward(const float* x, const float* y, uint32_t t) const;
+  // forward() for a caller that has checked the whole call once (Session, Model: the context and
+  // each chunk's length, the layers in order): the backend's unchecked append, rotation and
+  // attention follow. A release build checks nothing; a debug build runs check_forward and stops
+  // the process where it fails. Errors left: the device's (GPU) and XNNPACK's.
+  Status forward_unchecked(const float* x, float* y, uint32_t t);
   // A packed batch of n_seqs independent sequences (an encoder's sentences), back to back in x
   // and y: cu_seqlens [n_seqs + 1] cumulative lengths (0, rising strictly, ending at the total t,
   // 1..max_tokens). The projections run once over all t tokens; each sequence then starts a
@@ -164,9 +171,6 @@ class AttentionLayer {
   const Arena* arena_ = nullptr;
   uint32_t layer_ = 0;
   ThreadPool* pool_ = nullptr;
-  // The layer's RoPE table in the arena, made at its own base (null on a layer without RoPE); the
-  // rest of the rotation is the model's (plan_->config.rope).
-  const double* rope_ = nullptr;
   const float* sinks_ = nullptr;  // [n_heads] f32 in the arena's sinks region (null without sinks)
   CpuBackend cpu_;
   GpuBackend gpu_;

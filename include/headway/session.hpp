@@ -20,6 +20,8 @@
 //   headway::LayerOptions o;  o.pool = &pool;  o.backend = headway::BackendKind::kGpu;  o.gpu = &gpu;
 //   s.init(arena, layer_weights, plan.config.n_layers, o);
 // The position is the layers' own (each layer's backend holds it); the Session keeps none.
+// A Session (its layers, their caches and the arena's activations) belongs to one thread at a
+// time; the pool runs its work. Two Sessions over two arenas run side by side.
 #pragma once
 
 #include <cstddef>
@@ -72,7 +74,6 @@ class Session {
   const AttentionLayer& layer(uint32_t l) const { return layers_[l]; }
 
  private:
-  Status run_chunk(const float* x, uint32_t t, float* y);
   // h = x; for each layer h += attn(h); y = h: one chunk, or (cu_seqlens set) a packed batch.
   Status run_stack(const float* x, uint32_t t, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs);
 

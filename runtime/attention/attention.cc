@@ -7,11 +7,12 @@
 
 #include "headway/plan.hpp"
 #include "runtime/attention/attention_run.hpp"
+#include "runtime/core/debug_check.hpp"
 
 namespace headway {
 namespace {
 
-// Per-call state the tasks share; lives on run_prepared_attention's stack.
+// Per-call state the tasks share; lives on run_checked_call's stack.
 struct RunContext {
   const simd::AttentionArgs* args;
   AttentionSplit split;
@@ -288,14 +289,20 @@ Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uin
   return call;
 }
 
-Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace,
-                              size_t workspace_bytes) {
+namespace {
+
+Status check_prepared_run(const PreparedAttention& call, ThreadPool* pool, void* workspace, size_t workspace_bytes) {
   const uint32_t threads = pool != nullptr ? pool->threads() : 1;
   if (threads != call.threads) {
     return Status::error(Code::kInvalidArgument, "attention: the pool has %u threads, the call was prepared for %u",
                          threads, call.threads);
   }
-  HEADWAY_RETURN_IF_ERROR(check_workspace(call, workspace, workspace_bytes));
+  return check_workspace(call, workspace, workspace_bytes);
+}
+
+// The tasks of a call whose every check passed.
+void run_checked_call(const PreparedAttention& call, ThreadPool* pool, void* workspace) {
+  const uint32_t threads = call.threads;
   const AttentionSplit& split = call.split;
   RunContext c;
   c.args = &call.args;
@@ -308,7 +315,28 @@ Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, v
     run_tasks(pool, size_t{call.args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
     run_tasks(pool, call.args.n_kv_heads, &merge_task, &c);
   }
+}
+
+}  // namespace
+
+Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, void* workspace,
+                              size_t workspace_bytes) {
+  HEADWAY_RETURN_IF_ERROR(check_prepared_run(call, pool, workspace, workspace_bytes));
+  run_checked_call(call, pool, workspace);
   return Status();
+}
+
+void attend_strided_unchecked(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace,
+                              size_t workspace_bytes) {
+  PreparedAttention call;
+  call.args = args;
+  if (call.args.scale == 0.0f) call.args.scale = default_scale(args.head_dim);
+  call.threads = pool != nullptr ? pool->threads() : 1;
+  call.split = attention_split(call.args, call.threads);
+  HEADWAY_DEBUG_CHECK(prepare_attention(args, call.threads).status());
+  HEADWAY_DEBUG_CHECK(check_prepared_run(call, pool, workspace, workspace_bytes));
+  static_cast<void>(workspace_bytes);
+  run_checked_call(call, pool, workspace);
 }
 
 Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace, size_t workspace_bytes) {

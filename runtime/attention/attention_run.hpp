@@ -6,7 +6,8 @@
 //
 // A call is checked once, when it is prepared (prepare_attention: shapes, strides, pointers,
 // parameters, threads); running it checks only the workspace, and the kernels' tasks check
-// nothing (simd::attention_*_unchecked).
+// nothing (simd::attention_*_unchecked). A KV cache's attention, whose arguments the cache builds
+// from its own rows, runs unchecked (attend_strided_unchecked) after the cache's own checks.
 #pragma once
 
 #include <cstddef>
@@ -66,5 +67,10 @@ Result<simd::AttentionArgs> strided_attention_args(const float* q, const void* k
 
 // prepare_attention, then run_prepared_attention with threads = pool's thread count or 1.
 Status attend_strided(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace, size_t workspace_bytes);
+// attend_strided for args the caller built from what it had checked already (a KV cache's own
+// rows, queries whose call passed the cache's checks): nothing is checked in a release build;
+// a debug build checks it all (runtime/core/debug_check.hpp).
+void attend_strided_unchecked(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace,
+                              size_t workspace_bytes);
 
 }  // namespace headway

@@ -8,6 +8,7 @@
 
 #include "headway/backend.hpp"
 #include "runtime/attention/attention_run.hpp"
+#include "runtime/attention/kv_append_check.hpp"
 #include "runtime/core/format.hpp"
 #include "simd/attention.h"
 
@@ -17,14 +18,6 @@ namespace {
 uint64_t workspace_bound(const Plan& plan, uint32_t threads) {
   return attention_workspace_bytes_bound(plan.head_dim, plan.group_size, plan.config.kv_heads(), plan.cache_rows,
                                          plan.max_tokens, threads);
-}
-
-Status check_plan(const char* who, const Plan& plan) {
-  if (!plan_is_made(plan)) {
-    return Status::error(Code::kInvalidArgument,
-                         "%s: the plan is not valid (make it with make_plan(), which checks the config)", who);
-  }
-  return Status();
 }
 
 }  // namespace
@@ -48,13 +41,13 @@ Result<Plan> dense_plan(const AttentionShape& shape, DType kv_dtype) {
 }
 
 size_t CpuBackend::memory_bytes(const Plan& plan, uint32_t threads) {
-  if (!check_plan("cpu backend", plan).ok()) return 0;
+  if (!check_kv_plan("cpu backend", plan).ok()) return 0;
   return align_up(plan.kv_bytes_per_layer) + plan.rope_bytes_per_layer + plan.alibi_bytes +
          align_up(workspace_bound(plan, threads ? threads : 1));
 }
 
 Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size_t bytes) {
-  HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
+  HEADWAY_RETURN_IF_ERROR(check_kv_plan("cpu backend", plan));
   const uint32_t threads = pool != nullptr ? pool->threads() : 1;
   const size_t need = memory_bytes(plan, threads);
   if (memory == nullptr || bytes < need) {
@@ -78,7 +71,7 @@ Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* memory, size
 
 Status CpuBackend::create(const Plan& plan, ThreadPool* pool, void* kv, size_t kv_bytes, const double* rope_table,
                           void* workspace, size_t workspace_bytes, const float* alibi_slopes) {
-  HEADWAY_RETURN_IF_ERROR(check_plan("cpu backend", plan));
+  HEADWAY_RETURN_IF_ERROR(check_kv_plan("cpu backend", plan));
   const uint32_t threads = pool != nullptr ? pool->threads() : 1;
   const uint64_t need = workspace_bound(plan, threads);
   if (workspace == nullptr || workspace_bytes < need) {

@@ -1,6 +1,16 @@
 #include "runtime/attention/kv_append_check.hpp"
 
+#include "runtime/attention/kv_ring.hpp"
+
 namespace headway {
+
+Status check_kv_plan(const char* who, const Plan& plan) {
+  if (!plan_is_made(plan) || !KvRing(plan).holdable()) {
+    return Status::error(Code::kInvalidArgument,
+                         "%s: the plan is not valid (make it with make_plan(), which checks the config)", who);
+  }
+  return Status();
+}
 
 Status check_kv_append(const char* who, const Plan& plan, uint32_t position, const float* k, size_t k_token_stride,
                        const float* v, size_t v_token_stride, uint32_t n, KvStrides strides) {
@@ -22,7 +32,7 @@ Status check_kv_append(const char* who, const Plan& plan, uint32_t position, con
     return Status::error(Code::kOutOfRange, "%s: appending %u tokens at position %u goes past the context of %u tokens",
                          who, n, position, c.max_seq);
   }
-  if (plan.cache_rows < c.max_seq && n > plan.max_tokens) {
+  if (KvRing(plan).ring && n > plan.max_tokens) {
     return Status::error(Code::kOutOfRange,
                          "%s: appending %u tokens at once is more than the %u the sliding-window ring (%u rows) was "
                          "planned for; append in chunks of at most max_tokens",
@@ -39,10 +49,11 @@ Status check_kv_truncate(const char* who, const Plan& plan, uint32_t size, uint3
                          who, tokens, size);
   }
   const Config& c = plan.config;
-  const uint32_t rows = plan.cache_rows;
-  if (tokens == size || rows >= c.max_seq || size <= rows) return Status();  // full attention, or nothing evicted
+  const KvRing ring(plan);
+  const uint32_t rows = ring.rows;
+  if (tokens == size || !ring.ring || size <= rows) return Status();  // full attention, or nothing evicted
   // A wrapped ring holds the last rows − S tokens (S sink tokens in its first rows for good).
-  const uint32_t sinks = c.window != 0 ? c.sink_tokens : 0;
+  const uint32_t sinks = ring.fixed;
   const uint32_t evicted_end = size - (rows - sinks);  // tokens S .. evicted_end − 1 are overwritten
   const bool window_hides = c.causal && !c.window_symmetric && sinks == 0 && c.window != 0 && c.window <= rows;
   // At most this many tokens can go: the next query must still find the window − 1 tokens before it.

@@ -1,6 +1,6 @@
-// The argument checks of a KV append (k, v [n, n_kv_heads, head_dim] at positions position ..
-// position + n − 1), shared by the CPU cache (KvCache::append) and the GPU backend
-// (GpuBackend::append), so both reject the same calls with the same words.
+// The checks of a KV cache's plan and of its appends and truncates (k, v [n, n_kv_heads, head_dim]
+// at positions position .. position + n − 1), shared by the CPU cache (KvCache, CpuBackend) and
+// the GPU backend, so both reject the same calls with the same words.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,11 @@
 #include "headway/status.hpp"
 
 namespace headway {
+
+// A plan a cache can be made over: made by make_plan() (its config checked) and, for a
+// sliding-window ring, with a row besides its sink rows (KvRing::holdable). `who` starts the
+// message ("kv cache", "cpu backend", "gpu backend").
+Status check_kv_plan(const char* who, const Plan& plan);
 
 // What the token strides of k and v must be: each at least kv_width (the CPU cache), or also
 // equal (the GPU backend, whose row writer steps k and v by one stride).

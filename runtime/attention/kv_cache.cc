@@ -7,7 +7,9 @@
 #include "headway/quantize.hpp"
 #include "runtime/attention/attention_run.hpp"
 #include "runtime/attention/kv_append_check.hpp"
+#include "runtime/attention/kv_ring.hpp"
 #include "runtime/attention/rope.hpp"
+#include "runtime/core/debug_check.hpp"
 
 namespace headway {
 
@@ -31,10 +33,7 @@ void KvCache::make_alibi_slopes(const Plan& plan, float* slopes) {
 Status KvCache::bind(const Plan& plan, void* region, size_t bytes, const double* rope_table,
                      const float* alibi_slopes) {
   if (region == nullptr) return Status::error(Code::kInvalidArgument, "kv cache: region is null");
-  if (!plan_is_made(plan)) {
-    return Status::error(Code::kInvalidArgument,
-                         "kv cache: the plan is not valid (make it with make_plan(), which checks the config)");
-  }
+  HEADWAY_RETURN_IF_ERROR(check_kv_plan("kv cache", plan));
   if (bytes < plan.kv_bytes_per_layer) {
     return Status::error(Code::kInvalidArgument, "kv cache: region is %llu bytes, one layer needs %llu",
                          static_cast<unsigned long long>(bytes),
@@ -90,17 +89,21 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
   }
 }
 
-// Whether the plan's cache is a sliding-window ring (not every position fits), and how many of its
-// first rows hold sink tokens that the ring never evicts.
-bool is_ring(const Plan& plan) { return plan.cache_rows < plan.config.max_seq; }
-uint32_t fixed_rows(const Plan& plan) { return is_ring(plan) ? plan.config.sink_tokens : 0; }
-
 }  // namespace
 
 Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: append before bind");
   HEADWAY_RETURN_IF_ERROR(check_kv_append("kv cache", plan_, position(), k, k_token_stride, v, v_token_stride, n,
                                           KvStrides::kEachAtLeastWidth));
+  append_unchecked(k, k_token_stride, v, v_token_stride, n);
+  return Status();
+}
+
+void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
+                               uint32_t n) {
+  HEADWAY_DEBUG_CHECK(k_ == nullptr ? Status::error(Code::kFailedPrecondition, "kv cache: append before bind")
+                                    : check_kv_append("kv cache", plan_, position(), k, k_token_stride, v,
+                                                      v_token_stride, n, KvStrides::kEachAtLeastWidth));
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
   const uint32_t hd = plan_.head_dim;
@@ -108,10 +111,9 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   const bool hadamard = c.kv_rotation == KvRotation::kHadamard;
   float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard)
+  const KvRing ring(plan_);
   for (uint32_t t = 0; t < n; ++t) {
-    const uint32_t i = size_ + t;  // rows count from the reset
-    const uint32_t fixed = fixed_rows(plan_);
-    const uint32_t row = i < fixed ? i : fixed + (i - fixed) % (plan_.cache_rows - fixed);
+    const uint32_t row = ring.row(size_ + t);  // rows count from the reset
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
       apply_rope(rotated, 1, hd, 1, hd, position() + t, position() + n, c.rope, rope_);
@@ -128,7 +130,6 @@ Status KvCache::append(const float* k, size_t k_token_stride, const float* v, si
     }
   }
   size_ += n;
-  return Status();
 }
 
 Status KvCache::truncate(uint32_t tokens) {
@@ -147,8 +148,9 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   const Config& c = plan_.config;
   View w;
   simd::AttentionArgs& a = w.args;
+  const KvRingKeys keys = KvRing(plan_).keys(size_);
   a.t_q = t_q;
-  a.t_kv = size_ < plan_.cache_rows ? size_ : plan_.cache_rows;
+  a.t_kv = keys.t_kv;
   a.n_heads = c.n_heads;
   a.n_kv_heads = c.kv_heads();
   a.head_dim = plan_.head_dim;
@@ -159,19 +161,10 @@ KvCache::View KvCache::view(uint32_t t_q) const {
   a.kv_head_stride = size_t{plan_.cache_rows} * a.kv_row_stride;
   a.window = c.window;
   a.window_symmetric = c.window != 0 && c.window_symmetric;
-  a.sink_tokens = c.window != 0 ? c.sink_tokens : 0;
-  if (is_ring(plan_)) {
-    a.kv_ring_rows = plan_.cache_rows;
-    if (size_ > plan_.cache_rows) {
-      // Wrapped. Logical keys: the S sink tokens, then the newest tokens the ring holds, oldest
-      // first: logical key S is token size − (rows − S) since the reset, sink_gap positions after
-      // the last sink token (until it wraps, token i sits in row i and the gap is 0).
-      const uint32_t fixed = fixed_rows(plan_);
-      const uint32_t oldest = size_ - (plan_.cache_rows - fixed);
-      a.kv_first_row = (oldest - fixed) % (plan_.cache_rows - fixed);
-      a.sink_gap = oldest - fixed;
-    }
-  }
+  a.sink_tokens = keys.sink_tokens;
+  a.kv_ring_rows = keys.ring_rows;
+  a.kv_first_row = keys.first_row;
+  a.sink_gap = keys.sink_gap;
   a.alibi_slopes = alibi_;
   a.scale = c.logit_scale();
   a.softcap = c.softcap;
@@ -184,8 +177,7 @@ size_t KvCache::workspace_bytes(uint32_t t_q, uint32_t threads) const {
   return attention_split(w.args, threads ? threads : 1).workspace_bytes;
 }
 
-Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
-                       ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const {
+Status KvCache::check_queries(uint32_t t_q) const {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: attend before bind");
   if (t_q == 0 || t_q > size_) {
     return Status::error(Code::kInvalidArgument,
@@ -193,22 +185,53 @@ Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o
                          "tokens appended",
                          t_q, size_);
   }
-  if (plan_.cache_rows < plan_.config.max_seq && t_q > plan_.max_tokens) {
+  if (KvRing(plan_).ring && t_q > plan_.max_tokens) {
     return Status::error(Code::kInvalidArgument, "kv cache: %u queries are more than the ring's %u per call", t_q,
                          plan_.max_tokens);
   }
+  return Status();
+}
+
+KvCache::View KvCache::call(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                            const float* sinks) const {
   View w = view(t_q);
   w.args.q = q;
   w.args.q_token_stride = q_token_stride;
   w.args.o = o;
   w.args.o_token_stride = o_token_stride;
   w.args.sinks = sinks;
-  HEADWAY_RETURN_IF_ERROR(attend_strided(w.args, pool, workspace, workspace_bytes));
-  // A rotated cache's output is H · Σ p (Hv): rotated back per head (H · H = I).
+  return w;
+}
+
+// A rotated cache's output is H · Σ p (Hv): rotated back per head (H · H = I).
+void KvCache::unrotate_output(float* o, size_t o_token_stride, uint32_t t_q) const {
   if (plan_.config.kv_rotation == KvRotation::kHadamard) {
     hadamard_rotate_heads(o, t_q, o_token_stride, plan_.config.n_heads, plan_.head_dim);
   }
+}
+
+Status KvCache::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                       ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const {
+  HEADWAY_RETURN_IF_ERROR(check_queries(t_q));
+  // Every argument attention takes, checked (attend_strided validates what the caller gave: q, o,
+  // their strides, the sinks, the pool and the workspace).
+  const View w = call(q, q_token_stride, o, o_token_stride, t_q, sinks);
+  HEADWAY_RETURN_IF_ERROR(attend_strided(w.args, pool, workspace, workspace_bytes));
+  unrotate_output(o, o_token_stride, t_q);
   return Status();
+}
+
+void KvCache::attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                               ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const {
+  HEADWAY_DEBUG_CHECK(check_queries(t_q));
+  attend_strided_unchecked(call(q, q_token_stride, o, o_token_stride, t_q, sinks).args, pool, workspace,
+                           workspace_bytes);
+  unrotate_output(o, o_token_stride, t_q);
+}
+
+void KvCache::rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
+  HEADWAY_DEBUG_CHECK(check_last_queries("kv cache", plan_, size_, q, q_token_stride, t_q));
+  headway::rotate_queries_unchecked(plan_, rope_, position(), q, q_token_stride, t_q);
 }
 
 }  // namespace headway

@@ -136,6 +136,13 @@ void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_hea
 
 Status rotate_last_queries(const char* who, const Plan& plan, const double* freqs, uint32_t position, uint32_t size,
                            float* q, size_t q_token_stride, uint32_t t_q) {
+  HEADWAY_RETURN_IF_ERROR(check_last_queries(who, plan, size, q, q_token_stride, t_q));
+  rotate_queries_unchecked(plan, freqs, position, q, q_token_stride, t_q);
+  return Status();
+}
+
+Status check_last_queries(const char* who, const Plan& plan, uint32_t size, const float* q, size_t q_token_stride,
+                          uint32_t t_q) {
   if (q == nullptr) return Status::error(Code::kInvalidArgument, "%s: rotate_queries: q is null", who);
   if (t_q == 0 || t_q > size) {
     return Status::error(Code::kInvalidArgument,
@@ -146,12 +153,16 @@ Status rotate_last_queries(const char* who, const Plan& plan, const double* freq
     return Status::error(Code::kInvalidArgument, "%s: rotate_queries: q_token_stride %zu is below the query width %u",
                          who, q_token_stride, plan.q_width);
   }
-  apply_rope(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim, position - t_q, position, plan.config.rope,
-             freqs);
-  if (plan.config.kv_rotation == KvRotation::kHadamard) {
-    hadamard_rotate_heads(q, t_q, q_token_stride, plan.config.n_heads, plan.head_dim);
-  }
   return Status();
+}
+
+void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t position, float* q, size_t q_token_stride,
+                              uint32_t t_q) {
+  const Config& c = plan.config;
+  if (c.rope.style != RopeStyle::kNone) {
+    apply_rope(q, t_q, q_token_stride, c.n_heads, plan.head_dim, position - t_q, position, c.rope, freqs);
+  }
+  if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(q, t_q, q_token_stride, c.n_heads, plan.head_dim);
 }
 
 }  // namespace headway

@@ -47,5 +47,12 @@ void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_hea
 // the query width); without RoPE it succeeds and leaves q as it is.
 Status rotate_last_queries(const char* who, const Plan& plan, const double* freqs, uint32_t position, uint32_t size,
                            float* q, size_t q_token_stride, uint32_t t_q);
+// rotate_last_queries' checks alone.
+Status check_last_queries(const char* who, const Plan& plan, uint32_t size, const float* q, size_t q_token_stride,
+                          uint32_t t_q);
+// The same rotation for a caller that made those checks (a layer's forward): the one place a
+// cache's queries get their RoPE (and, for a Hadamard-rotated cache, their rotation).
+void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t position, float* q, size_t q_token_stride,
+                              uint32_t t_q);
 
 }  // namespace headway

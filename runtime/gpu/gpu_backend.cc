@@ -14,17 +14,11 @@
 #include "runtime/core/format.hpp"
 #include "runtime/gpu/gpu_backend_impl.hpp"
 #include "runtime/attention/kv_append_check.hpp"
+#include "runtime/attention/kv_ring.hpp"
 #include "runtime/attention/rope.hpp"
+#include "runtime/core/debug_check.hpp"
 
 namespace headway {
-namespace {
-
-// KvCache's reading of a plan: a ring where not every position fits, and the sink tokens a
-// sliding window keeps visible (and a ring keeps in its first rows).
-bool is_ring(const Plan& p) { return p.cache_rows < p.config.max_seq; }
-uint32_t sink_tokens(const Plan& p) { return p.config.window != 0 ? p.config.sink_tokens : 0; }
-
-}  // namespace
 
 Status GpuBackend::Impl::build(const Plan& p) {
   choose_storage(p);
@@ -56,7 +50,7 @@ void GpuBackend::Impl::choose_storage(const Plan& p) {
   mapped = info->host_mapped;
   row_bytes = gpu::storage_row_bytes(storage, head_dim);
   shared_kv = p.config.is_mla();
-  fixed_rows = is_ring(p) ? sink_tokens(p) : 0;
+  ring = KvRing(p);
 }
 
 Status GpuBackend::Impl::check_device_limits() const {
@@ -113,10 +107,7 @@ Status GpuBackend::create(GpuContext* context, const Plan& plan, bool dense_mask
     return Status::error(Code::kFailedPrecondition, "gpu backend: the GpuContext is %s (create it first)",
                          context == nullptr ? "null" : "not created");
   }
-  if (!plan_is_made(plan) || (is_ring(plan) && sink_tokens(plan) >= plan.cache_rows)) {
-    return Status::error(Code::kInvalidArgument,
-                         "gpu backend: the plan is not valid (make it with make_plan(), which checks the config)");
-  }
+  HEADWAY_RETURN_IF_ERROR(check_kv_plan("gpu backend", plan));
   if (!rope_rotations_known(plan.config.rope)) {
     return Status::error(Code::kUnsupported,
                          "gpu backend: this config's RoPE scaling is not one headway applies (linear, llama3, yarn or "
@@ -165,6 +156,13 @@ Status GpuBackend::rotate_queries(float* q, size_t q_token_stride, uint32_t t_q)
   return rotate_last_queries("gpu backend", impl_->plan, impl_->rope, position(), impl_->size, q, q_token_stride, t_q);
 }
 
+void GpuBackend::rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
+  HEADWAY_DEBUG_CHECK(impl_ == nullptr
+                          ? Status::error(Code::kFailedPrecondition, "gpu backend: not created")
+                          : check_last_queries("gpu backend", impl_->plan, impl_->size, q, q_token_stride, t_q));
+  headway::rotate_queries_unchecked(impl_->plan, impl_->rope, position(), q, q_token_stride, t_q);
+}
+
 void GpuBackend::reset(uint32_t start_position) {
   if (impl_ == nullptr) return;
   impl_->start = start_position;
@@ -184,11 +182,49 @@ Status GpuBackend::truncate(uint32_t tokens) {
   return Status();
 }
 
+namespace {
+
+Status check_append(const GpuBackend::Impl* x, const float* k, size_t k_token_stride, const float* v,
+                    size_t v_token_stride, uint32_t n) {
+  if (x == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
+  return check_kv_append("gpu backend", x->plan, x->start + x->size, k, k_token_stride, v, v_token_stride, n,
+                         KvStrides::kEqualAndAtLeastWidth);
+}
+
+Status check_attend(const GpuBackend::Impl* x, const float* q, size_t q_token_stride, const float* o,
+                    size_t o_token_stride, uint32_t t_q, const float* sinks) {
+  if (x == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
+  if (t_q == 0 || t_q > x->size) {
+    return Status::error(Code::kInvalidArgument,
+                         "gpu backend: attend for %u queries, but the cache holds %u tokens: queries are the last "
+                         "tokens appended",
+                         t_q, x->size);
+  }
+  if (t_q > x->plan.max_tokens) {
+    return Status::error(Code::kOutOfRange, "gpu backend: %u queries are more than the plan's max_tokens %u", t_q,
+                         x->plan.max_tokens);
+  }
+  if (q == nullptr || o == nullptr) return Status::error(Code::kInvalidArgument, "gpu backend: q or o is null");
+  if (q_token_stride < x->q_width || o_token_stride < x->q_width) {
+    return Status::error(Code::kInvalidArgument,
+                         "gpu backend: token strides %zu (q), %zu (o) are below n_heads · head_dim = %u",
+                         q_token_stride, o_token_stride, x->q_width);
+  }
+  return check_sink_logits(sinks, x->plan.config.n_heads);  // KvCache::attend's check and message
+}
+
+}  // namespace
+
 Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
-  if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: append before create");
+  HEADWAY_RETURN_IF_ERROR(check_append(impl_, k, k_token_stride, v, v_token_stride, n));
+  return append_unchecked(k, k_token_stride, v, v_token_stride, n);
+}
+
+Status GpuBackend::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
+                                    uint32_t n) {
+  HEADWAY_DEBUG_CHECK(check_append(impl_, k, k_token_stride, v, v_token_stride, n));
+  static_cast<void>(v_token_stride);  // checked equal to k's: the row writer steps both by one
   Impl& x = *impl_;
-  HEADWAY_RETURN_IF_ERROR(check_kv_append("gpu backend", x.plan, x.start + x.size, k, k_token_stride, v, v_token_stride,
-                                          n, KvStrides::kEqualAndAtLeastWidth));
   const Status s = x.write_rows(k, v, k_token_stride, DType::kF32, n, x.size, true);
   if (!s.ok()) {  // a failed flush: the device state is unknown, start over
     x.size = 0;
@@ -201,52 +237,32 @@ Status GpuBackend::append(const float* k, size_t k_token_stride, const float* v,
 
 Status GpuBackend::attend(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                           const float* sinks) {
-  if (impl_ == nullptr) return Status::error(Code::kFailedPrecondition, "gpu backend: attend before create");
+  HEADWAY_RETURN_IF_ERROR(check_attend(impl_, q, q_token_stride, o, o_token_stride, t_q, sinks));
+  return attend_unchecked(q, q_token_stride, o, o_token_stride, t_q, sinks);
+}
+
+Status GpuBackend::attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride,
+                                    uint32_t t_q, const float* sinks) {
+  HEADWAY_DEBUG_CHECK(check_attend(impl_, q, q_token_stride, o, o_token_stride, t_q, sinks));
   Impl& x = *impl_;
   const Config& c = x.plan.config;
-  if (t_q == 0 || t_q > x.size) {
-    return Status::error(Code::kInvalidArgument,
-                         "gpu backend: attend for %u queries, but the cache holds %u tokens: queries are the last "
-                         "tokens appended",
-                         t_q, x.size);
-  }
-  if (t_q > x.plan.max_tokens) {
-    return Status::error(Code::kOutOfRange, "gpu backend: %u queries are more than the plan's max_tokens %u", t_q,
-                         x.plan.max_tokens);
-  }
-  if (q == nullptr || o == nullptr) return Status::error(Code::kInvalidArgument, "gpu backend: q or o is null");
-  if (q_token_stride < x.q_width || o_token_stride < x.q_width) {
-    return Status::error(Code::kInvalidArgument,
-                         "gpu backend: token strides %zu (q), %zu (o) are below n_heads · head_dim = %u",
-                         q_token_stride, o_token_stride, x.q_width);
-  }
-  HEADWAY_RETURN_IF_ERROR(check_sink_logits(sinks, c.n_heads));  // KvCache::attend's check and message
   // KvCache::view over the rows append wrote.
+  const KvRingKeys keys = x.ring.keys(x.size);
   gpu::CallParams pc{};
-  const uint32_t rows = x.plan.cache_rows;
   pc.t_q = t_q;
-  pc.t_kv = x.size < rows ? x.size : rows;
+  pc.t_kv = keys.t_kv;
   pc.n_heads = c.n_heads;
   pc.group = x.plan.group_size;
-  pc.kv_head_stride = rows * x.head_dim;
+  pc.kv_head_stride = x.plan.cache_rows * x.head_dim;
   pc.scale = c.logit_scale();
   pc.softcap = c.softcap;
   pc.causal = c.causal ? 1u : 0u;
   pc.window = c.window;
   pc.window_symmetric = c.window != 0 && c.window_symmetric ? 1u : 0u;
-  const uint32_t s_tokens = sink_tokens(x.plan);
-  pc.sink_keys = s_tokens < pc.t_kv ? s_tokens : pc.t_kv;
-  if (is_ring(x.plan)) {
-    pc.kv_ring_rows = rows;
-    if (x.size > rows) {
-      // Wrapped. Logical keys: the sink tokens, then the newest tokens the ring holds, oldest
-      // first: key fixed_rows is token size − (rows − fixed_rows) since the reset, sink_gap
-      // positions after the last sink token.
-      const uint32_t oldest = x.size - (rows - x.fixed_rows);
-      pc.kv_first_row = (oldest - x.fixed_rows) % (rows - x.fixed_rows);
-      pc.sink_gap = oldest - x.fixed_rows;
-    }
-  }
+  pc.sink_keys = keys.sink_tokens < keys.t_kv ? keys.sink_tokens : keys.t_kv;
+  pc.kv_ring_rows = keys.ring_rows;
+  pc.kv_first_row = keys.first_row;
+  pc.sink_gap = keys.sink_gap;
   return x.run(q, q_token_stride, o, o_token_stride, sinks, x.plan_slopes, pc);
 }
 

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "headway/backend.hpp"
+#include "runtime/attention/kv_ring.hpp"
 #include "runtime/gpu/gpu_internal.hpp"
 
 namespace headway {
@@ -93,9 +94,9 @@ struct GpuBackend::Impl {
   uint32_t n_kv = 0;
   uint32_t q_width = 0;
   VkDeviceSize row_bytes = 0;  // one K or V row in storage
-  // The rows a sink-token ring keeps for good (the plan's sink tokens where the cache is a ring,
-  // cache_rows < max_seq), as KvCache: 0 without.
-  uint32_t fixed_rows = 0;
+  // Where the cache keeps each token, as KvCache does (its fixed rows: the sink tokens a ring
+  // keeps for good).
+  KvRing ring;
   float* plan_slopes = nullptr;  // the plan's n_heads ALiBi slopes (KvCache::make_alibi_slopes), or null
   bool dense_masks = false;      // the mask buffer holds max_tokens × cache_rows entries
 
@@ -138,9 +139,7 @@ struct GpuBackend::Impl {
   // Bytes of the K (and of the V) buffer; MLA's one buffer is both.
   VkDeviceSize kv_bytes() const { return (VkDeviceSize{n_kv} * plan.cache_rows * row_bytes + 3) / 4 * 4; }
   // KvCache::append's row of the i-th token since the reset.
-  uint32_t cache_row(uint32_t i) const {
-    return i < fixed_rows ? i : fixed_rows + (i - fixed_rows) % (plan.cache_rows - fixed_rows);
-  }
+  uint32_t cache_row(uint32_t i) const { return ring.row(i); }
 
   // gpu_backend.cc: every step below in order; the first failure is returned (destroy() frees
   // what was made).

@@ -50,7 +50,7 @@ Status GpuBackend::Impl::create_buffers() {
   // otherwise flush every max_tokens rows), at most the ring after its sink rows (a staged run
   // must not overlap itself). The ring holds at least max_tokens rows after them.
   stage_tokens = p.max_tokens > kStageTokens ? p.max_tokens : kStageTokens;
-  if (stage_tokens > p.cache_rows - fixed_rows) stage_tokens = p.cache_rows - fixed_rows;
+  if (stage_tokens > p.cache_rows - ring.fixed) stage_tokens = p.cache_rows - ring.fixed;
   const VkDeviceSize kv_stage = align64(VkDeviceSize{n_kv} * stage_tokens * row_bytes);
   stage_k = 0;
   stage_v = kv_stage;  // unused where shared_kv

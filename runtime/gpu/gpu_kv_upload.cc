@@ -4,8 +4,8 @@
 // into mapped K/V (unified memory) or into the staging buffer, whose rows are copied to their
 // cache rows with the next command buffer (or by flush() when the staging buffer is full). A
 // dense call's rows already in the plan's block format are copied as they are. Token i since the
-// reset goes to KvCache::append's row (cache_row(i)): i mod cache_rows, or with S sink tokens in
-// a ring, i below S and S + (i − S) mod (cache_rows − S) after them. MLA (shared_kv) writes K
+// reset goes to the row KvCache::append puts it in (cache_row(i): the ring's rule, kv_ring.hpp).
+// MLA (shared_kv) writes K
 // alone: its V is the K row, as KvCache::append stores it, and `v` is not read.
 #include <cstring>
 
@@ -108,7 +108,7 @@ Status GpuBackend::Impl::write_rows(const void* k_in, const void* v_in, size_t t
 }
 
 // Copies the staged rows to their cache rows. Per kv head at most three runs of rows: tokens
-// below fixed_rows (sink rows), then the ring's run from cache_row of the first token after them
+// below ring.fixed (sink rows), then the ring's run from cache_row of the first token after them
 // to the ring's end, then the rest from the ring's start (a staged run holds at most the ring's
 // rows, so it wraps at most once and never overlaps itself).
 void GpuBackend::Impl::record_pending_copies() {
@@ -118,8 +118,8 @@ void GpuBackend::Impl::record_pending_copies() {
   uint32_t runs[3][3];
   uint32_t n_runs = 0;
   uint32_t slot = 0;
-  if (pending_pos < fixed_rows) {
-    const uint32_t n = fixed_rows - pending_pos < pending_n ? fixed_rows - pending_pos : pending_n;
+  if (pending_pos < ring.fixed) {
+    const uint32_t n = ring.fixed - pending_pos < pending_n ? ring.fixed - pending_pos : pending_n;
     runs[n_runs][0] = 0;
     runs[n_runs][1] = n;
     runs[n_runs++][2] = pending_pos;
@@ -135,7 +135,7 @@ void GpuBackend::Impl::record_pending_copies() {
     if (first < left) {
       runs[n_runs][0] = slot + first;
       runs[n_runs][1] = left - first;
-      runs[n_runs++][2] = fixed_rows;
+      runs[n_runs++][2] = ring.fixed;
     }
   }
   uint32_t n = 0;

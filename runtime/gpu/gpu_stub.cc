@@ -31,6 +31,11 @@ void GpuBackend::reset(uint32_t) {}
 Status GpuBackend::append(const float*, size_t, const float*, size_t, uint32_t) { return not_built(); }
 Status GpuBackend::attend(const float*, size_t, float*, size_t, uint32_t, const float*) { return not_built(); }
 Status GpuBackend::rotate_queries(float*, size_t, uint32_t) const { return not_built(); }
+Status GpuBackend::append_unchecked(const float*, size_t, const float*, size_t, uint32_t) { return not_built(); }
+Status GpuBackend::attend_unchecked(const float*, size_t, float*, size_t, uint32_t, const float*) {
+  return not_built();
+}
+void GpuBackend::rotate_queries_unchecked(float*, size_t, uint32_t) const {}
 Status GpuBackend::attend_dense(const float*, const void*, const void*, DType, float*, const AttentionShape&,
                                 const AttentionParams&) {
   return not_built();

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "headway/hadamard.hpp"
+#include "runtime/core/debug_check.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
 #include "runtime/model/layer_slot.hpp"
@@ -97,22 +97,22 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   return init(arena, layer, weights, options);
 }
 
-// The layer's RoPE table (made here, once, at its own base) and its backend, both from the
-// layer's own plan (layer_plan: its window, its RoPE or none, its KV rows): the CPU over the
-// arena's KV region of the layer and the scratch, or a GpuBackend on the caller's context.
+// The layer's backend, from the layer's own plan (layer_plan: its window, its RoPE or none, its KV
+// rows): the CPU over the arena's KV region of the layer, its RoPE table (made here, once, at the
+// layer's own base) and the scratch, or a GpuBackend on the caller's context. The backend rotates
+// both K and Q (rotate_queries): the layer's RoPE is its backend's.
 Status AttentionLayer::init_backend(const Plan& p, uint32_t layer, const LayerOptions& options) {
-  double* rope = nullptr;
-  if (p.rope_bytes_per_layer != 0) {
-    rope = arena_->rope_layer(layer);
-    rope_frequencies(p.config.rope, p.head_dim, rope);
-  }
-  rope_ = rope;
   // Every layer writes the same slopes to the one ALiBi region.
   float* alibi = p.alibi_bytes != 0 ? arena_->alibi_slopes() : nullptr;
   if (alibi != nullptr) KvCache::make_alibi_slopes(p, alibi);
   if (kv_owner_ != nullptr) return Status();  // it reads its owner's backend
   on_gpu_ = options.backend == BackendKind::kGpu;
   if (on_gpu_) return gpu_.create(options.gpu, p);
+  double* rope = nullptr;
+  if (p.rope_bytes_per_layer != 0) {
+    rope = arena_->rope_layer(layer);
+    rope_frequencies(p.config.rope, p.head_dim, rope);
+  }
   return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
                      p.scratch_bytes, alibi);
 }
@@ -177,7 +177,6 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   const bool shares_kv = whole.layer(layer).shares_kv;
   if (shares_kv) HEADWAY_RETURN_IF_ERROR(init_kv_owner(layer, options));
   if (linear_) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
-    rope_ = nullptr;
     on_gpu_ = false;
   } else {
     HEADWAY_RETURN_IF_ERROR(init_backend(p, layer, options));
@@ -363,7 +362,7 @@ void AttentionLayer::apply_gates(const float* qkv, float* attn, uint32_t t) cons
   }
 }
 
-Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
+Status AttentionLayer::check_forward(const float* x, const float* y, uint32_t t) const {
   if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
   const Plan& p = *plan_;
   const Config& c = p.config;
@@ -382,21 +381,32 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
     return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
                          layer_, t, position(), c.max_seq);
   }
+  return Status();
+}
+
+Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
+  HEADWAY_RETURN_IF_ERROR(check_forward(x, y, t));
+  return forward_unchecked(x, y, t);
+}
+
+Status AttentionLayer::forward_unchecked(const float* x, float* y, uint32_t t) {
+  HEADWAY_DEBUG_CHECK(check_forward(x, y, t));
   if (linear_) return forward_gated_delta(x, y, t);
+  const Plan& p = *plan_;
+  const Config& c = p.config;
   if (c.is_mla()) return forward_mla(x, y, t);
   float* qkv = arena_->qkv();
   float* attn = arena_->attention_out();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
-  // Q at the positions its tokens take in the cache; K is rotated as it enters it (append). A
-  // layer that shares KV: its tokens are the last t its owner appended.
+  // K enters the cache (RoPE at its positions there); Q is rotated by the cache as the last t
+  // tokens' queries (a layer that shares KV: the last t its owner appended).
   Backend b = backend();
-  const uint32_t first = kv_owner_ != nullptr ? b.position() - t : b.position();
-  if (rope_ != nullptr) apply_rope(qkv, t, w, c.n_heads, p.head_dim, first, first + t, c.rope, rope_);
-  // A rotated cache: Q rotated as its keys are (after RoPE); attend() rotates the output back.
-  if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(qkv, t, w, c.n_heads, p.head_dim);
-  if (kv_owner_ == nullptr) HEADWAY_RETURN_IF_ERROR(b.append(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
-  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, sinks_));
+  if (kv_owner_ == nullptr) {
+    HEADWAY_RETURN_IF_ERROR(b.append_unchecked(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
+  }
+  b.rotate_queries_unchecked(qkv, w, t);
+  HEADWAY_RETURN_IF_ERROR(b.attend_unchecked(qkv, w, attn, p.q_width, t, sinks_));
   if (c.output_gate) apply_gates(qkv, attn, t);
   return project(1, attn, y, t);
 }
@@ -452,10 +462,10 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     const uint32_t first = cu_seqlens[s], n = cu_seqlens[s + 1] - first;
     float* rows = qkv + first * w;
     b.reset(0);
-    if (rope_ != nullptr) apply_rope(rows, n, w, c.n_heads, p.head_dim, 0, n, c.rope, rope_);
-    if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(rows, n, w, c.n_heads, p.head_dim);
-    status = b.append(rows + p.q_rows, w, rows + p.q_rows + p.kv_width, w, n);
-    if (status.ok()) status = b.attend(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
+    status = b.append_unchecked(rows + p.q_rows, w, rows + p.q_rows + p.kv_width, w, n);
+    if (!status.ok()) break;
+    b.rotate_queries_unchecked(rows, w, n);
+    status = b.attend_unchecked(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
   }
   b.reset(0);
   HEADWAY_RETURN_IF_ERROR(status);

@@ -6,9 +6,7 @@
 // is [Σ p·r | Σ p·c]; its latent part goes through the head's W_UV.
 #include <cstring>
 
-#include "headway/hadamard.hpp"
 #include "headway/layer.hpp"
-#include "runtime/attention/rope.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
 #include "runtime/model/layer_slot.hpp"
@@ -116,12 +114,12 @@ Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
       }
     }
   }
-  // RoPE on the queries' first rope values; the cache rotates the rows' as they enter it.
+  // The cache rotates the rows' first rope values as they enter it, then the queries' as the last
+  // t tokens' (and both by its Hadamard rotation, where it has one).
   Backend b = backend();
-  if (rope_ != nullptr) apply_rope(qkv, t, w, heads, hd, b.position(), b.position() + t, c.rope, rope_);
-  if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(qkv, t, w, heads, hd);
-  HEADWAY_RETURN_IF_ERROR(b.append(kv, w, kv, w, t));
-  HEADWAY_RETURN_IF_ERROR(b.attend(qkv, w, attn, p.q_width, t, nullptr));
+  HEADWAY_RETURN_IF_ERROR(b.append_unchecked(kv, w, kv, w, t));
+  b.rotate_queries_unchecked(qkv, w, t);
+  HEADWAY_RETURN_IF_ERROR(b.attend_unchecked(qkv, w, attn, p.q_width, t, nullptr));
   // Each head's value: W_UV[h]·(its output's latent part), W_UV[h] the head's last v_head_dim
   // rows of Wkv_b; then Wo.
   float* values = qkv + p.mla_rows.o_v;

@@ -102,7 +102,7 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   };
   for (uint32_t l = 0; l < n_layers_; ++l) {
     if (input_norms) apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, x, t);
-    HEADWAY_RETURN_IF_ERROR(layers_[l].forward(input_norms ? x : h, out, t));
+    HEADWAY_RETURN_IF_ERROR(layers_[l].forward_unchecked(input_norms ? x : h, out, t));
     if (output_norms) post_norm(ModelTensor::kPostAttnNorm, l);
     add_rows(h, out, n);
     if (input_norms) apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, x, t);

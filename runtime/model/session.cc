@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "runtime/core/debug_check.hpp"
+
 namespace headway {
 
 namespace {
@@ -85,7 +87,7 @@ Status Session::prefill(const float* x, uint32_t t, float* y) {
   const size_t d = p.config.d_model;
   for (uint32_t done = 0; done < t;) {
     const uint32_t n = t - done < p.max_tokens ? t - done : p.max_tokens;
-    HEADWAY_RETURN_IF_ERROR(run_chunk(x + done * d, n, y + done * d));
+    HEADWAY_RETURN_IF_ERROR(run_stack(x + done * d, n, y + done * d, nullptr, 0));
     done += n;
   }
   return Status();
@@ -99,23 +101,21 @@ Status Session::encode(const float* x, const uint32_t* cu_seqlens, uint32_t n_se
   return run_stack(x, cu_seqlens[n_seqs], y, cu_seqlens, n_seqs);
 }
 
-Status Session::run_chunk(const float* x, uint32_t t, float* y) { return run_stack(x, t, y, nullptr, 0); }
-
 // The stream h and the block output live in the arena's activation region (plan.stream_offset,
-// plan.block_out_offset), sized for max_tokens rows.
+// plan.block_out_offset), sized for max_tokens rows. prefill and encode have checked the call:
+// at most max_tokens tokens, within the context; the layers run unchecked.
 Status Session::run_stack(const float* x, uint32_t t, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
   const Plan& p = arena_->plan();
-  if (t > p.max_tokens) {
-    return Status::error(Code::kInvalidArgument, "session: %u tokens in one call, the plan holds %u (max_tokens)", t,
-                         p.max_tokens);
-  }
+  HEADWAY_DEBUG_CHECK(
+      t <= p.max_tokens ? Status()
+                        : Status::error(Code::kInvalidArgument, "session: %u tokens, max_tokens %u", t, p.max_tokens));
   float* h = arena_->stream();
   float* out = arena_->block_out();
   const size_t n = size_t{t} * p.config.d_model;
   std::memcpy(h, x, n * sizeof(float));
   for (uint32_t l = 0; l < n_layers_; ++l) {
     HEADWAY_RETURN_IF_ERROR(cu_seqlens != nullptr ? layers_[l].forward_packed(h, out, cu_seqlens, n_seqs)
-                                                  : layers_[l].forward(h, out, t));
+                                                  : layers_[l].forward_unchecked(h, out, t));
     for (size_t i = 0; i < n; ++i) h[i] += out[i];
   }
   std::memmove(y, h, n * sizeof(float));
