@@ -69,7 +69,7 @@ double case_flops(const BenchCase& c);
 // batch's pad rows included).
 uint64_t case_kv_bytes(const BenchCase& c);
 
-// One Gated DeltaNet layer's delta rule over all its value heads (simd/gated_delta.h), each head's
+// One Gated DeltaNet layer's delta rule over all its value heads (simd/gated_delta/gated_delta.h), each head's
 // state [dk, dv] f32; value head h reads key head h / (value_heads / key_heads). kPrefill: one
 // gated_delta_chunked call per head over t tokens; kDecode: one gated_delta_recurrent step, t = 1.
 struct DeltaCase {

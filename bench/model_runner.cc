@@ -8,9 +8,9 @@
 
 #include "bench/buffer.hpp"
 #include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/model.hpp"
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 #include "headway/plan.hpp"
 
 namespace headway::bench {

@@ -1,6 +1,6 @@
 // The two loops that measure this machine's roofs (bench/peak.hpp runs them on every thread):
 // plain functions over pointers, dispatched at run time to the same Highway target as the
-// attention kernels (simd/attention.h), so the roof is the one the kernels can reach.
+// attention kernels (simd/attention/attention.h), so the roof is the one the kernels can reach.
 #pragma once
 
 #include <cstddef>

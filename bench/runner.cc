@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "runtime/attention/attention_run.hpp"
-#include "simd/attention.h"
-#include "simd/gated_delta.h"
+#include "simd/attention/attention.h"
+#include "simd/gated_delta/gated_delta.h"
 
 namespace headway::bench {
 namespace {

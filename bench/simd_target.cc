@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "hwy/targets.h"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace headway::bench {
 namespace {

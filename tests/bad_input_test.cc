@@ -25,16 +25,16 @@
 #include "headway/kv_cache.hpp"
 #include "headway/layer.hpp"
 #include "headway/session.hpp"
-#include "headway/state_file.hpp"
-#include "headway/model_files.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/state_file.hpp"
+#include "headway/tools/model_files.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/plan.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
 #include "tests/formats/gguf_writer.hpp"
 #include "tests/support/tiny_model.hpp"
-#include "headway/chat_template.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/chat_template.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway {
 namespace {

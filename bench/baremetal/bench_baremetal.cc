@@ -20,14 +20,14 @@
 #include <cstdint>
 
 #include "examples/baremetal/tiny_model.hpp"
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/plan.hpp"
 #include "headway/quantize.hpp"
 #include "instruction_count.hpp"
 #include "semihosting.hpp"
-#include "simd/attention.h"
-#include "simd/matmul.h"
+#include "simd/attention/attention.h"
+#include "simd/matmul/matmul.h"
 
 #ifndef HEADWAY_BENCH_TARGET
 #define HEADWAY_BENCH_TARGET "arm"

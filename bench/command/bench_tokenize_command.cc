@@ -17,7 +17,7 @@
 
 #include "bench/command/bench_command.hpp"
 #include "examples/cli/cli_common.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway::cli::bench_command {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "headway/chat_template.hpp"
+#include "headway/tools/chat_template.hpp"
 
 namespace headway::cli {
 

@@ -10,7 +10,7 @@
 
 #include "examples/cli/cli_common.hpp"
 #include "headway/status.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway::cli {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 
 namespace headway::cli {
 

@@ -15,7 +15,7 @@
 #include "headway/attention.hpp"
 #include "headway/backend.hpp"
 #include "headway/hadamard.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/quantize.hpp"
 #include "headway/thread_pool.hpp"
 

@@ -24,9 +24,9 @@
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
 #include "headway/encoder.hpp"
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 #include "headway/thread_pool.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway::cli {
 namespace {

@@ -19,7 +19,7 @@
 // stay in the file in its own types (a GGUF's blocks), or --weight-dtype converts them into the arena.
 // --prompt-cache FILE: when FILE holds a state whose tokens begin this prompt (the same model and
 // plan), it is restored and only the rest of the prompt runs; the state after the prompt is then
-// saved to FILE for next time (headway/state_file.hpp). stderr says how many tokens came from it.
+// saved to FILE for next time (headway/tools/state_file.hpp). stderr says how many tokens came from it.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -36,14 +36,14 @@
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
-#include "headway/generator.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/generator.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/model.hpp"
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 #include "headway/sampler.hpp"
-#include "headway/state_file.hpp"
+#include "headway/tools/state_file.hpp"
 #include "headway/thread_pool.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway::cli {
 namespace {

@@ -15,11 +15,11 @@
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
 #include "headway/layer.hpp"
-#include "headway/model_files.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/model_files.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"
-#include "headway/weights_file.hpp"
+#include "headway/tools/weights_file.hpp"
 
 namespace headway::cli {
 namespace {

@@ -22,8 +22,8 @@
 #include "examples/cli/commands.hpp"
 #include "headway/arena.hpp"
 #include "headway/model.hpp"
-#include "headway/model_file.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/model_file.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/thread_pool.hpp"
 
 namespace headway::cli {

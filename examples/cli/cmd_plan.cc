@@ -7,7 +7,7 @@
 #include "examples/cli/config_source.hpp"
 #include "examples/cli/plan_layers.hpp"
 #include "headway/plan.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 
 namespace headway::cli {
 namespace {

@@ -27,11 +27,11 @@
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
 #include "headway/build_info.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "headway/thread_pool.hpp"
-#include "headway/weights_file.hpp"
+#include "headway/tools/weights_file.hpp"
 
 namespace headway::cli {
 namespace {

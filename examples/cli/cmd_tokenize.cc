@@ -18,7 +18,7 @@
 #include "examples/cli/chat_prompt.hpp"
 #include "examples/cli/cli_common.hpp"
 #include "examples/cli/commands.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 namespace headway::cli {
 namespace {

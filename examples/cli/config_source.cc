@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "headway/model_file.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_file.hpp"
+#include "headway/tools/model_files.hpp"
 #include "headway/presets.hpp"
 
 namespace headway::cli {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "examples/cli/cli_common.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 
 namespace headway::cli {
 namespace {

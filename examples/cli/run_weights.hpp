@@ -9,7 +9,7 @@
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/weights.hpp"
-#include "headway/weights_file.hpp"
+#include "headway/tools/weights_file.hpp"
 
 namespace headway::cli {
 

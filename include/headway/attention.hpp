@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "headway/config.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "headway/dtype.hpp"
 #include "headway/status.hpp"
 
@@ -445,7 +445,7 @@ struct Config {
   }
 };
 
-// Limits the plan is built for (and kMaxHeadDim, headway/attention_policy.hpp, which the kernels
+// Limits the plan is built for (and kMaxHeadDim, headway/detail/attention_policy.hpp, which the kernels
 // share); validate() enforces them.
 inline constexpr uint32_t kMaxHeads = 1024;
 

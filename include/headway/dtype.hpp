@@ -38,7 +38,7 @@ struct DTypeTraits {
   uint32_t block_values;  // values per block: 1 for a value type
   uint32_t block_bytes;   // bytes per block (of one value for a value type)
   bool kv;                // a KV cache stores it and the attention kernels read it
-  bool weights;           // the projections read weights in it (TensorRef, LayerWeights, simd/matmul.h)
+  bool weights;           // the projections read weights in it (TensorRef, LayerWeights, simd/matmul/matmul.h)
   bool planned_weights;   // the arena keeps weights converted to it (PlanOptions::weight_dtype)
   uint32_t ggml;          // ggml's type id (enum ggml_type), as GGUF tensors name it
 };

@@ -21,7 +21,7 @@
 // in every mode.
 //
 // Projections run on the plan's projection engine (PlanOptions::projection): the Highway GEMM /
-// GEMV (simd/matmul.h, always built) or XNNPACK fully-connected operators (HEADWAY_XNNPACK builds),
+// GEMV (simd/matmul/matmul.h, always built) or XNNPACK fully-connected operators (HEADWAY_XNNPACK builds),
 // created once at init with their packed weights carved from the arena's packed region (Q, K
 // and V are three operators writing into the fused row; the caller's tensors are not read after
 // init, whatever weights_in_arena says).

@@ -48,7 +48,7 @@
 
 #include <cstdint>
 
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "headway/config.hpp"
 #include "headway/model_tensors.hpp"
 #include "headway/status.hpp"
@@ -64,7 +64,7 @@ constexpr KernelKind kernel_for_head_dim(uint32_t head_dim) {
   return head_dim == 64 ? KernelKind::kD64 : KernelKind::kD128;
 }
 
-// The attention tiling, split-KV policy and their memory: headway/attention_policy.hpp.
+// The attention tiling, split-KV policy and their memory: headway/detail/attention_policy.hpp.
 
 // The pairs RoPE rotates in a head: rotary_dim / 2 (all of head_dim when rotary_dim is 0); none
 // without RoPE.
@@ -77,7 +77,7 @@ constexpr uint32_t rope_frequency_count(const RopeConfig& rope, uint32_t head_di
   return rope_pair_count(rope, head_dim) * (rope.scaling == RopeScaling::kLongRope ? 2 : 1);
 }
 
-// The engine of the Q/K/V/O projections. Highway: simd/matmul.h over the weights region (or the
+// The engine of the Q/K/V/O projections. Highway: simd/matmul/matmul.h over the weights region (or the
 // borrowed weights). XNNPACK: fully-connected operators created at init, whose packed copies of
 // the weights live in the packed region (hosted builds with HEADWAY_XNNPACK only).
 enum class Projection : uint8_t { kHighway = 0, kXnnpack };
@@ -316,7 +316,7 @@ struct Plan {
 }  // namespace headway
 
 // plan_for(): the sizes and offsets above, computed.
-#include "headway/plan_for.hpp"  // IWYU pragma: export
+#include "headway/detail/plan_for.hpp"  // IWYU pragma: export
 
 namespace headway {
 

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "headway/arena.hpp"
-#include "headway/chat_template.hpp"
-#include "headway/generator.hpp"
+#include "headway/tools/chat_template.hpp"
+#include "headway/tools/generator.hpp"
 #include "headway/model.hpp"
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 #include "headway/sampler.hpp"
 #include "headway/thread_pool.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 #include "python/src/common.hpp"
 
 namespace headway::python {

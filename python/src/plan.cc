@@ -4,8 +4,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "headway/model_files.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/model_files.hpp"
+#include "headway/tools/plan_json.hpp"
 #include "headway/presets.hpp"
 #include "python/src/common.hpp"
 

@@ -16,7 +16,7 @@
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
 #include "headway/layer_tensors.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 #include "headway/session.hpp"
 #include "python/src/common.hpp"
 

@@ -1,7 +1,7 @@
 // The threaded attention driver over the kernels' strided description (simd::AttentionArgs):
 // what attend() and AttentionOp run on dense tensors and what the KV cache calls with its own
 // layout (a ring of rows for sliding windows, [n_kv_heads, rows, head_dim] blocks). The work split
-// and the workspace layout are the policy's (headway/attention_policy.hpp): a pure function of
+// and the workspace layout are the policy's (headway/detail/attention_policy.hpp): a pure function of
 // the shape, never of the thread count, so every pool size gives bitwise the same O.
 //
 // A call is checked once, when it is prepared (prepare_attention: shapes, strides, pointers,
@@ -17,7 +17,7 @@
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace headway {
 

@@ -3,14 +3,14 @@
 // Memory layout (64-byte aligned regions): [K/V cache: plan.kv_bytes_per_layer]
 // [RoPE table: plan.rope_bytes_per_layer] [ALiBi slopes: plan.alibi_bytes] [workspace].
 // The workspace holds the largest any call within the plan asks for
-// (attention_workspace_bytes_bound, headway/attention_policy.hpp).
+// (attention_workspace_bytes_bound, headway/detail/attention_policy.hpp).
 #include <cstring>
 
 #include "headway/backend.hpp"
 #include "runtime/attention/attention_run.hpp"
 #include "runtime/attention/kv_append_check.hpp"
 #include "runtime/core/format.hpp"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace headway {
 namespace {

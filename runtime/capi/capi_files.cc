@@ -2,8 +2,8 @@
 #include <cstring>
 #include <string>
 
-#include "headway/model_files.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/model_files.hpp"
+#include "headway/tools/plan_json.hpp"
 #include "runtime/capi/capi_objects.hpp"
 
 using namespace headway;

@@ -2,7 +2,7 @@
 // config into the caller's memory, and a model made from it.
 #include <new>
 
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 #include "runtime/capi/capi_objects.hpp"
 
 using namespace headway;

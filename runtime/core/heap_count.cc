@@ -1,8 +1,8 @@
 // The headway_heap_count library: replacements of the allocation functions that count while a
-// HeapCount is alive (headway/heap_count.hpp), for the binaries that opt in by linking it. The
+// HeapCount is alive (headway/tools/heap_count.hpp), for the binaries that opt in by linking it. The
 // replacements and the counter query share this one object file, so a binary that asks for
 // the count gets the counting functions with it from the static library.
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 
 #include <atomic>
 #include <cerrno>

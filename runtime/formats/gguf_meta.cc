@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
 #include "runtime/formats/gguf_gemma4.hpp"
 #include "runtime/formats/gguf_reader.hpp"

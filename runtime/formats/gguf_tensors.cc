@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "runtime/core/format.hpp"
 #include "runtime/formats/safetensors.hpp"  // format_shape
 

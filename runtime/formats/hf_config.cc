@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
 #include "runtime/formats/json_check.hpp"
 #include "runtime/formats/json_values.hpp"

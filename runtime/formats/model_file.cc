@@ -1,4 +1,4 @@
-#include "headway/model_file.hpp"
+#include "headway/tools/model_file.hpp"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headway/dtype_convert.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "runtime/formats/file_bytes.hpp"
 #include "runtime/formats/weights_loader.hpp"
 

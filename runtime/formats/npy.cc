@@ -2,7 +2,7 @@
 // then the header: a Python dict literal such as
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 // padded with spaces and a final '\n', then the raw array bytes.
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 
 #include <bit>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 
 #include <nlohmann/json.hpp>
 

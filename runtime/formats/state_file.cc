@@ -1,4 +1,4 @@
-#include "headway/state_file.hpp"
+#include "headway/tools/state_file.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // headway::WeightsFile over formats::WeightFile, which holds the mapping and the parsed
 // safetensors or GGUF index.
-#include "headway/weights_file.hpp"
+#include "headway/tools/weights_file.hpp"
 
 #include <new>
 

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "headway/attention_policy.hpp"
+#include "headway/detail/attention_policy.hpp"
 #include "headway/status.hpp"
 
 namespace headway {
@@ -49,7 +49,7 @@ Result<Tiling> choose_tiling(uint32_t head_dim, uint32_t max_rows, const DeviceL
 // Split-KV for calls with too few workgroups to fill a GPU (decode with few kv heads): the keys
 // a call's rows see, [key_lo, key_hi], are cut into n_splits chunks of `chunk` keys (a whole
 // number of kv tiles, at least min_keys each); a second pass merges them. Which calls split is
-// the CPU's rule (headway/attention_policy.hpp: at most kAttnSplitMaxRows rows per kv head);
+// the CPU's rule (headway/detail/attention_policy.hpp: at most kAttnSplitMaxRows rows per kv head);
 // how many chunks is the device's: enough workgroups to fill it, GpuOptions::split_kv_min_keys.
 inline constexpr uint32_t kSplitMaxRows = kAttnSplitMaxRows;
 inline constexpr uint32_t kSplitTargetGroups = 128;  // split until about this many workgroups run

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
-#include "headway/ggml_blocks.hpp"
-#include "simd/matmul.h"
+#include "headway/detail/ggml_blocks.hpp"
+#include "simd/matmul/matmul.h"
 
 namespace headway {
 

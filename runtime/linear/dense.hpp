@@ -1,4 +1,4 @@
-// A dense projection y = x · Wᵀ + b over the thread pool, on the Highway kernel (simd/matmul.h),
+// A dense projection y = x · Wᵀ + b over the thread pool, on the Highway kernel (simd/matmul/matmul.h),
 // or on XNNPACK fully-connected operators (runtime/linear/xnnpack_dense.hpp) when the plan says so.
 #pragma once
 

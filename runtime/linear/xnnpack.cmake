@@ -1,7 +1,7 @@
 # XNNPACK for the Q/K/V/O projections (runtime/linear/xnnpack_dense.cc). Debian's 2022 snapshot ships
 # neither CMake config nor pkg-config files (and find_package(cpuinfo) is broken there): find the
 # header and the library by name. Without it, or with HEADWAY_XNNPACK=OFF (bare metal), the
-# Highway GEMM (simd/matmul.h) serves every projection and a plan that asks for XNNPACK is refused.
+# Highway GEMM (simd/matmul/matmul.h) serves every projection and a plan that asks for XNNPACK is refused.
 find_library(HEADWAY_XNNPACK_LIBRARY XNNPACK)
 find_path(HEADWAY_XNNPACK_INCLUDE_DIR xnnpack.h)
 find_library(HEADWAY_XNNPACK_PTHREADPOOL_LIBRARY pthreadpool)

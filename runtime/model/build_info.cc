@@ -3,7 +3,7 @@
 #include <cstddef>
 
 #include "runtime/linear/xnnpack_dense.hpp"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace headway {
 

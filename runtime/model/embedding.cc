@@ -1,7 +1,7 @@
 #include <cstring>
 
 #include "headway/dtype_convert.hpp"
-#include "headway/ggml_blocks.hpp"
+#include "headway/detail/ggml_blocks.hpp"
 #include "runtime/model/model_ops.hpp"
 
 namespace headway {

@@ -5,7 +5,7 @@
 // The convolution runs in place over [q | k | v] (SiLU after), q and k are L2-normed (q then
 // scaled by dk^-1/2), b becomes β = sigmoid(b) and a the log decay g = A · softplus(a + dt_bias)
 // in place. Each value head's state [dk, dv] then runs the gated delta rule over the tokens
-// (simd/gated_delta.h) into the attention output region [t, value_width], which the gated RMS
+// (simd/gated_delta/gated_delta.h) into the attention output region [t, value_width], which the gated RMS
 // norm (· silu(z)) and out_proj turn into y.
 //
 // The layer's slot in the weights region (Plan::layer_weights_offset), f32 vectors first:
@@ -22,7 +22,7 @@
 #include "runtime/model/layer_checks.hpp"
 #include "runtime/model/layer_slot.hpp"
 #include "runtime/model/model_ops.hpp"
-#include "simd/gated_delta.h"
+#include "simd/gated_delta/gated_delta.h"
 
 namespace headway {
 

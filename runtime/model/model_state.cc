@@ -1,6 +1,6 @@
 // Model::state_bytes, save_state, load_state: a model's KV rows in use, its position and its last
 // logits as bytes (the format: include/headway/model.hpp). No allocation, no I/O: the caller's
-// buffer in and out; files are the tools layer's (headway/state_file.hpp).
+// buffer in and out; files are the tools layer's (headway/tools/state_file.hpp).
 #include <cstring>
 
 #include "headway/model.hpp"

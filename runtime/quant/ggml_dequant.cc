@@ -1,5 +1,5 @@
 // Dequantization of ggml's weight types (layouts in headway/ggml_types.hpp) through the block
-// walks of headway/ggml_blocks.hpp, which follow ggml-quants.c's reference dequantize_row_* value
+// walks of headway/detail/ggml_blocks.hpp, which follow ggml-quants.c's reference dequantize_row_* value
 // for value and product for product, in f32; this file is built with -ffp-contract=off
 // (runtime/CMakeLists.txt) so that q · d + m is never fused into one FMA, which would round
 // differently from ggml's C and gguf-py's numpy.
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "headway/dtype_convert.hpp"
-#include "headway/ggml_blocks.hpp"
+#include "headway/detail/ggml_blocks.hpp"
 
 namespace headway {
 namespace {

@@ -1,9 +1,9 @@
-#include "headway/chat_template.hpp"
+#include "headway/tools/chat_template.hpp"
 
 #include <ctime>
 #include <string_view>
 
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 
 namespace headway {

@@ -1,6 +1,6 @@
-// Generator (headway/generator.hpp): prefill, then one token per next(): sample, keep, decode
+// Generator (headway/tools/generator.hpp): prefill, then one token per next(): sample, keep, decode
 // into text, run it through the model unless it is the last.
-#include "headway/generator.hpp"
+#include "headway/tools/generator.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 #include "runtime/tokenizer/tokenizer_impl.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 #include "runtime/tokenizer/regex_split.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 

@@ -15,13 +15,13 @@
 #include <cstring>
 
 #include "headway/attention.hpp"
-#include "headway/ggml_blocks.hpp"
+#include "headway/detail/ggml_blocks.hpp"
 #include "headway/quantize.hpp"
 #include "kernel_golden.h"
 #include "kernel_path.hpp"
 #include "semihosting.hpp"
-#include "simd/attention.h"
-#include "simd/matmul.h"
+#include "simd/attention/attention.h"
+#include "simd/matmul/matmul.h"
 #include "tests/baremetal/mla_cases.hpp"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
@@ -178,7 +178,7 @@ void check_f16_widening() {
       .print();
 }
 
-// The projections' kernel over weights in ggml's blocks (simd/matmul_blocks-inl.h; on Helium the
+// The projections' kernel over weights in ggml's blocks (simd/matmul/matmul_blocks-inl.h; on Helium the
 // integer decode of matmul_helium-inl.h for q8_0 and q4_0) against a double dot product with W as
 // ggml_blocks decodes it: GEMV and GEMM, one block to several, a row range that starts past 0. Where
 // the kernel says it quantizes x (matmul_x_code_max), the reference's x is quantized alike: per

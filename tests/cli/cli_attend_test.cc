@@ -18,7 +18,7 @@
 #include "headway/backend.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/hadamard.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/quantize.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/support/hadamard_reference.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "headway/config.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "headway/plan.hpp"
 #include "tests/formats/gguf_parse.hpp"
 #include "tests/formats/gguf_writer.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "headway/config.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "tests/formats/gguf_parse.hpp"
 #include "tests/formats/gguf_writer.hpp"
 

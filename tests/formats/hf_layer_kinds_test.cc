@@ -9,7 +9,7 @@
 #include <string>
 
 #include "headway/config.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "headway/plan.hpp"
 
 namespace headway {

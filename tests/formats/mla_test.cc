@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "headway/config.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "headway/plan.hpp"
-#include "headway/plan_json.hpp"
+#include "headway/tools/plan_json.hpp"
 #include "tests/formats/gguf_writer.hpp"
 
 namespace headway {

@@ -1,6 +1,6 @@
 // .npy reading and writing: round trips, every malformed header variant we know of, every
 // truncated prefix of a valid file.
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 
 #include <doctest/doctest.h>
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "headway/config.hpp"
-#include "headway/model_file.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_file.hpp"
+#include "headway/tools/model_files.hpp"
 #include "headway/model_tensors.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"

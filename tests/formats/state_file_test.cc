@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "headway/state_file.hpp"
+#include "headway/tools/state_file.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tiny_model.hpp"
 

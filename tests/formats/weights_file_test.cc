@@ -19,9 +19,9 @@
 
 #include "headway/config.hpp"
 #include "headway/ggml_types.hpp"
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 #include "headway/weights.hpp"
-#include "headway/weights_file.hpp"
+#include "headway/tools/weights_file.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
 #include "runtime/formats/safetensors.hpp"
 #include "runtime/formats/weights_loader.hpp"

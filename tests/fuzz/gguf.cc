@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "headway/model_file.hpp"
-#include "headway/model_files.hpp"
+#include "headway/tools/model_file.hpp"
+#include "headway/tools/model_files.hpp"
 #include "runtime/formats/gguf_tensors.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 

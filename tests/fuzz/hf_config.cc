@@ -2,7 +2,7 @@
 // (headway_config_from_hf_json, headway_plan_create, headway_plan_json) answers the same.
 #include <cstdint>
 
-#include "headway/model_files.hpp"
+#include "headway/tools/model_files.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

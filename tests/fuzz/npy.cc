@@ -2,7 +2,7 @@
 // elements' bytes, and a bool array parses only where bools are accepted.
 #include <cstdint>
 
-#include "headway/npy.hpp"
+#include "headway/tools/npy.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

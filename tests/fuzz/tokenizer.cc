@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "headway/chat_template.hpp"
-#include "headway/tokenizer.hpp"
+#include "headway/tools/chat_template.hpp"
+#include "headway/tools/tokenizer.hpp"
 #include "tests/formats/gguf_writer.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 

@@ -44,7 +44,7 @@ using test::relative_error;
 using test::cache_config;
 double tolerance(DType t) { return test::gpu_tolerance(t); }
 // Decode steps over q8_0 or q4_0 K: where the CPU has integer dot products its decode quantizes
-// the query to int8 per block of 32, as ggml's q8_0 query blocks (simd/attention_decode_int8-inl.h,
+// the query to int8 per block of 32, as ggml's q8_0 query blocks (simd/attention/attention_decode_int8-inl.h,
 // x86 AVX-512 VNNI), so its scores carry the query's rounding, which the GPU's (the f32 query
 // against K widened exactly) do not: bf16's tolerance there.
 double decode_tolerance(DType t) { return dtype_is_block(t) ? test::gpu_tolerance(DType::kBF16) : tolerance(t); }

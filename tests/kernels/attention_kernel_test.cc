@@ -1,4 +1,4 @@
-// Attention kernels (simd/attention.h) against the double-precision reference, on every Highway
+// Attention kernels (simd/attention/attention.h) against the double-precision reference, on every Highway
 // target this machine supports: each check loops over the targets, pins dispatch to one with
 // hwy::SetSupportedTargetsForTest, and names it in failures.
 //
@@ -29,7 +29,7 @@
 
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/kernels/target_scope.hpp"

@@ -1,4 +1,4 @@
-// The Gated DeltaNet kernels (simd/gated_delta.h) against a double-precision reference of the
+// The Gated DeltaNet kernels (simd/gated_delta/gated_delta.h) against a double-precision reference of the
 // recurrent rule (transformers' torch_recurrent_gated_delta_rule for one value head) on every SIMD
 // target this machine supports: the recurrent and the chunked form, head sizes with and without
 // whole vectors, token counts around the chunk (64), strided rows, decays of 0 and of −30, a
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "simd/gated_delta.h"
+#include "simd/gated_delta/gated_delta.h"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/support/test_rng.hpp"
 

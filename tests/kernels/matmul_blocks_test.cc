@@ -1,4 +1,4 @@
-// The dense kernel over weights in ggml's block formats (simd/matmul_blocks-inl.h) on every SIMD
+// The dense kernel over weights in ggml's block formats (simd/matmul/matmul_blocks-inl.h) on every SIMD
 // target this machine supports, against x · Wᵀ in double with W dequantized by the loaders'
 // bit-exact dequantize_ggml_row (itself checked against gguf-py in tests/torch): GEMV and GEMM,
 // rows of one block to several tiles' chunks, row splits bitwise. A decode step (t = 1) may run in
@@ -16,7 +16,7 @@
 
 #include "headway/dtype_convert.hpp"
 #include "headway/ggml_types.hpp"
-#include "simd/matmul.h"
+#include "simd/matmul/matmul.h"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/support/test_rng.hpp"
 

@@ -1,4 +1,4 @@
-// The Highway dense kernel (simd/matmul.h) against a double-precision reference on every SIMD
+// The Highway dense kernel (simd/matmul/matmul.h) against a double-precision reference on every SIMD
 // target this machine supports: GEMV (t = 1) and GEMM (register blocks and their ragged edges),
 // f32/f16/bf16 weights, strided rows, and row splits that must give bitwise the same y.
 #include <doctest/doctest.h>
@@ -11,8 +11,8 @@
 #include "headway/dtype_convert.hpp"
 #include "hwy/highway.h"
 #include "hwy/targets.h"
-#include "simd/attention.h"
-#include "simd/matmul.h"
+#include "simd/attention/attention.h"
+#include "simd/matmul/matmul.h"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/support/test_rng.hpp"
 

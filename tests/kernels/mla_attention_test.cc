@@ -23,7 +23,7 @@
 
 #include "headway/attention.hpp"
 #include "headway/thread_pool.hpp"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/support/quantized_query.hpp"

@@ -22,7 +22,7 @@
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "hwy/targets.h"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"
 #include "tests/kernels/target_scope.hpp"

@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "hwy/targets.h"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace {
 

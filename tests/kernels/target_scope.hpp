@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "hwy/targets.h"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 
 namespace headway::test {
 

@@ -19,10 +19,10 @@
 
 #include "headway/dtype_convert.hpp"
 #include "headway/hadamard.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/quantize.hpp"
 #include "runtime/attention/attention_run.hpp"
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 #include "tests/reference/attention_cases.hpp"
 #include "tests/reference/reference_args.hpp"
 #include "tests/reference/reference_attention.hpp"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "headway/attention.hpp"
-#include "headway/attention_policy.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/detail/attention_policy.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/plan.hpp"
 #include "runtime/attention/attention_run.hpp"
 

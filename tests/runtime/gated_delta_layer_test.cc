@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/layer.hpp"
 #include "headway/model.hpp"
 #include "headway/plan.hpp"

@@ -13,7 +13,7 @@
 #include "headway/arena.hpp"
 #include "headway/dtype_convert.hpp"
 #include "headway/hadamard.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/kv_cache.hpp"
 #include "headway/plan.hpp"
 #include "headway/quantize.hpp"

@@ -15,7 +15,7 @@
 
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/layer.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/model.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 
 namespace headway {
 namespace {

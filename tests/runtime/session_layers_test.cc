@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/plan.hpp"
 #include "headway/session.hpp"
 #include "tests/reference/reference_layer.hpp"

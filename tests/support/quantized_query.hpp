@@ -1,13 +1,13 @@
 // Where decode quantizes the query for integer Q·Kᵀ (q8_0 and q4_0 K at a head_dim of whole
 // blocks, rows that see at least 64 keys, no ALiBi, on a CPU with AVX-512 VNNI, AVX-VNNI or SDOT:
-// simd/attention_decode_int8-inl.h), the scores carry the query's int8 rounding. The suites and
+// simd/attention/attention_decode_int8-inl.h), the scores carry the query's int8 rounding. The suites and
 // the fuzzer hold such a case to kQuantizedQueryTolerance, the README's bound on unit-normal
 // inputs, prefill's runs too, in place of widening's 1e-4.
 #pragma once
 
 #include <cstdint>
 
-#include "simd/attention.h"
+#include "simd/attention/attention.h"
 #include "tests/reference/reference_attention.hpp"
 
 namespace headway {

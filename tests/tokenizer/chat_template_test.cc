@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "headway/chat_template.hpp"
+#include "headway/tools/chat_template.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // those of the loop written out (prefill, then sample, decode, run), greedy and sampled; it stops
 // at the end token, the budget and a full context; start and next make no heap call; calls in
 // the wrong state and bad input are errors that change nothing.
-#include "headway/generator.hpp"
+#include "headway/tools/generator.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "headway/arena.hpp"
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "headway/model.hpp"
 #include "headway/plan.hpp"
 #include "headway/thread_pool.hpp"

@@ -1,7 +1,7 @@
-// The tokenizers through the C++ API (headway/tokenizer.hpp), on tiny files written here: a
+// The tokenizers through the C++ API (headway/tools/tokenizer.hpp), on tiny files written here: a
 // byte-level BPE tokenizer.json and GGUF, a BERT vocab.txt. Hugging Face's answers on real files
 // are tests/tokenizer/hf_tokenizer_check.py's.
-#include "headway/tokenizer.hpp"
+#include "headway/tools/tokenizer.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "headway/heap_count.hpp"
+#include "headway/tools/heap_count.hpp"
 #include "tests/formats/gguf_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_rng.hpp"

@@ -10,7 +10,7 @@ q4_1, q5_0 and q5_1 through gguf-py, and saved by save_pretrained as a Hugging F
 (the quantized ones dequantized by gguf-py, which headway reads in place). Every position's logits
 must agree within MAX_ABS, from one prefill and (GGUF) from decode steps one token at a time
 (`logits --step`). Decode steps over quantized weights may run in integers with x in 8-bit codes
-per block of 32, as ggml's do (simd/matmul_int8-inl.h): the reference then also runs with every
+per block of 32, as ggml's do (simd/matmul/matmul_int8-inl.h): the reference then also runs with every
 projection's input so rounded (int8_inputs), which the integer path matches to about 1e-6 but for
 the odd code that rounds the other way, and the steps must be within STEP_MAX_ABS of it or of the
 exact logits (Gemma's scaled embeddings, norms on block outputs and softcaps make it the more

@@ -1,8 +1,8 @@
 # cmake -DSIZE=arm-none-eabi-size -DNM=arm-none-eabi-nm -DOBJECTS="a.obj|b.obj" -DFIRMWARE=fw.elf
 #       -DARENA_SYMBOL="name|name2" -DLABEL=text -P size_report.cmake
-# Prints the bytes of .text, .rodata, .data and .bss of each object in OBJECTS (the kernels'
-# object files, e.g. simd/attention.cc's) and of the linked FIRMWARE, then the size of each of its
-# arenas (the .bss object whose demangled name contains each ARENA_SYMBOL) and of the stack the
+# Prints the bytes of .text, .rodata, .data and .bss of each object in OBJECTS (the kernels' object
+# files, e.g. simd/attention/attention.cc's) and of the linked FIRMWARE, then the size of each of
+# its arenas (the .bss object whose demangled name contains each ARENA_SYMBOL) and of the stack the
 # linker script reserves. Sections count by name: .text*; .rodata* plus .ARM.extab/.ARM.exidx
 # (constants); .data* plus .got*; .bss*.
 function(section_sums file out_text out_rodata out_data out_bss out_stack)
@@ -65,7 +65,7 @@ message("headway size report: ${LABEL} (bytes)")
 message("                                            .text  .rodata  .data     .bss")
 string(REPLACE "|" ";" objects "${OBJECTS}")
 foreach(o IN LISTS objects)
-  string(REGEX REPLACE ".*/CMakeFiles/[^/]+\\.dir/" "" short "${o}")
+  string(REGEX REPLACE ".*/CMakeFiles/[^/]+\\.dir/(.*/)?" "" short "${o}")  # the file name, not its simd/ room
   string(REGEX REPLACE "\\.(o|obj)$" "" short "${short}")
   row("kernels: ${short}" ${o})
 endforeach()

@@ -2,7 +2,7 @@
 // (token, query head) of the kv head's group: row r = token · group + head-in-group, so the
 // group's heads share every K/V tile the workgroup loads into shared memory.
 //
-// Semantics: runtime/gpu's caller contract (include/headway/backend.hpp) = simd/attention.h:
+// Semantics: runtime/gpu's caller contract (include/headway/backend.hpp) = simd/attention/attention.h:
 //   O = softmax(scale · Q Kᵀ + mask) V, bottom-right causal, sliding window, softcap c·tanh(s/c)
 //   before the mask, online softmax over K/V tiles, a row that sees no key gives zeros.
 //   Learned sink logits (has_sinks): query head h's s_h joins every row's softmax with no value,
@@ -10,7 +10,7 @@
 //   O = 0) in place of (−inf, 0, 0), as the CPU kernels do; a row that sees no key still gives 0.
 //   Sink tokens (StreamingLLM, sink_keys > 0): keys [0, sink_keys) stay visible through the
 //   window (causal still applies). A row's keys are two spans, as in the CPU kernels
-//   (simd/attention_tiling.h): the sink span [0, sink_keys) and the window span from sink_keys on;
+//   (simd/attention/attention_tiling.h): the sink span [0, sink_keys) and the window span from sink_keys on;
 //   the tile loop runs the sink span's tiles, then the window span's, so the keys between them are
 //   never loaded. ALiBi (has_alibi): the logit of query head h at position p for key j gains
 //   −m_h·|p − j| after scale and softcap (one fma, as the CPU's), sink keys sink_gap more.

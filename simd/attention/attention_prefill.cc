@@ -1,0 +1,38 @@
+// The prefill tiling (attention_prefill-inl.h) for every target of the kernels
+// (simd/CMakeLists.txt), exported behind dynamic dispatch as attention_prefill_range
+// (attention_range.h).
+
+#include "simd/attention/attention_range.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/attention/attention_prefill.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "simd/attention/attention_prefill-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+
+HWY_NOINLINE void AttentionPrefill(const detail::AttentionRange& r) { attn::PrefillRange(r); }
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace headway {
+namespace simd {
+namespace detail {
+
+HWY_EXPORT(AttentionPrefill);
+
+void attention_prefill_range(const AttentionRange& r) { HWY_DYNAMIC_DISPATCH(AttentionPrefill)(r); }
+
+}  // namespace detail
+}  // namespace simd
+}  // namespace headway
+#endif  // HWY_ONCE

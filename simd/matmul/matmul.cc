@@ -1,0 +1,48 @@
+// Dense projections: compiles matmul-inl.h for every target of the kernels (simd/CMakeLists.txt)
+// and exports the plain functions of matmul.h.
+
+#include "simd/matmul/matmul.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/matmul/matmul-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "simd/matmul/matmul-inl.h"
+
+#if HWY_ONCE
+namespace headway {
+namespace simd {
+
+HWY_EXPORT(MatmulF32);
+HWY_EXPORT(MatmulXCodeMax);
+HWY_EXPORT(MatmulTargetName);
+
+const char* matmul_args_error(const MatmulArgs& a) {
+  if (!dtype_holds_weights(a.w_type)) return "w_type is not a weight dtype (dtype_holds_weights)";
+  if (a.t == 0 || a.out == 0) return nullptr;  // nothing to compute
+  if (a.x == nullptr && a.in > 0) return "x is null";
+  if (a.w == nullptr && a.in > 0) return "w is null";
+  if (a.y == nullptr) return "y is null";
+  if (a.x_stride < a.in) return "x_stride is less than in";
+  if (a.w_stride < a.in) return "w_stride is less than in";
+  if (a.y_stride < a.out) return "y_stride is less than out";
+  const uint32_t block = dtype_traits(a.w_type).block_values;
+  if (a.in % block != 0 || a.w_stride % block != 0) return "in or w_stride is not a whole number of w_type's blocks";
+  return nullptr;
+}
+
+void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end) {
+  if (out_begin >= out_end || args.t == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulF32)(args, out_begin, out_end);
+}
+
+int matmul_x_code_max(const MatmulArgs& args) { return HWY_DYNAMIC_DISPATCH(MatmulXCodeMax)(args); }
+
+const char* matmul_target_name() { return HWY_DYNAMIC_DISPATCH(MatmulTargetName)(); }
+
+}  // namespace simd
+}  // namespace headway
+#endif  // HWY_ONCE
