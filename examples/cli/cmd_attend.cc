@@ -273,10 +273,9 @@ Status load_seq_lens(AttendFlags* a, const AttentionShape& shape) {
 // --kv-rotate: over q8_0 or q4_0 K/V, and a head_dim the transform rotates (validate()'s rules).
 Status check_rotation(const AttendFlags& a, uint32_t head_dim) {
   if (a.kv_rotation == KvRotation::kNone) return Status();
-  if (a.kv_dtype != DType::kQ8_0 && a.kv_dtype != DType::kQ4_0) {
-    return Status::error(Code::kInvalidArgument,
-                         "--kv-rotate (kv_rotation %s) needs --kv-dtype q8_0 or q4_0, not kv_dtype %s",
-                         kv_rotation_name(a.kv_rotation), dtype_name(a.kv_dtype));
+  if (!dtype_quantizes_kv(a.kv_dtype)) {
+    return Status::error(Code::kInvalidArgument, "--kv-rotate (kv_rotation %s) needs --kv-dtype %s, not kv_dtype %s",
+                         kv_rotation_name(a.kv_rotation), kQuantizedKvDTypeNames, dtype_name(a.kv_dtype));
   }
   if (hadamard_block(head_dim) == 0) {
     return Status::error(Code::kInvalidArgument,

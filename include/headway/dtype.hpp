@@ -76,6 +76,9 @@ constexpr const DTypeTraits& dtype_traits(DType t) {
 
 constexpr bool dtype_is_block(DType t) { return dtype_known(t) && dtype_traits(t).block_values > 1; }
 constexpr bool dtype_stores_kv(DType t) { return dtype_known(t) && dtype_traits(t).kv; }
+// A KV cache's quantized rows (blocks of 32 with a scale): what kv_rotation hadamard rotates and
+// what quantize_row writes.
+constexpr bool dtype_quantizes_kv(DType t) { return dtype_stores_kv(t) && dtype_is_block(t); }
 constexpr bool dtype_holds_weights(DType t) { return dtype_known(t) && dtype_traits(t).weights; }
 constexpr bool dtype_plans_weights(DType t) { return dtype_known(t) && dtype_traits(t).planned_weights; }
 // Values per block of the K/V caches' block formats (q8_0, q4_0: 32).
@@ -125,19 +128,18 @@ constexpr bool dtype_from_name(const char* name, DType* out) {
 }
 
 namespace detail {
-// The names of the rows `keep` admits, ", "-separated, as one constant string for messages.
+// The names of the rows `keep` admits, `separator`-separated, as one constant string for messages.
 struct DTypeList {
   char text[8 * kDTypeCount + 1] = {};
 };
 template <bool (*kKeep)(DType)>
-constexpr DTypeList dtype_list() {
+constexpr DTypeList dtype_list(const char* separator = ", ") {
   DTypeList l;
   uint32_t n = 0;
   for (const DTypeTraits& row : kDTypeTable) {
     if (!kKeep(row.type)) continue;
     if (n != 0) {
-      l.text[n++] = ',';
-      l.text[n++] = ' ';
+      for (const char* c = separator; *c != '\0'; ++c) l.text[n++] = *c;
     }
     for (const char* c = row.name; *c != '\0'; ++c) l.text[n++] = *c;
   }
@@ -146,13 +148,16 @@ constexpr DTypeList dtype_list() {
 constexpr bool dtype_any(DType) { return true; }
 inline constexpr DTypeList kAllDTypes = dtype_list<dtype_any>();
 inline constexpr DTypeList kKvDTypes = dtype_list<dtype_stores_kv>();
+inline constexpr DTypeList kQuantizedKvDTypes = dtype_list<dtype_quantizes_kv>(" or ");
 inline constexpr DTypeList kWeightDTypes = dtype_list<dtype_holds_weights>();
 inline constexpr DTypeList kPlannedWeightDTypes = dtype_list<dtype_plans_weights>();
 }  // namespace detail
 
-// For messages: every type's names, the KV cache's, the weights' and PlanOptions::weight_dtype's.
+// For messages: every type's names, the KV cache's (and its quantized ones', "q8_0 or q4_0"), the
+// weights' and PlanOptions::weight_dtype's.
 inline constexpr const char* kDTypeNames = detail::kAllDTypes.text;
 inline constexpr const char* kKvDTypeNames = detail::kKvDTypes.text;
+inline constexpr const char* kQuantizedKvDTypeNames = detail::kQuantizedKvDTypes.text;
 inline constexpr const char* kWeightDTypeNames = detail::kWeightDTypes.text;
 inline constexpr const char* kPlannedWeightDTypeNames = detail::kPlannedWeightDTypes.text;
 

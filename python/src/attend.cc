@@ -180,8 +180,8 @@ uintptr_t input_address(nb::handle obj) {
 nb::bytes quantize_rows(nb::handle x_obj, const std::string& kv_dtype_name) {
   const Tensor x = view(x_obj, "x", 2, Accept::kF32, "[rows, n]");
   const DType t = parse_dtype(kv_dtype_name, "kv_dtype", true);
-  if (t != DType::kQ8_0 && t != DType::kQ4_0)
-    HEADWAY_PY_INVALID("kv_dtype '%s': give q8_0 or q4_0", kv_dtype_name.c_str());
+  if (!dtype_quantizes_kv(t))
+    HEADWAY_PY_INVALID("kv_dtype '%s': give %s", kv_dtype_name.c_str(), kQuantizedKvDTypeNames);
   const size_t rows = x.shape[0], n = x.shape[1], row_bytes = dtype_row_bytes(t, n);
   std::vector<uint8_t> out(rows * row_bytes);
   check(convert_rows(x.data, DType::kF32, rows, n, t, out.data(), out.size()));
@@ -192,8 +192,8 @@ nb::bytes quantize_rows(nb::handle x_obj, const std::string& kv_dtype_name) {
 OutArray dequantize_rows(nb::ndarray<nb::ro, uint8_t, nb::ndim<2>, nb::c_contig> b, const std::string& kv_dtype_name,
                          int64_t n_values) {
   const DType t = parse_dtype(kv_dtype_name, "kv_dtype", true);
-  if (t != DType::kQ8_0 && t != DType::kQ4_0)
-    HEADWAY_PY_INVALID("kv_dtype '%s': give q8_0 or q4_0", kv_dtype_name.c_str());
+  if (!dtype_quantizes_kv(t))
+    HEADWAY_PY_INVALID("kv_dtype '%s': give %s", kv_dtype_name.c_str(), kQuantizedKvDTypeNames);
   const uint32_t n = to_u32(n_values, "n", 1);
   const size_t rows = b.shape(0), row_bytes = dtype_row_bytes(t, n);
   if (b.shape(1) != row_bytes)

@@ -21,11 +21,11 @@ Status validate_kv_rotation(const Config& c) {
     return Status::error(Code::kInvalidArgument, "kv_rotation %u is not one of %s",
                          static_cast<unsigned>(c.kv_rotation), kKvRotationNames);
   }
-  if (c.kv_dtype != DType::kQ8_0 && c.kv_dtype != DType::kQ4_0) {
+  if (!dtype_quantizes_kv(c.kv_dtype)) {
     return Status::error(Code::kInvalidArgument,
-                         "kv_rotation hadamard needs kv_dtype q8_0 or q4_0, not kv_dtype %s (the rotation spreads "
-                         "a quantized block's outliers; other dtypes gain nothing)",
-                         dtype_name(c.kv_dtype));
+                         "kv_rotation hadamard needs kv_dtype %s, not kv_dtype %s (the rotation spreads a quantized "
+                         "block's outliers; other dtypes gain nothing)",
+                         kQuantizedKvDTypeNames, dtype_name(c.kv_dtype));
   }
   const uint32_t hd = c.head_size();
   if (hadamard_block(hd) == 0) {
