@@ -40,6 +40,7 @@
 
 #include "headway/arena.hpp"
 #include "headway/backend.hpp"
+#include "headway/detail/layer_state.hpp"
 #include "headway/plan.hpp"
 #include "headway/status.hpp"
 #include "headway/thread_pool.hpp"
@@ -118,32 +119,32 @@ class AttentionLayer {
 
   // The next token's position, as the backend holds it.
   uint32_t position() const {
-    if (kv_owner_ != nullptr) return kv_owner_->position();
-    return linear_ ? linear_position_ : on_gpu_ ? gpu_.position() : cpu_.position();
+    if (s_.kv_owner != nullptr) return s_.kv_owner->position();
+    return s_.linear ? s_.linear_position : s_.on_gpu ? s_.gpu.position() : s_.cpu.position();
   }
   // The layer's KV cache on the CPU backend (its rows in the arena), for saving and restoring a
   // model's state; null on the GPU backend (its rows live on the device), on a linear layer (it
   // has a state instead: linear_state()), on a layer that shares KV (it has none) or before init.
-  KvCache* cpu_cache() { return has_cpu_cache() ? &cpu_.cache() : nullptr; }
-  const KvCache* cpu_cache() const { return has_cpu_cache() ? &cpu_.cache() : nullptr; }
+  KvCache* cpu_cache() { return has_cpu_cache() ? &s_.cpu.cache() : nullptr; }
+  const KvCache* cpu_cache() const { return has_cpu_cache() ? &s_.cpu.cache() : nullptr; }
   // Whether it reads another layer's cache (LayerOptions::kv_owner) and has none of its own.
-  bool shares_kv() const { return kv_owner_ != nullptr; }
+  bool shares_kv() const { return s_.kv_owner != nullptr; }
   // A Gated DeltaNet layer's state and convolution window (plan.linear_state_bytes_per_layer
   // bytes in the arena); null on an attention layer.
-  float* linear_state() const { return linear_ ? delta_state_ : nullptr; }
-  bool is_linear() const { return linear_; }
+  float* linear_state() const { return s_.linear ? s_.delta_state : nullptr; }
+  bool is_linear() const { return s_.linear; }
   // After a state's bytes were written to linear_state(): the layer goes on from `position`.
-  void restore_linear(uint32_t position) { linear_position_ = position; }
-  BackendKind backend_kind() const { return on_gpu_ ? BackendKind::kGpu : BackendKind::kCpu; }
+  void restore_linear(uint32_t position) { s_.linear_position = position; }
+  BackendKind backend_kind() const { return s_.on_gpu ? BackendKind::kGpu : BackendKind::kCpu; }
   const char* backend_description() const {
-    if (kv_owner_ != nullptr) return kv_owner_->backend_description();
-    return linear_ ? "cpu (Gated DeltaNet)" : on_gpu_ ? gpu_.description() : cpu_.description();
+    if (s_.kv_owner != nullptr) return s_.kv_owner->backend_description();
+    return s_.linear ? "cpu (Gated DeltaNet)" : s_.on_gpu ? s_.gpu.description() : s_.cpu.description();
   }
-  bool initialized() const { return plan_ != nullptr; }
+  bool initialized() const { return s_.plan != nullptr; }
 
   // Bytes of the arena's packed region this layer's XNNPACK operators took (0 for Highway);
   // at most plan.packed_bytes_per_layer.
-  uint64_t packed_bytes_used() const { return packed_used_; }
+  uint64_t packed_bytes_used() const { return s_.packed_used; }
 
  private:
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
@@ -159,35 +160,14 @@ class AttentionLayer {
   Status init_kv_owner(uint32_t layer, const LayerOptions& options);
   // The backend that holds the cache this layer reads: its own, or its kv_owner's.
   Backend backend() {
-    if (kv_owner_ != nullptr) return kv_owner_->backend();
-    return on_gpu_ ? Backend(&gpu_) : Backend(&cpu_);
+    if (s_.kv_owner != nullptr) return s_.kv_owner->backend();
+    return s_.on_gpu ? Backend(&s_.gpu) : Backend(&s_.cpu);
   }
-  bool has_cpu_cache() const { return !on_gpu_ && !linear_ && kv_owner_ == nullptr && plan_ != nullptr; }
+  bool has_cpu_cache() const { return !s_.on_gpu && !s_.linear && s_.kv_owner == nullptr && s_.plan != nullptr; }
 
-  // The plan the layer runs on once init succeeded: layer_plan (its kind, its head shape) as its
-  // backend holds it, its kv_owner's (a layer that shares KV rotates and attends as its owner
-  // does), or the arena's (a linear layer). The Arena and the owner must outlive the layer.
-  const Plan* plan_ = nullptr;
-  const Arena* arena_ = nullptr;
-  uint32_t layer_ = 0;
-  ThreadPool* pool_ = nullptr;
-  const float* sinks_ = nullptr;  // [n_heads] f32 in the arena's sinks region (null without sinks)
-  CpuBackend cpu_;
-  GpuBackend gpu_;
-  bool on_gpu_ = false;
-  AttentionLayer* kv_owner_ = nullptr;  // a layer that shares KV: the layer whose cache it reads
-  LayerWeights w_;                      // what the projections read: arena copies or the borrowed tensors
-  bool fused_qkv_ = false;              // w_.wq is the stacked [qkv_width, d_model] matrix (w_.bq likewise)
-  // XNNPACK operators: [Q, K, V, O] × blocks over output rows (kXnnMaxBlocks at most).
-  void* ops_[4][kXnnMaxBlocks] = {};
-  uint32_t op_blocks_ = 0;
-  uint64_t packed_used_ = 0;
-  // A Gated DeltaNet layer (LayerKinds::linear): the CPU always, no backend; its position, its
-  // state and window in the arena, its f32 vectors in its weights slot.
-  bool linear_ = false;
-  uint32_t linear_position_ = 0;
-  float* delta_state_ = nullptr;
-  const float* delta_vectors_ = nullptr;
+  // Its state (plan, backends, weights, XNNPACK operators, a linear layer's state), held by value
+  // so that a Session's layers live in one object with no heap: headway/detail/layer_state.hpp.
+  detail::AttentionLayerState s_;
 };
 
 }  // namespace headway

@@ -145,9 +145,9 @@ Status check_gated_delta_weights(const Plan& plan, const LayerWeights& w, uint32
 }
 
 void AttentionLayer::init_gated_delta(const LayerWeights& weights) {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const GatedDeltaShape& g = p.config.gated_delta;
-  float* vectors = reinterpret_cast<float*>(arena_->layer_weights(layer_));
+  float* vectors = reinterpret_cast<float*>(s_.arena->layer_weights(s_.layer));
   convert_tensor(weights.conv, vectors, DType::kF32);
   float* a = vectors + size_t{g.conv_width()} * g.conv_kernel;
   for (uint32_t h = 0; h < g.value_heads; ++h) {
@@ -155,56 +155,56 @@ void AttentionLayer::init_gated_delta(const LayerWeights& weights) {
   }
   convert_tensor(weights.dt_bias, a + g.value_heads, DType::kF32);
   convert_tensor(weights.out_norm, a + 2 * g.value_heads, DType::kF32);
-  delta_vectors_ = vectors;
-  w_ = LayerWeights{};
-  fused_qkv_ = p.options.weights_in_arena;
-  if (!fused_qkv_) {
-    w_.w_qkv = weights.w_qkv;
-    w_.w_z = weights.w_z;
-    w_.w_b = weights.w_b;
-    w_.w_a = weights.w_a;
-    w_.wo = weights.wo;
+  s_.delta_vectors = vectors;
+  s_.w = LayerWeights{};
+  s_.fused_qkv = p.options.weights_in_arena;
+  if (!s_.fused_qkv) {
+    s_.w.w_qkv = weights.w_qkv;
+    s_.w.w_z = weights.w_z;
+    s_.w.w_b = weights.w_b;
+    s_.w.w_a = weights.w_a;
+    s_.w.wo = weights.wo;
   } else {
     LayerSlotWriter slot{reinterpret_cast<uint8_t*>(vectors) + align_up(g.vector_floats() * sizeof(float)),
                          p.options.weight_dtype};
-    w_.w_qkv = slot.put(weights.w_qkv);  // Win: in_proj_qkv, then z, b and a, one [linear_row, d_model] matrix
+    s_.w.w_qkv = slot.put(weights.w_qkv);  // Win: in_proj_qkv, then z, b and a, one [linear_row, d_model] matrix
     slot.put(weights.w_z);
     slot.put(weights.w_b);
     slot.put(weights.w_a);
-    w_.w_qkv.rows = p.linear_row;
-    w_.wo = slot.put(weights.wo);
+    s_.w.w_qkv.rows = p.linear_row;
+    s_.w.wo = slot.put(weights.wo);
   }
-  delta_state_ = arena_->linear_state(layer_);
+  s_.delta_state = s_.arena->linear_state(s_.layer);
   reset_gated_delta(0);
 }
 
 void AttentionLayer::reset_gated_delta(uint32_t start_position) {
-  std::memset(delta_state_, 0, plan_->linear_state_bytes_per_layer);
-  linear_position_ = start_position;
+  std::memset(s_.delta_state, 0, s_.plan->linear_state_bytes_per_layer);
+  s_.linear_position = start_position;
 }
 
 Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t) {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
   const GatedDeltaShape& g = c.gated_delta;
-  float* rows = arena_->qkv();
-  float* out = arena_->attention_out();
+  float* rows = s_.arena->qkv();
+  float* out = s_.arena->attention_out();
   const size_t stride = p.linear_row;
   const uint32_t d = c.d_model;
-  if (fused_qkv_) {
-    dense_highway({w_.w_qkv, {}}, x, d, rows, stride, t, pool_);
+  if (s_.fused_qkv) {
+    dense_highway({s_.w.w_qkv, {}}, x, d, rows, stride, t, s_.pool);
   } else {
     uint32_t at = 0;
-    for (const TensorRef* m : {&w_.w_qkv, &w_.w_z, &w_.w_b, &w_.w_a}) {
-      dense_highway({*m, {}}, x, d, rows + at, stride, t, pool_);
+    for (const TensorRef* m : {&s_.w.w_qkv, &s_.w.w_z, &s_.w.w_b, &s_.w.w_a}) {
+      dense_highway({*m, {}}, x, d, rows + at, stride, t, s_.pool);
       at += m->rows;
     }
   }
-  const float* taps = delta_vectors_;
+  const float* taps = s_.delta_vectors;
   const float* a_neg = taps + size_t{g.conv_width()} * g.conv_kernel;  // A = −exp(A_log)
   const float* dt_bias = a_neg + g.value_heads;
   const float* norm = dt_bias + g.value_heads;
-  float* window = delta_state_ + align_up(g.state_floats() * sizeof(float)) / sizeof(float);
+  float* window = s_.delta_state + align_up(g.state_floats() * sizeof(float)) / sizeof(float);
   // The gates first: a token whose decay or β is not finite (NaN or infinite x) is refused
   // before the window or the state change.
   const size_t gates = size_t{g.conv_width()} + g.value_width();
@@ -218,7 +218,7 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
         return Status::error(Code::kInvalidArgument,
                              "layer %u: token %u's gates for value head %u are not finite (decay %g, beta %g): x "
                              "holds NaN or infinite values; nothing changed",
-                             layer_, i, h, static_cast<double>(a[h]), static_cast<double>(b[h]));
+                             s_.layer, i, h, static_cast<double>(a[h]), static_cast<double>(b[h]));
       }
     }
   }
@@ -231,9 +231,9 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
       l2_normalize(row + g.key_width() + size_t{h} * g.key_head_dim, g.key_head_dim, 1.0f);
     }
   }
-  DeltaHeads heads{&p, rows, out, delta_state_, arena_->scratch(), t};
-  if (pool_ != nullptr) {
-    pool_->run(g.value_heads, run_head, &heads);
+  DeltaHeads heads{&p, rows, out, s_.delta_state, s_.arena->scratch(), t};
+  if (s_.pool != nullptr) {
+    s_.pool->run(g.value_heads, run_head, &heads);
   } else {
     for (uint32_t h = 0; h < g.value_heads; ++h) run_head(&heads, 0, h);
   }
@@ -245,8 +245,8 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
     rms_norm_heads(o, g.value_heads, g.value_head_dim, &norm_weight, c.rms_norm_eps, 0.0f);
     for (uint32_t j = 0; j < g.value_width(); ++j) o[j] *= silu(z[j]);
   }
-  dense_highway({w_.wo, {}}, out, g.value_width(), y, d, t, pool_);
-  linear_position_ += t;
+  dense_highway({s_.w.wo, {}}, out, g.value_width(), y, d, t, s_.pool);
+  s_.linear_position += t;
   return Status();
 }
 

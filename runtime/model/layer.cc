@@ -88,7 +88,7 @@ Status check_layer_weights(const Plan& whole, const LayerWeights& w, uint32_t la
 }
 
 AttentionLayer::~AttentionLayer() {
-  for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
+  for (auto& ops : s_.ops) xnn_dense_delete(ops, kXnnMaxBlocks);
 }
 
 Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights, ThreadPool* pool) {
@@ -103,47 +103,47 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
 // both K and Q (rotate_queries): the layer's RoPE is its backend's.
 Status AttentionLayer::init_backend(const Plan& p, uint32_t layer, const LayerOptions& options) {
   // Every layer writes the same slopes to the one ALiBi region.
-  float* alibi = p.alibi_bytes != 0 ? arena_->alibi_slopes() : nullptr;
+  float* alibi = p.alibi_bytes != 0 ? s_.arena->alibi_slopes() : nullptr;
   if (alibi != nullptr) KvCache::make_alibi_slopes(p, alibi);
-  if (kv_owner_ != nullptr) return Status();  // it reads its owner's backend
-  on_gpu_ = options.backend == BackendKind::kGpu;
-  if (on_gpu_) return gpu_.create(options.gpu, p);
+  if (s_.kv_owner != nullptr) return Status();  // it reads its owner's backend
+  s_.on_gpu = options.backend == BackendKind::kGpu;
+  if (s_.on_gpu) return s_.gpu.create(options.gpu, p);
   double* rope = nullptr;
   if (p.rope_bytes_per_layer != 0) {
-    rope = arena_->rope_layer(layer);
+    rope = s_.arena->rope_layer(layer);
     rope_frequencies(p.config.rope, p.head_dim, rope);
   }
-  return cpu_.create(p, options.pool, arena_->kv_layer(layer), p.kv_bytes_per_layer, rope, arena_->scratch(),
-                     p.scratch_bytes, alibi);
+  return s_.cpu.create(p, options.pool, s_.arena->kv_layer(layer), p.kv_bytes_per_layer, rope, s_.arena->scratch(),
+                       p.scratch_bytes, alibi);
 }
 
 // A layer that shares KV reads the cache of the layer options.kv_owner names, which must be the
 // plan's kv_owner, initialized on the same arena.
 Status AttentionLayer::init_kv_owner(uint32_t layer, const LayerOptions& options) {
-  const uint32_t owner = arena_->plan().layer(layer).kv_owner;
+  const uint32_t owner = s_.arena->plan().layer(layer).kv_owner;
   const AttentionLayer* o = options.kv_owner;
-  if (o == nullptr || o->plan_ == nullptr || o->arena_ != arena_ || o->layer_ != owner || o == this) {
+  if (o == nullptr || o->s_.plan == nullptr || o->s_.arena != s_.arena || o->s_.layer != owner || o == this) {
     return Status::error(Code::kInvalidArgument,
                          "layer %u has no K/V projections and reads layer %u's cache (num_kv_shared_layers): "
                          "LayerOptions::kv_owner must be layer %u, initialized on the same arena (it is %s)",
                          layer, owner, owner,
-                         o == nullptr          ? "null"
-                         : o->plan_ == nullptr ? "not initialized"
-                         : o->arena_ != arena_ ? "on another arena"
-                                               : "another layer");
+                         o == nullptr              ? "null"
+                         : o->s_.plan == nullptr   ? "not initialized"
+                         : o->s_.arena != s_.arena ? "on another arena"
+                                                   : "another layer");
   }
-  kv_owner_ = options.kv_owner;
-  on_gpu_ = kv_owner_->on_gpu_;
+  s_.kv_owner = options.kv_owner;
+  s_.on_gpu = s_.kv_owner->s_.on_gpu;
   return Status();
 }
 
 Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeights& weights,
                             const LayerOptions& options) {
-  for (auto& ops : ops_) xnn_dense_delete(ops, kXnnMaxBlocks);
-  plan_ = nullptr;
-  linear_ = false;
-  kv_owner_ = nullptr;
-  packed_used_ = 0;
+  for (auto& ops : s_.ops) xnn_dense_delete(ops, kXnnMaxBlocks);
+  s_.plan = nullptr;
+  s_.linear = false;
+  s_.kv_owner = nullptr;
+  s_.packed_used = 0;
   if (!arena.bound()) return Status::error(Code::kFailedPrecondition, "layer: the arena is not bound to a plan");
   const Plan& whole = arena.plan();
   if (layer >= whole.config.n_layers) {
@@ -158,8 +158,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
   }
   HEADWAY_RETURN_IF_ERROR(check_layer_weights(whole, weights, layer));
   // From here the layer's own plan: its kind and head shape (a linear layer's: the arena's).
-  linear_ = whole.layer(layer).linear;
-  const Plan own = linear_ ? whole : layer_plan(whole, layer);
+  s_.linear = whole.layer(layer).linear;
+  const Plan own = s_.linear ? whole : layer_plan(whole, layer);
   const Plan& p = own;
   const Config& c = p.config;
   if (c.is_mla() && p.options.projection == Projection::kXnnpack) {
@@ -168,22 +168,22 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
                          "Projection::kHighway (--projection highway)",
                          layer);
   }
-  arena_ = &arena;
-  layer_ = layer;
-  pool_ = pool;
-  sinks_ = nullptr;
-  fused_qkv_ = false;
-  op_blocks_ = 0;
+  s_.arena = &arena;
+  s_.layer = layer;
+  s_.pool = pool;
+  s_.sinks = nullptr;
+  s_.fused_qkv = false;
+  s_.op_blocks = 0;
   const bool shares_kv = whole.layer(layer).shares_kv;
   if (shares_kv) HEADWAY_RETURN_IF_ERROR(init_kv_owner(layer, options));
-  if (linear_) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
-    on_gpu_ = false;
+  if (s_.linear) {  // Gated DeltaNet: on the CPU, whatever options.backend says, with no KV cache
+    s_.on_gpu = false;
   } else {
     HEADWAY_RETURN_IF_ERROR(init_backend(p, layer, options));
   }
-  if (linear_ || c.is_mla()) {  // their own tensors and slot layouts (gated_delta_layer.cc, mla_layer.cc)
-    plan_ = linear_ ? &arena.plan() : on_gpu_ ? &gpu_.plan() : &cpu_.plan();
-    if (linear_) {
+  if (s_.linear || c.is_mla()) {  // their own tensors and slot layouts (gated_delta_layer.cc, mla_layer.cc)
+    s_.plan = s_.linear ? &arena.plan() : s_.on_gpu ? &s_.gpu.plan() : &s_.cpu.plan();
+    if (s_.linear) {
       init_gated_delta(weights);
     } else {
       init_mla_weights(weights);
@@ -191,8 +191,8 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     return Status();
   }
   uint8_t* base = arena.weights() - p.weights_offset;
-  w_ = weights;
-  sinks_ = c.sinks ? copy_sinks(weights.sinks, arena.sinks_layer(layer)) : nullptr;
+  s_.w = weights;
+  s_.sinks = c.sinks ? copy_sinks(weights.sinks, arena.sinks_layer(layer)) : nullptr;
 
   if (p.options.projection == Projection::kXnnpack) {
     if (!xnnpack_built()) {
@@ -206,14 +206,14 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     if (c.qk_norm) {  // the norms outlive the caller's buffers: f32 at the region's start
       float* norms = reinterpret_cast<float*>(region);
       convert_tensor(weights.q_norm, norms, DType::kF32);
-      w_.q_norm = TensorRef{norms, DType::kF32, 1, c.q_norm_width()};
+      s_.w.q_norm = TensorRef{norms, DType::kF32, 1, c.q_norm_width()};
       if (!shares_kv) {
         convert_tensor(weights.k_norm, norms + c.q_norm_width(), DType::kF32);
-        w_.k_norm = TensorRef{norms + c.q_norm_width(), DType::kF32, 1, c.k_norm_width()};
+        s_.w.k_norm = TensorRef{norms + c.q_norm_width(), DType::kF32, 1, c.k_norm_width()};
       }
     }
     used = align_up((uint64_t{c.q_norm_width()} + c.k_norm_width()) * 4);
-    op_blocks_ = p.projection_blocks;
+    s_.op_blocks = p.projection_blocks;
     const DenseMatrix mats[4] = {{weights.wq, c.qkv_bias ? weights.bq : TensorRef{}},
                                  {weights.wk, c.qkv_bias ? weights.bk : TensorRef{}},
                                  {weights.wv, c.qkv_bias ? weights.bv : TensorRef{}},
@@ -223,12 +223,13 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
       if (i == 2 && c.k_eq_v) continue;               // V is K's projection
       const size_t x_stride = i < 3 ? c.d_model : p.q_width;
       const size_t y_stride = i < 3 ? p.qkv_width : c.d_model;
-      HEADWAY_RETURN_IF_ERROR(
-          xnn_dense_create(mats[i], x_stride, y_stride, op_blocks_, region, p.packed_bytes_per_layer, &used, ops_[i]));
+      HEADWAY_RETURN_IF_ERROR(xnn_dense_create(mats[i], x_stride, y_stride, s_.op_blocks, region,
+                                               p.packed_bytes_per_layer, &used, s_.ops[i]));
     }
-    packed_used_ = used;
-    // The borrowed tensors may go away after init: nothing but shapes is read from w_ now.
-    for (TensorRef* t : {&w_.wq, &w_.wk, &w_.wv, &w_.wo, &w_.bq, &w_.bk, &w_.bv, &w_.bo}) t->data = nullptr;
+    s_.packed_used = used;
+    // The borrowed tensors may go away after init: nothing but shapes is read from s_.w now.
+    for (TensorRef* t : {&s_.w.wq, &s_.w.wk, &s_.w.wv, &s_.w.wo, &s_.w.bq, &s_.w.bk, &s_.w.bv, &s_.w.bo})
+      t->data = nullptr;
   } else if (p.options.weights_in_arena) {
     // Layout of the layer's slice (weight_dtype, packed back to back):
     //   Wqkv [q_rows + 2·kv_width, d_model] (Wq, Wk, Wv stacked; no Wv with k_eq_v; Wq alone on a
@@ -236,63 +237,64 @@ Status AttentionLayer::init(const Arena& arena, uint32_t layer, const LayerWeigh
     //   k_norm [head_dim, or all heads' widths] — the last three only when configured.
     LayerSlotWriter slot{arena.layer_weights(layer), p.options.weight_dtype};
     const auto put = [&slot](const TensorRef& src) { return slot.put(src); };
-    w_ = LayerWeights{};
+    s_.w = LayerWeights{};
     const bool own_v = !shares_kv && !c.k_eq_v;
     const uint32_t projected = shares_kv ? p.q_rows : c.k_eq_v ? p.q_rows + p.kv_width : p.qkv_width;
-    w_.wq = put(weights.wq);
+    s_.w.wq = put(weights.wq);
     if (!shares_kv) put(weights.wk);
     if (own_v) put(weights.wv);
-    w_.wq.rows = projected;
-    w_.wo = put(weights.wo);
+    s_.w.wq.rows = projected;
+    s_.w.wo = put(weights.wo);
     if (c.qkv_bias) {
-      w_.bq = put(weights.bq);
+      s_.w.bq = put(weights.bq);
       if (!shares_kv) put(weights.bk);
       if (own_v) put(weights.bv);
-      w_.bq.cols = projected;
+      s_.w.bq.cols = projected;
     }
-    if (c.o_bias) w_.bo = put(weights.bo);
+    if (c.o_bias) s_.w.bo = put(weights.bo);
     if (c.qk_norm) {
-      w_.q_norm = put(weights.q_norm);
-      if (!shares_kv) w_.k_norm = put(weights.k_norm);
+      s_.w.q_norm = put(weights.q_norm);
+      if (!shares_kv) s_.w.k_norm = put(weights.k_norm);
     }
-    fused_qkv_ = true;
+    s_.fused_qkv = true;
   }
-  if (!c.qkv_bias) w_.bq = w_.bk = w_.bv = TensorRef{};
-  if (!c.o_bias) w_.bo = TensorRef{};
-  if (shares_kv) w_.wk = w_.wv = w_.bk = w_.bv = w_.k_norm = TensorRef{};
-  plan_ = shares_kv ? kv_owner_->plan_ : on_gpu_ ? &gpu_.plan() : &cpu_.plan();
+  if (!c.qkv_bias) s_.w.bq = s_.w.bk = s_.w.bv = TensorRef{};
+  if (!c.o_bias) s_.w.bo = TensorRef{};
+  if (shares_kv) s_.w.wk = s_.w.wv = s_.w.bk = s_.w.bv = s_.w.k_norm = TensorRef{};
+  s_.plan = shares_kv ? s_.kv_owner->s_.plan : s_.on_gpu ? &s_.gpu.plan() : &s_.cpu.plan();
   return Status();
 }
 
 void AttentionLayer::reset(uint32_t start_position) {
-  if (linear_) return reset_gated_delta(start_position);
-  if (kv_owner_ != nullptr) return;  // its owner's reset empties the cache it reads
+  if (s_.linear) return reset_gated_delta(start_position);
+  if (s_.kv_owner != nullptr) return;  // its owner's reset empties the cache it reads
   backend().reset(start_position);
 }
 
 // which: 0 = the Q/K/V projections into the QKV rows, 1 = the O projection into y.
 Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_t t) {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const uint32_t d = p.config.d_model;
   const bool k_eq_v = p.config.k_eq_v;
   if (which == 1) {
-    if (op_blocks_ != 0) return xnn_dense_run(ops_[3], op_blocks_, d, x, y, t, pool_);
-    dense_highway({w_.wo, w_.bo}, x, p.q_width, y, d, t, pool_);
+    if (s_.op_blocks != 0) return xnn_dense_run(s_.ops[3], s_.op_blocks, d, x, y, t, s_.pool);
+    dense_highway({s_.w.wo, s_.w.bo}, x, p.q_width, y, d, t, s_.pool);
     return Status();
   }
-  const bool kv = kv_owner_ == nullptr;  // a layer that shares KV projects its queries alone
-  if (op_blocks_ != 0) {
-    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[0], op_blocks_, p.q_rows, x, y, t, pool_));
-    if (kv) HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[1], op_blocks_, p.kv_width, x, y + p.q_rows, t, pool_));
+  const bool kv = s_.kv_owner == nullptr;  // a layer that shares KV projects its queries alone
+  if (s_.op_blocks != 0) {
+    HEADWAY_RETURN_IF_ERROR(xnn_dense_run(s_.ops[0], s_.op_blocks, p.q_rows, x, y, t, s_.pool));
+    if (kv) HEADWAY_RETURN_IF_ERROR(xnn_dense_run(s_.ops[1], s_.op_blocks, p.kv_width, x, y + p.q_rows, t, s_.pool));
     if (kv && !k_eq_v) {
-      HEADWAY_RETURN_IF_ERROR(xnn_dense_run(ops_[2], op_blocks_, p.kv_width, x, y + p.q_rows + p.kv_width, t, pool_));
+      HEADWAY_RETURN_IF_ERROR(
+          xnn_dense_run(s_.ops[2], s_.op_blocks, p.kv_width, x, y + p.q_rows + p.kv_width, t, s_.pool));
     }
-  } else if (fused_qkv_) {
-    dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
+  } else if (s_.fused_qkv) {
+    dense_highway({s_.w.wq, s_.w.bq}, x, d, y, p.qkv_width, t, s_.pool);
   } else {
-    dense_highway({w_.wq, w_.bq}, x, d, y, p.qkv_width, t, pool_);
-    if (kv) dense_highway({w_.wk, w_.bk}, x, d, y + p.q_rows, p.qkv_width, t, pool_);
-    if (kv && !k_eq_v) dense_highway({w_.wv, w_.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, pool_);
+    dense_highway({s_.w.wq, s_.w.bq}, x, d, y, p.qkv_width, t, s_.pool);
+    if (kv) dense_highway({s_.w.wk, s_.w.bk}, x, d, y + p.q_rows, p.qkv_width, t, s_.pool);
+    if (kv && !k_eq_v) dense_highway({s_.w.wv, s_.w.bv}, x, d, y + p.q_rows + p.kv_width, p.qkv_width, t, s_.pool);
   }
   if (kv && k_eq_v) {  // V: K's projection as it is, before K's norm and RoPE
     for (uint32_t i = 0; i < t; ++i) {
@@ -306,9 +308,9 @@ Status AttentionLayer::project(uint32_t which, const float* x, float* y, uint32_
 // The fused Q/K/V rows of t tokens into the arena's qkv region, q and k RMS-normed per head when
 // the config says so (before RoPE, which the callers apply at their positions).
 Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
-  float* qkv = arena_->qkv();
+  float* qkv = s_.arena->qkv();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project(0, x, qkv, t));
   if (c.output_gate) split_gates(qkv, t);
@@ -317,14 +319,14 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
       float* row = qkv + i * w;
       // Across heads (OLMo 2): q as one head of q_width, k as one of kv_width.
       const bool across = c.qk_norm_across_heads;
-      rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), &w_.q_norm, c.rms_norm_eps, c.qk_norm_offset);
-      if (kv_owner_ == nullptr) {
-        rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), &w_.k_norm, c.rms_norm_eps,
+      rms_norm_heads(row, across ? 1 : c.n_heads, c.q_norm_width(), &s_.w.q_norm, c.rms_norm_eps, c.qk_norm_offset);
+      if (s_.kv_owner == nullptr) {
+        rms_norm_heads(row + p.q_rows, across ? 1 : c.kv_heads(), c.k_norm_width(), &s_.w.k_norm, c.rms_norm_eps,
                        c.qk_norm_offset);
       }
     }
   }
-  if (c.v_norm && kv_owner_ == nullptr) {
+  if (c.v_norm && s_.kv_owner == nullptr) {
     for (uint32_t i = 0; i < t; ++i) {
       rms_norm_heads(qkv + i * w + p.q_rows + p.kv_width, c.kv_heads(), p.head_dim, nullptr, c.rms_norm_eps, 0.0f);
     }
@@ -337,10 +339,10 @@ Status AttentionLayer::project_qkv(const float* x, uint32_t t) {
 // g_0 g_1 ...]. The attention output region, free until attend() writes it, holds the gates on
 // the way.
 void AttentionLayer::split_gates(float* qkv, uint32_t t) const {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const uint32_t hd = p.head_dim;
   const size_t head_bytes = size_t{hd} * sizeof(float);
-  float* gates = arena_->attention_out();
+  float* gates = s_.arena->attention_out();
   for (uint32_t i = 0; i < t; ++i) {
     float* row = qkv + size_t{i} * p.qkv_width;
     float* g = gates + size_t{i} * p.q_width;
@@ -354,7 +356,7 @@ void AttentionLayer::split_gates(float* qkv, uint32_t t) const {
 
 // attention · sigmoid(gate), in place, for t tokens (the gates after each row's queries).
 void AttentionLayer::apply_gates(const float* qkv, float* attn, uint32_t t) const {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   for (uint32_t i = 0; i < t; ++i) {
     const float* g = qkv + size_t{i} * p.qkv_width + p.q_width;
     float* o = attn + size_t{i} * p.q_width;
@@ -363,23 +365,23 @@ void AttentionLayer::apply_gates(const float* qkv, float* attn, uint32_t t) cons
 }
 
 Status AttentionLayer::check_forward(const float* x, const float* y, uint32_t t) const {
-  if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
-  const Plan& p = *plan_;
+  if (s_.plan == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
   if (t == 0 || t > p.max_tokens) {
-    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)", layer_,
-                         t, p.max_tokens);
+    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)",
+                         s_.layer, t, p.max_tokens);
   }
-  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
-  if (kv_owner_ != nullptr && position() < t) {
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", s_.layer);
+  if (s_.kv_owner != nullptr && position() < t) {
     return Status::error(Code::kFailedPrecondition,
                          "layer %u reads layer %u's cache, which holds %u tokens: run layer %u over these %u tokens "
                          "first",
-                         layer_, kv_owner_->layer_, position(), kv_owner_->layer_, t);
+                         s_.layer, s_.kv_owner->s_.layer, position(), s_.kv_owner->s_.layer, t);
   }
-  if (kv_owner_ == nullptr && uint64_t{position()} + t > c.max_seq) {
+  if (s_.kv_owner == nullptr && uint64_t{position()} + t > c.max_seq) {
     return Status::error(Code::kOutOfRange, "layer %u: %u tokens at position %u go past the context of %u tokens",
-                         layer_, t, position(), c.max_seq);
+                         s_.layer, t, position(), c.max_seq);
   }
   return Status();
 }
@@ -391,69 +393,69 @@ Status AttentionLayer::forward(const float* x, float* y, uint32_t t) {
 
 Status AttentionLayer::forward_unchecked(const float* x, float* y, uint32_t t) {
   HEADWAY_DEBUG_CHECK(check_forward(x, y, t));
-  if (linear_) return forward_gated_delta(x, y, t);
-  const Plan& p = *plan_;
+  if (s_.linear) return forward_gated_delta(x, y, t);
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
   if (c.is_mla()) return forward_mla(x, y, t);
-  float* qkv = arena_->qkv();
-  float* attn = arena_->attention_out();
+  float* qkv = s_.arena->qkv();
+  float* attn = s_.arena->attention_out();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
   // K enters the cache (RoPE at its positions there); Q is rotated by the cache as the last t
   // tokens' queries (a layer that shares KV: the last t its owner appended).
   Backend b = backend();
-  if (kv_owner_ == nullptr) {
+  if (s_.kv_owner == nullptr) {
     HEADWAY_RETURN_IF_ERROR(b.append_unchecked(qkv + p.q_rows, w, qkv + p.q_rows + p.kv_width, w, t));
   }
   b.rotate_queries_unchecked(qkv, w, t);
-  HEADWAY_RETURN_IF_ERROR(b.attend_unchecked(qkv, w, attn, p.q_width, t, sinks_));
+  HEADWAY_RETURN_IF_ERROR(b.attend_unchecked(qkv, w, attn, p.q_width, t, s_.sinks));
   if (c.output_gate) apply_gates(qkv, attn, t);
   return project(1, attn, y, t);
 }
 
 Status AttentionLayer::check_packed(const uint32_t* cu_seqlens, uint32_t n_seqs) const {
-  if (plan_ == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
-  const Plan& p = *plan_;
+  if (s_.plan == nullptr) return Status::error(Code::kFailedPrecondition, "layer: forward before init");
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
-  if (c.is_mla() || linear_ || kv_owner_ != nullptr) {
-    return Status::error(Code::kUnsupported, "layer %u: %s does not run packed batches", layer_,
-                         linear_                ? "a Gated DeltaNet layer"
-                         : kv_owner_ != nullptr ? "a layer that reads another layer's cache"
-                                                : "multi-head latent attention");
+  if (c.is_mla() || s_.linear || s_.kv_owner != nullptr) {
+    return Status::error(Code::kUnsupported, "layer %u: %s does not run packed batches", s_.layer,
+                         s_.linear                ? "a Gated DeltaNet layer"
+                         : s_.kv_owner != nullptr ? "a layer that reads another layer's cache"
+                                                  : "multi-head latent attention");
   }
   if (cu_seqlens == nullptr || n_seqs == 0) {
-    return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", layer_);
+    return Status::error(Code::kInvalidArgument, "layer %u: a packed batch needs cu_seqlens and n_seqs >= 1", s_.layer);
   }
   if (cu_seqlens[0] != 0) {
-    return Status::error(Code::kInvalidArgument, "layer %u: cu_seqlens[0] is %u, expected 0", layer_, cu_seqlens[0]);
+    return Status::error(Code::kInvalidArgument, "layer %u: cu_seqlens[0] is %u, expected 0", s_.layer, cu_seqlens[0]);
   }
   for (uint32_t s = 0; s < n_seqs; ++s) {
     if (cu_seqlens[s + 1] <= cu_seqlens[s]) {
       return Status::error(Code::kInvalidArgument,
                            "layer %u: cu_seqlens[%u] = %u is not above cu_seqlens[%u] = %u (sequence %u is empty)",
-                           layer_, s + 1, cu_seqlens[s + 1], s, cu_seqlens[s], s);
+                           s_.layer, s + 1, cu_seqlens[s + 1], s, cu_seqlens[s], s);
     }
     if (cu_seqlens[s + 1] - cu_seqlens[s] > c.max_seq) {
-      return Status::error(Code::kOutOfRange, "layer %u: sequence %u has %u tokens, past the context of %u", layer_, s,
-                           cu_seqlens[s + 1] - cu_seqlens[s], c.max_seq);
+      return Status::error(Code::kOutOfRange, "layer %u: sequence %u has %u tokens, past the context of %u", s_.layer,
+                           s, cu_seqlens[s + 1] - cu_seqlens[s], c.max_seq);
     }
   }
   const uint32_t t = cu_seqlens[n_seqs];
   if (t > p.max_tokens) {
-    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)", layer_,
-                         t, p.max_tokens);
+    return Status::error(Code::kInvalidArgument, "layer %u: %u tokens in one call, expected 1..%u (max_tokens)",
+                         s_.layer, t, p.max_tokens);
   }
   return Status();
 }
 
 Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* cu_seqlens, uint32_t n_seqs) {
   HEADWAY_RETURN_IF_ERROR(check_packed(cu_seqlens, n_seqs));
-  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", layer_);
-  const Plan& p = *plan_;
+  if (x == nullptr || y == nullptr) return Status::error(Code::kInvalidArgument, "layer %u: x or y is null", s_.layer);
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
   const uint32_t t = cu_seqlens[n_seqs];
-  float* qkv = arena_->qkv();
-  float* attn = arena_->attention_out();
+  float* qkv = s_.arena->qkv();
+  float* attn = s_.arena->attention_out();
   const size_t w = p.qkv_width;
   HEADWAY_RETURN_IF_ERROR(project_qkv(x, t));
   Backend b = backend();
@@ -465,7 +467,7 @@ Status AttentionLayer::forward_packed(const float* x, float* y, const uint32_t* 
     status = b.append_unchecked(rows + p.q_rows, w, rows + p.q_rows + p.kv_width, w, n);
     if (!status.ok()) break;
     b.rotate_queries_unchecked(rows, w, n);
-    status = b.attend_unchecked(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, sinks_);
+    status = b.attend_unchecked(rows, w, attn + size_t{first} * p.q_width, p.q_width, n, s_.sinks);
   }
   b.reset(0);
   HEADWAY_RETURN_IF_ERROR(status);

@@ -48,51 +48,52 @@ Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer
 // The layer's tensors in the arena's slice of the layer (weight_dtype, back to back, in the
 // order of Plan's count), or borrowed as they are.
 void AttentionLayer::init_mla_weights(const LayerWeights& weights) {
-  const Plan& p = *plan_;
-  w_ = weights;
+  const Plan& p = *s_.plan;
+  s_.w = weights;
   if (!p.options.weights_in_arena) return;
-  LayerSlotWriter slot{arena_->layer_weights(layer_), p.options.weight_dtype};
-  w_ = LayerWeights{};
-  w_.wq_a = slot.put(weights.wq_a);
-  w_.q_a_norm = slot.put(weights.q_a_norm);
-  w_.wq = slot.put(weights.wq);
-  w_.wkv_a = slot.put(weights.wkv_a);
-  w_.kv_a_norm = slot.put(weights.kv_a_norm);
-  w_.wkv_b = slot.put(weights.wkv_b);
-  w_.wo = slot.put(weights.wo);
+  LayerSlotWriter slot{s_.arena->layer_weights(s_.layer), p.options.weight_dtype};
+  s_.w = LayerWeights{};
+  s_.w.wq_a = slot.put(weights.wq_a);
+  s_.w.q_a_norm = slot.put(weights.q_a_norm);
+  s_.w.wq = slot.put(weights.wq);
+  s_.w.wkv_a = slot.put(weights.wkv_a);
+  s_.w.kv_a_norm = slot.put(weights.kv_a_norm);
+  s_.w.wkv_b = slot.put(weights.wkv_b);
+  s_.w.wo = slot.put(weights.wo);
 }
 
 Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
-  const Plan& p = *plan_;
+  const Plan& p = *s_.plan;
   const Config& c = p.config;
   const MlaShape& m = c.mla;
   const uint32_t d = c.d_model, heads = c.n_heads, hd = p.head_dim;
   const uint32_t rope = m.qk_rope_head_dim, nope = m.qk_nope_head_dim, latent = m.kv_lora_rank;
   const uint32_t q_head = nope + rope, kv_b_head = nope + m.v_head_dim;
   const size_t w = p.qkv_width;
-  float* qkv = arena_->qkv();
-  float* attn = arena_->attention_out();
+  float* qkv = s_.arena->qkv();
+  float* attn = s_.arena->attention_out();
   float* q_proj = qkv + p.mla_rows.q_proj;
   float* kv = qkv + p.q_width;
 
   // The model's queries: x·Wqᵀ, or through the query latent and its norm.
   if (m.q_lora_rank) {
     float* q_a = qkv + p.mla_rows.q_a;
-    dense_highway({w_.wq_a, {}}, x, d, q_a, w, t, pool_);
-    for (uint32_t i = 0; i < t; ++i) rms_norm_heads(q_a + i * w, 1, m.q_lora_rank, &w_.q_a_norm, m.q_a_norm_eps, 0.0f);
-    dense_highway({w_.wq, {}}, q_a, w, q_proj, w, t, pool_);
+    dense_highway({s_.w.wq_a, {}}, x, d, q_a, w, t, s_.pool);
+    for (uint32_t i = 0; i < t; ++i)
+      rms_norm_heads(q_a + i * w, 1, m.q_lora_rank, &s_.w.q_a_norm, m.q_a_norm_eps, 0.0f);
+    dense_highway({s_.w.wq, {}}, q_a, w, q_proj, w, t, s_.pool);
   } else {
-    dense_highway({w_.wq, {}}, x, d, q_proj, w, t, pool_);
+    dense_highway({s_.w.wq, {}}, x, d, q_proj, w, t, s_.pool);
   }
   // The cache row: x·Wkv_aᵀ gives [c | r]; laid out [r | c], c RMS-normed.
-  dense_highway({w_.wkv_a, {}}, x, d, kv, w, t, pool_);
+  dense_highway({s_.w.wkv_a, {}}, x, d, kv, w, t, s_.pool);
   float r[kMaxHeadDim];
   for (uint32_t i = 0; i < t; ++i) {
     float* row = kv + i * w;
     std::memcpy(r, row + latent, size_t{rope} * sizeof(float));
     std::memmove(row + rope, row, size_t{latent} * sizeof(float));
     std::memcpy(row, r, size_t{rope} * sizeof(float));
-    rms_norm_heads(row + rope, 1, latent, &w_.kv_a_norm, m.kv_a_norm_eps, 0.0f);
+    rms_norm_heads(row + rope, 1, latent, &s_.w.kv_a_norm, m.kv_a_norm_eps, 0.0f);
   }
   // Absorbed queries: head h's [q_rope | W_UK[h]ᵀ·q_nope], W_UK[h] the head's first nope rows of
   // Wkv_b, each row widened once for every token.
@@ -106,7 +107,7 @@ Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
   }
   for (uint32_t h = 0; h < heads; ++h) {
     for (uint32_t j = 0; j < nope; ++j) {
-      widen_row(w_.wkv_b.data, w_.wkv_b.dtype, uint64_t{h} * kv_b_head + j, latent, wrow);
+      widen_row(s_.w.wkv_b.data, s_.w.wkv_b.dtype, uint64_t{h} * kv_b_head + j, latent, wrow);
       for (uint32_t i = 0; i < t; ++i) {
         const float a = q_proj[i * w + size_t{h} * q_head + j];
         float* q = qkv + i * w + size_t{h} * hd + rope;
@@ -124,10 +125,10 @@ Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
   // rows of Wkv_b; then Wo.
   float* values = qkv + p.mla_rows.o_v;
   for (uint32_t h = 0; h < heads; ++h) {
-    const TensorRef uv = rows_of(w_.wkv_b, h * kv_b_head + nope, m.v_head_dim);
-    dense_highway({uv, {}}, attn + size_t{h} * hd + rope, p.q_width, values + size_t{h} * m.v_head_dim, w, t, pool_);
+    const TensorRef uv = rows_of(s_.w.wkv_b, h * kv_b_head + nope, m.v_head_dim);
+    dense_highway({uv, {}}, attn + size_t{h} * hd + rope, p.q_width, values + size_t{h} * m.v_head_dim, w, t, s_.pool);
   }
-  dense_highway({w_.wo, {}}, values, w, y, d, t, pool_);
+  dense_highway({s_.w.wo, {}}, values, w, y, d, t, s_.pool);
   return Status();
 }
 
