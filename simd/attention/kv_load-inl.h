@@ -302,9 +302,9 @@ HWY_INLINE void LoadKvTile(DF df, const AttentionArgs& a, const void* base, uint
 }
 
 // Prefetch of one K/V cache line that is read once, half a tile from now. x86: into L2
-// (PREFETCHT2). Non-temporal (PREFETCHNTA) was a little faster on one AVX-512 machine but made
-// decode up to 2.9x slower on a Sapphire Rapids class one (docs/PERFORMANCE.md, "decode prefetches
-// into L2"). ARM: non-temporal (PLDL1STRM), not measured against the others.
+// (PREFETCHT2), not non-temporal (PREFETCHNTA), which made decode slower on some x86 machines
+// (the measurements: docs/PERFORMANCE.md, "decode prefetches into L2"). ARM: non-temporal
+// (PLDL1STRM), not measured against the others.
 HWY_INLINE void KvPrefetch(const char* p) {
 #if HWY_COMPILER_GCC && HWY_ARCH_X86  // GCC and Clang
   __builtin_prefetch(p, 0, 1);
