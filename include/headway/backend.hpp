@@ -82,9 +82,9 @@ constexpr bool backend_from_name(const char* name, BackendKind* out) {
 //   // (KvCache::rotate_queries): for a caller that appends K and V and attends its own queries.
 //   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
 //
-//   // The three above for a caller that has made their checks (AttentionLayer, after its own
-//   // checks of the whole call, KvCache's *_unchecked): a release build checks nothing, a debug
-//   // build everything. The GPU's still fail where the device does.
+//   // Private, for AttentionLayer through Backend after its own checks of the whole call: the
+//   // three above unchecked (a release build checks nothing, a debug build everything; the
+//   // GPU's still fail where the device does).
 //   Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
 //   Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
 //                           const float* sinks);
@@ -138,6 +138,13 @@ class CpuBackend {
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
     return cache_.rotate_queries(q, q_token_stride, t_q);
   }
+  const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
+  // The cache itself, for saving and restoring its rows (Model::save_state, load_state).
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+
+ private:
+  friend class Backend;  // the *_unchecked calls
   Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
     cache_.append_unchecked(k, k_token_stride, v, v_token_stride, n);
     return Status();
@@ -150,12 +157,6 @@ class CpuBackend {
   void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
     cache_.rotate_queries_unchecked(q, q_token_stride, t_q);
   }
-  const Plan& plan() const { return cache_.plan(); }  // the plan given to create()
-  // The cache itself, for saving and restoring its rows (Model::save_state, load_state).
-  KvCache& cache() { return cache_; }
-  const KvCache& cache() const { return cache_; }
-
- private:
   KvCache cache_{};  // holds the plan
   ThreadPool* pool_ = nullptr;
   uint8_t* workspace_ = nullptr;
@@ -266,14 +267,15 @@ class GpuBackend {
   Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
                       const AttentionShape& shape, const AttentionParams& params);
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const;
-  Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
-  Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
-                          const float* sinks);
-  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
 
   struct Impl;
 
  private:
+  friend class Backend;  // the *_unchecked calls
+  Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
+                          const float* sinks);
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
   void destroy();
   Impl* impl_ = nullptr;
 };
@@ -315,6 +317,14 @@ class Backend {
   Status rotate_queries(float* q, size_t q_token_stride, uint32_t t_q) const {
     return gpu_ ? gpu_->rotate_queries(q, q_token_stride, t_q) : cpu_->rotate_queries(q, q_token_stride, t_q);
   }
+  Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
+                      const AttentionShape& shape, const AttentionParams& params) {
+    return gpu_ ? gpu_->attend_dense(q, k, v, kv_dtype, o, shape, params)
+                : cpu_->attend_dense(q, k, v, kv_dtype, o, shape, params);
+  }
+
+ private:
+  friend class AttentionLayer;  // the *_unchecked calls, after its own checks
   Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
     return gpu_ ? gpu_->append_unchecked(k, k_token_stride, v, v_token_stride, n)
                 : cpu_->append_unchecked(k, k_token_stride, v, v_token_stride, n);
@@ -328,13 +338,6 @@ class Backend {
     gpu_ ? gpu_->rotate_queries_unchecked(q, q_token_stride, t_q)
          : cpu_->rotate_queries_unchecked(q, q_token_stride, t_q);
   }
-  Status attend_dense(const float* q, const void* k, const void* v, DType kv_dtype, float* o,
-                      const AttentionShape& shape, const AttentionParams& params) {
-    return gpu_ ? gpu_->attend_dense(q, k, v, kv_dtype, o, shape, params)
-                : cpu_->attend_dense(q, k, v, kv_dtype, o, shape, params);
-  }
-
- private:
   CpuBackend* cpu_ = nullptr;
   GpuBackend* gpu_ = nullptr;
 };

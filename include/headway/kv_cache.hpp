@@ -94,6 +94,8 @@ class KvCache {
   // Workspace attend() needs for t_q queries at the current size with `threads` threads.
   size_t workspace_bytes(uint32_t t_q, uint32_t threads) const;
 
+ private:
+  friend class CpuBackend;  // its *_unchecked calls
   // append(), attend() and rotate_queries() for a caller that has made their checks itself
   // (AttentionLayer through CpuBackend, after its own checks of the whole call): nothing is
   // checked in a release build, everything in a debug one, which stops the process at a call that
@@ -102,8 +104,6 @@ class KvCache {
   void attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                         ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const;
   void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
-
- private:
   struct View;
   View view(uint32_t t_q) const;
   View call(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,

@@ -94,13 +94,6 @@ class AttentionLayer {
   // nothing: its t queries are the last t tokens its kv_owner ran (positions position()-t..
   // position()-1), so the owner runs each call's tokens first.
   Status forward(const float* x, float* y, uint32_t t);
-  // forward()'s checks alone (init, t, x and y, the context, an owner that ran these tokens).
-  Status check_forward(const float* x, const float* y, uint32_t t) const;
-  // forward() for a caller that has checked the whole call once (Session, Model: the context and
-  // each chunk's length, the layers in order): the backend's unchecked append, rotation and
-  // attention follow. A release build checks nothing; a debug build runs check_forward and stops
-  // the process where it fails. Errors left: the device's (GPU) and XNNPACK's.
-  Status forward_unchecked(const float* x, float* y, uint32_t t);
   // A packed batch of n_seqs independent sequences (an encoder's sentences), back to back in x
   // and y: cu_seqlens [n_seqs + 1] cumulative lengths (0, rising strictly, ending at the total t,
   // 1..max_tokens). The projections run once over all t tokens; each sequence then starts a
@@ -147,6 +140,15 @@ class AttentionLayer {
   uint64_t packed_bytes_used() const { return s_.packed_used; }
 
  private:
+  friend class Session;  // forward_unchecked
+  friend class Model;
+  // forward()'s checks alone (init, t, x and y, the context, an owner that ran these tokens).
+  Status check_forward(const float* x, const float* y, uint32_t t) const;
+  // forward() for a caller that has checked the whole call once (Session, Model: the context and
+  // each chunk's length, the layers in order): the backend's unchecked append, rotation and
+  // attention follow. A release build checks nothing; a debug build runs check_forward and stops
+  // the process where it fails. Errors left: the device's (GPU) and XNNPACK's.
+  Status forward_unchecked(const float* x, float* y, uint32_t t);
   Status project(uint32_t which, const float* x, float* y, uint32_t t);
   Status project_qkv(const float* x, uint32_t t);
   void split_gates(float* qkv, uint32_t t) const;
