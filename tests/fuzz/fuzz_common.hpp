@@ -32,7 +32,13 @@ inline void check_config(const Config& c) {
   const Plan& plan = p.value();
   FUZZ_CHECK(!plan.overflow);
   FUZZ_CHECK(plan.head_dim >= 1 && plan.head_dim <= kMaxHeadDim);
-  FUZZ_CHECK(plan.group_size >= 1 && plan.group_size * c.kv_heads() == c.n_heads);
+  FUZZ_CHECK(plan.group_size >= 1 && c.n_heads % plan.group_size == 0);
+  // Each layer's own head shape (Gemma 4's full layers may have their own kv heads; a stack of full
+  // layers alone plans in theirs): its group serves all the query heads.
+  for (uint32_t i = 0; i < c.n_layers && i < 64; ++i) {
+    const Plan own = layer_plan(plan, i);
+    FUZZ_CHECK(own.group_size >= 1 && own.group_size * c.layer_alone(i).kv_heads() == c.n_heads);
+  }
   FUZZ_CHECK(plan.kv_offset % kAlignment == 0 && plan.activations_offset % kAlignment == 0);
   FUZZ_CHECK(plan.scratch_offset % kAlignment == 0);
   FUZZ_CHECK(plan.arena_bytes >= plan.scratch_offset + plan.scratch_bytes);
