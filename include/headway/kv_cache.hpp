@@ -108,7 +108,9 @@ class KvCache {
   View view(uint32_t t_q) const;
   View call(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
             const float* sinks) const;
-  Status check_queries(uint32_t t_q) const;  // attend's checks of t_q against what the cache holds
+  // append's checks (bind, then check_kv_append); attend's of t_q against what the cache holds.
+  Status check_append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) const;
+  Status check_queries(uint32_t t_q) const;
   void unrotate_output(float* o, size_t o_token_stride, uint32_t t_q) const;
 
   Plan plan_{};

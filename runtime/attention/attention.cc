@@ -278,15 +278,24 @@ AttentionSplit attention_split(const simd::AttentionArgs& a, uint32_t threads) {
   return headway::attention_split(a.t_q, a.t_kv, a.n_heads, a.n_kv_heads, a.head_dim, threads);
 }
 
-Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uint32_t threads) {
-  HEADWAY_RETURN_IF_ERROR(check_threads(threads));
-  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args));
+namespace {
+
+// The call of args as it runs: the scale resolved, the split for `threads`.
+PreparedAttention prepared_call(const simd::AttentionArgs& args, uint32_t threads) {
   PreparedAttention call;
   call.args = args;
   if (call.args.scale == 0.0f) call.args.scale = default_scale(args.head_dim);
   call.split = attention_split(call.args, threads);
   call.threads = threads;
   return call;
+}
+
+}  // namespace
+
+Result<PreparedAttention> prepare_attention(const simd::AttentionArgs& args, uint32_t threads) {
+  HEADWAY_RETURN_IF_ERROR(check_threads(threads));
+  HEADWAY_RETURN_IF_ERROR(validate_attention_args(args));
+  return prepared_call(args, threads);
 }
 
 namespace {
@@ -328,11 +337,7 @@ Status run_prepared_attention(const PreparedAttention& call, ThreadPool* pool, v
 
 void attend_strided_unchecked(const simd::AttentionArgs& args, ThreadPool* pool, void* workspace,
                               size_t workspace_bytes) {
-  PreparedAttention call;
-  call.args = args;
-  if (call.args.scale == 0.0f) call.args.scale = default_scale(args.head_dim);
-  call.threads = pool != nullptr ? pool->threads() : 1;
-  call.split = attention_split(call.args, call.threads);
+  const PreparedAttention call = prepared_call(args, pool != nullptr ? pool->threads() : 1);
   HEADWAY_DEBUG_CHECK(prepare_attention(args, call.threads).status());
   HEADWAY_DEBUG_CHECK(check_prepared_run(call, pool, workspace, workspace_bytes));
   static_cast<void>(workspace_bytes);

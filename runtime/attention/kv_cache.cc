@@ -91,19 +91,22 @@ void store_row(const float* src, uint8_t* dst, uint32_t n, DType t) {
 
 }  // namespace
 
-Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+Status KvCache::check_append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
+                             uint32_t n) const {
   if (k_ == nullptr) return Status::error(Code::kFailedPrecondition, "kv cache: append before bind");
-  HEADWAY_RETURN_IF_ERROR(check_kv_append("kv cache", plan_, position(), k, k_token_stride, v, v_token_stride, n,
-                                          KvStrides::kEachAtLeastWidth));
+  return check_kv_append("kv cache", plan_, position(), k, k_token_stride, v, v_token_stride, n,
+                         KvStrides::kEachAtLeastWidth);
+}
+
+Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
+  HEADWAY_RETURN_IF_ERROR(check_append(k, k_token_stride, v, v_token_stride, n));
   append_unchecked(k, k_token_stride, v, v_token_stride, n);
   return Status();
 }
 
 void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
                                uint32_t n) {
-  HEADWAY_DEBUG_CHECK(k_ == nullptr ? Status::error(Code::kFailedPrecondition, "kv cache: append before bind")
-                                    : check_kv_append("kv cache", plan_, position(), k, k_token_stride, v,
-                                                      v_token_stride, n, KvStrides::kEachAtLeastWidth));
+  HEADWAY_DEBUG_CHECK(check_append(k, k_token_stride, v, v_token_stride, n));
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
   const uint32_t hd = plan_.head_dim;

@@ -159,9 +159,7 @@ Status check_last_queries(const char* who, const Plan& plan, uint32_t size, cons
 void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t position, float* q, size_t q_token_stride,
                               uint32_t t_q) {
   const Config& c = plan.config;
-  if (c.rope.style != RopeStyle::kNone) {
-    apply_rope(q, t_q, q_token_stride, c.n_heads, plan.head_dim, position - t_q, position, c.rope, freqs);
-  }
+  apply_rope(q, t_q, q_token_stride, c.n_heads, plan.head_dim, position - t_q, position, c.rope, freqs);
   if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(q, t_q, q_token_stride, c.n_heads, plan.head_dim);
 }
 
