@@ -54,7 +54,7 @@ endif()
 # The public and detail headers, not the hosted tools layer's (headway/tools/).
 set(core_headers "headway/([^/]+|detail/[^/]+)$")
 # What every kernel room may include besides its own folder.
-set(kernel_common "simd/[^/]+\\.h$|hwy/|headway/detail/(attention_policy|ggml_blocks)\\.hpp$|headway/(dtype|dtype_convert)\\.hpp$")
+set(kernel_common "simd/[^/]+\\.h$|hwy/|headway/detail/(attention_policy|ggml_blocks|row_groups)\\.hpp$|headway/(dtype|dtype_convert)\\.hpp$")
 # The kernels' dispatch headers, the one way into simd/ from outside it.
 set(dispatch "simd/(attention/attention|matmul/matmul|gated_delta/gated_delta)\\.h$")
 

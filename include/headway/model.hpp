@@ -24,6 +24,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 
 #include "headway/arena.hpp"
 #include "headway/layer.hpp"
@@ -68,6 +70,13 @@ inline constexpr uint32_t kBorrowedLayerTensors = borrowed_layer_slot(ModelTenso
 struct BorrowedMatrices {
   TensorRef whole[kModelTensorCount];
   TensorRef layer[kMaxModelLayers][kBorrowedLayerTensors];
+  // The matrices a decoder holds in row groups (TensorRef::row_groups), copied there at init from
+  // the source: one allocation of their bytes, which these views and the layers' point into.
+  struct FreeBytes {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeBytes> row_grouped;
+  uint64_t row_grouped_bytes = 0;
 };
 
 class Model {

@@ -4,6 +4,7 @@
 
 #include "headway/dtype_convert.hpp"
 #include "headway/detail/ggml_blocks.hpp"
+#include "headway/detail/row_groups.hpp"
 #include "simd/matmul/matmul.h"
 
 namespace headway {
@@ -12,14 +13,40 @@ namespace {
 
 // Value `col` of a block-format row: its block decoded.
 float block_value(const TensorRef& t, uint64_t row, uint64_t col) {
-  const DTypeTraits& type = dtype_traits(t.dtype);
-  const uint8_t* r = static_cast<const uint8_t*>(t.data) + row * dtype_row_bytes(t.dtype, t.cols);
+  uint8_t scratch[row_groups::kMaxBlockBytes];
   float block[ggml_blocks::kMaxBlockValues];
-  ggml_blocks::decode_block(t.dtype, r + col / type.block_values * type.block_bytes, block);
-  return block[col % type.block_values];
+  const uint32_t values = dtype_traits(t.dtype).block_values;
+  ggml_blocks::decode_block(t.dtype, tensor_block(t, row, col / values, scratch), block);
+  return block[col % values];
 }
 
 }  // namespace
+
+const uint8_t* tensor_block(const TensorRef& t, uint64_t row, uint64_t b, uint8_t* scratch) {
+  const uint8_t* data = static_cast<const uint8_t*>(t.data);
+  if (t.row_groups) {
+    row_groups::block(t.dtype, data, t.rows, t.cols, row, b, scratch);
+    return scratch;
+  }
+  return data + row * dtype_row_bytes(t.dtype, t.cols) + b * dtype_traits(t.dtype).block_bytes;
+}
+
+void tensor_row(const TensorRef& t, uint64_t row, float* y) {
+  const uint8_t* r = static_cast<const uint8_t*>(t.data) + dtype_row_bytes(t.dtype, t.cols) * row;
+  if (t.dtype == DType::kF32) {
+    std::memcpy(y, r, size_t{t.cols} * sizeof(float));
+  } else if (dtype_is_block(t.dtype)) {  // cols is whole blocks (the loaders and matmul_args_error hold rows to it)
+    const uint32_t values = dtype_traits(t.dtype).block_values;
+    uint8_t scratch[row_groups::kMaxBlockBytes];
+    for (uint32_t j = 0; j < t.cols; j += values) {
+      ggml_blocks::decode_block(t.dtype, tensor_block(t, row, j / values, scratch), y + j);
+    }
+  } else {
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(r);
+    for (uint32_t j = 0; j < t.cols; ++j)
+      y[j] = t.dtype == DType::kF16 ? f16_bits_to_f32(b[j]) : bf16_bits_to_f32(b[j]);
+  }
+}
 
 float tensor_at(const TensorRef& t, uint64_t i) {
   switch (t.dtype) {
@@ -46,14 +73,13 @@ void convert_tensor(const TensorRef& src, void* dst, DType dtype) {
     return;
   }
   // A block format: each block decoded once (rows are whole blocks).
-  const DTypeTraits& type = dtype_traits(src.dtype);
-  const uint64_t row_bytes = dtype_row_bytes(src.dtype, src.cols);
+  const uint32_t values = dtype_traits(src.dtype).block_values;
+  uint8_t scratch[row_groups::kMaxBlockBytes];
   float block[ggml_blocks::kMaxBlockValues];
   for (uint64_t r = 0; r < src.rows; ++r) {
-    const uint8_t* row = static_cast<const uint8_t*>(src.data) + r * row_bytes;
-    for (uint64_t c = 0; c < src.cols; c += type.block_values) {
-      ggml_blocks::decode_block(src.dtype, row + c / type.block_values * type.block_bytes, block);
-      for (uint32_t j = 0; j < type.block_values; ++j) store(r * src.cols + c + j, block[j]);
+    for (uint64_t c = 0; c < src.cols; c += values) {
+      ggml_blocks::decode_block(src.dtype, tensor_block(src, r, c / values, scratch), block);
+      for (uint32_t j = 0; j < values; ++j) store(r * src.cols + c + j, block[j]);
     }
   }
 }
@@ -94,6 +120,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.args.out = m.w.rows;
   c.bias = m.bias;
   c.args.precise_x = m.precise_x;
+  c.args.w_row_groups = m.w.row_groups;
   const size_t tasks = (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
   const uint64_t macs = uint64_t{t} * m.w.cols * m.w.rows;
   if (pool != nullptr && tasks > 1 && macs >= kDenseMinParallelMacs) {

@@ -18,6 +18,13 @@ struct DenseMatrix {
   bool precise_x = false;  // a block-format W meets x at 16 bits or more (MatmulArgs::precise_x)
 };
 
+// The bytes of block b of row `row` of a block-format tensor, in ggml's order: where they lie, or
+// gathered into scratch [row_groups::kMaxBlockBytes] from a tensor in row groups.
+const uint8_t* tensor_block(const TensorRef& t, uint64_t row, uint64_t b, uint8_t* scratch);
+
+// Row `row` of a tensor (its cols values) as f32 into y.
+void tensor_row(const TensorRef& t, uint64_t row, float* y);
+
 // Element i of a tensor as f32 (f32, f16 or bf16 storage).
 float tensor_at(const TensorRef& t, uint64_t i);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/linear/dense.hpp"
 #include "runtime/model/model_blocks.hpp"
 #include "runtime/model/model_ops.hpp"
 
@@ -22,7 +23,7 @@ Status Encoder::init(const Arena& arena, const ModelWeightsSource& source, const
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "encoder: %u layers, an Encoder holds at most %u", c.n_layers, kMaxLayers);
   }
-  HEADWAY_RETURN_IF_ERROR(load_model_weights("encoder", arena, source, options, layers_, &borrowed_));
+  HEADWAY_RETURN_IF_ERROR(load_model_weights("encoder", arena, source, options, false, layers_, &borrowed_));
   arena_ = &arena;
   pool_ = options.pool;
   n_layers_ = c.n_layers;
@@ -68,15 +69,15 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
     uint32_t counted = 0;  // RoBERTa: the sequence's non-padding tokens so far
     for (uint32_t i = cu_seqlens[s]; i < cu_seqlens[s + 1]; ++i) {
       float* hi = h + size_t{i} * d;
-      widen_row(words.data, words.dtype, ids[i], d, hi);
+      tensor_row(words, ids[i], hi);
       if (positions) {
         uint32_t at = i - cu_seqlens[s];
         if (m.padding_idx >= 0) at = ids[i] == m.padding_idx ? first_position - 1 : first_position - 1 + ++counted;
-        widen_row(position.data, position.dtype, at, d, row);
+        tensor_row(position, at, row);
         add_rows(hi, row, d);
       }
       if (types) {
-        widen_row(type.data, type.dtype, 0, d, row);
+        tensor_row(type, 0, row);
         add_rows(hi, row, d);
       }
     }

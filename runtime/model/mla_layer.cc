@@ -107,7 +107,7 @@ Status AttentionLayer::forward_mla(const float* x, float* y, uint32_t t) {
   }
   for (uint32_t h = 0; h < heads; ++h) {
     for (uint32_t j = 0; j < nope; ++j) {
-      widen_row(s_.w.wkv_b.data, s_.w.wkv_b.dtype, uint64_t{h} * kv_b_head + j, latent, wrow);
+      tensor_row(s_.w.wkv_b, uint64_t{h} * kv_b_head + j, wrow);
       for (uint32_t i = 0; i < t; ++i) {
         const float a = q_proj[i * w + size_t{h} * q_head + j];
         float* q = qkv + i * w + size_t{h} * hd + rope;

@@ -28,7 +28,7 @@ Status Model::init(const Arena& arena, const ModelWeightsSource& source, const L
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "model: %u layers, a Model holds at most %u", c.n_layers, kMaxLayers);
   }
-  HEADWAY_RETURN_IF_ERROR(load_model_weights("model", arena, source, options, layers_, &borrowed_));
+  HEADWAY_RETURN_IF_ERROR(load_model_weights("model", arena, source, options, true, layers_, &borrowed_));
   arena_ = &arena;
   pool_ = options.pool;
   n_layers_ = c.n_layers;
@@ -88,7 +88,7 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
 
   const ModelWeightsView w{&p, arena_->model_weights(), &borrowed_};
   const TensorRef embedding = w.matrix(ModelTensor::kEmbedding, 0);
-  for (uint32_t i = 0; i < t; ++i) widen_row(embedding.data, embedding.dtype, ids[i], d, h + size_t{i} * d);
+  for (uint32_t i = 0; i < t; ++i) tensor_row(embedding, ids[i], h + size_t{i} * d);
   if (c.model.scale_embedding) {
     const float normalizer = std::sqrt(static_cast<float>(d));
     for (size_t i = 0; i < n; ++i) h[i] *= normalizer;

@@ -5,6 +5,7 @@
 #include "headway/dtype_convert.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/model_ops.hpp"
+#include "runtime/model/row_group_copier.hpp"
 
 namespace headway {
 
@@ -84,7 +85,8 @@ Status load_or_borrow(const char* who, const Plan& p, const ModelWeightsSource& 
 }  // namespace
 
 Status load_model_weights(const char* who, const Arena& arena, const ModelWeightsSource& source,
-                          const LayerOptions& options, AttentionLayer* layers, BorrowedMatrices* borrowed) {
+                          const LayerOptions& options, bool decodes, AttentionLayer* layers,
+                          BorrowedMatrices* borrowed) {
   const Plan& p = arena.plan();
   const Config& c = p.config;
   const bool borrows = !p.options.weights_in_arena;
@@ -110,11 +112,17 @@ Status load_model_weights(const char* who, const Arena& arena, const ModelWeight
       HEADWAY_RETURN_IF_ERROR(
           load_or_borrow(who, p, source, info.tensor, l, region, staging, staging_floats, borrowed));
     }
+  }
+  RowGroupCopier copier;
+  if (borrows && decodes) HEADWAY_RETURN_IF_ERROR(copier.start(who, p, source, borrowed));
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
     const Result<LayerWeights> w = source.attention(source.ctx, l);
     if (!w.ok()) return w.status();
+    LayerWeights weights = w.value();
+    copier.copy_attention(p, l, &weights);
     LayerOptions layer_options = options;  // a layer that shares KV reads an earlier one's cache
     layer_options.kv_owner = &layers[arena.plan().layer(l).kv_owner];
-    HEADWAY_RETURN_IF_ERROR(layers[l].init(arena, l, w.value(), layer_options));
+    HEADWAY_RETURN_IF_ERROR(layers[l].init(arena, l, weights, layer_options));
   }
   return Status();
 }

@@ -30,9 +30,12 @@ struct ModelWeightsView {
 // Copies every model tensor the config has from `source` into the arena (staged in f32 through
 // the model activations region, then stored in f32 or the weight dtype) or, with borrowed weights,
 // the norms and biases so and the matrices' views into `borrowed`; inits layers[l] with layer l's
-// attention weights. `who` ("model", "encoder") starts each message.
+// attention weights. A model that `decodes` (token by token) holds the borrowed matrices its
+// decode step reads faster in row groups so (runtime/model/row_group_copier.hpp). `who`
+// ("model", "encoder") starts each message.
 Status load_model_weights(const char* who, const Arena& arena, const ModelWeightsSource& source,
-                          const LayerOptions& options, AttentionLayer* layers, BorrowedMatrices* borrowed);
+                          const LayerOptions& options, bool decodes, AttentionLayer* layers,
+                          BorrowedMatrices* borrowed);
 
 // y = norm(x) over t rows of d_model: RMSNorm or LayerNorm as the config says, with `weight`'s
 // (and `bias`'s, for LayerNorm) tensors of `layer`. y may be x.

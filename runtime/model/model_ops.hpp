@@ -46,7 +46,4 @@ inline void add_rows(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-// Row `row` of a [rows, n] table in `dtype` (a weight dtype), widened to f32 into y [n].
-void widen_row(const void* table, DType dtype, uint64_t row, uint32_t n, float* y);
-
 }  // namespace headway

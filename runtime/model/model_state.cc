@@ -5,6 +5,8 @@
 
 #include "headway/model.hpp"
 
+#include "headway/detail/row_groups.hpp"
+#include "runtime/linear/dense.hpp"
 #include "runtime/model/model_blocks.hpp"
 namespace headway {
 namespace {
@@ -93,6 +95,32 @@ Status differ(const char* field, uint32_t state, uint32_t plan) {
 
 }  // namespace
 
+namespace {
+
+// fnv over the first `bytes` of t in its source's order: blocks gathered back where the model
+// holds t in row groups, so a state file's fingerprint does not depend on the machine's layout.
+uint64_t fnv_leading(const TensorRef& t, uint64_t bytes, uint64_t h) {
+  if (!t.row_groups) return fnv(t.data, bytes, h);
+  const DTypeTraits& type = dtype_traits(t.dtype);
+  const uint64_t per_row = t.cols / type.block_values;
+  // The gathered bytes pass through `run` whole 8-byte words at a time, as fnv reads one span.
+  uint8_t scratch[row_groups::kMaxBlockBytes], run[512];
+  size_t held = 0;
+  for (uint64_t i = 0; bytes > 0; ++i) {
+    const uint8_t* block = tensor_block(t, i / per_row, i % per_row, scratch);
+    for (uint64_t j = 0; j < type.block_bytes && bytes > 0; ++j, --bytes) {
+      run[held++] = block[j];
+      if (held == sizeof(run)) {
+        h = fnv(run, held, h);
+        held = 0;
+      }
+    }
+  }
+  return fnv(run, held, h);
+}
+
+}  // namespace
+
 uint64_t Model::weights_fingerprint() const {
   const Plan& p = arena_->plan();
   const uint32_t d = p.config.d_model;
@@ -104,7 +132,7 @@ uint64_t Model::weights_fingerprint() const {
       if (model_has_tensor(p.config, t)) h = fnv(w.vector(t, l), d * sizeof(float), h);
     }
   }
-  return fnv(w.matrix(ModelTensor::kEmbedding, 0).data, dtype_row_bytes(p.options.weight_dtype, d), h);
+  return fnv_leading(w.matrix(ModelTensor::kEmbedding, 0), dtype_row_bytes(p.options.weight_dtype, d), h);
 }
 
 Status Model::check_state_backend() const {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "headway/detail/row_groups.hpp"
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/matmul/matmul-inl.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -19,6 +21,9 @@ namespace simd {
 HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulXCodeMax);
 HWY_EXPORT(MatmulTargetName);
+HWY_EXPORT(MatmulReadsRowGroups);
+
+bool matmul_reads_row_groups(WeightType w) { return HWY_DYNAMIC_DISPATCH(MatmulReadsRowGroups)(w); }
 
 const char* matmul_args_error(const MatmulArgs& a) {
   if (!dtype_holds_weights(a.w_type)) return "w_type is not a weight dtype (dtype_holds_weights)";
@@ -31,6 +36,8 @@ const char* matmul_args_error(const MatmulArgs& a) {
   if (a.y_stride < a.out) return "y_stride is less than out";
   const uint32_t block = dtype_traits(a.w_type).block_values;
   if (a.in % block != 0 || a.w_stride % block != 0) return "in or w_stride is not a whole number of w_type's blocks";
+  if (a.w_row_groups && !row_groups::holds(a.w_type)) return "w_row_groups with a w_type row groups do not hold";
+  if (a.w_row_groups && a.w_stride != a.in) return "w_row_groups with w_stride other than in";
   return nullptr;
 }
 

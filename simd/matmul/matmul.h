@@ -7,7 +7,8 @@
 //   W [out, in] row-major in f32, f16 or bf16 (Hugging Face / GGUF layout), row o at
 //     w + o · w_stride elements; or in one of ggml's block formats (q8_0 ... q6_K, as GGUF files
 //     hold them: headway/ggml_types.hpp), row o at w + o · dtype_row_bytes(w_type, w_stride)
-//     bytes, in and w_stride whole blocks (matmul_blocks-inl.h)
+//     bytes, in and w_stride whole blocks (matmul_blocks-inl.h); or with w_row_groups, q8_0, q4_0
+//     or q4_1 rows interleaved in groups of 16 (headway/detail/row_groups.hpp)
 //   y [t, out] f32, token i at y + i · y_stride floats
 //   y[i][o] = Σ_k x[i][k] · W[o][k], accumulated in f32, for o in [out_begin, out_end).
 //
@@ -44,6 +45,10 @@ struct MatmulArgs {
   // 8-bit code step of x's blocks moves a logit by ~0.1, as much as the gap between the top two
   // in a confident answer.
   bool precise_x = false;
+  // W (q8_0, q4_0 or q4_1, w_stride == in) with its rows in groups of 16 (headway/detail/
+  // row_groups.hpp), as a model lays its matrices out where matmul_reads_row_groups says the
+  // decode step reads them so.
+  bool w_row_groups = false;
 };
 
 // The weight types the integer decode GEMVs of x86 and AArch64 read (matmul_int8-inl.h,
@@ -54,6 +59,10 @@ inline bool integer_gemv_reads(WeightType w, bool precise_x) {
   return w == WeightType::kQ8_0 || w == WeightType::kQ4_0 || w == WeightType::kQ4_1 || w == WeightType::kQ5_0 ||
          w == WeightType::kQ5_1 || w == WeightType::kQ4_K || w == WeightType::kQ6_K;
 }
+
+// Whether this machine's decode GEMV reads W of type w in row groups (AVX-512 VNNI: q8_0, q4_0,
+// q4_1), faster than in the file's layout: where a model lays its matrices out so at init.
+bool matmul_reads_row_groups(WeightType w);
 
 // Null when the arguments are usable, else what is wrong with them.
 const char* matmul_args_error(const MatmulArgs& args);

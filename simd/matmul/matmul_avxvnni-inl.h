@@ -63,7 +63,8 @@ inline bool AvxVnniAvailable() {
 
 // Whether the integer GEMV takes this call (with precise_x: q8_0 alone, x at 16 bits).
 inline bool IntegerGemv(const MatmulArgs& a) {
-  return a.t == 1 && a.in <= kMaxQuantizedIn && AvxVnniAvailable() && integer_gemv_reads(a.w_type, a.precise_x);
+  return !a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn && AvxVnniAvailable() &&
+         integer_gemv_reads(a.w_type, a.precise_x);
 }
 
 // acc + Σ of four u8 · s8 products per int32 lane (VEX-encoded: registers 0-15).

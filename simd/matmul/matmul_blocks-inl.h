@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "headway/detail/ggml_blocks.hpp"
+#include "headway/detail/row_groups.hpp"
 #include "hwy/highway.h"
 #include "simd/matmul/matmul.h"
 #include "simd/matmul/matmul_int8-inl.h"
@@ -51,6 +52,25 @@ HWY_INLINE void DecodeTile(const MatmulArgs& a, size_t row_bytes, size_t o0, siz
                            float* HWY_RESTRICT tile) {
   const DTypeTraits& type = dtype_traits(a.w_type);
   const size_t bv = type.block_values, bb = type.block_bytes;
+  const size_t kG = row_groups::kRows;
+  if (a.w_row_groups && rows == kG && o0 % kG == 0 && o0 + kG <= a.out / kG * kG) {  // a whole group
+    uint8_t blocks[row_groups::kRows * row_groups::kMaxBlockBytes];
+    for (size_t i = 0; i < n; i += bv) {
+      row_groups::group_blocks(a.w_type, static_cast<const uint8_t*>(a.w), a.in / bv, o0 / kG, (k0 + i) / bv, blocks);
+      for (size_t r = 0; r < kG; ++r) ggml_blocks::decode_block(a.w_type, blocks + r * bb, tile + r * kChunkValues + i);
+    }
+    return;
+  }
+  if (a.w_row_groups) {  // rows of a group the range cuts, or past the last: one block at a time
+    uint8_t block[row_groups::kMaxBlockBytes];
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < n; i += bv) {
+        row_groups::block(a.w_type, static_cast<const uint8_t*>(a.w), a.out, a.in, o0 + r, (k0 + i) / bv, block);
+        ggml_blocks::decode_block(a.w_type, block, tile + r * kChunkValues + i);
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r < rows; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(a.w) + (o0 + r) * row_bytes + k0 / bv * bb;
     for (size_t i = 0; i < n; i += bv)
@@ -75,7 +95,8 @@ HWY_INLINE void TileTimesTokens(const MatmulArgs& t, size_t rows) {
 }
 
 HWY_NOINLINE void MatmulBlocks(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);  // a decode step in integers
+  if (RowGroupsGemv(a)) return MatmulRowGroups(a, o_begin, o_end);  // a decode step over row groups
+  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);      // a decode step in integers
   const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(a.w_type, a.w_stride));
   HWY_ALIGN float tile[kTileRows * kChunkValues];
   for (size_t o = o_begin; o < o_end; o += kTileRows) {

@@ -45,7 +45,7 @@ namespace mm {
 inline constexpr size_t kMaxQuantizedIn = 4096;
 
 inline bool IntegerGemv(const MatmulArgs& a) {
-  if (a.t != 1 || a.in > kMaxQuantizedIn) return false;
+  if (a.w_row_groups || a.t != 1 || a.in > kMaxQuantizedIn) return false;
   return a.w_type == WeightType::kQ8_0 || (a.w_type == WeightType::kQ4_0 && !a.precise_x);
 }
 

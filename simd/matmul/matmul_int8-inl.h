@@ -62,7 +62,7 @@ inline constexpr size_t kMaxQuantizedIn = 8192;
 
 // Whether the integer GEMV takes this call (with precise_x: q8_0 alone, x at 16 bits).
 inline bool IntegerGemv(const MatmulArgs& a) {
-  return a.t == 1 && a.in <= kMaxQuantizedIn && integer_gemv_reads(a.w_type, a.precise_x);
+  return !a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn && integer_gemv_reads(a.w_type, a.precise_x);
 }
 
 // acc + Σ of four u8 · s8 products per int32 lane.
@@ -424,5 +424,7 @@ inline void MatmulInteger(const MatmulArgs&, size_t, size_t) {}
 }  // namespace simd
 }  // namespace headway
 HWY_AFTER_NAMESPACE();
+
+#include "simd/matmul/matmul_row_groups-inl.h"  // W in row groups, on AVX3_DL
 
 #endif  // HEADWAY_SIMD_MATMUL_MATMUL_INT8_INL_H_

@@ -77,7 +77,7 @@ inline bool SdotAvailable() {
 
 // Whether the integer GEMV takes this call (with precise_x: q8_0 alone, x at 16 bits, on any core).
 inline bool IntegerGemv(const MatmulArgs& a) {
-  if (a.t != 1 || a.in > kMaxQuantizedIn) return false;
+  if (a.w_row_groups || a.t != 1 || a.in > kMaxQuantizedIn) return false;
   if (a.precise_x) return integer_gemv_reads(a.w_type, true);  // 16-bit codes: on any core
   return SdotAvailable() && integer_gemv_reads(a.w_type, false);
 }

@@ -17,6 +17,7 @@
 #include "headway/dtype_convert.hpp"
 #include "headway/ggml_types.hpp"
 #include "simd/matmul/matmul.h"
+#include "tests/kernels/block_rows.hpp"
 #include "tests/kernels/target_scope.hpp"
 #include "tests/support/test_rng.hpp"
 
@@ -25,47 +26,14 @@ namespace {
 
 namespace hs = simd;
 
-// The byte offsets of each block format's f16 fields (scales, mins): set to finite values, the
-// rest of a block's bytes drawn at random (every pattern of them is a valid block).
-struct BlockFields {
-  DType type;
-  int f16_at[2];  // -1: none
-};
+using test::BlockFields;
+using test::random_rows;
+
 constexpr BlockFields kFormats[] = {
     {DType::kQ8_0, {0, -1}},  {DType::kQ4_0, {0, -1}},   {DType::kQ4_1, {0, 2}}, {DType::kQ5_0, {0, -1}},
     {DType::kQ5_1, {0, 2}},   {DType::kQ4_K, {0, 2}},    {DType::kQ5_K, {0, 2}}, {DType::kQ6_K, {208, -1}},
     {DType::kQ2_K, {80, 82}}, {DType::kQ3_K, {108, -1}},
 };
-
-std::vector<uint8_t> random_rows(const BlockFields& f, size_t rows, size_t in, test::Rng& rng) {
-  const DTypeTraits& type = dtype_traits(f.type);
-  const size_t blocks = rows * in / type.block_values;
-  std::vector<uint8_t> w(blocks * type.block_bytes);
-  for (uint8_t& b : w) b = static_cast<uint8_t>(rng.next());
-  for (size_t b = 0; b < blocks; ++b) {
-    for (int at : f.f16_at) {
-      if (at < 0) continue;
-      const uint16_t h = f32_to_f16_bits(0.05f * rng.normal());
-      std::memcpy(&w[b * type.block_bytes + static_cast<size_t>(at)], &h, 2);
-    }
-  }
-  return w;
-}
-
-// x as a decode step in integers meets W: per block of 32, d = max|x| / code_max and the codes
-// x · (code_max / max|x|) in f32, rounded to nearest even; d · code each (x itself for 0).
-std::vector<double> quantized_x(const std::vector<float>& x, int code_max) {
-  std::vector<double> out(x.begin(), x.end());
-  if (code_max == 0) return out;
-  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
-    const float d = amax / static_cast<float>(code_max);
-    const float id = amax != 0.0f ? static_cast<float>(code_max) / amax : 0.0f;
-    for (size_t k = b; k < b + 32; ++k) out[k] = static_cast<double>(d) * std::nearbyint(x[k] * id);
-  }
-  return out;
-}
 
 TEST_CASE("matmul over block-format weights matches the dequantized double reference on every target") {
 #ifdef HEADWAY_TEST_EMULATED  // qemu-user: every shape of rows and blocks, fewer tokens and rows
@@ -153,30 +121,8 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             a.in = in;
             a.out = out;
             hs::matmul(a, 0, out);
-            const int code_max = hs::matmul_x_code_max(a);
-            const std::vector<double> xq = quantized_x(x1, code_max);
-            for (size_t o = 0; o < out; ++o) {
-              double s = 0.0, mag = 0.0, rounding = 0.0, sq = 0.0, magq = 0.0;
-              for (size_t k = 0; k < in; ++k) {
-                sq += xq[k] * wd[o * in + k];
-                magq += std::fabs(xq[k] * wd[o * in + k]);
-              }
-              for (size_t b = 0; b < in / 32; ++b) {
-                double amax = 0.0, wsum = 0.0;
-                for (size_t k = b * 32; k < b * 32 + 32; ++k) {
-                  s += static_cast<double>(x1[k]) * wd[o * in + k];
-                  mag += std::fabs(static_cast<double>(x1[k]) * wd[o * in + k]);
-                  amax = std::max(amax, std::fabs(static_cast<double>(x1[k])));
-                  wsum += std::fabs(static_cast<double>(wd[o * in + k]));
-                }
-                rounding += 0.5 * amax / (precise ? 32767.0 : 127.0) * wsum;
-              }
-              INFO(std::string(type.name)
-                   << " decode in " << in << " out " << out << " row " << o << " precise " << precise);
-              CHECK(std::fabs(y1[o] - s) <= rounding * 1.001 + 1e-5 * mag);
-              INFO("x codes up to " << code_max);
-              if (code_max != 0) CHECK(std::fabs(y1[o] - sq) <= 1e-5 * magq);
-            }
+            INFO(std::string(type.name));
+            test::check_decode(x1, wd, in, out, y1.data(), hs::matmul_x_code_max(a), precise);
             CHECK(y1[out] == 7.0f);
           }
         }
