@@ -1,19 +1,22 @@
 // The decode GEMV (t == 1) over q8_0, q4_0 and q4_1 weights in row groups (headway/detail/
 // row_groups.hpp: 16 rows interleaved four bytes at a time) on x86 with AVX-512 VNNI (Highway's
-// AVX3_DL target). Included by matmul_int8-inl.h, whose x quantization, VPDPBUSD and block
-// formats it shares.
+// AVX3_DL target). Included by matmul_int8-inl.h, whose x scaling (ScaleBlock), VPDPBUSD and
+// block formats it shares.
+//
+// x is quantized to 16-bit codes per block of 32 (d_x = max|x| / 32767, as precise_x's
+// GemvQ8Wide does): its rounding is 256 times finer than the 8-bit codes of ggml's activations,
+// so a decode step gives what the f32 tiles give to about 1e-5, and greedy decoding follows the
+// reference where an 8-bit step may flip a choice between close logits. Each code is two bytes,
+// c = 256 h + l (l unsigned, h signed), met by VPDPBUSD separately (unsigned × signed products,
+// four to an int32 lane): the block's sum is exact in int32 (|Σ q c| ≤ 32 · 128 · 32767 < 2³¹).
 //
 // Each 32-bit lane is one row: a 64-byte chunk of a group holds four weight bytes of each of its
-// 16 rows, and VPDPBUSD meets them with the four x codes they multiply, broadcast to every lane.
-// A block's sum is exact in int32; then one conversion, and its scales for 16 rows at once (one
-// f16 conversion of 16 d, and of 16 m for q4_1):
-//   q8_0  y += d_w · d_x · Σ q c          (q + 128 unsigned, the sum starting at −128 · Σ c)
-//   q4_0  y += d_w · d_x · Σ (q − 8) c    (the sum starting at −8 · Σ c)
+// 16 rows, and VPDPBUSD meets them with the four x bytes they multiply, broadcast to every lane.
+// Per block, one conversion and its scales for 16 rows at once (one f16 conversion of 16 d, and
+// of 16 m for q4_1):
+//   q4_0  y += d_w · d_x · Σ (q − 8) c       Σ q c = 256 Σ q h + Σ q l (q unsigned), from −8 · Σ c
 //   q4_1  y += d_w · d_x · Σ q c,  y' += m_w · d_x · Σ c,  y + y' at the end
-// x is quantized as matmul_int8-inl.h does (d_x = max|x| / 127 per block of 32), in value order.
-// With precise_x (q8_0 alone) x is in 16-bit codes c = 256 h + l (l unsigned, h signed), and the
-// block's sum Σ q c = 256 Σ q (h + 128) + Σ q l − 32768 Σ q, three VPDPBUSDs per chunk (q signed
-// as stored): exact in int32 (|Σ q c| ≤ 32 · 128 · 32767 < 2³¹).
+//   q8_0  y += d_w · d_x · Σ q c             q signed: Σ q c = 256 Σ q (h + 128) + Σ q l − 32768 Σ q
 // Rows past the last whole group keep the file's layout and run the same arithmetic one row at a
 // time (RowGroupsTailRow: the same sums in the same order, so a row's y never depends on where it
 // lies or how the rows are split).
@@ -47,54 +50,42 @@ inline constexpr size_t kGroupRows = row_groups::kRows;
 // (docs/PERFORMANCE.md has the measurement that chose it).
 inline constexpr size_t kPrefetchBytes = 2048;
 
-// Whether this call runs here: a decode step over W in row groups (with precise_x: q8_0 alone).
+// Whether this call runs here: a decode step over W in row groups.
 inline bool RowGroupsGemv(const MatmulArgs& a) {
-  return a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn &&
-         (a.precise_x ? a.w_type == WeightType::kQ8_0 : row_groups::holds(a.w_type));
+  return a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn && row_groups::holds(a.w_type);
 }
 
-// x per block of 32 in value order: 8-bit codes (or, precise, the low bytes l and h + 128 of
-// 16-bit codes), d_x, and the block's start (an int32: −offset · Σ c) or d_x · Σ c (q4_1).
+// x per block of 32 in value order: its 16-bit codes' low bytes l and high bytes h, d_x, and the
+// block's start (q4_0: −8 · Σ c, an int32) and d_x · Σ c (q4_1's min term).
 struct GroupedX {
-  alignas(64) uint8_t codes[kMaxQuantizedIn];  // 8-bit codes (int8 bits), or precise: l
-  alignas(64) uint8_t high[kMaxQuantizedIn];   // precise: h + 128
+  alignas(64) uint8_t low[kMaxQuantizedIn];
+  alignas(64) uint8_t high[kMaxQuantizedIn];  // int8 bits
   float dx[kMaxQuantizedIn / 32];
   int32_t start[kMaxQuantizedIn / 32];
   float sx[kMaxQuantizedIn / 32];
 };
 
 template <WeightType kW>
-HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, bool precise, GroupedX* q) {
+HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, GroupedX* q) {
   for (size_t b = 0; b < in / 32; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     __m512 id;
-    int32_t sum = 0;
-    if (precise) {
-      q->dx[b] = ScaleBlock<32767>(v0, v1, &id);
-      const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->codes + b * 32), _mm512_cvtepi32_epi8(c0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->codes + b * 32 + 16), _mm512_cvtepi32_epi8(c1));
-      const __m512i bias = _mm512_set1_epi32(128);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32),
-                       _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_srai_epi32(c0, 8), bias)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16),
-                       _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_srai_epi32(c1, 8), bias)));
-    } else {
-      q->dx[b] = ScaleBlock<127>(v0, v1, &id);
-      const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->codes + b * 32), _mm512_cvtsepi32_epi8(c0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->codes + b * 32 + 16), _mm512_cvtsepi32_epi8(c1));
-      sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
-    }
-    q->start[b] = -kPair<kW>.offset * sum;
+    q->dx[b] = ScaleBlock<32767>(v0, v1, &id);
+    const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32), _mm512_cvtepi32_epi8(c0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16), _mm512_cvtepi32_epi8(c1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32), _mm512_cvtepi32_epi8(_mm512_srai_epi32(c0, 8)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(c1, 8)));
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+    q->start[b] = kW == WeightType::kQ4_0 ? -8 * sum : 0;
     q->sx[b] = q->dx[b] * static_cast<float>(sum);
   }
 }
 
 HWY_INLINE __m512i Broadcast4(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
 
-// y[0..16) of group g (rows 16g .. 16g + 15).
-template <WeightType kW, bool kPrecise>
+// y[0..16) of the group at `group` (nb blocks per row).
+template <WeightType kW>
 HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const GroupedX& q, float* y) {
   constexpr size_t kS = row_groups::scale_bytes(kW), kC = kPair<kW>.block_bytes - kS;
   const uint8_t* scales = group + kGroupRows * nb * kC;
@@ -102,35 +93,33 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
   __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* codes = group + b * kGroupRows * kC;
-    const uint8_t* xc = q.codes + b * 32;
     for (size_t line = 0; line < kC / 4; ++line) {  // the block's 16 · kC bytes of codes, 64 a line
       _mm_prefetch(reinterpret_cast<const char*>(codes + line * 64 + kPrefetchBytes), _MM_HINT_T0);
     }
+    const uint8_t* xl = q.low + b * 32;
+    const uint8_t* xh = q.high + b * 32;
     __m512i sum;
-    if constexpr (kPrecise) {  // q8_0, x in 16-bit codes
+    if constexpr (kW == WeightType::kQ8_0) {  // q signed: h + 128 meets it unsigned
       __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512(), w_sum = _mm512_setzero_si512();
       for (size_t k = 0; k < 8; ++k) {
         const __m512i w = _mm512_loadu_si512(codes + k * 64);
-        low = DotU8S8(low, Broadcast4(xc + 4 * k), w);
-        high = DotU8S8(high, Broadcast4(q.high + b * 32 + 4 * k), w);
+        low = DotU8S8(low, Broadcast4(xl + 4 * k), w);
+        high = DotU8S8(high, _mm512_xor_si512(Broadcast4(xh + 4 * k), flip), w);
         w_sum = DotU8S8(w_sum, ones, w);
       }
       sum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(high, 8), low), _mm512_slli_epi32(w_sum, 15));
-    } else if constexpr (kW == WeightType::kQ8_0) {
-      __m512i s0 = _mm512_set1_epi32(q.start[b]), s1 = _mm512_setzero_si512();
-      for (size_t k = 0; k < 8; k += 2) {
-        s0 = DotU8S8(s0, _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip), Broadcast4(xc + 4 * k));
-        s1 = DotU8S8(s1, _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64 + 64), flip), Broadcast4(xc + 4 * k + 4));
-      }
-      sum = _mm512_add_epi32(s0, s1);
-    } else {  // q4_0, q4_1: chunk k's low nibbles are values 4k .. 4k + 3, its high ones 16 + 4k ..
-      __m512i s0 = _mm512_set1_epi32(q.start[b]), s1 = _mm512_setzero_si512();
+    } else {  // chunk k's low nibbles are values 4k .. 4k + 3, its high ones 16 + 4k .. 16 + 4k + 3
+      __m512i low0 = _mm512_set1_epi32(q.start[b]), low1 = _mm512_setzero_si512();
+      __m512i high0 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
       for (size_t k = 0; k < 4; ++k) {
         const __m512i w = _mm512_loadu_si512(codes + k * 64);
-        s0 = DotU8S8(s0, _mm512_and_si512(w, low4), Broadcast4(xc + 4 * k));
-        s1 = DotU8S8(s1, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4), Broadcast4(xc + 16 + 4 * k));
+        const __m512i lo = _mm512_and_si512(w, low4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+        low0 = DotU8S8(low0, Broadcast4(xl + 4 * k), lo);
+        low1 = DotU8S8(low1, Broadcast4(xl + 16 + 4 * k), hi);
+        high0 = DotU8S8(high0, lo, Broadcast4(xh + 4 * k));
+        high1 = DotU8S8(high1, hi, Broadcast4(xh + 16 + 4 * k));
       }
-      sum = _mm512_add_epi32(s0, s1);
+      sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(high0, high1), 8), _mm512_add_epi32(low0, low1));
     }
     const uint8_t* sc = scales + b * kGroupRows * kS;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)));
@@ -144,26 +133,22 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
 }
 
 // y of one row past the last whole group (the file's layout): GemvGroup's arithmetic for one lane.
-template <WeightType kW, bool kPrecise>
+template <WeightType kW>
 HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const GroupedX& q) {
   constexpr PairFormat kF = kPair<kW>;
   float acc = 0.0f, acc_min = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * kF.block_bytes;
-    int32_t sum = kPrecise ? 0 : q.start[b];
+    int32_t sum = q.start[b];
     for (size_t i = 0; i < 32; ++i) {
-      int32_t w, c;
+      int32_t w;
       if constexpr (kW == WeightType::kQ8_0) {
         w = static_cast<int8_t>(blk[kF.codes + i]);
-        c = kPrecise ? (static_cast<int32_t>(q.high[b * 32 + i]) - 128) * 256 + q.codes[b * 32 + i]
-                     : static_cast<int8_t>(q.codes[b * 32 + i]);
-        if (!kPrecise) w += 128;  // GemvGroup's q + 128 against its start of −128 · Σ c
       } else {
         const uint8_t byte = blk[kF.codes + i % 16];
         w = i < 16 ? byte & 0x0F : byte >> 4;
-        c = static_cast<int8_t>(q.codes[b * 32 + i]);
       }
-      sum += w * c;
+      sum += w * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + q.low[b * 32 + i]);
     }
     acc = std::fma(static_cast<float>(sum), _cvtsh_ss(Load16(blk)) * q.dx[b], acc);
     if constexpr (kF.min) acc_min = std::fma(_cvtsh_ss(Load16(blk + 2)), q.sx[b], acc_min);
@@ -171,37 +156,35 @@ HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, co
   return acc + acc_min;
 }
 
-template <WeightType kW, bool kPrecise>
+template <WeightType kW>
 HWY_NOINLINE void GemvRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   GroupedX q;
-  QuantizeGroupedX<kW>(a.x, a.in, kPrecise, &q);
+  QuantizeGroupedX<kW>(a.x, a.in, &q);
   const size_t nb = a.in / 32, grouped = a.out / kGroupRows * kGroupRows;
   const size_t group_bytes = kGroupRows * nb * kPair<kW>.block_bytes;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
   for (size_t g = o_begin / kGroupRows; g * kGroupRows < o_end && g * kGroupRows < grouped; ++g) {
     const size_t first = g * kGroupRows;
     if (first >= o_begin && first + kGroupRows <= o_end) {
-      GemvGroup<kW, kPrecise>(w + g * group_bytes, nb, q, a.y + first);
+      GemvGroup<kW>(w + g * group_bytes, nb, q, a.y + first);
       continue;
     }
     alignas(64) float part[kGroupRows];  // a group the row range cuts: the rows asked for alone
-    GemvGroup<kW, kPrecise>(w + g * group_bytes, nb, q, part);
+    GemvGroup<kW>(w + g * group_bytes, nb, q, part);
     for (size_t o = first < o_begin ? o_begin : first; o < first + kGroupRows && o < o_end; ++o) {
       a.y[o] = part[o - first];
     }
   }
   for (size_t o = o_begin > grouped ? o_begin : grouped; o < o_end; ++o) {
-    a.y[o] = RowGroupsTailRow<kW, kPrecise>(w + o * nb * kPair<kW>.block_bytes, nb, q);
+    a.y[o] = RowGroupsTailRow<kW>(w + o * nb * kPair<kW>.block_bytes, nb, q);
   }
 }
 
 HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   switch (a.w_type) {
-    case WeightType::kQ8_0:
-      if (a.precise_x) return GemvRowGroups<WeightType::kQ8_0, true>(a, o_begin, o_end);
-      return GemvRowGroups<WeightType::kQ8_0, false>(a, o_begin, o_end);
-    case WeightType::kQ4_0: return GemvRowGroups<WeightType::kQ4_0, false>(a, o_begin, o_end);
-    default: return GemvRowGroups<WeightType::kQ4_1, false>(a, o_begin, o_end);
+    case WeightType::kQ8_0: return GemvRowGroups<WeightType::kQ8_0>(a, o_begin, o_end);
+    case WeightType::kQ4_0: return GemvRowGroups<WeightType::kQ4_0>(a, o_begin, o_end);
+    default: return GemvRowGroups<WeightType::kQ4_1>(a, o_begin, o_end);
   }
 }
 
