@@ -107,6 +107,9 @@ class Model {
 
   uint32_t position() const { return n_layers_ ? layers_[0].position() : 0; }
   bool initialized() const { return arena_ != nullptr; }
+  // The bytes of the borrowed matrices the model holds in row groups (its one allocation of init,
+  // outside the arena: runtime/model/row_group_copier.hpp); 0 where it holds none.
+  uint64_t row_grouped_bytes() const { return borrowed_.row_grouped_bytes; }
 
   // ---- State: what a prefill leaves behind, saved and restored (a long system prompt prefilled
   // once; llama.cpp's llama_state_*). The bytes, in the machine's byte order (little-endian on

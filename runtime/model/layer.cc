@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "headway/detail/row_groups.hpp"
 #include "runtime/core/debug_check.hpp"
 #include "runtime/linear/dense.hpp"
 #include "runtime/model/layer_checks.hpp"
@@ -32,6 +33,11 @@ Status check_layer_tensor(const TensorRef& t, const char* name, uint32_t layer, 
   if (t.cols % dtype_traits(t.dtype).block_values != 0) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has rows of %u values, not whole %s blocks of %u",
                          layer, name, t.cols, dtype_name(t.dtype), dtype_traits(t.dtype).block_values);
+  }
+  if (t.row_groups && (!matrix || !row_groups::holds(t.dtype))) {
+    return Status::error(Code::kInvalidArgument,
+                         "layer %u: tensor %s is marked row_groups in dtype %s (row groups hold matrices of %s)", layer,
+                         name, dtype_name(t.dtype), row_groups::kTypeNames);
   }
   if (t.rows != rows || t.cols != cols) {
     return Status::error(Code::kInvalidArgument, "layer %u: tensor %s has shape [%u, %u], expected [%u, %u]", layer,

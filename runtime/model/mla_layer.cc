@@ -42,6 +42,11 @@ Status check_mla_weights(const Plan& plan, const LayerWeights& w, uint32_t layer
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.kv_a_norm, "kv_a_norm", layer, true, 1, m.kv_lora_rank));
   HEADWAY_RETURN_IF_ERROR(check_layer_tensor(w.wkv_b, "wkv_b", layer, true,
                                              c.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
+  if (w.wkv_b.row_groups) {  // read a head's rows at a time (rows_of)
+    return Status::error(Code::kInvalidArgument,
+                         "layer %u: tensor wkv_b is marked row_groups; an MLA layer reads it as its file holds it",
+                         layer);
+  }
   return check_layer_tensor(w.wo, "wo", layer, true, c.d_model, c.n_heads * m.v_head_dim);
 }
 

@@ -69,6 +69,12 @@ Status borrow_tensor(const char* who, const Plan& p, const ModelWeightsSource& s
         Code::kInvalidArgument, "%s: %s of layer %u: the source lent [%u, %u] %s, expected [%u, %u] %s", who,
         model_tensor_name(t), layer, v.rows, v.cols, dtype_name(v.dtype), shape.rows, shape.cols, kWeightDTypeNames);
   }
+  if (v.row_groups) {  // the model lays out what it copies itself (RowGroupCopier)
+    return Status::error(Code::kInvalidArgument,
+                         "%s: %s of layer %u: the source lent it marked row_groups; sources lend tensors as their "
+                         "files hold them",
+                         who, model_tensor_name(t), layer);
+  }
   TensorRef& slot = model_tensor_info(t).per_layer ? borrowed->layer[layer][borrowed_layer_slot(t)]
                                                    : borrowed->whole[static_cast<uint32_t>(t)];
   slot = v;

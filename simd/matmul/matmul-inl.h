@@ -221,8 +221,8 @@ void MatmulF32(const MatmulArgs& a, size_t o_begin, size_t o_end) {
 }
 
 int MatmulXCodeMax(const MatmulArgs& a) {
-  if (mm::RowGroupsGemv(a)) return 32767;  // x in 16-bit codes (matmul_row_groups-inl.h)
-  if (!mm::IntegerGemv(a)) return 0;       // it admits block formats alone
+  if (mm::RowGroupsGemv(a)) return mm::kRowGroupsCodeMax;  // x in 16-bit codes (matmul_row_groups-inl.h)
+  if (!mm::IntegerGemv(a)) return 0;                       // it admits block formats alone
   // Helium's q8_0 GEMV keeps x at 16 bits whatever precise_x says (matmul_helium-inl.h).
   return a.precise_x || (HEADWAY_SIMD_HELIUM && a.w_type == WeightType::kQ8_0) ? 32767 : 127;
 }

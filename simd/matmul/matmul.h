@@ -45,7 +45,7 @@ struct MatmulArgs {
   // 8-bit code step of x's blocks moves a logit by ~0.1, as much as the gap between the top two
   // in a confident answer.
   bool precise_x = false;
-  // W (q8_0, q4_0 or q4_1, w_stride == in) with its rows in groups of 16 (headway/detail/
+  // W (q8_0, q4_0, q4_1, q5_0 or q5_1, w_stride == in) with its rows in groups of 16 (headway/detail/
   // row_groups.hpp), as a model lays its matrices out where matmul_reads_row_groups says the
   // decode step reads them so; that step keeps x at 16 bits whatever precise_x says.
   bool w_row_groups = false;
@@ -75,9 +75,9 @@ void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end);
 
 // The largest code of x's quantization when matmul(args) runs on this machine's target: 127 where
 // a decode step runs in integers (x in 8-bit codes per block of 32, matmul_int8-inl.h), 32767 where
-// it runs in 16-bit codes (precise_x over q8_0; W in row groups), 0 where x meets W in
-// f32. Tests choose their
-// reference by it.
+// it runs in 16-bit codes (precise_x over q8_0), 32639 over W in row groups (16-bit codes as two
+// signed bytes, matmul_row_groups-inl.h), 0 where x meets W in f32. Tests choose their reference
+// by it.
 int matmul_x_code_max(const MatmulArgs& args);
 
 // The Highway target the kernels dispatch to on this machine ("AVX3", "NEON", ...).

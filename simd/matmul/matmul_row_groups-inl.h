@@ -1,25 +1,28 @@
-// The decode GEMV (t == 1) over q8_0, q4_0 and q4_1 weights in row groups (headway/detail/
+// The decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0 and q5_1 weights in row groups (headway/detail/
 // row_groups.hpp: 16 rows interleaved four bytes at a time) on x86 with AVX-512 VNNI (Highway's
 // AVX3_DL target). Included by matmul_int8-inl.h, whose x scaling (ScaleBlock), VPDPBUSD and
 // block formats it shares.
 //
-// x is quantized to 16-bit codes per block of 32 (d_x = max|x| / 32767, as precise_x's
-// GemvQ8Wide does): its rounding is 256 times finer than the 8-bit codes of ggml's activations,
-// so a decode step gives what the f32 tiles give to about 1e-5, and greedy decoding follows the
-// reference where an 8-bit step may flip a choice between close logits. Each code is two bytes,
-// c = 256 h + l (l unsigned, h signed), met by VPDPBUSD separately (unsigned × signed products,
-// four to an int32 lane): the block's sum is exact in int32 (|Σ q c| ≤ 32 · 128 · 32767 < 2³¹).
+// x is quantized to 16-bit codes per block of 32 (d_x = max|x| / kRowGroupsCodeMax): its rounding
+// is 257 times finer than the 8-bit codes of ggml's activations, so a decode step gives what the
+// f32 tiles give to about 1e-5, and greedy decoding follows the reference where an 8-bit step
+// may flip a choice between close logits. Each code is two signed bytes, c = 256 h + l with
+// l in [−128, 127] (h = (c + 128) >> 8: in [−127, 127] for |c| ≤ 127 · 257), and the weights are
+// unsigned bytes u (q8_0's q + 128, q4's nibble, q5's nibble with its fifth bit), so VPDPBUSD
+// (unsigned × signed, four products to an int32 lane) meets u with h and with l: Σ u c =
+// 256 Σ u h + Σ u l, exact in int32 (|Σ u c| ≤ 32 · 255 · 32639 < 2³¹).
 //
 // Each 32-bit lane is one row: a 64-byte chunk of a group holds four weight bytes of each of its
 // 16 rows, and VPDPBUSD meets them with the four x bytes they multiply, broadcast to every lane.
 // Per block, one conversion and its scales for 16 rows at once (one f16 conversion of 16 d, and
-// of 16 m for q4_1):
-//   q4_0  y += d_w · d_x · Σ (q − 8) c       Σ q c = 256 Σ q h + Σ q l (q unsigned), from −8 · Σ c
-//   q4_1  y += d_w · d_x · Σ q c,  y' += m_w · d_x · Σ c,  y + y' at the end
-//   q8_0  y += d_w · d_x · Σ q c             q signed: Σ q c = 256 Σ q (h + 128) + Σ q l − 32768 Σ q
+// of 16 m for the types with a min), from the block's start −offset · Σ c:
+//   q8_0  y += d_w · d_x · Σ (u − 128) c    (offset 128)
+//   q4_0  y += d_w · d_x · Σ (u − 8) c      (offset 8), q5_0 likewise (offset 16)
+//   q4_1  y += d_w · d_x · Σ u c,  y' += m_w · d_x · Σ c,  y + y' at the end; q5_1 likewise
+// q5's fifth bits come from qh, 16 rows of it in one vector (FifthBits).
 // Rows past the last whole group keep the file's layout and run the same arithmetic one row at a
-// time (RowGroupsTailRow: the same sums in the same order, so a row's y never depends on where it
-// lies or how the rows are split).
+// time (RowGroupsTailRow: the same sums, exact, and the same float steps in the same order, so a
+// row's y never depends on where it lies or how the rows are split).
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_INL_H_
@@ -43,6 +46,8 @@ namespace simd {
 namespace HWY_NAMESPACE {
 namespace mm {
 
+inline constexpr int kRowGroupsCodeMax = 127 * 257;  // 32639: h = (c + 128) >> 8 stays a signed byte
+
 #if HWY_TARGET == HWY_AVX3_DL
 
 inline constexpr size_t kGroupRows = row_groups::kRows;
@@ -55,11 +60,11 @@ inline bool RowGroupsGemv(const MatmulArgs& a) {
   return a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn && row_groups::holds(a.w_type);
 }
 
-// x per block of 32 in value order: its 16-bit codes' low bytes l and high bytes h, d_x, and the
-// block's start (q4_0: −8 · Σ c, an int32) and d_x · Σ c (q4_1's min term).
+// x per block of 32 in value order: its 16-bit codes' bytes h and l (int8 bits), d_x, the
+// block's start −offset · Σ c (an int32) and d_x · Σ c (the min term).
 struct GroupedX {
   alignas(64) uint8_t low[kMaxQuantizedIn];
-  alignas(64) uint8_t high[kMaxQuantizedIn];  // int8 bits
+  alignas(64) uint8_t high[kMaxQuantizedIn];
   float dx[kMaxQuantizedIn / 32];
   int32_t start[kMaxQuantizedIn / 32];
   float sx[kMaxQuantizedIn / 32];
@@ -67,65 +72,82 @@ struct GroupedX {
 
 template <WeightType kW>
 HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, GroupedX* q) {
+  const __m512i half = _mm512_set1_epi32(128);
   for (size_t b = 0; b < in / 32; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     __m512 id;
-    q->dx[b] = ScaleBlock<32767>(v0, v1, &id);
+    q->dx[b] = ScaleBlock<kRowGroupsCodeMax>(v0, v1, &id);
     const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32), _mm512_cvtepi32_epi8(c0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16), _mm512_cvtepi32_epi8(c1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32), _mm512_cvtepi32_epi8(_mm512_srai_epi32(c0, 8)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(c1, 8)));
+    const __m512i h0 = _mm512_srai_epi32(_mm512_add_epi32(c0, half), 8);
+    const __m512i h1 = _mm512_srai_epi32(_mm512_add_epi32(c1, half), 8);
+    const __m512i l0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(h0, 8)),
+                  l1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(h1, 8));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32), _mm512_cvtepi32_epi8(h0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16), _mm512_cvtepi32_epi8(h1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32), _mm512_cvtepi32_epi8(l0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16), _mm512_cvtepi32_epi8(l1));
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
-    q->start[b] = kW == WeightType::kQ4_0 ? -8 * sum : 0;
+    q->start[b] = -kPair<kW>.offset * sum;
     q->sx[b] = q->dx[b] * static_cast<float>(sum);
   }
 }
 
 HWY_INLINE __m512i Broadcast4(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
 
+// Bits shift .. shift + 3 of each lane's qh as 0x10 in its bytes 0 .. 3 (the fifth bits of the
+// four values a chunk's lane holds): the four bits copied to 4, 12, 20 and 28 by one multiply
+// (copies at 4, 11, 18 and 25 of a 4-bit value never overlap), the rest masked off.
+HWY_INLINE __m512i FifthBits(__m512i qh, unsigned shift) {
+  const __m512i four = _mm512_and_si512(_mm512_srli_epi32(qh, shift), _mm512_set1_epi32(0xF));
+  return _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
+}
+
 // y[0..16) of the group at `group` (nb blocks per row).
 template <WeightType kW>
 HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const GroupedX& q, float* y) {
-  constexpr size_t kS = row_groups::scale_bytes(kW), kC = kPair<kW>.block_bytes - kS;
-  const uint8_t* scales = group + kGroupRows * nb * kC;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(-128), ones = _mm512_set1_epi8(1);
+  constexpr size_t kH = row_groups::head_bytes(kW), kC = kPair<kW>.block_bytes - kH;
+  const uint8_t* heads = group + kGroupRows * nb * kC;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(-128);
   __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* codes = group + b * kGroupRows * kC;
     for (size_t line = 0; line < kC / 4; ++line) {  // the block's 16 · kC bytes of codes, 64 a line
       _mm_prefetch(reinterpret_cast<const char*>(codes + line * 64 + kPrefetchBytes), _MM_HINT_T0);
     }
+    const uint8_t* head = heads + b * kGroupRows * kH;  // 16 d, 16 m, 16 qh (row_groups.hpp)
     const uint8_t* xl = q.low + b * 32;
     const uint8_t* xh = q.high + b * 32;
-    __m512i sum;
-    if constexpr (kW == WeightType::kQ8_0) {  // q signed: h + 128 meets it unsigned
-      __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512(), w_sum = _mm512_setzero_si512();
+    __m512i low = _mm512_set1_epi32(q.start[b]), high = _mm512_setzero_si512();
+    if constexpr (kW == WeightType::kQ8_0) {
       for (size_t k = 0; k < 8; ++k) {
-        const __m512i w = _mm512_loadu_si512(codes + k * 64);
-        low = DotU8S8(low, Broadcast4(xl + 4 * k), w);
-        high = DotU8S8(high, _mm512_xor_si512(Broadcast4(xh + 4 * k), flip), w);
-        w_sum = DotU8S8(w_sum, ones, w);
+        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip);
+        low = DotU8S8(low, u, Broadcast4(xl + 4 * k));
+        high = DotU8S8(high, u, Broadcast4(xh + 4 * k));
       }
-      sum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(high, 8), low), _mm512_slli_epi32(w_sum, 15));
     } else {  // chunk k's low nibbles are values 4k .. 4k + 3, its high ones 16 + 4k .. 16 + 4k + 3
-      __m512i low0 = _mm512_set1_epi32(q.start[b]), low1 = _mm512_setzero_si512();
-      __m512i high0 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
+      __m512i low1 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
+      __m512i qh = _mm512_setzero_si512();
+      if constexpr (kPair<kW>.high != 0) qh = _mm512_loadu_si512(head + row_groups::scale_bytes(kW) * kGroupRows);
       for (size_t k = 0; k < 4; ++k) {
         const __m512i w = _mm512_loadu_si512(codes + k * 64);
-        const __m512i lo = _mm512_and_si512(w, low4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
-        low0 = DotU8S8(low0, Broadcast4(xl + 4 * k), lo);
-        low1 = DotU8S8(low1, Broadcast4(xl + 16 + 4 * k), hi);
-        high0 = DotU8S8(high0, lo, Broadcast4(xh + 4 * k));
+        __m512i lo = _mm512_and_si512(w, low4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+        if constexpr (kPair<kW>.high != 0) {
+          lo = _mm512_or_si512(lo, FifthBits(qh, static_cast<unsigned>(4 * k)));
+          hi = _mm512_or_si512(hi, FifthBits(qh, static_cast<unsigned>(16 + 4 * k)));
+        }
+        low = DotU8S8(low, lo, Broadcast4(xl + 4 * k));
+        high = DotU8S8(high, lo, Broadcast4(xh + 4 * k));
+        low1 = DotU8S8(low1, hi, Broadcast4(xl + 16 + 4 * k));
         high1 = DotU8S8(high1, hi, Broadcast4(xh + 16 + 4 * k));
       }
-      sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(high0, high1), 8), _mm512_add_epi32(low0, low1));
+      low = _mm512_add_epi32(low, low1);
+      high = _mm512_add_epi32(high, high1);
     }
-    const uint8_t* sc = scales + b * kGroupRows * kS;
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)));
+    const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(high, 8), low);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head)));
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(q.dx[b])), acc);
     if constexpr (kPair<kW>.min) {
-      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head + 32)));
       acc_min = _mm512_fmadd_ps(mw, _mm512_set1_ps(q.sx[b]), acc_min);
     }
   }
@@ -141,14 +163,15 @@ HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, co
     const uint8_t* blk = row + b * kF.block_bytes;
     int32_t sum = q.start[b];
     for (size_t i = 0; i < 32; ++i) {
-      int32_t w;
+      int32_t u;  // unsigned, as GemvGroup meets it
       if constexpr (kW == WeightType::kQ8_0) {
-        w = static_cast<int8_t>(blk[kF.codes + i]);
+        u = blk[kF.codes + i] ^ 0x80;
       } else {
         const uint8_t byte = blk[kF.codes + i % 16];
-        w = i < 16 ? byte & 0x0F : byte >> 4;
+        u = i < 16 ? byte & 0x0F : byte >> 4;
+        if constexpr (kF.high != 0) u |= static_cast<int32_t>((Load32(blk + kF.high) >> i) & 1u) << 4;
       }
-      sum += w * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + q.low[b * 32 + i]);
+      sum += u * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + static_cast<int8_t>(q.low[b * 32 + i]));
     }
     acc = std::fma(static_cast<float>(sum), _cvtsh_ss(Load16(blk)) * q.dx[b], acc);
     if constexpr (kF.min) acc_min = std::fma(_cvtsh_ss(Load16(blk + 2)), q.sx[b], acc_min);
@@ -184,6 +207,8 @@ HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_en
   switch (a.w_type) {
     case WeightType::kQ8_0: return GemvRowGroups<WeightType::kQ8_0>(a, o_begin, o_end);
     case WeightType::kQ4_0: return GemvRowGroups<WeightType::kQ4_0>(a, o_begin, o_end);
+    case WeightType::kQ5_0: return GemvRowGroups<WeightType::kQ5_0>(a, o_begin, o_end);
+    case WeightType::kQ5_1: return GemvRowGroups<WeightType::kQ5_1>(a, o_begin, o_end);
     default: return GemvRowGroups<WeightType::kQ4_1>(a, o_begin, o_end);
   }
 }

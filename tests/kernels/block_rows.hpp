@@ -54,9 +54,9 @@ inline std::vector<double> quantized_x(const std::vector<float>& x, int code_max
 }
 
 // A decode step's y [out] against x [in] · wd ᵀ (W dequantized, [out, in]) in double: within x's
-// rounding (half of each block's code step, 8-bit codes or 16-bit with precise, times Σ|w| over
-// the block); where the kernel quantized x (code_max, matmul_x_code_max), x · Wᵀ with x quantized
-// so within 1e-5 of its magnitude.
+// rounding (half of each block's code step — max|x| / code_max where the kernel quantized x
+// (matmul_x_code_max), else of 8-bit codes or 16-bit with precise — times Σ|w| over the block);
+// where the kernel quantized x, x · Wᵀ with x quantized so within 1e-5 of its magnitude.
 inline void check_decode(const std::vector<float>& x, const std::vector<float>& wd, size_t in, size_t out,
                          const float* y, int code_max, bool precise) {
   const std::vector<double> xq = quantized_x(x, code_max);
@@ -74,7 +74,7 @@ inline void check_decode(const std::vector<float>& x, const std::vector<float>& 
         amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
         wsum += std::fabs(static_cast<double>(wd[o * in + k]));
       }
-      rounding += 0.5 * amax / (precise ? 32767.0 : 127.0) * wsum;
+      rounding += 0.5 * amax / (code_max != 0 ? code_max : precise ? 32767.0 : 127.0) * wsum;
     }
     INFO("decode in " << in << " out " << out << " row " << o << " precise " << precise);
     CHECK(std::fabs(y[o] - s) <= rounding * 1.001 + 1e-5 * mag);

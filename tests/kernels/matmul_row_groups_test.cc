@@ -1,4 +1,4 @@
-// Weights in row groups (headway/detail/row_groups.hpp: q8_0, q4_0, q4_1 rows interleaved 16 at a
+// Weights in row groups (headway/detail/row_groups.hpp: q8_0, q4_*, q5_* rows interleaved 16 at a
 // time, as a Model holds its borrowed matrices where matmul_reads_row_groups says so): the layout
 // keeps every block's bytes, and the dense kernel over it, on every SIMD target this machine
 // supports, gives what it gives over the file's layout where it decodes tiles (t > 1: bitwise),
@@ -26,7 +26,11 @@ namespace {
 namespace hs = simd;
 using test::BlockFields;
 
-constexpr BlockFields kGrouped[] = {{DType::kQ8_0, {0, -1}}, {DType::kQ4_0, {0, -1}}, {DType::kQ4_1, {0, 2}}};
+constexpr BlockFields kGrouped[] = {{DType::kQ8_0, {0, -1}},
+                                    {DType::kQ4_0, {0, -1}},
+                                    {DType::kQ4_1, {0, 2}},
+                                    {DType::kQ5_0, {0, -1}},
+                                    {DType::kQ5_1, {0, 2}}};
 
 std::vector<uint8_t> grouped(DType t, const std::vector<uint8_t>& w, size_t rows, size_t in) {
   std::vector<uint8_t> g(w.size(), 0xA5);
@@ -178,8 +182,8 @@ TEST_CASE("a decode step over weights in row groups with x not finite gives rows
 }
 
 TEST_CASE("matmul_args_error refuses row groups of a type they do not hold or with a wider stride") {
-  float x[128] = {}, y[1] = {};
-  uint8_t w[64] = {};
+  float x[256] = {}, y[1] = {};
+  uint8_t w[256] = {};
   hs::MatmulArgs a;
   a.x = x;
   a.w = w;
@@ -191,11 +195,14 @@ TEST_CASE("matmul_args_error refuses row groups of a type they do not hold or wi
   a.w_stride = 64;
   a.y_stride = 1;
   a.w_row_groups = true;
-  a.w_type = DType::kQ5_0;
+  a.w_type = DType::kQ4_K;
+  a.in = a.w_stride = 256;
+  a.x_stride = 256;
   CHECK(std::string(hs::matmul_args_error(a)) == "w_row_groups with a w_type row groups do not hold");
-  CHECK_FALSE(hs::matmul_reads_row_groups(DType::kQ5_0));
+  CHECK_FALSE(hs::matmul_reads_row_groups(DType::kQ4_K));
   CHECK_FALSE(hs::matmul_reads_row_groups(DType::kF32));
   a.w_type = DType::kQ4_0;
+  a.in = a.x_stride = 64;
   a.w_stride = 96;
   CHECK(std::string(hs::matmul_args_error(a)) == "w_row_groups with w_stride other than in");
   a.w_stride = 64;

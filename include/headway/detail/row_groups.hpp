@@ -1,17 +1,18 @@
-// ggml's 32-value blocks (q8_0, q4_0, q4_1) with a matrix's rows interleaved in groups of 16: the
-// layout the AVX-512 VNNI decode GEMV reads (simd/matmul/matmul_row_groups-inl.h), where one
-// vector holds four weight bytes of each of 16 rows and its 32-bit lanes are the rows' sums, so
-// that a block's scales convert, and its x codes load, once for 16 rows. The bytes are the
-// file's, moved: a tensor in row groups has exactly the bytes it had, and each block's bytes come
-// back in ggml's own order (block()).
+// ggml's 32-value blocks (q8_0, q4_0, q4_1, q5_0, q5_1) with a matrix's rows interleaved in
+// groups of 16: the layout the AVX-512 VNNI decode GEMV reads (simd/matmul/
+// matmul_row_groups-inl.h), where one vector holds four weight bytes of each of 16 rows and its
+// 32-bit lanes are the rows' sums, so that a block's scales convert, and its x codes load, once
+// for 16 rows. The bytes are the file's, moved: a tensor in row groups has exactly the bytes it
+// had, and each block's bytes come back in ggml's own order (block()).
 //
-// A [rows, cols] tensor of nb = cols / 32 blocks per row, B bytes per block (S of scales: d, then
-// m for q4_1; C = B − S of codes):
+// A block of B bytes is a head of H bytes (its f16 fields — d, then m for q4_1 and q5_1 — and
+// q5's 4 bytes of fifth bits qh) and C = B − H bytes of codes. A [rows, cols] tensor of
+// nb = cols / 32 blocks per row:
 //   group g (rows 16g .. 16g + 15, for g < rows / 16) at g · 16 · nb · B:
-//     codes:  nb × [C / 4 chunks × 16 rows × 4 bytes]: byte c of row j's block b at
-//             b · 16C + (c / 4) · 64 + j · 4 + c % 4
-//     scales: nb × [S / 2 fields × 16 rows × 2 bytes], after all the codes: field f (d, m) of
-//             row j's block b at 16 · nb · C + b · 16S + f · 32 + j · 2
+//     codes: nb × [C / 4 chunks × 16 rows × 4 bytes]: byte c of row j's block b at
+//            b · 16C + (c / 4) · 64 + j · 4 + c % 4
+//     heads: nb × 16H bytes after all the codes: block b's at 16 · nb · C + b · 16H, in it f16
+//            field f of row j at f · 32 + j · 2, then qh of row j at 32 · (f16 fields) + j · 4
 //   the rows past the last whole group (rows % 16 of them): as the file holds them, row r at
 //   r · nb · B (the groups before fill exactly the bytes of their rows).
 #pragma once
@@ -27,24 +28,33 @@ namespace row_groups {
 inline constexpr uint32_t kRows = 16;
 inline constexpr uint32_t kMaxBlockBytes = 34;  // q8_0's, the largest block row groups hold
 
-// The bytes of scales at the start of each block of t: nonzero for the types row groups hold.
+// The bytes of f16 fields at the start of each block of t (d, and m), and of fifth bits after
+// them (q5's qh); every type row groups hold has f16 fields.
 constexpr uint32_t scale_bytes(DType t) {
-  return t == DType::kQ4_1 ? 4 : t == DType::kQ4_0 || t == DType::kQ8_0 ? 2 : 0;
+  return t == DType::kQ4_1 || t == DType::kQ5_1                        ? 4
+         : t == DType::kQ4_0 || t == DType::kQ8_0 || t == DType::kQ5_0 ? 2
+                                                                       : 0;
 }
+constexpr uint32_t high_bytes(DType t) { return t == DType::kQ5_0 || t == DType::kQ5_1 ? 4 : 0; }
+constexpr uint32_t head_bytes(DType t) { return scale_bytes(t) + high_bytes(t); }
 constexpr bool holds(DType t) { return scale_bytes(t) != 0; }
+inline constexpr const char* kTypeNames = "q8_0, q4_0, q4_1, q5_0 and q5_1";
 
 // Where byte i (in ggml's order) of row j's block b of group `group` lies, from the tensor's start.
 inline uint64_t byte_at(DType t, uint64_t nb, uint64_t group, uint32_t j, uint64_t b, uint32_t i) {
-  const uint32_t s = scale_bytes(t), c = dtype_traits(t).block_bytes - s;
-  const uint64_t base = group * kRows * nb * (s + c);
-  if (i < s) return base + kRows * nb * c + b * kRows * s + (i / 2) * 32 + j * 2 + i % 2;
-  const uint32_t code = i - s;
+  const uint32_t s = scale_bytes(t), h = head_bytes(t), c = dtype_traits(t).block_bytes - h;
+  const uint64_t base = group * kRows * nb * (h + c);
+  const uint64_t head = base + kRows * nb * c + b * kRows * h;
+  if (i < s) return head + (i / 2) * 32 + j * 2 + i % 2;
+  if (i < h) return head + s * kRows + j * 4 + (i - s);
+  const uint32_t code = i - h;
   return base + b * kRows * c + (code / 4) * 64 + j * 4 + code % 4;
 }
 
-// The bytes from byte i of a block on that stay together in row groups: a 2-byte scale field, a
-// 4-byte chunk of codes.
+// The bytes from byte i of a block on that stay together in row groups: a 2-byte f16 field, qh,
+// a 4-byte chunk of codes.
 constexpr uint32_t run(DType t, uint32_t i) { return i < scale_bytes(t) ? 2 : 4; }
+static_assert(run(DType::kQ5_1, 4) == 4, "a qh field is one run");
 
 // Copies block b of row r of a [rows, cols] tensor in row groups to out, in ggml's order.
 inline void block(DType t, const uint8_t* data, uint64_t rows, uint64_t cols, uint64_t r, uint64_t b, uint8_t* out) {
@@ -61,14 +71,10 @@ inline void block(DType t, const uint8_t* data, uint64_t rows, uint64_t cols, ui
 // Copies block b of each of group g's 16 rows to out [16 · block bytes] (row j's at j · block
 // bytes), in ggml's order, from a tensor in row groups of nb blocks per row.
 inline void group_blocks(DType t, const uint8_t* data, uint64_t nb, uint64_t g, uint64_t b, uint8_t* out) {
-  const uint32_t s = scale_bytes(t), bytes = dtype_traits(t).block_bytes, c = bytes - s;
-  const uint8_t* base = data + g * kRows * nb * bytes;
-  const uint8_t* codes = base + b * kRows * c;
-  const uint8_t* scales = base + kRows * nb * c + b * kRows * s;
+  const uint32_t bytes = dtype_traits(t).block_bytes;
   for (uint32_t j = 0; j < kRows; ++j) {
-    uint8_t* o = out + j * bytes;
-    for (uint32_t f = 0; f < s / 2; ++f) std::memcpy(o + 2 * f, scales + f * 32 + j * 2, 2);
-    for (uint32_t k = 0; k < c / 4; ++k) std::memcpy(o + s + 4 * k, codes + k * 64 + j * 4, 4);
+    for (uint32_t i = 0; i < bytes; i += run(t, i))
+      std::memcpy(out + j * bytes + i, data + byte_at(t, nb, g, j, b, i), run(t, i));
   }
 }
 
