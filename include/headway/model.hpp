@@ -90,7 +90,8 @@ class Model {
   // are borrowed through source.tensor and source.attention in the source's own types (a
   // GGUF's blocks), and the source's memory must outlive the model too. The Arena and
   // options.pool must outlive the model. Init-time only: may allocate where AttentionLayer::init
-  // does (XNNPACK, the GPU backend).
+  // does (XNNPACK, the GPU backend), and once for the matrices it holds in row groups
+  // (row_grouped_bytes()). A failed init leaves the model uninitialized.
   Status init(const Arena& arena, const ModelWeightsSource& source, const LayerOptions& options);
 
   // ids [n] at positions position()..position()+n-1, run in chunks of plan.max_tokens. Afterwards

@@ -121,6 +121,12 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.bias = m.bias;
   c.args.precise_x = m.precise_x;
   c.args.w_row_groups = m.w.row_groups;
+  // A decode step's x quantized once for all its row tasks, on this stack (the tasks run before
+  // pool->run returns).
+  alignas(64) uint8_t prepared[simd::kMatmulPreparedXBytes > 0 ? simd::kMatmulPreparedXBytes : 1];
+  if (t == 1 && simd::kMatmulPreparedXBytes > 0 && simd::matmul_prepare_x(c.args, prepared)) {
+    c.args.x_prepared = prepared;
+  }
   const size_t tasks = (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
   const uint64_t macs = uint64_t{t} * m.w.cols * m.w.rows;
   if (pool != nullptr && tasks > 1 && macs >= kDenseMinParallelMacs) {

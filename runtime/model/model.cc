@@ -28,6 +28,7 @@ Status Model::init(const Arena& arena, const ModelWeightsSource& source, const L
   if (c.n_layers > kMaxLayers) {
     return Status::error(Code::kUnsupported, "model: %u layers, a Model holds at most %u", c.n_layers, kMaxLayers);
   }
+  arena_ = nullptr;  // until the load succeeds: a failed one leaves layers half made
   HEADWAY_RETURN_IF_ERROR(load_model_weights("model", arena, source, options, true, layers_, &borrowed_));
   arena_ = &arena;
   pool_ = options.pool;

@@ -119,6 +119,8 @@ Status load_model_weights(const char* who, const Arena& arena, const ModelWeight
           load_or_borrow(who, p, source, info.tensor, l, region, staging, staging_floats, borrowed));
     }
   }
+  borrowed->row_grouped.reset();  // an earlier init's copies (the caller no longer runs on them)
+  borrowed->row_grouped_bytes = 0;
   RowGroupCopier copier;
   if (borrows && decodes) HEADWAY_RETURN_IF_ERROR(copier.start(who, p, source, borrowed));
   for (uint32_t l = 0; l < c.n_layers; ++l) {

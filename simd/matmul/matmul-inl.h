@@ -229,6 +229,8 @@ int MatmulXCodeMax(const MatmulArgs& a) {
 
 const char* MatmulTargetName() { return HEADWAY_SIMD_TARGET_NAME; }
 
+bool MatmulPrepareX(const MatmulArgs& a, void* out) { return mm::RowGroupsGemv(a) && mm::PrepareRowGroupsX(a, out); }
+
 bool MatmulReadsRowGroups(WeightType w) {
   MatmulArgs a;
   a.w_type = w;

@@ -49,7 +49,17 @@ struct MatmulArgs {
   // row_groups.hpp), as a model lays its matrices out where matmul_reads_row_groups says the
   // decode step reads them so; that step keeps x at 16 bits whatever precise_x says.
   bool w_row_groups = false;
+  // x prepared by matmul_prepare_x over these same arguments (and x unchanged since), or null:
+  // then each call prepares its own.
+  const void* x_prepared = nullptr;
 };
+
+// The bytes matmul_prepare_x may write (0 where no target prepares x: no caller needs the room).
+#if defined(__x86_64__) || defined(_M_X64)
+inline constexpr size_t kMatmulPreparedXBytes = 20480;
+#else
+inline constexpr size_t kMatmulPreparedXBytes = 0;
+#endif
 
 // The weight types the integer decode GEMVs of x86 and AArch64 read (matmul_int8-inl.h,
 // matmul_avxvnni-inl.h, matmul_sdot-inl.h, all with the same codes of x): with precise_x, q8_0
@@ -63,6 +73,13 @@ inline bool integer_gemv_reads(WeightType w, bool precise_x) {
 // Whether this machine's decode GEMV reads W of type w in row groups (AVX-512 VNNI: q8_0, q4_0,
 // q4_1), faster than in the file's layout: where a model lays its matrices out so at init.
 bool matmul_reads_row_groups(WeightType w);
+
+// Prepares x once for every row range of a decode step, where this machine's kernel for args
+// quantizes x (W in row groups on AVX-512 VNNI: its 16-bit codes per block): into out
+// [kMatmulPreparedXBytes, 64-byte aligned], true then, and the calls that follow may set
+// args.x_prepared = out. A GEMV split into row tasks over a pool quantizes x once instead of once
+// per task (runtime/linear/dense.cc). False, nothing written, elsewhere.
+bool matmul_prepare_x(const MatmulArgs& args, void* out);
 
 // Null when the arguments are usable, else what is wrong with them.
 const char* matmul_args_error(const MatmulArgs& args);

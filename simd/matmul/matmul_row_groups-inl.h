@@ -92,6 +92,21 @@ HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, Grouped
   }
 }
 
+static_assert(sizeof(GroupedX) <= kMatmulPreparedXBytes, "matmul_prepare_x's room holds x's codes");
+
+// x's codes for a call over a's type into out (matmul_prepare_x).
+HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
+  GroupedX* q = static_cast<GroupedX*>(out);
+  switch (a.w_type) {
+    case WeightType::kQ8_0: QuantizeGroupedX<WeightType::kQ8_0>(a.x, a.in, q); break;
+    case WeightType::kQ4_0: QuantizeGroupedX<WeightType::kQ4_0>(a.x, a.in, q); break;
+    case WeightType::kQ5_0: QuantizeGroupedX<WeightType::kQ5_0>(a.x, a.in, q); break;
+    case WeightType::kQ5_1: QuantizeGroupedX<WeightType::kQ5_1>(a.x, a.in, q); break;
+    default: QuantizeGroupedX<WeightType::kQ4_1>(a.x, a.in, q); break;
+  }
+  return true;
+}
+
 HWY_INLINE __m512i Broadcast4(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
 
 // Bits shift .. shift + 3 of each lane's qh as 0x10 in its bytes 0 .. 3 (the fifth bits of the
@@ -181,8 +196,10 @@ HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, co
 
 template <WeightType kW>
 HWY_NOINLINE void GemvRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  GroupedX q;
-  QuantizeGroupedX<kW>(a.x, a.in, &q);
+  GroupedX own;  // x's codes where the caller prepared none
+  const GroupedX* prepared = static_cast<const GroupedX*>(a.x_prepared);
+  if (prepared == nullptr) QuantizeGroupedX<kW>(a.x, a.in, &own);
+  const GroupedX& q = prepared != nullptr ? *prepared : own;
   const size_t nb = a.in / 32, grouped = a.out / kGroupRows * kGroupRows;
   const size_t group_bytes = kGroupRows * nb * kPair<kW>.block_bytes;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
@@ -216,6 +233,7 @@ HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_en
 #else
 
 inline bool RowGroupsGemv(const MatmulArgs&) { return false; }
+inline bool PrepareRowGroupsX(const MatmulArgs&, void*) { return false; }
 inline void MatmulRowGroups(const MatmulArgs&, size_t, size_t) {}
 
 #endif  // HWY_TARGET == HWY_AVX3_DL

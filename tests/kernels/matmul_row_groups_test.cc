@@ -138,6 +138,19 @@ TEST_CASE("matmul over weights in row groups matches the file's layout and the d
               }
               const std::vector<float> x1(x.begin(), x.begin() + in);
               test::check_decode(x1, wd, in, out, rows.data(), hs::matmul_x_code_max(a), precise);
+              // x prepared once for every row range gives bitwise the same rows, where a kernel
+              // prepares it (the integer one: x quantized).
+              std::vector<uint8_t> room(hs::kMatmulPreparedXBytes + 64);
+              void* at = room.data() + (64 - reinterpret_cast<uintptr_t>(room.data()) % 64) % 64;
+              const bool prepares = hs::kMatmulPreparedXBytes > 0 && hs::matmul_prepare_x(a, at);
+              CHECK(prepares == (hs::matmul_x_code_max(a) != 0));
+              if (!prepares) continue;
+              std::vector<float> again(file.size(), 7.0f);
+              a.y = again.data();
+              a.x_prepared = at;
+              hs::matmul(a, 0, 21 < out ? 21 : out);
+              if (out > 21) hs::matmul(a, 21, out);
+              CHECK(std::memcmp(rows.data(), again.data(), rows.size() * 4) == 0);
             }
           }
         }

@@ -130,7 +130,8 @@ struct BlockWeights {
                 float* dst) -> Status {
       const BlockWeights& w = *static_cast<BlockWeights*>(ctx);
       const uint32_t l = model_tensor_info(t).per_layer ? layer : 0;
-      const float* v = model_tensor_info(t).f32 ? w.norm[static_cast<uint32_t>(t)][l].data() : w.of(t, layer).values.data();
+      const float* v =
+          model_tensor_info(t).f32 ? w.norm[static_cast<uint32_t>(t)][l].data() : w.of(t, layer).values.data();
       std::memcpy(dst, v + first * shape.cols, n * shape.cols * sizeof(float));
       return Status();
     };
@@ -208,6 +209,45 @@ TEST_CASE("Model over borrowed blocks in row groups: the f32 model's logits in p
       CHECK(max_gap(&got[s * 50], &want[s * 50], 50) < 4e-3 * scale);
     }
   }
+}
+
+// FNV-1a over 8-byte words, then the tail's bytes (model_state.cc's fingerprint hash).
+uint64_t fnv(const void* data, size_t n, uint64_t h) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+TEST_CASE("Model over row groups: its state names the weights by the embedding's bytes as the file holds them") {
+  // The fingerprint (model.hpp: the norms, then the embedding's first bytes) over the source's
+  // bytes, as a model that holds the embedding as lent computes it: a state moves between
+  // machines whatever layout each holds its matrices in.
+  BlockWeights w(block_config(true), 5);
+  BlockModel m;
+  REQUIRE(m.init(w, true).ok());
+  const int32_t id = 3;
+  REQUIRE(m.model.prefill(&id, 1).ok());
+  std::vector<uint8_t> state(m.model.state_bytes());
+  REQUIRE(m.model.save_state(state.data(), state.size(), nullptr).ok());
+  const Config& c = w.config;
+  uint64_t want =
+      fnv(w.norm[static_cast<uint32_t>(ModelTensor::kFinalNorm)][0].data(), c.d_model * 4, 14695981039346656037ull);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    for (const ModelTensor t : {ModelTensor::kAttnNorm, ModelTensor::kFfnNorm}) {
+      want = fnv(w.norm[static_cast<uint32_t>(t)][l].data(), c.d_model * 4, want);
+    }
+  }
+  const BlockMatrix& embedding = w.of(ModelTensor::kEmbedding, 0);
+  want = fnv(embedding.blocks.data(), static_cast<size_t>(dtype_row_bytes(DType::kF32, c.d_model)), want);
+  uint64_t got = 0;
+  std::memcpy(&got, state.data() + 56, 8);
+  CHECK(got == want);
 }
 
 TEST_CASE("Model refuses a source that lends a matrix marked row_groups, by name") {

@@ -70,11 +70,18 @@ inline void block(DType t, const uint8_t* data, uint64_t rows, uint64_t cols, ui
 
 // Copies block b of each of group g's 16 rows to out [16 · block bytes] (row j's at j · block
 // bytes), in ggml's order, from a tensor in row groups of nb blocks per row.
+// byte_at's layout run by run, with its offsets for the 16 rows at once (a prefill's tiles decode
+// whole groups through it).
 inline void group_blocks(DType t, const uint8_t* data, uint64_t nb, uint64_t g, uint64_t b, uint8_t* out) {
-  const uint32_t bytes = dtype_traits(t).block_bytes;
+  const uint32_t s = scale_bytes(t), h = head_bytes(t), bytes = dtype_traits(t).block_bytes, c = bytes - h;
+  const uint8_t* base = data + g * kRows * nb * bytes;
+  const uint8_t* codes = base + b * kRows * c;
+  const uint8_t* head = base + kRows * nb * c + b * kRows * h;
   for (uint32_t j = 0; j < kRows; ++j) {
-    for (uint32_t i = 0; i < bytes; i += run(t, i))
-      std::memcpy(out + j * bytes + i, data + byte_at(t, nb, g, j, b, i), run(t, i));
+    uint8_t* o = out + j * bytes;
+    for (uint32_t f = 0; f < s / 2; ++f) std::memcpy(o + 2 * f, head + f * 32 + j * 2, 2);
+    if (h > s) std::memcpy(o + s, head + s * kRows + j * 4, 4);
+    for (uint32_t k = 0; k < c / 4; ++k) std::memcpy(o + h + 4 * k, codes + k * 64 + j * 4, 4);
   }
 }
 
