@@ -2,8 +2,9 @@
 # headway against llama.cpp on the same GGUF files: `headway bench --model` and llama.cpp's
 # llama-bench, the same -p / -n / -d / -t and K/V type, run in turn for each file, depth, thread
 # count and K/V type (llama-bench with flash attention off and on, its better of the two kept per
-# test), and one table at the end: tokens/s of both (mean ± stddev over the repetitions, as both
-# print them) and headway's ratio ("failed" where llama-bench stopped on a file).
+# test; on alone with a quantized K/V type, which llama.cpp runs only so), and one table at the
+# end: tokens/s of both (mean ± stddev over the repetitions, as both print them) and headway's
+# ratio ("failed" where llama-bench stopped on a file).
 #
 #   bench/model_vs_llama.sh LLAMA_BIN_DIR [-m FILE[,FILE...]] [-p 512] [-n 128] [-d 0,4096] [-t 1,2]
 #                           [-k f16,q8_0] [-r 5] [--headway BIN] [--json FILE]
@@ -128,7 +129,10 @@ for f in "${file_list[@]}"; do
       for k in "${kv_list[@]}"; do
         echo "model_vs_llama.sh: $(basename "$f"), depth $d, $t thread(s), $k K/V" >&2
         # A file llama.cpp cannot run (it aborts) keeps headway's row: the table shows no ratio there.
-        if ! "$llama_dir"/llama-bench -m "$f" -p "$prompt" -n "$gen" -d "$d" -t "$t" -r "$reps" -fa 0,1 -ctk "$k" \
+        # A quantized V cache needs llama.cpp's flash attention (without it no context is made).
+        fa=0,1
+        [[ $k == f16 || $k == f32 || $k == bf16 ]] || fa=1
+        if ! "$llama_dir"/llama-bench -m "$f" -p "$prompt" -n "$gen" -d "$d" -t "$t" -r "$reps" -fa "$fa" -ctk "$k" \
           -ctv "$k" -o jsonl > "$lines.llama"; then
           echo "model_vs_llama.sh: llama-bench failed on $(basename "$f") (depth $d, $t thread(s), $k K/V)" >&2
         fi

@@ -53,7 +53,7 @@ inline constexpr int kRowGroupsCodeMax = 127 * 257;  // 32639: h = (c + 128) >> 
 inline constexpr size_t kGroupRows = row_groups::kRows;
 // A group's codes stream from memory in one run: each block asks for the lines this far ahead
 // (docs/PERFORMANCE.md has the measurement that chose it).
-inline constexpr size_t kPrefetchBytes = 2048;
+inline constexpr size_t kPrefetchBytes = 8192;
 
 // Whether this call runs here: a decode step over W in row groups.
 inline bool RowGroupsGemv(const MatmulArgs& a) {
