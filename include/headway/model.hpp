@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 
 #include "headway/arena.hpp"
@@ -73,7 +72,7 @@ struct BorrowedMatrices {
   // The matrices a decoder holds in row groups (TensorRef::row_groups), copied there at init from
   // the source: one allocation of their bytes, which these views and the layers' point into.
   struct FreeBytes {
-    void operator()(uint8_t* p) const { std::free(p); }
+    void operator()(uint8_t* p) const;  // runtime/model/row_group_copier.cc
   };
   std::unique_ptr<uint8_t, FreeBytes> row_grouped;
   uint64_t row_grouped_bytes = 0;

@@ -45,6 +45,14 @@ void offer_pages(const void* data, uint64_t bytes) {
 
 }  // namespace
 
+void BorrowedMatrices::FreeBytes::operator()(uint8_t* p) const {
+#if HEADWAY_MATMUL_ROW_GROUPS
+  std::free(p);
+#else
+  (void)p;
+#endif
+}
+
 Status RowGroupCopier::start(const char* who, const Plan& p, const ModelWeightsSource& source,
                              BorrowedMatrices* borrowed) {
   const Config& c = p.config;
@@ -61,7 +69,11 @@ Status RowGroupCopier::start(const char* who, const Plan& p, const ModelWeightsS
     for (const TensorRef* t : {&w.value().wq, &w.value().wk, &w.value().wv, &w.value().wo}) count(*t);
   }
   if (bytes == 0) return Status();
+#if HEADWAY_MATMUL_ROW_GROUPS
   uint8_t* region = static_cast<uint8_t*>(std::aligned_alloc(kAlign, bytes));
+#else
+  uint8_t* region = nullptr;  // unreachable: no matrix pays where no target reads row groups
+#endif
   if (region == nullptr) {
     return Status::error(Code::kInternal, "%s: out of memory for the matrices in row groups (%llu bytes)", who,
                          static_cast<unsigned long long>(bytes));

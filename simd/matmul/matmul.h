@@ -54,12 +54,16 @@ struct MatmulArgs {
   const void* x_prepared = nullptr;
 };
 
-// The bytes matmul_prepare_x may write (0 where no target prepares x: no caller needs the room).
+// Whether a target of this build may read weights in row groups (x86-64: AVX-512 VNNI):
+// elsewhere nothing lays matrices out so, or allocates for it (microcontrollers have no heap).
 #if defined(__x86_64__) || defined(_M_X64)
-inline constexpr size_t kMatmulPreparedXBytes = 20480;
+#define HEADWAY_MATMUL_ROW_GROUPS 1
 #else
-inline constexpr size_t kMatmulPreparedXBytes = 0;
+#define HEADWAY_MATMUL_ROW_GROUPS 0
 #endif
+
+// The bytes matmul_prepare_x may write (0 where no target prepares x: no caller needs the room).
+inline constexpr size_t kMatmulPreparedXBytes = HEADWAY_MATMUL_ROW_GROUPS ? 20480 : 0;
 
 // The weight types the integer decode GEMVs of x86 and AArch64 read (matmul_int8-inl.h,
 // matmul_avxvnni-inl.h, matmul_sdot-inl.h, all with the same codes of x): with precise_x, q8_0
