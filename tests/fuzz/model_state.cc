@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_common.hpp"
+#include "tests/support/state_fnv.hpp"
 #include "tests/support/tiny_model.hpp"
 
 namespace {
@@ -36,18 +37,6 @@ struct Fixture {
 Fixture& fixture() {
   static Fixture* f = new Fixture();
   return *f;
-}
-
-uint64_t fnv_words(const uint8_t* p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 1099511628211ull;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 // The model at position `n` of a fixed prompt (its arena rewritten from a reset).
@@ -88,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> before(arena, arena + f.model.plan.arena_bytes);
   std::vector<uint8_t> in(data, data + size);
   if (size >= 8 && (data[size - 1] & 1) == 0) {  // fix the checksum of every other input
-    const uint64_t sum = fnv_words(in.data(), size - 8);
+    const uint64_t sum = test::state_fnv(in.data(), size - 8);
     std::memcpy(in.data() + size - 8, &sum, 8);
   }
   Model& m = f.model.model;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "headway/dtype_convert.hpp"
+#include "simd/matmul/matmul.h"
 #include "tests/support/test_rng.hpp"
 
 namespace headway::test {
@@ -36,6 +37,22 @@ inline std::vector<uint8_t> random_rows(const BlockFields& f, size_t rows, size_
     }
   }
   return w;
+}
+
+// A decode step's arguments: x [in], W [out, in] of type t (dense rows, w_stride in), y [out].
+inline simd::MatmulArgs gemv_args(const float* x, const void* w, DType t, size_t in, size_t out, float* y) {
+  simd::MatmulArgs a;
+  a.x = x;
+  a.x_stride = in;
+  a.w = w;
+  a.w_type = t;
+  a.w_stride = in;
+  a.y = y;
+  a.y_stride = out;
+  a.t = 1;
+  a.in = in;
+  a.out = out;
+  return a;
 }
 
 // x as a decode step in integers meets W: per block of 32, d = max|x| / code_max and the codes

@@ -108,18 +108,9 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
             std::vector<float> x1(in), y1(out + 1, 7.0f);
             for (float& v : x1) v = rng.normal();
             x1[in / 2] = 4.0f;  // one large value: a coarse code step for its block
-            hs::MatmulArgs a;
+            hs::MatmulArgs a = test::gemv_args(x1.data(), w.data(), f.type, in, out, y1.data());
             a.precise_x = precise;
-            a.x = x1.data();
-            a.x_stride = in;
-            a.w = w.data();
-            a.w_type = f.type;
-            a.w_stride = in;
-            a.y = y1.data();
             a.y_stride = out + 1;
-            a.t = 1;
-            a.in = in;
-            a.out = out;
             hs::matmul(a, 0, out);
             INFO(std::string(type.name));
             test::check_decode(x1, wd, in, out, y1.data(), hs::matmul_x_code_max(a), precise);
@@ -148,18 +139,8 @@ TEST_CASE("a decode step over block-format weights with x not finite gives rows 
             std::vector<float> x(in), y(out, 7.0f);
             for (float& v : x) v = rng.normal();
             x[at] = bad;
-            hs::MatmulArgs a;
+            hs::MatmulArgs a = test::gemv_args(x.data(), w.data(), f.type, in, out, y.data());
             a.precise_x = precise;
-            a.x = x.data();
-            a.x_stride = in;
-            a.w = w.data();
-            a.w_type = f.type;
-            a.w_stride = in;
-            a.y = y.data();
-            a.y_stride = out;
-            a.t = 1;
-            a.in = in;
-            a.out = out;
             hs::matmul(a, 0, out);
             for (size_t o = 0; o < out; ++o) CHECK_FALSE(std::isfinite(y[o]));
           }

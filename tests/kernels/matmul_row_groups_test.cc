@@ -173,19 +173,9 @@ TEST_CASE("a decode step over weights in row groups with x not finite gives rows
           std::vector<float> x(in), y(out, 7.0f);
           for (float& v : x) v = rng.normal();
           x[300] = bad;
-          hs::MatmulArgs a;
+          hs::MatmulArgs a = test::gemv_args(x.data(), g.data(), f.type, in, out, y.data());
           a.precise_x = precise;
-          a.x = x.data();
-          a.x_stride = in;
-          a.w = g.data();
-          a.w_type = f.type;
-          a.w_stride = in;
           a.w_row_groups = true;
-          a.y = y.data();
-          a.y_stride = out;
-          a.t = 1;
-          a.in = in;
-          a.out = out;
           hs::matmul(a, 0, out);
           for (size_t o = 0; o < out; ++o) CHECK_FALSE(std::isfinite(y[o]));
         }

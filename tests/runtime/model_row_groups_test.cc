@@ -20,6 +20,7 @@
 #include "headway/tools/heap_count.hpp"
 #include "simd/matmul/matmul.h"
 #include "tests/kernels/block_rows.hpp"
+#include "tests/support/state_fnv.hpp"
 #include "tests/support/test_rng.hpp"
 
 namespace headway {
@@ -211,19 +212,6 @@ TEST_CASE("Model over borrowed blocks in row groups: the f32 model's logits in p
   }
 }
 
-// FNV-1a over 8-byte words, then the tail's bytes (model_state.cc's fingerprint hash).
-uint64_t fnv(const void* data, size_t n, uint64_t h) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 1099511628211ull;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
 TEST_CASE("Model over row groups: its state names the weights by the embedding's bytes as the file holds them") {
   // The fingerprint (model.hpp: the norms, then the embedding's first bytes) over the source's
   // bytes, as a model that holds the embedding as lent computes it: a state moves between
@@ -236,15 +224,14 @@ TEST_CASE("Model over row groups: its state names the weights by the embedding's
   std::vector<uint8_t> state(m.model.state_bytes());
   REQUIRE(m.model.save_state(state.data(), state.size(), nullptr).ok());
   const Config& c = w.config;
-  uint64_t want =
-      fnv(w.norm[static_cast<uint32_t>(ModelTensor::kFinalNorm)][0].data(), c.d_model * 4, 14695981039346656037ull);
+  uint64_t want = test::state_fnv(w.norm[static_cast<uint32_t>(ModelTensor::kFinalNorm)][0].data(), c.d_model * 4);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     for (const ModelTensor t : {ModelTensor::kAttnNorm, ModelTensor::kFfnNorm}) {
-      want = fnv(w.norm[static_cast<uint32_t>(t)][l].data(), c.d_model * 4, want);
+      want = test::state_fnv(w.norm[static_cast<uint32_t>(t)][l].data(), c.d_model * 4, want);
     }
   }
   const BlockMatrix& embedding = w.of(ModelTensor::kEmbedding, 0);
-  want = fnv(embedding.blocks.data(), static_cast<size_t>(dtype_row_bytes(DType::kF32, c.d_model)), want);
+  want = test::state_fnv(embedding.blocks.data(), static_cast<size_t>(dtype_row_bytes(DType::kF32, c.d_model)), want);
   uint64_t got = 0;
   std::memcpy(&got, state.data() + 56, 8);
   CHECK(got == want);
