@@ -7,8 +7,8 @@
 //   W [out, in] row-major in f32, f16 or bf16 (Hugging Face / GGUF layout), row o at
 //     w + o · w_stride elements; or in one of ggml's block formats (q8_0 ... q6_K, as GGUF files
 //     hold them: headway/ggml_types.hpp), row o at w + o · dtype_row_bytes(w_type, w_stride)
-//     bytes, in and w_stride whole blocks (matmul_blocks-inl.h); or with w_row_groups, q8_0, q4_0
-//     or q4_1 rows interleaved in groups of 16 (headway/detail/row_groups.hpp)
+//     bytes, in and w_stride whole blocks (matmul_blocks-inl.h); or with w_row_groups, q8_0, q4_0,
+//     q4_1, q5_0 or q5_1 rows interleaved in groups of 16 (headway/detail/row_groups.hpp)
 //   y [t, out] f32, token i at y + i · y_stride floats
 //   y[i][o] = Σ_k x[i][k] · W[o][k], accumulated in f32, for o in [out_begin, out_end).
 //
@@ -75,7 +75,8 @@ inline bool integer_gemv_reads(WeightType w, bool precise_x) {
 }
 
 // Whether this machine's decode GEMV reads W of type w in row groups (AVX-512 VNNI: q8_0, q4_0,
-// q4_1), faster than in the file's layout: where a model lays its matrices out so at init.
+// q4_1, q5_0, q5_1), faster than in the file's layout: where a model lays its matrices out so at
+// init.
 bool matmul_reads_row_groups(WeightType w);
 
 // Prepares x once for every row range of a decode step, where this machine's kernel for args
