@@ -1,8 +1,8 @@
 // A Model over borrowed matrices in ggml's blocks (q8_0, q4_0, q4_1, q5_0, q5_1: every type row
 // groups hold, one per matrix), which it copies into row groups at init where this machine's
 // decode step reads them so (Model::row_grouped_bytes): its prefill gives the logits of the same
-// model with the dequantized weights in f32 in the arena, and its decode steps (x at 16 bits
-// over row groups, runtime/model/row_group_copier.hpp) the same to x's rounding, with no heap
+// model with the dequantized weights in f32 in the arena, and where it holds row groups its decode
+// steps (x at 16 bits, runtime/model/row_group_copier.hpp) the same to x's rounding, with no heap
 // call; a source that lends a tensor marked row_groups is refused by name.
 #include <doctest/doctest.h>
 
@@ -200,7 +200,11 @@ TEST_CASE("Model over borrowed blocks in row groups: the f32 model's logits in p
     }
     CHECK(heap.stop() == 0);
     REQUIRE(ok);
-    for (uint32_t s = 0; s < steps; ++s) {
+    // Elsewhere no matrix is in row groups, and a decode step may quantize x to 8 bits (the integer
+    // GEMVs of matmul_int8-inl.h and its kin: their bounds are tests/kernels' and the families
+    // check's); the prefill's last logits above come from the head, whose x keeps 16 bits or more.
+    const uint32_t compared = simd::matmul_reads_row_groups(DType::kQ4_1) ? steps : 1;
+    for (uint32_t s = 0; s < compared; ++s) {
       double scale = 0.0;
       for (uint32_t v = 0; v < 50; ++v) scale = std::fmax(scale, std::fabs(want[s * 50 + v]));
       INFO("token " << 4 + s << ", logits up to " << scale);
