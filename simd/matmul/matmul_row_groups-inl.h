@@ -87,7 +87,9 @@ HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, Grouped
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32), _mm512_cvtepi32_epi8(l0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16), _mm512_cvtepi32_epi8(l1));
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
-    q->start[b] = -kPair<kW>.offset * sum;
+    // In 64 bits, then wrapped as the vector sums wrap: a block with a value that is not finite has
+    // codes of INT_MIN (its d_x is NaN, and so are its products whatever the sums hold).
+    q->start[b] = static_cast<int32_t>(-int64_t{kPair<kW>.offset} * sum);
     q->sx[b] = q->dx[b] * static_cast<float>(sum);
   }
 }
@@ -176,7 +178,7 @@ HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, co
   float acc = 0.0f, acc_min = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * kF.block_bytes;
-    int32_t sum = q.start[b];
+    uint32_t sum = static_cast<uint32_t>(q.start[b]);  // wrapping as GemvGroup's lanes do
     for (size_t i = 0; i < 32; ++i) {
       int32_t u;  // unsigned, as GemvGroup meets it
       if constexpr (kW == WeightType::kQ8_0) {
@@ -186,9 +188,10 @@ HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, co
         u = i < 16 ? byte & 0x0F : byte >> 4;
         if constexpr (kF.high != 0) u |= static_cast<int32_t>((Load32(blk + kF.high) >> i) & 1u) << 4;
       }
-      sum += u * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + static_cast<int8_t>(q.low[b * 32 + i]));
+      sum += static_cast<uint32_t>(
+          u * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + static_cast<int8_t>(q.low[b * 32 + i])));
     }
-    acc = std::fma(static_cast<float>(sum), _cvtsh_ss(Load16(blk)) * q.dx[b], acc);
+    acc = std::fma(static_cast<float>(static_cast<int32_t>(sum)), _cvtsh_ss(Load16(blk)) * q.dx[b], acc);
     if constexpr (kF.min) acc_min = std::fma(_cvtsh_ss(Load16(blk + 2)), q.sx[b], acc_min);
   }
   return acc + acc_min;
