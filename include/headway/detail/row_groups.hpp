@@ -69,9 +69,8 @@ inline void block(DType t, const uint8_t* data, uint64_t rows, uint64_t cols, ui
 }
 
 // Copies block b of each of group g's 16 rows to out [16 · block bytes] (row j's at j · block
-// bytes), in ggml's order, from a tensor in row groups of nb blocks per row.
-// byte_at's layout run by run, with its offsets for the 16 rows at once (a prefill's tiles decode
-// whole groups through it).
+// bytes), in ggml's order, from a tensor in row groups of nb blocks per row: byte_at's layout run
+// by run, its offsets worked out once for the 16 rows (a prefill's tiles decode whole groups so).
 inline void group_blocks(DType t, const uint8_t* data, uint64_t nb, uint64_t g, uint64_t b, uint8_t* out) {
   const uint32_t s = scale_bytes(t), h = head_bytes(t), bytes = dtype_traits(t).block_bytes, c = bytes - h;
   const uint8_t* base = data + g * kRows * nb * bytes;
