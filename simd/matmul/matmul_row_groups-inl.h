@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "headway/detail/row_groups.hpp"
 #include "hwy/highway.h"
@@ -96,16 +97,22 @@ HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, Grouped
 
 static_assert(sizeof(GroupedX) <= kMatmulPreparedXBytes, "matmul_prepare_x's room holds x's codes");
 
+// f(std::integral_constant<WeightType, w>) for a type row groups hold (q4_1 for any other).
+template <class F>
+HWY_INLINE void WithRowGroupsType(WeightType w, const F& f) {
+  switch (w) {
+    case WeightType::kQ8_0: return f(std::integral_constant<WeightType, WeightType::kQ8_0>());
+    case WeightType::kQ4_0: return f(std::integral_constant<WeightType, WeightType::kQ4_0>());
+    case WeightType::kQ5_0: return f(std::integral_constant<WeightType, WeightType::kQ5_0>());
+    case WeightType::kQ5_1: return f(std::integral_constant<WeightType, WeightType::kQ5_1>());
+    default: return f(std::integral_constant<WeightType, WeightType::kQ4_1>());
+  }
+}
+
 // x's codes for a call over a's type into out (matmul_prepare_x).
 HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
-  GroupedX* q = static_cast<GroupedX*>(out);
-  switch (a.w_type) {
-    case WeightType::kQ8_0: QuantizeGroupedX<WeightType::kQ8_0>(a.x, a.in, q); break;
-    case WeightType::kQ4_0: QuantizeGroupedX<WeightType::kQ4_0>(a.x, a.in, q); break;
-    case WeightType::kQ5_0: QuantizeGroupedX<WeightType::kQ5_0>(a.x, a.in, q); break;
-    case WeightType::kQ5_1: QuantizeGroupedX<WeightType::kQ5_1>(a.x, a.in, q); break;
-    default: QuantizeGroupedX<WeightType::kQ4_1>(a.x, a.in, q); break;
-  }
+  WithRowGroupsType(a.w_type,
+                    [&](auto w) { QuantizeGroupedX<decltype(w)::value>(a.x, a.in, static_cast<GroupedX*>(out)); });
   return true;
 }
 
@@ -224,13 +231,7 @@ HWY_NOINLINE void GemvRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_en
 }
 
 HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  switch (a.w_type) {
-    case WeightType::kQ8_0: return GemvRowGroups<WeightType::kQ8_0>(a, o_begin, o_end);
-    case WeightType::kQ4_0: return GemvRowGroups<WeightType::kQ4_0>(a, o_begin, o_end);
-    case WeightType::kQ5_0: return GemvRowGroups<WeightType::kQ5_0>(a, o_begin, o_end);
-    case WeightType::kQ5_1: return GemvRowGroups<WeightType::kQ5_1>(a, o_begin, o_end);
-    default: return GemvRowGroups<WeightType::kQ4_1>(a, o_begin, o_end);
-  }
+  WithRowGroupsType(a.w_type, [&](auto w) { GemvRowGroups<decltype(w)::value>(a, o_begin, o_end); });
 }
 
 #else
