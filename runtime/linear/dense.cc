@@ -89,18 +89,32 @@ namespace {
 struct DenseCall {
   simd::MatmulArgs args;
   TensorRef bias;
+  size_t token_task = 0;  // tokens per task, every row in each; 0: tasks of kDenseRowTask rows
 };
+
+void add_bias(const TensorRef& bias, float* y, size_t y_stride, size_t t, size_t o0, size_t o1) {
+  if (!bias.present()) return;
+  for (size_t i = 0; i < t; ++i) {
+    for (size_t o = o0; o < o1; ++o) y[i * y_stride + o] += tensor_at(bias, o);
+  }
+}
 
 void dense_task(void* ctx, size_t task) {
   const DenseCall& c = *static_cast<const DenseCall*>(ctx);
+  if (c.token_task != 0) {
+    simd::MatmulArgs a = c.args;
+    const size_t t0 = task * c.token_task;
+    a.t = c.args.t - t0 < c.token_task ? c.args.t - t0 : c.token_task;
+    a.x += t0 * a.x_stride;
+    a.y += t0 * a.y_stride;
+    simd::matmul(a, 0, a.out);
+    add_bias(c.bias, a.y, a.y_stride, a.t, 0, a.out);
+    return;
+  }
   const size_t o0 = task * kDenseRowTask;
   const size_t o1 = o0 + kDenseRowTask < c.args.out ? o0 + kDenseRowTask : c.args.out;
   simd::matmul(c.args, o0, o1);
-  if (!c.bias.present()) return;
-  for (size_t i = 0; i < c.args.t; ++i) {
-    float* y = c.args.y + i * c.args.y_stride;
-    for (size_t o = o0; o < o1; ++o) y[o] += tensor_at(c.bias, o);
-  }
+  add_bias(c.bias, c.args.y, c.args.y_stride, c.args.t, o0, o1);
 }
 
 }  // namespace
@@ -127,7 +141,16 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   if (t == 1 && simd::kMatmulPreparedXBytes > 0 && simd::matmul_prepare_x(c.args, prepared)) {
     c.args.x_prepared = prepared;
   }
-  const size_t tasks = (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
+  // A prefill whose kernel quantizes x in each call: tasks of tokens (as many as threads at least,
+  // at most a panel of the kernel's), so that each token is quantized once.
+  const size_t panel = t > 1 ? simd::matmul_token_task(c.args) : 0;
+  if (panel != 0) {
+    const size_t threads = pool != nullptr ? pool->threads() : 1;
+    const size_t share = (t + threads - 1) / threads;
+    c.token_task = share < panel ? share : panel;
+  }
+  const size_t tasks = c.token_task != 0 ? (t + c.token_task - 1) / c.token_task
+                                         : (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
   const uint64_t macs = uint64_t{t} * m.w.cols * m.w.rows;
   if (pool != nullptr && tasks > 1 && macs >= kDenseMinParallelMacs) {
     pool->run(tasks, dense_task, &c);

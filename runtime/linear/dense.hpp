@@ -32,8 +32,9 @@ float tensor_at(const TensorRef& t, uint64_t i);
 void convert_tensor(const TensorRef& src, void* dst, DType dtype);
 
 // y[i][0..out) = x[i] · Wᵀ + b for i < t (x row stride x_stride floats, y row stride y_stride).
-// Output rows are cut into tasks of kDenseRowTask rows (a function of the shape alone, so the
-// result is the same for every pool size, and for no pool). Never allocates.
+// Output rows are cut into tasks of kDenseRowTask rows, or a prefill's tokens into tasks where
+// its kernel quantizes x in each call (simd::matmul_token_task); y does not depend on the split,
+// so the result is the same for every pool size, and for no pool. Never allocates.
 inline constexpr uint32_t kDenseRowTask = 64;
 // Below this many multiply-adds (t · in · out) the caller's thread does all the work: waking the
 // pool costs more than it saves. A small model's decode projection is ~0.3-0.9 M (SmolLM2-135M's),

@@ -221,22 +221,26 @@ void MatmulF32(const MatmulArgs& a, size_t o_begin, size_t o_end) {
 }
 
 int MatmulXCodeMax(const MatmulArgs& a) {
-  if (mm::RowGroupsGemv(a)) return mm::kRowGroupsCodeMax;  // x in 16-bit codes (matmul_row_groups-inl.h)
-  if (!mm::IntegerGemv(a)) return 0;                       // it admits block formats alone
+  if (mm::RowGroupsRun(a)) return mm::kRowGroupsCodeMax;  // x in 16-bit codes (matmul_row_groups-inl.h)
+  if (!mm::IntegerGemv(a)) return 0;                      // it admits block formats alone
   // Helium's q8_0 GEMV keeps x at 16 bits whatever precise_x says (matmul_helium-inl.h).
   return a.precise_x || (HEADWAY_SIMD_HELIUM && a.w_type == WeightType::kQ8_0) ? 32767 : 127;
 }
 
 const char* MatmulTargetName() { return HEADWAY_SIMD_TARGET_NAME; }
 
-bool MatmulPrepareX(const MatmulArgs& a, void* out) { return mm::RowGroupsGemv(a) && mm::PrepareRowGroupsX(a, out); }
+bool MatmulPrepareX(const MatmulArgs& a, void* out) {
+  return a.t == 1 && mm::RowGroupsRun(a) && mm::PrepareRowGroupsX(a, out);
+}
+
+size_t MatmulTokenTask(const MatmulArgs& a) { return a.t > 1 && mm::RowGroupsRun(a) ? mm::GemmPanelTokens(a.in) : 0; }
 
 bool MatmulReadsRowGroups(WeightType w) {
   MatmulArgs a;
   a.w_type = w;
   a.w_row_groups = true;
   a.t = 1;
-  return mm::RowGroupsGemv(a);
+  return mm::RowGroupsRun(a);
 }
 
 }  // namespace HWY_NAMESPACE

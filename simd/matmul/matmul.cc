@@ -23,10 +23,13 @@ HWY_EXPORT(MatmulXCodeMax);
 HWY_EXPORT(MatmulTargetName);
 HWY_EXPORT(MatmulReadsRowGroups);
 HWY_EXPORT(MatmulPrepareX);
+HWY_EXPORT(MatmulTokenTask);
 
 bool matmul_reads_row_groups(WeightType w) { return HWY_DYNAMIC_DISPATCH(MatmulReadsRowGroups)(w); }
 
 bool matmul_prepare_x(const MatmulArgs& args, void* out) { return HWY_DYNAMIC_DISPATCH(MatmulPrepareX)(args, out); }
+
+size_t matmul_token_task(const MatmulArgs& args) { return HWY_DYNAMIC_DISPATCH(MatmulTokenTask)(args); }
 
 const char* matmul_args_error(const MatmulArgs& a) {
   if (!dtype_holds_weights(a.w_type)) return "w_type is not a weight dtype (dtype_holds_weights)";

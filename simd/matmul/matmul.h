@@ -47,7 +47,8 @@ struct MatmulArgs {
   bool precise_x = false;
   // W (q8_0, q4_0, q4_1, q5_0 or q5_1, w_stride == in) with its rows in groups of 16 (headway/detail/
   // row_groups.hpp), as a model lays its matrices out where matmul_reads_row_groups says the
-  // decode step reads them so; that step keeps x at 16 bits whatever precise_x says.
+  // decode step reads them so; there a decode step and a prefill alike keep x at 16 bits whatever
+  // precise_x says.
   bool w_row_groups = false;
   // x prepared by matmul_prepare_x over these same arguments (and x unchanged since), or null:
   // then each call prepares its own.
@@ -86,13 +87,21 @@ bool matmul_reads_row_groups(WeightType w);
 // per task (runtime/linear/dense.cc). False, nothing written, elsewhere.
 bool matmul_prepare_x(const MatmulArgs& args, void* out);
 
+// The tokens of a GEMM (t > 1) each task should hold where a caller splits it over threads by
+// tokens, every row in each task: where this machine's kernel for args quantizes x in each call
+// (W in row groups on AVX-512 VNNI, a panel of this many tokens at a time), a split by rows would
+// quantize every token once per task. 0 elsewhere: split the rows (y does not depend on either
+// split).
+size_t matmul_token_task(const MatmulArgs& args);
+
 // Null when the arguments are usable, else what is wrong with them.
 const char* matmul_args_error(const MatmulArgs& args);
 
 // Computes y[:, out_begin:out_end). Preconditions: matmul_args_error(args) == nullptr,
 // out_begin <= out_end <= args.out. t == 1 runs the GEMV path (bandwidth-bound: 4 weight rows
 // share each x load), t > 1 the register-blocked GEMM (4 tokens × 4 weight rows per block); block
-// formats decode tiles of W to f32 first (matmul_blocks-inl.h).
+// formats decode tiles of W to f32 first (matmul_blocks-inl.h), but for W in row groups on
+// AVX-512 VNNI, whose GEMM runs in integers as its GEMV does (matmul_row_groups_gemm-inl.h).
 void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end);
 
 // The largest code of x's quantization when matmul(args) runs on this machine's target: 127 where

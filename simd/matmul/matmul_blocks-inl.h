@@ -97,8 +97,8 @@ HWY_INLINE void TileTimesTokens(const MatmulArgs& t, size_t rows) {
 }
 
 HWY_NOINLINE void MatmulBlocks(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  if (RowGroupsGemv(a)) return MatmulRowGroups(a, o_begin, o_end);  // a decode step over row groups
-  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);      // a decode step in integers
+  if (RowGroupsRun(a)) return MatmulRowGroups(a, o_begin, o_end);  // over row groups, in integers
+  if (IntegerGemv(a)) return MatmulInteger(a, o_begin, o_end);     // a decode step in integers
   const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(a.w_type, a.w_stride));
   HWY_ALIGN float tile[kTileRows * kChunkValues];
   for (size_t o = o_begin; o < o_end; o += kTileRows) {

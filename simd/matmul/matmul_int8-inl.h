@@ -425,6 +425,7 @@ inline void MatmulInteger(const MatmulArgs&, size_t, size_t) {}
 }  // namespace headway
 HWY_AFTER_NAMESPACE();
 
-#include "simd/matmul/matmul_row_groups-inl.h"  // W in row groups, on AVX3_DL
+#include "simd/matmul/matmul_row_groups-inl.h"       // W in row groups, on AVX3_DL: x's codes, the GEMV
+#include "simd/matmul/matmul_row_groups_gemm-inl.h"  // and the GEMM
 
 #endif  // HEADWAY_SIMD_MATMUL_MATMUL_INT8_INL_H_

@@ -56,13 +56,46 @@ inline constexpr size_t kGroupRows = row_groups::kRows;
 // (docs/PERFORMANCE.md has the measurement that chose it).
 inline constexpr size_t kPrefetchBytes = 8192;
 
-// Whether this call runs here: a decode step over W in row groups.
-inline bool RowGroupsGemv(const MatmulArgs& a) {
-  return a.w_row_groups && a.t == 1 && a.in <= kMaxQuantizedIn && row_groups::holds(a.w_type);
+// Whether this call runs here: W in row groups, a decode step (GEMV) or a prefill (GEMM,
+// matmul_row_groups_gemm-inl.h).
+inline bool RowGroupsRun(const MatmulArgs& a) {
+  return a.w_row_groups && a.in <= kMaxQuantizedIn && row_groups::holds(a.w_type);
 }
 
-// x per block of 32 in value order: its 16-bit codes' bytes h and l (int8 bits), d_x, the
-// block's start −offset · Σ c (an int32) and d_x · Σ c (the min term).
+// One block of 32 values of x quantized: its 16-bit codes' bytes l and h (int8 bits) for values
+// 0 .. 15 and 16 .. 31, d_x, the block's start −offset · Σ c (an int32) and d_x · Σ c (the min
+// term).
+struct BlockCodes {
+  __m128i low[2], high[2];
+  float dx;
+  int32_t start;
+  float sx;
+};
+
+template <WeightType kW>
+HWY_INLINE BlockCodes QuantizeBlock(const float* HWY_RESTRICT x) {
+  const __m512i half = _mm512_set1_epi32(128);
+  const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+  __m512 id;
+  BlockCodes q;
+  q.dx = ScaleBlock<kRowGroupsCodeMax>(v0, v1, &id);
+  const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+  const __m512i h0 = _mm512_srai_epi32(_mm512_add_epi32(c0, half), 8);
+  const __m512i h1 = _mm512_srai_epi32(_mm512_add_epi32(c1, half), 8);
+  q.high[0] = _mm512_cvtepi32_epi8(h0);
+  q.high[1] = _mm512_cvtepi32_epi8(h1);
+  q.low[0] = _mm512_cvtepi32_epi8(_mm512_sub_epi32(c0, _mm512_slli_epi32(h0, 8)));
+  q.low[1] = _mm512_cvtepi32_epi8(_mm512_sub_epi32(c1, _mm512_slli_epi32(h1, 8)));
+  const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+  // In 64 bits, then wrapped as the vector sums wrap: a block with a value that is not finite has
+  // codes of INT_MIN (its d_x is NaN, and so are its products whatever the sums hold).
+  q.start = static_cast<int32_t>(-int64_t{kPair<kW>.offset} * sum);
+  q.sx = q.dx * static_cast<float>(sum);
+  return q;
+}
+
+// A decode step's x codes (matmul_prepare_x's room holds them): per block of 32 in value order,
+// the codes' low and high bytes, d_x, the start and the min term.
 struct GroupedX {
   alignas(64) uint8_t low[kMaxQuantizedIn];
   alignas(64) uint8_t high[kMaxQuantizedIn];
@@ -73,25 +106,15 @@ struct GroupedX {
 
 template <WeightType kW>
 HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, GroupedX* q) {
-  const __m512i half = _mm512_set1_epi32(128);
   for (size_t b = 0; b < in / 32; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
-    __m512 id;
-    q->dx[b] = ScaleBlock<kRowGroupsCodeMax>(v0, v1, &id);
-    const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
-    const __m512i h0 = _mm512_srai_epi32(_mm512_add_epi32(c0, half), 8);
-    const __m512i h1 = _mm512_srai_epi32(_mm512_add_epi32(c1, half), 8);
-    const __m512i l0 = _mm512_sub_epi32(c0, _mm512_slli_epi32(h0, 8)),
-                  l1 = _mm512_sub_epi32(c1, _mm512_slli_epi32(h1, 8));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32), _mm512_cvtepi32_epi8(h0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16), _mm512_cvtepi32_epi8(h1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32), _mm512_cvtepi32_epi8(l0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16), _mm512_cvtepi32_epi8(l1));
-    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
-    // In 64 bits, then wrapped as the vector sums wrap: a block with a value that is not finite has
-    // codes of INT_MIN (its d_x is NaN, and so are its products whatever the sums hold).
-    q->start[b] = static_cast<int32_t>(-int64_t{kPair<kW>.offset} * sum);
-    q->sx[b] = q->dx[b] * static_cast<float>(sum);
+    const BlockCodes c = QuantizeBlock<kW>(x + b * 32);
+    for (size_t h = 0; h < 2; ++h) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16 * h), c.low[h]);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16 * h), c.high[h]);
+    }
+    q->dx[b] = c.dx;
+    q->start[b] = c.start;
+    q->sx[b] = c.sx;
   }
 }
 
@@ -109,7 +132,7 @@ HWY_INLINE void WithRowGroupsType(WeightType w, const F& f) {
   }
 }
 
-// x's codes for a call over a's type into out (matmul_prepare_x).
+// x's codes for a decode step over a's type into out (matmul_prepare_x).
 HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
   WithRowGroupsType(a.w_type,
                     [&](auto w) { QuantizeGroupedX<decltype(w)::value>(a.x, a.in, static_cast<GroupedX*>(out)); });
@@ -126,13 +149,43 @@ HWY_INLINE __m512i FifthBits(__m512i qh, unsigned shift) {
   return _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
 }
 
+// Chunk k (of 4) of a q4 / q5 block's 16 rows as unsigned bytes: its low nibbles are values
+// 4k .. 4k + 3 (lo), its high ones 16 + 4k .. 16 + 4k + 3 (hi), with q5's fifth bits from qh.
+template <WeightType kW>
+HWY_INLINE void NibbleChunk(const uint8_t* codes, size_t k, __m512i qh, __m512i* lo, __m512i* hi) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i w = _mm512_loadu_si512(codes + k * 64);
+  *lo = _mm512_and_si512(w, low4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+  if constexpr (kPair<kW>.high != 0) {
+    *lo = _mm512_or_si512(*lo, FifthBits(qh, static_cast<unsigned>(4 * k)));
+    *hi = _mm512_or_si512(*hi, FifthBits(qh, static_cast<unsigned>(16 + 4 * k)));
+  }
+}
+
+// acc plus a block of 16 rows (heads at head) against one token's x (d_x dx, min term sx), from the
+// sums of its codes' low and high bytes: d_w · d_x · (256 high + low), then m_w · d_x · Σ c for the
+// types with a min. The GEMV, the GEMM and the tail rows (TailBlock) take these float steps in
+// this order.
+template <WeightType kW>
+HWY_INLINE __m512 AddBlock(__m512 acc, __m512i low, __m512i high, const uint8_t* head, float dx, float sx) {
+  const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(high, 8), low);
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head)));
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc);
+  if constexpr (kPair<kW>.min) {
+    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head + 32)));
+    acc = _mm512_fmadd_ps(mw, _mm512_set1_ps(sx), acc);
+  }
+  return acc;
+}
+
 // y[0..16) of the group at `group` (nb blocks per row).
 template <WeightType kW>
 HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const GroupedX& q, float* y) {
   constexpr size_t kH = row_groups::head_bytes(kW), kC = kPair<kW>.block_bytes - kH;
   const uint8_t* heads = group + kGroupRows * nb * kC;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(-128);
-  __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
+  const __m512i flip = _mm512_set1_epi8(-128);
+  __m512 acc = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* codes = group + b * kGroupRows * kC;
     for (size_t line = 0; line < kC / 4; ++line) {  // the block's 16 · kC bytes of codes, 64 a line
@@ -148,17 +201,13 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
         low = DotU8S8(low, u, Broadcast4(xl + 4 * k));
         high = DotU8S8(high, u, Broadcast4(xh + 4 * k));
       }
-    } else {  // chunk k's low nibbles are values 4k .. 4k + 3, its high ones 16 + 4k .. 16 + 4k + 3
+    } else {  // two chains for each byte of x (one token: the latency of VPDPBUSD would bound it)
       __m512i low1 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
       __m512i qh = _mm512_setzero_si512();
       if constexpr (kPair<kW>.high != 0) qh = _mm512_loadu_si512(head + row_groups::scale_bytes(kW) * kGroupRows);
       for (size_t k = 0; k < 4; ++k) {
-        const __m512i w = _mm512_loadu_si512(codes + k * 64);
-        __m512i lo = _mm512_and_si512(w, low4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
-        if constexpr (kPair<kW>.high != 0) {
-          lo = _mm512_or_si512(lo, FifthBits(qh, static_cast<unsigned>(4 * k)));
-          hi = _mm512_or_si512(hi, FifthBits(qh, static_cast<unsigned>(16 + 4 * k)));
-        }
+        __m512i lo, hi;
+        NibbleChunk<kW>(codes, k, qh, &lo, &hi);
         low = DotU8S8(low, lo, Broadcast4(xl + 4 * k));
         high = DotU8S8(high, lo, Broadcast4(xh + 4 * k));
         low1 = DotU8S8(low1, hi, Broadcast4(xl + 16 + 4 * k));
@@ -167,41 +216,48 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
       low = _mm512_add_epi32(low, low1);
       high = _mm512_add_epi32(high, high1);
     }
-    const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(high, 8), low);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(q.dx[b])), acc);
-    if constexpr (kPair<kW>.min) {
-      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(head + 32)));
-      acc_min = _mm512_fmadd_ps(mw, _mm512_set1_ps(q.sx[b]), acc_min);
-    }
+    acc = AddBlock<kW>(acc, low, high, head, q.dx[b], q.sx[b]);
   }
-  _mm512_storeu_ps(y, _mm512_add_ps(acc, acc_min));
+  _mm512_storeu_ps(y, acc);
 }
 
-// y of one row past the last whole group (the file's layout): GemvGroup's arithmetic for one lane.
+// acc plus block blk of a row past the last whole group (the file's layout) against x's codes c of
+// that block (256 h + l each), d_x dx, start and min term sx: AddBlock's arithmetic for one lane.
+template <WeightType kW>
+HWY_INLINE float TailBlock(float acc, const uint8_t* HWY_RESTRICT blk, const int32_t* c, float dx, int32_t start,
+                           float sx) {
+  constexpr PairFormat kF = kPair<kW>;
+  uint32_t sum = static_cast<uint32_t>(start);  // wrapping as the vector lanes do
+  for (size_t i = 0; i < 32; ++i) {
+    int32_t u;  // unsigned, as the vector kernels meet it
+    if constexpr (kW == WeightType::kQ8_0) {
+      u = blk[kF.codes + i] ^ 0x80;
+    } else {
+      const uint8_t byte = blk[kF.codes + i % 16];
+      u = i < 16 ? byte & 0x0F : byte >> 4;
+      if constexpr (kF.high != 0) u |= static_cast<int32_t>((Load32(blk + kF.high) >> i) & 1u) << 4;
+    }
+    sum += static_cast<uint32_t>(u * c[i]);
+  }
+  acc = std::fma(static_cast<float>(static_cast<int32_t>(sum)), _cvtsh_ss(Load16(blk)) * dx, acc);
+  if constexpr (kF.min) acc = std::fma(_cvtsh_ss(Load16(blk + 2)), sx, acc);
+  return acc;
+}
+
+// A code of x from its bytes h and l.
+HWY_INLINE int32_t Code(uint8_t high, uint8_t low) {
+  return static_cast<int8_t>(high) * 256 + static_cast<int8_t>(low);
+}
+
 template <WeightType kW>
 HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const GroupedX& q) {
-  constexpr PairFormat kF = kPair<kW>;
-  float acc = 0.0f, acc_min = 0.0f;
+  float acc = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * kF.block_bytes;
-    uint32_t sum = static_cast<uint32_t>(q.start[b]);  // wrapping as GemvGroup's lanes do
-    for (size_t i = 0; i < 32; ++i) {
-      int32_t u;  // unsigned, as GemvGroup meets it
-      if constexpr (kW == WeightType::kQ8_0) {
-        u = blk[kF.codes + i] ^ 0x80;
-      } else {
-        const uint8_t byte = blk[kF.codes + i % 16];
-        u = i < 16 ? byte & 0x0F : byte >> 4;
-        if constexpr (kF.high != 0) u |= static_cast<int32_t>((Load32(blk + kF.high) >> i) & 1u) << 4;
-      }
-      sum += static_cast<uint32_t>(
-          u * (static_cast<int8_t>(q.high[b * 32 + i]) * 256 + static_cast<int8_t>(q.low[b * 32 + i])));
-    }
-    acc = std::fma(static_cast<float>(static_cast<int32_t>(sum)), _cvtsh_ss(Load16(blk)) * q.dx[b], acc);
-    if constexpr (kF.min) acc_min = std::fma(_cvtsh_ss(Load16(blk + 2)), q.sx[b], acc_min);
+    int32_t c[32];
+    for (size_t i = 0; i < 32; ++i) c[i] = Code(q.high[b * 32 + i], q.low[b * 32 + i]);
+    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, q.dx[b], q.start[b], q.sx[b]);
   }
-  return acc + acc_min;
+  return acc;
 }
 
 template <WeightType kW>
@@ -230,15 +286,10 @@ HWY_NOINLINE void GemvRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_en
   }
 }
 
-HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  WithRowGroupsType(a.w_type, [&](auto w) { GemvRowGroups<decltype(w)::value>(a, o_begin, o_end); });
-}
-
 #else
 
-inline bool RowGroupsGemv(const MatmulArgs&) { return false; }
+inline bool RowGroupsRun(const MatmulArgs&) { return false; }
 inline bool PrepareRowGroupsX(const MatmulArgs&, void*) { return false; }
-inline void MatmulRowGroups(const MatmulArgs&, size_t, size_t) {}
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

@@ -3,8 +3,10 @@
 // keeps every block's bytes, and the dense kernel over it, on every SIMD target this machine
 // supports, gives what it gives over the file's layout where it decodes tiles (t > 1: bitwise),
 // and a decode step (t = 1: the AVX-512 VNNI kernel of matmul_row_groups-inl.h, elsewhere the
-// tiles) within x's rounding of x · Wᵀ in double (tests/kernels/block_rows.hpp's bound). Rows
-// of one group, several, and a tail past the last group; splits that cut groups, bitwise.
+// tiles) within x's rounding of x · Wᵀ in double (tests/kernels/block_rows.hpp's bound); where
+// t > 1 runs in integers too (matmul_row_groups_gemm-inl.h), each token's row is its decode
+// step's, bitwise. Rows of one group, several, and a tail past the last group; splits that cut
+// groups, bitwise.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -132,10 +134,23 @@ TEST_CASE("matmul over weights in row groups matches the file's layout and the d
               }
               CHECK(std::memcmp(rows.data(), split.data(), rows.size() * 4) == 0);
               for (size_t i = 0; i < t; ++i) CHECK(rows[i * (out + 1) + out] == 7.0f);  // padding untouched
-              if (t > 1) {
+              if (t > 1 && hs::matmul_x_code_max(a) == 0) {  // the tiles of the file's layout
                 CHECK(std::memcmp(rows.data(), file.data(), rows.size() * 4) == 0);
                 continue;
               }
+              if (t > 1) {  // the integer GEMM: each token's row is its own decode step's, bitwise
+                CHECK(hs::matmul_token_task(a) > 0);
+                for (size_t i = 0; i < t; ++i) {
+                  std::vector<float> step(out, 7.0f);
+                  hs::MatmulArgs one = test::gemv_args(&x[i * in], g.data(), f.type, in, out, step.data());
+                  one.precise_x = precise;
+                  one.w_row_groups = true;
+                  hs::matmul(one, 0, out);
+                  CHECK(std::memcmp(step.data(), &rows[i * (out + 1)], out * 4) == 0);
+                }
+                continue;
+              }
+              CHECK(hs::matmul_token_task(a) == 0);
               const std::vector<float> x1(x.begin(), x.begin() + in);
               test::check_decode(x1, wd, in, out, rows.data(), hs::matmul_x_code_max(a), precise);
               // x prepared once for every row range gives bitwise the same rows, where a kernel

@@ -15,9 +15,9 @@ projection's input so rounded (int8_inputs), which the integer path matches to a
 the odd code that rounds the other way, and the steps must be within STEP_MAX_ABS of it or of the
 exact logits (Gemma's scaled embeddings, norms on block outputs and softcaps make it the more
 sensitive to x's rounding: 0.24 to 0.88 from the exact logits here). Where the kernels run
-AVX3_DL (AVX-512 VNNI: `headway doctor`), a model holds these types' matrices in row groups and
-decodes with x at 16 bits (simd/matmul/matmul_row_groups-inl.h): its steps must then be within
-ROW_GROUPS_STEP_MAX_ABS of the exact logits.
+AVX3_DL, a model holds these types' matrices in row groups and multiplies them with x at 16 bits,
+prefill and decode alike (row_groups.py): its logits, of one prefill and of the steps, must then be
+within ROW_GROUPS_MAX_ABS of the exact ones.
 """
 import argparse
 import math
@@ -29,14 +29,13 @@ import tempfile
 import numpy as np
 import torch
 
+from row_groups import ROW_GROUPS_MAX_ABS, runs_row_groups
+
 MAX_ABS = 1e-3  # the issue's bound for f32 weights; measured about 3e-6 here, logits up to about 4 (f32 against float64)
 # x's rounding to 8-bit codes: half a code step (max|x| / 254 per block) on every product, about
 # 0.5% of a dot product's typical size, through two layers; measured 6e-2 to 1.2e-1 here (logits up
 # to about 4). A wrong scale, offset or layout errs by whole units.
 STEP_MAX_ABS = 0.25
-# x's rounding to 16-bit codes (2⁻¹⁶ of each block's largest value), the same path: measured 2.5e-4
-# to 2.4e-3 here (Gemma 2 the most).
-ROW_GROUPS_STEP_MAX_ABS = 1e-2
 T = None
 # Families whose RoPE tables depend on the call (LongRoPE, dynamic NTK): decode steps differ from one
 # prefill, and are held to transformers run one token a call over its cache (step_logits).
@@ -250,8 +249,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--headway", required=True)
     args = ap.parse_args()
-    doctor = subprocess.run([args.headway, "doctor"], check=True, capture_output=True, text=True).stdout
-    row_groups = "kernels run AVX3_DL " in doctor
+    row_groups = runs_row_groups(args.headway)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     Q = gguf.GGMLQuantizationType
@@ -293,7 +291,7 @@ def main():
                 subprocess.run([args.headway, "logits", "--gguf", path, "--prompt-ids", ",".join(map(str, ids)),
                                 "--out", out, "--kv-dtype", "f32"], check=True)
                 err = float(np.abs(np.load(out).astype(np.float64) - ref).max())
-                ok = err <= MAX_ABS
+                ok = err <= (ROW_GROUPS_MAX_ABS if row_groups and qtype not in (Q.F32, Q.F16) else MAX_ABS)
                 checks += 1
                 failures += 0 if ok else 1
                 print(f"{family} {qtype.name}: max |err| {err:.2e} of logits up to {np.abs(ref).max():.1f} "
@@ -316,7 +314,7 @@ def main():
                 if qtype in (Q.F32, Q.F16):
                     ok = err <= MAX_ABS
                 elif row_groups:
-                    ok = err <= ROW_GROUPS_STEP_MAX_ABS
+                    ok = err <= ROW_GROUPS_MAX_ABS
                 else:
                     ok = min(err, err_int8) <= STEP_MAX_ABS
                 checks += 1

@@ -1,0 +1,234 @@
+// The GEMM (t > 1: a prefill's tokens) over q8_0, q4_0, q4_1, q5_0 and q5_1 weights in row groups
+// on x86 with AVX-512 VNNI (Highway's AVX3_DL target), in integers as the decode GEMV of
+// matmul_row_groups-inl.h: x in 16-bit codes per block of 32, each 32-bit lane one row of a group.
+// A chunk of a group's codes (four weight bytes of its 16 rows) loads and unpacks once for
+// kGemmTokens tokens, each of which meets it with two VPDPBUSDs (its codes' high and low bytes);
+// the tile's sums stay in registers (two int32 and one f32 vector per token, 24 of 32).
+//
+// Each token's y is what a decode step of that token gives, bitwise: the same codes of x, the
+// same exact integer sums, the same float steps in the same order (AddBlock, TailBlock).
+// So a prefill's logits are its decode steps', and no row split or token split changes them.
+//
+// x is quantized a panel of tokens at a time into kGemmXBytes of stack (Panel: a chunk's codes of
+// a tile's tokens side by side): one quantization per token for every row the call covers. Callers
+// split a prefill over threads by tokens, not rows (matmul_token_task): each task quantizes only
+// its own tokens. A group's codes (nb · 16 · block bytes: 14 KiB for q4_0 at in = 1536) stay in
+// L1 while the panel's tiles pass over them.
+
+#if defined(HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_GEMM_INL_H_
+#undef HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_GEMM_INL_H_
+#else
+#define HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_GEMM_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "headway/detail/row_groups.hpp"
+#include "hwy/highway.h"
+#include "simd/matmul/matmul.h"
+#include "simd/matmul/matmul_row_groups-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace headway {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace mm {
+
+#if HWY_TARGET == HWY_AVX3_DL
+
+inline constexpr size_t kGemmTokens = 8;
+inline constexpr size_t kGemmXBytes = 65536;
+inline constexpr size_t kGemmPanel = 64;  // tokens quantized at once, at most
+// A panel holds at least one tile at the widest x (2 code bytes and 12 bytes of scales a block).
+static_assert(kGemmXBytes / (2 * kMaxQuantizedIn + 12 * (kMaxQuantizedIn / 32)) >= 3, "a panel of x fits");
+
+// The tokens a panel of x holds at `in`.
+inline size_t GemmPanelTokens(size_t in) {
+  const size_t fit = kGemmXBytes / (2 * in + 12 * (in / 32));
+  return fit < kGemmPanel ? fit : kGemmPanel;
+}
+
+// n tokens of x quantized, in kGemmXBytes: codes [nb][8 chunks][n][8 bytes: l of the chunk's four
+// values, then h] (a tile's codes for one chunk lie side by side, at offsets fixed by the token),
+// then d_x, starts and min terms [nb][n].
+struct Panel {
+  uint8_t* codes;
+  float* dx;
+  int32_t* start;
+  float* sx;
+  size_t n;
+
+  Panel(uint8_t* room, size_t in, size_t tokens) : n(tokens) {
+    const size_t nb = in / 32;
+    codes = room;
+    dx = reinterpret_cast<float*>(room + 2 * n * in);
+    start = reinterpret_cast<int32_t*>(dx + n * nb);
+    sx = reinterpret_cast<float*>(start + n * nb);
+  }
+  uint8_t* chunk(size_t b, size_t c, size_t j) const { return codes + ((b * 8 + c) * n + j) * 8; }
+};
+
+template <WeightType kW>
+HWY_INLINE void QuantizePanel(const float* HWY_RESTRICT x, size_t x_stride, size_t in, const Panel& p) {
+  for (size_t j = 0; j < p.n; ++j) {
+    for (size_t b = 0; b < in / 32; ++b) {
+      const BlockCodes c = QuantizeBlock<kW>(x + j * x_stride + b * 32);
+      for (size_t h = 0; h < 2; ++h) {  // chunks 4h .. 4h + 3: l and h of each, 8 bytes
+        const __m128i lo = _mm_unpacklo_epi32(c.low[h], c.high[h]), hi = _mm_unpackhi_epi32(c.low[h], c.high[h]);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h, j)), lo);
+        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 1, j)), _mm_castsi128_pd(lo));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h + 2, j)), hi);
+        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 3, j)), _mm_castsi128_pd(hi));
+      }
+      p.dx[b * p.n + j] = c.dx;
+      p.start[b * p.n + j] = c.start;
+      p.sx[b * p.n + j] = c.sx;
+    }
+  }
+}
+
+// y[j][0..16) (token j at y + j · y_stride) of the group at `group` against tokens j0 .. j0 + T of
+// the panel.
+template <WeightType kW, size_t T>
+HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Panel& p, size_t j0, float* y,
+                          size_t y_stride) {
+  constexpr size_t kH = row_groups::head_bytes(kW), kC = kPair<kW>.block_bytes - kH;
+  const uint8_t* heads = group + kGroupRows * nb * kC;
+  const __m512i flip = _mm512_set1_epi8(-128);
+  const size_t step = p.n * 8;  // from one chunk of x's codes to the next
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (size_t j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const uint8_t* codes = group + b * kGroupRows * kC;
+    const uint8_t* head = heads + b * kGroupRows * kH;
+    const uint8_t* x = p.chunk(b, 0, j0);  // token j's chunk c at x + c · step + 8j: l, then h
+    __m512i low[T], high[T];
+#pragma GCC unroll 8
+    for (size_t j = 0; j < T; ++j) {
+      low[j] = _mm512_set1_epi32(p.start[b * p.n + j0 + j]);
+      high[j] = _mm512_setzero_si512();
+    }
+    if constexpr (kW == WeightType::kQ8_0) {
+      for (size_t k = 0; k < 8; ++k, x += step) {
+        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip);
+#pragma GCC unroll 8
+        for (size_t j = 0; j < T; ++j) {
+          low[j] = DotU8S8(low[j], u, Broadcast4(x + 8 * j));
+          high[j] = DotU8S8(high[j], u, Broadcast4(x + 8 * j + 4));
+        }
+      }
+    } else {
+      __m512i qh = _mm512_setzero_si512();
+      if constexpr (kPair<kW>.high != 0) qh = _mm512_loadu_si512(head + row_groups::scale_bytes(kW) * kGroupRows);
+      for (size_t k = 0; k < 4; ++k, x += step) {  // chunk k's low nibbles, and chunk k + 4's high ones
+        __m512i lo, hi;
+        NibbleChunk<kW>(codes, k, qh, &lo, &hi);
+        const uint8_t* x4 = x + 4 * step;
+#pragma GCC unroll 8
+        for (size_t j = 0; j < T; ++j) {
+          low[j] = DotU8S8(low[j], lo, Broadcast4(x + 8 * j));
+          high[j] = DotU8S8(high[j], lo, Broadcast4(x + 8 * j + 4));
+          low[j] = DotU8S8(low[j], hi, Broadcast4(x4 + 8 * j));
+          high[j] = DotU8S8(high[j], hi, Broadcast4(x4 + 8 * j + 4));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (size_t j = 0; j < T; ++j) {
+      acc[j] = AddBlock<kW>(acc[j], low[j], high[j], head, p.dx[b * p.n + j0 + j], p.sx[b * p.n + j0 + j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t j = 0; j < T; ++j) _mm512_storeu_ps(y + j * y_stride, acc[j]);
+}
+
+// The group against the panel's tokens: tiles of kGemmTokens, then of 4, 2 and 1.
+template <WeightType kW>
+HWY_INLINE void GemmGroupTokens(const uint8_t* group, size_t nb, const Panel& p, float* y, size_t y_stride) {
+  size_t j = 0;
+  for (; j + kGemmTokens <= p.n; j += kGemmTokens)
+    GemmGroup<kW, kGemmTokens>(group, nb, p, j, y + j * y_stride, y_stride);
+  if (p.n - j >= 4) {
+    GemmGroup<kW, 4>(group, nb, p, j, y + j * y_stride, y_stride);
+    j += 4;
+  }
+  if (p.n - j >= 2) {
+    GemmGroup<kW, 2>(group, nb, p, j, y + j * y_stride, y_stride);
+    j += 2;
+  }
+  if (p.n - j >= 1) GemmGroup<kW, 1>(group, nb, p, j, y + j * y_stride, y_stride);
+}
+
+// y of token j for one row past the last whole group (the file's layout), as RowGroupsTailRow.
+template <WeightType kW>
+HWY_INLINE float PanelTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const Panel& p, size_t j) {
+  float acc = 0.0f;
+  for (size_t b = 0; b < nb; ++b) {
+    int32_t c[32];
+    for (size_t i = 0; i < 32; ++i) {
+      const uint8_t* chunk = p.chunk(b, i / 4, j);
+      c[i] = Code(chunk[4 + i % 4], chunk[i % 4]);
+    }
+    const size_t at = b * p.n + j;
+    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, p.dx[at], p.start[at], p.sx[at]);
+  }
+  return acc;
+}
+
+template <WeightType kW>
+HWY_NOINLINE void GemmRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
+  const size_t in = a.in, nb = in / 32, grouped = a.out / kGroupRows * kGroupRows;
+  const size_t group_bytes = kGroupRows * nb * kPair<kW>.block_bytes;
+  const uint8_t* w = static_cast<const uint8_t*>(a.w);
+  const size_t panel = GemmPanelTokens(in);
+  alignas(64) uint8_t room[kGemmXBytes];
+  for (size_t t0 = 0; t0 < a.t; t0 += panel) {
+    const Panel p(room, in, a.t - t0 < panel ? a.t - t0 : panel);
+    QuantizePanel<kW>(a.x + t0 * a.x_stride, a.x_stride, in, p);
+    float* y = a.y + t0 * a.y_stride;
+    for (size_t g = o_begin / kGroupRows; g * kGroupRows < o_end && g * kGroupRows < grouped; ++g) {
+      const size_t first = g * kGroupRows;
+      if (first >= o_begin && first + kGroupRows <= o_end) {
+        GemmGroupTokens<kW>(w + g * group_bytes, nb, p, y + first, a.y_stride);
+        continue;
+      }
+      alignas(64) float part[kGemmPanel * kGroupRows];  // a group the row range cuts: the rows asked for alone
+      GemmGroupTokens<kW>(w + g * group_bytes, nb, p, part, kGroupRows);
+      for (size_t j = 0; j < p.n; ++j) {
+        for (size_t o = first < o_begin ? o_begin : first; o < first + kGroupRows && o < o_end; ++o) {
+          y[j * a.y_stride + o] = part[j * kGroupRows + o - first];
+        }
+      }
+    }
+    for (size_t o = o_begin > grouped ? o_begin : grouped; o < o_end; ++o) {
+      for (size_t j = 0; j < p.n; ++j) {
+        y[j * a.y_stride + o] = PanelTailRow<kW>(w + o * nb * kPair<kW>.block_bytes, nb, p, j);
+      }
+    }
+  }
+}
+
+HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
+  WithRowGroupsType(a.w_type, [&](auto w) {
+    if (a.t == 1) GemvRowGroups<decltype(w)::value>(a, o_begin, o_end);
+    else GemmRowGroups<decltype(w)::value>(a, o_begin, o_end);
+  });
+}
+
+#else
+
+inline size_t GemmPanelTokens(size_t) { return 0; }
+inline void MatmulRowGroups(const MatmulArgs&, size_t, size_t) {}
+
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
+}  // namespace mm
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace headway
+HWY_AFTER_NAMESPACE();
+
+#endif  // HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_GEMM_INL_H_
