@@ -1064,12 +1064,12 @@ TEST_CASE("bad input: a gated layer given an ungated Wq is refused by shape and 
   check_rows({{"Wq marked row_groups in f32",
                [&] {
                  LayerWeights bad = w;
-                 bad.wq.row_groups = true;  // row groups hold 32-value blocks alone
+                 bad.wq.row_groups = true;  // row groups hold ggml's blocks alone
                  return layer.init(arena, 0, bad);
                },
                Code::kInvalidArgument,
                {"layer 0: tensor wq is marked row_groups in dtype f32 (row groups hold matrices of q8_0, q4_0, q4_1, "
-                "q5_0 and q5_1)"}}});
+                "q5_0, q5_1, q4_K and q6_K)"}}});
   CHECK_FALSE(layer.initialized());
   CHECK(std::memcmp(before.data(), mem.p, before.size()) == 0);
   CHECK(layer.init(arena, 0, w).ok());

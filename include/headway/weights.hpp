@@ -16,7 +16,7 @@ struct TensorRef {
   DType dtype = DType::kF32;  // one dtype_holds_weights admits (headway/dtype.hpp)
   uint32_t rows = 0;
   uint32_t cols = 0;
-  // A q8_0, q4_0, q4_1, q5_0 or q5_1 matrix with its rows interleaved in groups of 16 (headway/detail/
+  // A q8_0, q4_0, q4_1, q5_0, q5_1, q4_K or q6_K matrix with its rows interleaved in groups of 16 (headway/detail/
   // row_groups.hpp): how a Model holds the borrowed matrices its decode step reads so
   // (simd::matmul_reads_row_groups). Sources lend tensors as their files hold them (false).
   bool row_groups = false;

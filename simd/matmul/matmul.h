@@ -8,7 +8,7 @@
 //     w + o · w_stride elements; or in one of ggml's block formats (q8_0 ... q6_K, as GGUF files
 //     hold them: headway/ggml_types.hpp), row o at w + o · dtype_row_bytes(w_type, w_stride)
 //     bytes, in and w_stride whole blocks (matmul_blocks-inl.h); or with w_row_groups, q8_0, q4_0,
-//     q4_1, q5_0 or q5_1 rows interleaved in groups of 16 (headway/detail/row_groups.hpp)
+//     q4_1, q5_0, q5_1, q4_K or q6_K rows interleaved in groups of 16 (headway/detail/row_groups.hpp)
 //   y [t, out] f32, token i at y + i · y_stride floats
 //   y[i][o] = Σ_k x[i][k] · W[o][k], accumulated in f32, for o in [out_begin, out_end).
 //
@@ -45,7 +45,7 @@ struct MatmulArgs {
   // 8-bit code step of x's blocks moves a logit by ~0.1, as much as the gap between the top two
   // in a confident answer.
   bool precise_x = false;
-  // W (q8_0, q4_0, q4_1, q5_0 or q5_1, w_stride == in) with its rows in groups of 16 (headway/detail/
+  // W (q8_0, q4_0, q4_1, q5_0, q5_1, q4_K or q6_K, w_stride == in) with its rows in groups of 16 (headway/detail/
   // row_groups.hpp), as a model lays its matrices out where matmul_reads_row_groups says the
   // decode step reads them so; there a decode step and a prefill alike keep x at 16 bits whatever
   // precise_x says.
@@ -76,7 +76,7 @@ inline bool integer_gemv_reads(WeightType w, bool precise_x) {
 }
 
 // Whether this machine's decode GEMV reads W of type w in row groups (AVX-512 VNNI: q8_0, q4_0,
-// q4_1, q5_0, q5_1), faster than in the file's layout: where a model lays its matrices out so at
+// q4_1, q5_0, q5_1, q4_K, q6_K), faster than in the file's layout: where a model lays its matrices out so at
 // init.
 bool matmul_reads_row_groups(WeightType w);
 

@@ -1,7 +1,7 @@
-// The decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0 and q5_1 weights in row groups (headway/detail/
-// row_groups.hpp: 16 rows interleaved four bytes at a time) on x86 with AVX-512 VNNI (Highway's
-// AVX3_DL target). Included by matmul_int8-inl.h, whose x scaling (ScaleBlock), VPDPBUSD and
-// block formats it shares.
+// x in 16-bit codes for weights in row groups (headway/detail/row_groups.hpp: 16 rows interleaved
+// four bytes at a time), and the decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0 and q5_1 ones, on
+// x86 with AVX-512 VNNI (Highway's AVX3_DL target). Included by matmul_int8-inl.h, whose x scaling (ScaleBlock),
+// VPDPBUSD and block formats it shares.
 //
 // x is quantized to 16-bit codes per block of 32 (d_x = max|x| / kRowGroupsCodeMax): its rounding
 // is 257 times finer than the 8-bit codes of ggml's activations, so a decode step gives what the
@@ -62,13 +62,17 @@ inline bool RowGroupsRun(const MatmulArgs& a) {
   return a.w_row_groups && a.in <= kMaxQuantizedIn && row_groups::holds(a.w_type);
 }
 
+// Whether W's scales cover 16 values (q6_K): x's blocks of 32 then start each half apart.
+template <WeightType kW>
+inline constexpr bool kHalfScales = kW == WeightType::kQ6_K;
+
 // One block of 32 values of x quantized: its 16-bit codes' bytes l and h (int8 bits) for values
-// 0 .. 15 and 16 .. 31, d_x, the block's start −offset · Σ c (an int32) and d_x · Σ c (the min
-// term).
+// 0 .. 15 and 16 .. 31, d_x, the block's start −offset · Σ c (an int32; with kHalfScales, each
+// half's, of its own 16 codes) and d_x · Σ c (the min term).
 struct BlockCodes {
   __m128i low[2], high[2];
   float dx;
-  int32_t start;
+  int32_t start[2];
   float sx;
 };
 
@@ -86,16 +90,25 @@ HWY_INLINE BlockCodes QuantizeBlock(const float* HWY_RESTRICT x) {
   q.high[1] = _mm512_cvtepi32_epi8(h1);
   q.low[0] = _mm512_cvtepi32_epi8(_mm512_sub_epi32(c0, _mm512_slli_epi32(h0, 8)));
   q.low[1] = _mm512_cvtepi32_epi8(_mm512_sub_epi32(c1, _mm512_slli_epi32(h1, 8)));
-  const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
   // In 64 bits, then wrapped as the vector sums wrap: a block with a value that is not finite has
   // codes of INT_MIN (its d_x is NaN, and so are its products whatever the sums hold).
-  q.start = static_cast<int32_t>(-int64_t{kPair<kW>.offset} * sum);
-  q.sx = q.dx * static_cast<float>(sum);
+  const int64_t offset = kPair<kW>.offset;
+  if constexpr (kHalfScales<kW>) {
+    const int32_t sum0 = _mm512_reduce_add_epi32(c0), sum1 = _mm512_reduce_add_epi32(c1);
+    q.start[0] = static_cast<int32_t>(-offset * sum0);
+    q.start[1] = static_cast<int32_t>(-offset * sum1);
+    q.sx = 0.0f;
+  } else {
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+    q.start[0] = static_cast<int32_t>(-offset * sum);
+    q.start[1] = 0;
+    q.sx = q.dx * static_cast<float>(sum);
+  }
   return q;
 }
 
-// A decode step's x codes (matmul_prepare_x's room holds them): per block of 32 in value order,
-// the codes' low and high bytes, d_x, the start and the min term.
+// A decode step's x codes over 32-value blocks (matmul_prepare_x's room holds them): per block
+// of 32 in value order, the codes' low and high bytes, d_x, the start and the min term.
 struct GroupedX {
   alignas(64) uint8_t low[kMaxQuantizedIn];
   alignas(64) uint8_t high[kMaxQuantizedIn];
@@ -113,12 +126,62 @@ HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, Grouped
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16 * h), c.high[h]);
     }
     q->dx[b] = c.dx;
-    q->start[b] = c.start;
+    q->start[b] = c.start[0];
     q->sx[b] = c.sx;
   }
 }
 
 static_assert(sizeof(GroupedX) <= kMatmulPreparedXBytes, "matmul_prepare_x's room holds x's codes");
+
+// The x of n tokens as the GEMM reads it (and a K-quant decode step, n = 1): codes [nb][8 chunks]
+// [n][8 bytes: l of the chunk's four values, then h] (a tile's codes for one chunk lie side by
+// side, at offsets fixed by the token), then d_x and min terms [nb][n], starts [nb][n][2].
+struct Panel {
+  uint8_t* codes;
+  float* dx;
+  float* sx;
+  int32_t* start;
+  size_t n;
+
+  Panel(void* room, size_t in, size_t tokens) : n(tokens) {
+    const size_t nb = in / 32;
+    codes = static_cast<uint8_t*>(room);
+    dx = reinterpret_cast<float*>(codes + 2 * n * in);
+    sx = dx + n * nb;
+    start = reinterpret_cast<int32_t*>(sx + n * nb);
+  }
+  static size_t bytes(size_t in, size_t tokens) { return tokens * (2 * in + 16 * (in / 32)); }
+  uint8_t* chunk(size_t b, size_t c, size_t j) const { return codes + ((b * 8 + c) * n + j) * 8; }
+  size_t at(size_t b, size_t j) const { return b * n + j; }
+};
+
+static_assert(2 * kMaxQuantizedIn + 16 * (kMaxQuantizedIn / 32) <= kMatmulPreparedXBytes,
+              "matmul_prepare_x's room holds a panel of one token");
+
+template <WeightType kW>
+HWY_INLINE void QuantizePanel(const float* HWY_RESTRICT x, size_t x_stride, size_t in, const Panel& p) {
+  for (size_t j = 0; j < p.n; ++j) {
+    for (size_t b = 0; b < in / 32; ++b) {
+      const BlockCodes c = QuantizeBlock<kW>(x + j * x_stride + b * 32);
+      for (size_t h = 0; h < 2; ++h) {  // chunks 4h .. 4h + 3: l and h of each, 8 bytes
+        const __m128i lo = _mm_unpacklo_epi32(c.low[h], c.high[h]), hi = _mm_unpackhi_epi32(c.low[h], c.high[h]);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h, j)), lo);
+        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 1, j)), _mm_castsi128_pd(lo));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h + 2, j)), hi);
+        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 3, j)), _mm_castsi128_pd(hi));
+      }
+      p.dx[p.at(b, j)] = c.dx;
+      p.sx[p.at(b, j)] = c.sx;
+      p.start[2 * p.at(b, j)] = c.start[0];
+      p.start[2 * p.at(b, j) + 1] = c.start[1];
+    }
+  }
+}
+
+// Whether W is one of the K-quants (super-blocks of 256: matmul_row_groups_k-inl.h), whose decode
+// step reads a panel of one token.
+template <WeightType kW>
+inline constexpr bool kSuperBlocks = kW == WeightType::kQ4_K || kW == WeightType::kQ6_K;
 
 // f(std::integral_constant<WeightType, w>) for a type row groups hold (q4_1 for any other).
 template <class F>
@@ -128,14 +191,20 @@ HWY_INLINE void WithRowGroupsType(WeightType w, const F& f) {
     case WeightType::kQ4_0: return f(std::integral_constant<WeightType, WeightType::kQ4_0>());
     case WeightType::kQ5_0: return f(std::integral_constant<WeightType, WeightType::kQ5_0>());
     case WeightType::kQ5_1: return f(std::integral_constant<WeightType, WeightType::kQ5_1>());
+    case WeightType::kQ4_K: return f(std::integral_constant<WeightType, WeightType::kQ4_K>());
+    case WeightType::kQ6_K: return f(std::integral_constant<WeightType, WeightType::kQ6_K>());
     default: return f(std::integral_constant<WeightType, WeightType::kQ4_1>());
   }
 }
 
-// x's codes for a decode step over a's type into out (matmul_prepare_x).
+// x's codes for a decode step over a's type into out (matmul_prepare_x): a GroupedX, or over the
+// K-quants a panel of one token.
 HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
-  WithRowGroupsType(a.w_type,
-                    [&](auto w) { QuantizeGroupedX<decltype(w)::value>(a.x, a.in, static_cast<GroupedX*>(out)); });
+  WithRowGroupsType(a.w_type, [&](auto w) {
+    constexpr WeightType kW = decltype(w)::value;
+    if constexpr (kSuperBlocks<kW>) QuantizePanel<kW>(a.x, a.x_stride, a.in, Panel(out, a.in, 1));
+    else QuantizeGroupedX<kW>(a.x, a.in, static_cast<GroupedX*>(out));
+  });
   return true;
 }
 

@@ -1,4 +1,5 @@
-// The GEMM (t > 1: a prefill's tokens) over q8_0, q4_0, q4_1, q5_0 and q5_1 weights in row groups
+// The GEMM (t > 1: a prefill's tokens) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K and q6_K weights in row
+// groups, and the decode step over q4_K and q6_K (a tile of one token, matmul_row_groups_k-inl.h),
 // on x86 with AVX-512 VNNI (Highway's AVX3_DL target), in integers as the decode GEMV of
 // matmul_row_groups-inl.h: x in 16-bit codes per block of 32, each 32-bit lane one row of a group.
 // A chunk of a group's codes (four weight bytes of its 16 rows) loads and unpacks once for
@@ -29,6 +30,7 @@
 #include "hwy/highway.h"
 #include "simd/matmul/matmul.h"
 #include "simd/matmul/matmul_row_groups-inl.h"
+#include "simd/matmul/matmul_row_groups_k-inl.h"  // q4_K and q6_K
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
@@ -42,51 +44,12 @@ inline constexpr size_t kGemmTokens = 8;
 inline constexpr size_t kGemmXBytes = 65536;
 inline constexpr size_t kGemmPanel = 64;  // tokens quantized at once, at most
 // A panel holds at least one tile at the widest x (2 code bytes and 12 bytes of scales a block).
-static_assert(kGemmXBytes / (2 * kMaxQuantizedIn + 12 * (kMaxQuantizedIn / 32)) >= 3, "a panel of x fits");
+static_assert(kGemmXBytes / (2 * kMaxQuantizedIn + 16 * (kMaxQuantizedIn / 32)) >= 3, "a panel of x fits");
 
 // The tokens a panel of x holds at `in`.
 inline size_t GemmPanelTokens(size_t in) {
-  const size_t fit = kGemmXBytes / (2 * in + 12 * (in / 32));
+  const size_t fit = kGemmXBytes / Panel::bytes(in, 1);
   return fit < kGemmPanel ? fit : kGemmPanel;
-}
-
-// n tokens of x quantized, in kGemmXBytes: codes [nb][8 chunks][n][8 bytes: l of the chunk's four
-// values, then h] (a tile's codes for one chunk lie side by side, at offsets fixed by the token),
-// then d_x, starts and min terms [nb][n].
-struct Panel {
-  uint8_t* codes;
-  float* dx;
-  int32_t* start;
-  float* sx;
-  size_t n;
-
-  Panel(uint8_t* room, size_t in, size_t tokens) : n(tokens) {
-    const size_t nb = in / 32;
-    codes = room;
-    dx = reinterpret_cast<float*>(room + 2 * n * in);
-    start = reinterpret_cast<int32_t*>(dx + n * nb);
-    sx = reinterpret_cast<float*>(start + n * nb);
-  }
-  uint8_t* chunk(size_t b, size_t c, size_t j) const { return codes + ((b * 8 + c) * n + j) * 8; }
-};
-
-template <WeightType kW>
-HWY_INLINE void QuantizePanel(const float* HWY_RESTRICT x, size_t x_stride, size_t in, const Panel& p) {
-  for (size_t j = 0; j < p.n; ++j) {
-    for (size_t b = 0; b < in / 32; ++b) {
-      const BlockCodes c = QuantizeBlock<kW>(x + j * x_stride + b * 32);
-      for (size_t h = 0; h < 2; ++h) {  // chunks 4h .. 4h + 3: l and h of each, 8 bytes
-        const __m128i lo = _mm_unpacklo_epi32(c.low[h], c.high[h]), hi = _mm_unpackhi_epi32(c.low[h], c.high[h]);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h, j)), lo);
-        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 1, j)), _mm_castsi128_pd(lo));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.chunk(b, 4 * h + 2, j)), hi);
-        _mm_storeh_pd(reinterpret_cast<double*>(p.chunk(b, 4 * h + 3, j)), _mm_castsi128_pd(hi));
-      }
-      p.dx[b * p.n + j] = c.dx;
-      p.start[b * p.n + j] = c.start;
-      p.sx[b * p.n + j] = c.sx;
-    }
-  }
 }
 
 // y[j][0..16) (token j at y + j · y_stride) of the group at `group` against tokens j0 .. j0 + T of
@@ -108,7 +71,7 @@ HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
     __m512i low[T], high[T];
 #pragma GCC unroll 8
     for (size_t j = 0; j < T; ++j) {
-      low[j] = _mm512_set1_epi32(p.start[b * p.n + j0 + j]);
+      low[j] = _mm512_set1_epi32(p.start[2 * p.at(b, j0 + j)]);
       high[j] = _mm512_setzero_si512();
     }
     if constexpr (kW == WeightType::kQ8_0) {
@@ -138,11 +101,18 @@ HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
     }
 #pragma GCC unroll 8
     for (size_t j = 0; j < T; ++j) {
-      acc[j] = AddBlock<kW>(acc[j], low[j], high[j], head, p.dx[b * p.n + j0 + j], p.sx[b * p.n + j0 + j]);
+      acc[j] = AddBlock<kW>(acc[j], low[j], high[j], head, p.dx[p.at(b, j0 + j)], p.sx[p.at(b, j0 + j)]);
     }
   }
 #pragma GCC unroll 8
   for (size_t j = 0; j < T; ++j) _mm512_storeu_ps(y + j * y_stride, acc[j]);
+}
+
+// The group's 16 rows against tokens j0 .. j0 + T of the panel.
+template <WeightType kW, size_t T>
+HWY_INLINE void GroupTile(const uint8_t* group, size_t nb, const Panel& p, size_t j0, float* y, size_t y_stride) {
+  if constexpr (kSuperBlocks<kW>) GemmGroupK<kW, T>(group, nb, p, j0, y, y_stride);
+  else GemmGroup<kW, T>(group, nb, p, j0, y, y_stride);
 }
 
 // The group against the panel's tokens: tiles of kGemmTokens, then of 4, 2 and 1.
@@ -150,16 +120,16 @@ template <WeightType kW>
 HWY_INLINE void GemmGroupTokens(const uint8_t* group, size_t nb, const Panel& p, float* y, size_t y_stride) {
   size_t j = 0;
   for (; j + kGemmTokens <= p.n; j += kGemmTokens)
-    GemmGroup<kW, kGemmTokens>(group, nb, p, j, y + j * y_stride, y_stride);
+    GroupTile<kW, kGemmTokens>(group, nb, p, j, y + j * y_stride, y_stride);
   if (p.n - j >= 4) {
-    GemmGroup<kW, 4>(group, nb, p, j, y + j * y_stride, y_stride);
+    GroupTile<kW, 4>(group, nb, p, j, y + j * y_stride, y_stride);
     j += 4;
   }
   if (p.n - j >= 2) {
-    GemmGroup<kW, 2>(group, nb, p, j, y + j * y_stride, y_stride);
+    GroupTile<kW, 2>(group, nb, p, j, y + j * y_stride, y_stride);
     j += 2;
   }
-  if (p.n - j >= 1) GemmGroup<kW, 1>(group, nb, p, j, y + j * y_stride, y_stride);
+  if (p.n - j >= 1) GroupTile<kW, 1>(group, nb, p, j, y + j * y_stride, y_stride);
 }
 
 // y of token j for one row past the last whole group (the file's layout), as RowGroupsTailRow.
@@ -172,49 +142,75 @@ HWY_INLINE float PanelTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const 
       const uint8_t* chunk = p.chunk(b, i / 4, j);
       c[i] = Code(chunk[4 + i % 4], chunk[i % 4]);
     }
-    const size_t at = b * p.n + j;
-    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, p.dx[at], p.start[at], p.sx[at]);
+    const size_t at = p.at(b, j);
+    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, p.dx[at], p.start[2 * at], p.sx[at]);
   }
   return acc;
 }
 
+// A block's bytes and values in W of type kW.
 template <WeightType kW>
-HWY_NOINLINE void GemmRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  const size_t in = a.in, nb = in / 32, grouped = a.out / kGroupRows * kGroupRows;
-  const size_t group_bytes = kGroupRows * nb * kPair<kW>.block_bytes;
+inline constexpr size_t kBlockBytes = kW == WeightType::kQ4_K   ? 144
+                                      : kW == WeightType::kQ6_K ? 210
+                                                                : kPair<kW>.block_bytes;
+template <WeightType kW>
+inline constexpr size_t kBlockValues = kSuperBlocks<kW> ? 256 : 32;
+
+// y[j][o_begin .. o_end) for the panel's tokens (token j at y + j · y_stride).
+template <WeightType kW>
+HWY_INLINE void RowsOverPanel(const MatmulArgs& a, const Panel& p, float* y, size_t o_begin, size_t o_end) {
+  const size_t nb = a.in / kBlockValues<kW>, grouped = a.out / kGroupRows * kGroupRows;
+  const size_t group_bytes = kGroupRows * nb * kBlockBytes<kW>;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
-  const size_t panel = GemmPanelTokens(in);
-  alignas(64) uint8_t room[kGemmXBytes];
-  for (size_t t0 = 0; t0 < a.t; t0 += panel) {
-    const Panel p(room, in, a.t - t0 < panel ? a.t - t0 : panel);
-    QuantizePanel<kW>(a.x + t0 * a.x_stride, a.x_stride, in, p);
-    float* y = a.y + t0 * a.y_stride;
-    for (size_t g = o_begin / kGroupRows; g * kGroupRows < o_end && g * kGroupRows < grouped; ++g) {
-      const size_t first = g * kGroupRows;
-      if (first >= o_begin && first + kGroupRows <= o_end) {
-        GemmGroupTokens<kW>(w + g * group_bytes, nb, p, y + first, a.y_stride);
-        continue;
-      }
-      alignas(64) float part[kGemmPanel * kGroupRows];  // a group the row range cuts: the rows asked for alone
-      GemmGroupTokens<kW>(w + g * group_bytes, nb, p, part, kGroupRows);
-      for (size_t j = 0; j < p.n; ++j) {
-        for (size_t o = first < o_begin ? o_begin : first; o < first + kGroupRows && o < o_end; ++o) {
-          y[j * a.y_stride + o] = part[j * kGroupRows + o - first];
-        }
+  for (size_t g = o_begin / kGroupRows; g * kGroupRows < o_end && g * kGroupRows < grouped; ++g) {
+    const size_t first = g * kGroupRows;
+    if (first >= o_begin && first + kGroupRows <= o_end) {
+      GemmGroupTokens<kW>(w + g * group_bytes, nb, p, y + first, a.y_stride);
+      continue;
+    }
+    alignas(64) float part[kGemmPanel * kGroupRows];  // a group the row range cuts: the rows asked for alone
+    GemmGroupTokens<kW>(w + g * group_bytes, nb, p, part, kGroupRows);
+    for (size_t j = 0; j < p.n; ++j) {
+      for (size_t o = first < o_begin ? o_begin : first; o < first + kGroupRows && o < o_end; ++o) {
+        y[j * a.y_stride + o] = part[j * kGroupRows + o - first];
       }
     }
-    for (size_t o = o_begin > grouped ? o_begin : grouped; o < o_end; ++o) {
-      for (size_t j = 0; j < p.n; ++j) {
-        y[j * a.y_stride + o] = PanelTailRow<kW>(w + o * nb * kPair<kW>.block_bytes, nb, p, j);
-      }
+  }
+  for (size_t o = o_begin > grouped ? o_begin : grouped; o < o_end; ++o) {
+    const uint8_t* row = w + o * nb * kBlockBytes<kW>;
+    for (size_t j = 0; j < p.n; ++j) {
+      if constexpr (kSuperBlocks<kW>) y[j * a.y_stride + o] = TailRowK<kW>(row, nb, p, j);
+      else y[j * a.y_stride + o] = PanelTailRow<kW>(row, nb, p, j);
     }
   }
 }
 
+template <WeightType kW>
+HWY_NOINLINE void GemmRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
+  if (a.t == 1 && a.x_prepared != nullptr) {  // a decode step's panel of one token (the K-quants')
+    RowsOverPanel<kW>(a, Panel(const_cast<void*>(a.x_prepared), a.in, 1), a.y, o_begin, o_end);
+    return;
+  }
+  const size_t panel = GemmPanelTokens(a.in);
+  alignas(64) uint8_t room[kGemmXBytes];
+  for (size_t t0 = 0; t0 < a.t; t0 += panel) {
+    const Panel p(room, a.in, a.t - t0 < panel ? a.t - t0 : panel);
+    QuantizePanel<kW>(a.x + t0 * a.x_stride, a.x_stride, a.in, p);
+    RowsOverPanel<kW>(a, p, a.y + t0 * a.y_stride, o_begin, o_end);
+  }
+}
+
+// The decode step and the GEMM over row groups; the K-quants' decode step is their GEMM's tile of
+// one token.
 HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   WithRowGroupsType(a.w_type, [&](auto w) {
-    if (a.t == 1) GemvRowGroups<decltype(w)::value>(a, o_begin, o_end);
-    else GemmRowGroups<decltype(w)::value>(a, o_begin, o_end);
+    constexpr WeightType kW = decltype(w)::value;
+    if constexpr (kSuperBlocks<kW>) {
+      GemmRowGroups<kW>(a, o_begin, o_end);
+    } else {
+      if (a.t == 1) GemvRowGroups<kW>(a, o_begin, o_end);
+      else GemmRowGroups<kW>(a, o_begin, o_end);
+    }
   });
 }
 

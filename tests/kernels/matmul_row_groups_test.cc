@@ -1,5 +1,5 @@
-// Weights in row groups (headway/detail/row_groups.hpp: q8_0, q4_*, q5_* rows interleaved 16 at a
-// time, as a Model holds its borrowed matrices where matmul_reads_row_groups says so): the layout
+// Weights in row groups (headway/detail/row_groups.hpp: q8_0, q4_*, q5_*, q4_K and q6_K rows
+// interleaved 16 at a time, as a Model holds its borrowed matrices where matmul_reads_row_groups says so): the layout
 // keeps every block's bytes, and the dense kernel over it, on every SIMD target this machine
 // supports, gives what it gives over the file's layout where it decodes tiles (t > 1: bitwise),
 // and a decode step (t = 1: the AVX-512 VNNI kernel of matmul_row_groups-inl.h, elsewhere the
@@ -28,11 +28,9 @@ namespace {
 namespace hs = simd;
 using test::BlockFields;
 
-constexpr BlockFields kGrouped[] = {{DType::kQ8_0, {0, -1}},
-                                    {DType::kQ4_0, {0, -1}},
-                                    {DType::kQ4_1, {0, 2}},
-                                    {DType::kQ5_0, {0, -1}},
-                                    {DType::kQ5_1, {0, 2}}};
+constexpr BlockFields kGrouped[] = {{DType::kQ8_0, {0, -1}},  {DType::kQ4_0, {0, -1}}, {DType::kQ4_1, {0, 2}},
+                                    {DType::kQ5_0, {0, -1}},  {DType::kQ5_1, {0, 2}},  {DType::kQ4_K, {0, 2}},
+                                    {DType::kQ6_K, {208, -1}}};
 
 std::vector<uint8_t> grouped(DType t, const std::vector<uint8_t>& w, size_t rows, size_t in) {
   std::vector<uint8_t> g(w.size(), 0xA5);
@@ -46,7 +44,7 @@ TEST_CASE("row groups keep each block's bytes and give them back in ggml's order
     for (size_t rows : {size_t{1}, size_t{16}, size_t{37}, size_t{48}}) {
       for (size_t blocks : {size_t{1}, size_t{3}}) {
         INFO(type.name << " rows " << rows << " blocks " << blocks);
-        const size_t in = blocks * 32;
+        const size_t in = blocks * type.block_values;
         test::Rng rng(rows * 7 + blocks);
         const std::vector<uint8_t> w = test::random_rows(f, rows, in, rng);
         const std::vector<uint8_t> g = grouped(f.type, w, rows, in);
@@ -87,8 +85,9 @@ TEST_CASE("matmul over weights in row groups matches the file's layout and the d
     INFO(test::target_label(target));
     for (const BlockFields& f : kGrouped) {
       const GgmlType ggml = static_cast<GgmlType>(dtype_traits(f.type).ggml);
-      for (size_t blocks : {size_t{1}, size_t{3}, size_t{41}}) {
-        const size_t in = blocks * 32;
+      const bool super = dtype_traits(f.type).block_values == 256;  // the K-quants: 256 values a block
+      for (size_t blocks : {size_t{1}, size_t{3}, super ? size_t{5} : size_t{41}}) {
+        const size_t in = blocks * dtype_traits(f.type).block_values;
         for (size_t out : outs) {
           INFO(dtype_traits(f.type).name << " in " << in << " out " << out);
           test::Rng rng(in * 17 + out + dtype_traits(f.type).ggml);
@@ -213,11 +212,11 @@ TEST_CASE("matmul_args_error refuses row groups of a type they do not hold or wi
   a.w_stride = 64;
   a.y_stride = 1;
   a.w_row_groups = true;
-  a.w_type = DType::kQ4_K;
+  a.w_type = DType::kQ5_K;
   a.in = a.w_stride = 256;
   a.x_stride = 256;
   CHECK(std::string(hs::matmul_args_error(a)) == "w_row_groups with a w_type row groups do not hold");
-  CHECK_FALSE(hs::matmul_reads_row_groups(DType::kQ4_K));
+  CHECK_FALSE(hs::matmul_reads_row_groups(DType::kQ5_K));
   CHECK_FALSE(hs::matmul_reads_row_groups(DType::kF32));
   a.w_type = DType::kQ4_0;
   a.in = a.x_stride = 64;

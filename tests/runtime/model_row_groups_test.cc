@@ -26,8 +26,9 @@
 namespace headway {
 namespace {
 
-// d_model 64, 4 heads of 16 over 2 kv heads, 2 layers, an MLP of 96, a vocabulary of 50: every
-// matrix is whole 32-value blocks, and rows of whole groups and of a tail (the head's 50).
+// d_model 64, 4 heads of 16 over 2 kv heads, 2 layers, an MLP of 256, a vocabulary of 50: every
+// matrix is whole 32-value blocks (ffn_down's of 256, q4_K's and q6_K's super-blocks), and rows of
+// whole groups and of a tail (the head's 50).
 Config block_config(bool tied) {
   Config c;
   c.set_name("block-decoder");
@@ -40,7 +41,7 @@ Config block_config(bool tied) {
   c.rope.style = RopeStyle::kNeox;
   c.kv_dtype = DType::kF32;
   c.model.vocab_size = 50;
-  c.model.intermediate_size = 96;
+  c.model.intermediate_size = 256;
   c.model.norm = NormKind::kRms;
   c.model.norm_eps = 1e-5f;
   c.model.mlp = MlpKind::kSwiGlu;
@@ -50,7 +51,8 @@ Config block_config(bool tied) {
 
 // f16 fields of each type (test::BlockFields) for random blocks.
 test::BlockFields fields(DType t) {
-  const bool min = t == DType::kQ4_1 || t == DType::kQ5_1;
+  if (t == DType::kQ6_K) return {t, {208, -1}};  // d last
+  const bool min = t == DType::kQ4_1 || t == DType::kQ5_1 || t == DType::kQ4_K;
   return {t, {0, min ? 2 : -1}};
 }
 
@@ -99,6 +101,7 @@ struct BlockWeights {
         }
         const DType type = info.tensor == ModelTensor::kEmbedding ? DType::kQ8_0
                            : info.tensor == ModelTensor::kLmHead  ? DType::kQ5_1
+                           : info.tensor == ModelTensor::kDown    ? (l == 0 ? DType::kQ4_K : DType::kQ6_K)
                                                                   : kMlp[next_mlp++ % 3];
         matrix[t][l] = BlockMatrix(type, s.rows, s.cols, rng);
       }

@@ -1,8 +1,8 @@
 """Whether `headway` holds a model's quantized matrices in row groups on this machine: where its
-kernels run AVX3_DL (AVX-512 VNNI, as `headway doctor` says), q8_0, q4_0, q4_1, q5_0 and q5_1
-matrices are multiplied in integers with x in 16-bit codes per block of 32, prefill and decode
-alike (simd/matmul/matmul_row_groups-inl.h), and the checks hold their logits to x's rounding
-rather than to f32's."""
+kernels run AVX3_DL (AVX-512 VNNI, as `headway doctor` says), q8_0, q4_0, q4_1, q5_0, q5_1, q4_K
+and q6_K matrices are multiplied in integers with x in 16-bit codes per block of 32, prefill and
+decode alike (simd/matmul/matmul_row_groups-inl.h), and the checks hold their logits to x's
+rounding rather than to f32's."""
 import subprocess
 
 # x's rounding to 16-bit codes (2⁻¹⁶ of each block's largest value) in the logits of small random
