@@ -210,12 +210,16 @@ HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
 
 HWY_INLINE __m512i Broadcast4(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
 
-// Bits shift .. shift + 3 of each lane's qh as 0x10 in its bytes 0 .. 3 (the fifth bits of the
-// four values a chunk's lane holds): the four bits copied to 4, 12, 20 and 28 by one multiply
-// (copies at 4, 11, 18 and 25 of a 4-bit value never overlap), the rest masked off.
-HWY_INLINE __m512i FifthBits(__m512i qh, unsigned shift) {
-  const __m512i four = _mm512_and_si512(_mm512_srli_epi32(qh, shift), _mm512_set1_epi32(0xF));
-  return _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
+// Bits first .. first + 3 of each lane's qh (the fifth bits of the four values a chunk's lane
+// holds) as a mask of the chunk's bytes: byte 4r + i of the vector is row r's value first + i, and
+// VPSHUFBITQMB picks for it bit (r % 2) · 32 + first + i of the 64-bit lane that holds rows r and
+// r + 1's qh.
+HWY_INLINE __mmask64 FifthBits(__m512i qh, unsigned first) {
+  alignas(64) static constexpr uint8_t kPick[64] = {
+      0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35,
+      0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35, 0, 1, 2, 3, 32, 33, 34, 35};
+  const __m512i pick = _mm512_add_epi8(_mm512_load_si512(kPick), _mm512_set1_epi8(static_cast<char>(first)));
+  return _mm512_bitshuffle_epi64_mask(qh, pick);
 }
 
 // Chunk k (of 4) of a q4 / q5 block's 16 rows as unsigned bytes: its low nibbles are values
@@ -227,8 +231,9 @@ HWY_INLINE void NibbleChunk(const uint8_t* codes, size_t k, __m512i qh, __m512i*
   *lo = _mm512_and_si512(w, low4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
   if constexpr (kPair<kW>.high != 0) {
-    *lo = _mm512_or_si512(*lo, FifthBits(qh, static_cast<unsigned>(4 * k)));
-    *hi = _mm512_or_si512(*hi, FifthBits(qh, static_cast<unsigned>(16 + 4 * k)));
+    const __m512i fifth = _mm512_set1_epi8(0x10);
+    *lo = _mm512_mask_add_epi8(*lo, FifthBits(qh, static_cast<unsigned>(4 * k)), *lo, fifth);
+    *hi = _mm512_mask_add_epi8(*hi, FifthBits(qh, static_cast<unsigned>(16 + 4 * k)), *hi, fifth);
   }
 }
 
