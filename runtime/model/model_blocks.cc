@@ -146,6 +146,31 @@ void apply_norm(const ModelWeightsView& w, ModelTensor weight, ModelTensor bias,
   }
 }
 
+namespace {
+
+// The MLP's activation over rows [task · kGateRows, + kGateRows) of hidden [t, 2 · ffn] (gate | up):
+// rows are independent, so a prefill's split over the pool gives what one thread gives.
+constexpr uint32_t kGateRows = 16;
+
+struct GateCall {
+  MlpKind mlp;
+  float* hidden;
+  uint32_t ffn;
+  uint32_t t;
+};
+
+void gate_task(void* ctx, size_t task) {
+  const GateCall& c = *static_cast<const GateCall*>(ctx);
+  const uint32_t r0 = static_cast<uint32_t>(task) * kGateRows;
+  const uint32_t rows = c.t - r0 < kGateRows ? c.t - r0 : kGateRows;
+  float* h = c.hidden + size_t{r0} * 2 * c.ffn;
+  if (c.mlp == MlpKind::kSwiGlu) swiglu(h, rows, c.ffn);
+  else if (c.mlp == MlpKind::kGeGlu) geglu(h, rows, c.ffn);
+  else gelu(h + c.ffn, h, rows, c.ffn);
+}
+
+}  // namespace
+
 void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float* hidden, float* y, uint32_t t,
                ThreadPool* pool) {
   const Config& c = w.plan->config;
@@ -158,10 +183,13 @@ void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float*
   dense_highway({w.matrix(ModelTensor::kUp, layer), bias(ModelTensor::kUpBias)}, x, d, hidden + ffn, 2 * ffn, t, pool);
   if (c.model.mlp == MlpKind::kSwiGlu || c.model.mlp == MlpKind::kGeGlu) {
     dense_highway({w.matrix(ModelTensor::kGate, layer), {}}, x, d, hidden, 2 * ffn, t, pool);
-    if (c.model.mlp == MlpKind::kSwiGlu) swiglu(hidden, t, static_cast<uint32_t>(ffn));
-    else geglu(hidden, t, static_cast<uint32_t>(ffn));
+  }
+  GateCall gate{c.model.mlp, hidden, static_cast<uint32_t>(ffn), t};
+  const size_t tasks = (t + kGateRows - 1) / kGateRows;
+  if (pool != nullptr && tasks > 1) {
+    pool->run(tasks, gate_task, &gate);
   } else {
-    gelu(hidden + ffn, hidden, t, static_cast<uint32_t>(ffn));
+    for (size_t i = 0; i < tasks; ++i) gate_task(&gate, i);
   }
   dense_highway({w.matrix(ModelTensor::kDown, layer), bias(ModelTensor::kDownBias)}, hidden, 2 * ffn, y, d, t, pool);
 }

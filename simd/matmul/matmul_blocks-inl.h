@@ -10,9 +10,10 @@
 // output rows (the tiles of a row never depend on its neighbours). Where the CPU multiplies int8
 // vectors (matmul_int8-inl.h: AVX-512 VNNI, AVX-VNNI, Arm SDOT), a decode step (t == 1) over q8_0,
 // q4_0, q4_1, q5_0, q5_1, q4_K or q6_K runs in integers instead, x quantized as ggml quantizes its
-// activations; on Helium over q8_0 (x in 16-bit codes) and q4_0; over W in row groups on AVX-512
-// VNNI with x in 16-bit codes (matmul_row_groups-inl.h). W in row groups decodes to the same tiles,
-// each block's bytes gathered back into ggml's order first.
+// activations; on Helium over q8_0 (x in 16-bit codes) and q4_0. Over W in row groups on AVX-512
+// VNNI a decode step and a prefill alike run in integers with x in 16-bit codes
+// (matmul_row_groups-inl.h, matmul_row_groups_gemm-inl.h); on the other targets W in row groups
+// decodes to the same tiles, each block's bytes gathered back into ggml's order first.
 //
 // A tile of 16 rows × 1024 values on 64-bit hosts (64 KiB of stack, in L2): each token's x chunk
 // loaded from the cache serves 16 rows, and the register blocks reduce their lanes once per 1024
