@@ -56,15 +56,18 @@ HWY_INLINE void DecodeTile(const MatmulArgs& a, size_t row_bytes, size_t o0, siz
   const DTypeTraits& type = dtype_traits(a.w_type);
   const size_t bv = type.block_values, bb = type.block_bytes;
   const size_t kG = row_groups::kRows;
-  if (a.w_row_groups && rows == kG && o0 % kG == 0 && o0 + kG <= a.out / kG * kG) {  // a whole group
-    uint8_t blocks[row_groups::kRows * row_groups::kMaxBlockBytes];
+  // A whole group of 32-value blocks (16 of them fit a microcontroller's stack; 16 of the K-quants'
+  // super-blocks would not): gathered at once.
+  if (a.w_row_groups && bb <= row_groups::kMaxSmallBlockBytes && rows == kG && o0 % kG == 0 &&
+      o0 + kG <= a.out / kG * kG) {
+    uint8_t blocks[row_groups::kRows * row_groups::kMaxSmallBlockBytes];
     for (size_t i = 0; i < n; i += bv) {
       row_groups::group_blocks(a.w_type, static_cast<const uint8_t*>(a.w), a.in / bv, o0 / kG, (k0 + i) / bv, blocks);
       for (size_t r = 0; r < kG; ++r) ggml_blocks::decode_block(a.w_type, blocks + r * bb, tile + r * kChunkValues + i);
     }
     return;
   }
-  if (a.w_row_groups) {  // rows of a group the range cuts, or past the last: one block at a time
+  if (a.w_row_groups) {  // the K-quants, rows of a group the range cuts, or past the last: a block at a time
     uint8_t block[row_groups::kMaxBlockBytes];
     for (size_t r = 0; r < rows; ++r) {
       for (size_t i = 0; i < n; i += bv) {

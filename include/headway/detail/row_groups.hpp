@@ -32,7 +32,8 @@ namespace headway {
 namespace row_groups {
 
 inline constexpr uint32_t kRows = 16;
-inline constexpr uint32_t kMaxBlockBytes = 210;  // q6_K's, the largest block row groups hold
+inline constexpr uint32_t kMaxBlockBytes = 210;      // q6_K's, the largest block row groups hold
+inline constexpr uint32_t kMaxSmallBlockBytes = 34;  // q8_0's, the largest of their 32-value blocks
 
 // The bytes of f16 fields at the start of each block's head (d, and m or dmin), 0 for a type row
 // groups do not hold; every type they hold has f16 fields.
