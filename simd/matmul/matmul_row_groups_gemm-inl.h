@@ -43,7 +43,8 @@ namespace mm {
 inline constexpr size_t kGemmTokens = 8;
 inline constexpr size_t kGemmXBytes = 65536;
 inline constexpr size_t kGemmPanel = 64;  // tokens quantized at once, at most
-// A panel holds at least one tile at the widest x (2 code bytes and 12 bytes of scales a block).
+// A panel holds three tokens at the widest x at least (Panel::bytes: 2 code bytes a value and 16
+// bytes of d_x, min term and starts a block).
 static_assert(kGemmXBytes / (2 * kMaxQuantizedIn + 16 * (kMaxQuantizedIn / 32)) >= 3, "a panel of x fits");
 
 // The tokens a panel of x holds at `in`.
