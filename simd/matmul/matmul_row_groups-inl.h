@@ -1,7 +1,8 @@
 // x in 16-bit codes for weights in row groups (headway/detail/row_groups.hpp: 16 rows interleaved
-// four bytes at a time), and the decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0 and q5_1 ones, on
-// x86 with AVX-512 VNNI (Highway's AVX3_DL target). Included by matmul_int8-inl.h, whose x scaling (ScaleBlock),
-// VPDPBUSD and block formats it shares.
+// four bytes at a time), and the decode GEMV (one token) over q8_0, q4_0, q4_1, q5_0 and q5_1 ones,
+// on x86 with AVX-512 VNNI (Highway's AVX3_DL target). Included by matmul_int8-inl.h, whose x
+// scaling (ScaleBlock), VPDPBUSD and block formats it shares; matmul_row_groups_gemm-inl.h runs it
+// over a call's rows and tokens.
 //
 // x is quantized to 16-bit codes per block of 32 (d_x = max|x| / kRowGroupsCodeMax): its rounding
 // is 257 times finer than the 8-bit codes of ggml's activations, so a decode step gives what the
@@ -21,8 +22,8 @@
 //   q4_1  y += d_w · d_x · Σ u c,  y' += m_w · d_x · Σ c,  y + y' at the end; q5_1 likewise
 // q5's fifth bits come from qh, 16 rows of it in one vector (FifthBits).
 // Rows past the last whole group keep the file's layout and run the same arithmetic one row at a
-// time (RowGroupsTailRow: the same sums, exact, and the same float steps in the same order, so a
-// row's y never depends on where it lies or how the rows are split).
+// time (PanelTailRow, TailBlock: the same sums, exact, and the same float steps in the same order,
+// so a row's y never depends on where it lies or how the rows are split).
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_MATMUL_ROW_GROUPS_INL_H_
@@ -107,35 +108,9 @@ HWY_INLINE BlockCodes QuantizeBlock(const float* HWY_RESTRICT x) {
   return q;
 }
 
-// A decode step's x codes over 32-value blocks (matmul_prepare_x's room holds them): per block
-// of 32 in value order, the codes' low and high bytes, d_x, the start and the min term.
-struct GroupedX {
-  alignas(64) uint8_t low[kMaxQuantizedIn];
-  alignas(64) uint8_t high[kMaxQuantizedIn];
-  float dx[kMaxQuantizedIn / 32];
-  int32_t start[kMaxQuantizedIn / 32];
-  float sx[kMaxQuantizedIn / 32];
-};
-
-template <WeightType kW>
-HWY_INLINE void QuantizeGroupedX(const float* HWY_RESTRICT x, size_t in, GroupedX* q) {
-  for (size_t b = 0; b < in / 32; ++b) {
-    const BlockCodes c = QuantizeBlock<kW>(x + b * 32);
-    for (size_t h = 0; h < 2; ++h) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->low + b * 32 + 16 * h), c.low[h]);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q->high + b * 32 + 16 * h), c.high[h]);
-    }
-    q->dx[b] = c.dx;
-    q->start[b] = c.start[0];
-    q->sx[b] = c.sx;
-  }
-}
-
-static_assert(sizeof(GroupedX) <= kMatmulPreparedXBytes, "matmul_prepare_x's room holds x's codes");
-
-// The x of n tokens as the GEMM reads it (and a K-quant decode step, n = 1): codes [nb][8 chunks]
-// [n][8 bytes: l of the chunk's four values, then h] (a tile's codes for one chunk lie side by
-// side, at offsets fixed by the token), then d_x and min terms [nb][n], starts [nb][n][2].
+// x of n tokens as the kernels read it (a decode step's: n = 1): codes [nb][8 chunks][n][8 bytes:
+// l of the chunk's four values, then h] (a tile's codes for one chunk lie side by side, at offsets
+// fixed by the token), then d_x and min terms [nb][n], starts [nb][n][2].
 struct Panel {
   uint8_t* codes;
   float* dx;
@@ -150,12 +125,12 @@ struct Panel {
     sx = dx + n * nb;
     start = reinterpret_cast<int32_t*>(sx + n * nb);
   }
-  static size_t bytes(size_t in, size_t tokens) { return tokens * (2 * in + 16 * (in / 32)); }
+  static constexpr size_t bytes(size_t in, size_t tokens) { return tokens * (2 * in + 16 * (in / 32)); }
   uint8_t* chunk(size_t b, size_t c, size_t j) const { return codes + ((b * 8 + c) * n + j) * 8; }
   size_t at(size_t b, size_t j) const { return b * n + j; }
 };
 
-static_assert(2 * kMaxQuantizedIn + 16 * (kMaxQuantizedIn / 32) <= kMatmulPreparedXBytes,
+static_assert(Panel::bytes(kMaxQuantizedIn, 1) <= kMatmulPreparedXBytes,
               "matmul_prepare_x's room holds a panel of one token");
 
 template <WeightType kW>
@@ -178,8 +153,7 @@ HWY_INLINE void QuantizePanel(const float* HWY_RESTRICT x, size_t x_stride, size
   }
 }
 
-// Whether W is one of the K-quants (super-blocks of 256: matmul_row_groups_k-inl.h), whose decode
-// step reads a panel of one token.
+// Whether W is one of the K-quants (super-blocks of 256: matmul_row_groups_k-inl.h).
 template <WeightType kW>
 inline constexpr bool kSuperBlocks = kW == WeightType::kQ4_K || kW == WeightType::kQ6_K;
 
@@ -197,14 +171,10 @@ HWY_INLINE void WithRowGroupsType(WeightType w, const F& f) {
   }
 }
 
-// x's codes for a decode step over a's type into out (matmul_prepare_x): a GroupedX, or over the
-// K-quants a panel of one token.
+// x's codes for a decode step over a's type into out (matmul_prepare_x): a panel of one token.
 HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
-  WithRowGroupsType(a.w_type, [&](auto w) {
-    constexpr WeightType kW = decltype(w)::value;
-    if constexpr (kSuperBlocks<kW>) QuantizePanel<kW>(a.x, a.x_stride, a.in, Panel(out, a.in, 1));
-    else QuantizeGroupedX<kW>(a.x, a.in, static_cast<GroupedX*>(out));
-  });
+  WithRowGroupsType(a.w_type,
+                    [&](auto w) { QuantizePanel<decltype(w)::value>(a.x, a.x_stride, a.in, Panel(out, a.in, 1)); });
   return true;
 }
 
@@ -253,12 +223,14 @@ HWY_INLINE __m512 AddBlock(__m512 acc, __m512i low, __m512i high, const uint8_t*
   return acc;
 }
 
-// y[0..16) of the group at `group` (nb blocks per row).
+// y[0..16) of the group at `group` (nb blocks per row) against token j of the panel: a decode step,
+// and the GEMM's tile of one token.
 template <WeightType kW>
-HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const GroupedX& q, float* y) {
+HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Panel& p, size_t j, float* y) {
   constexpr size_t kH = row_groups::head_bytes(kW), kC = kPair<kW>.block_bytes - kH;
   const uint8_t* heads = group + kGroupRows * nb * kC;
   const __m512i flip = _mm512_set1_epi8(-128);
+  const size_t step = p.n * 8;  // from one chunk of x's codes to the next
   __m512 acc = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* codes = group + b * kGroupRows * kC;
@@ -266,14 +238,14 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
       _mm_prefetch(reinterpret_cast<const char*>(codes + line * 64 + kPrefetchBytes), _MM_HINT_T0);
     }
     const uint8_t* head = heads + b * kGroupRows * kH;  // 16 d, 16 m, 16 qh (row_groups.hpp)
-    const uint8_t* xl = q.low + b * 32;
-    const uint8_t* xh = q.high + b * 32;
-    __m512i low = _mm512_set1_epi32(q.start[b]), high = _mm512_setzero_si512();
+    const uint8_t* x = p.chunk(b, 0, j);                // chunk c at x + c · step: l, then h
+    const size_t at = p.at(b, j);
+    __m512i low = _mm512_set1_epi32(p.start[2 * at]), high = _mm512_setzero_si512();
     if constexpr (kW == WeightType::kQ8_0) {
       for (size_t k = 0; k < 8; ++k) {
         const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip);
-        low = DotU8S8(low, u, Broadcast4(xl + 4 * k));
-        high = DotU8S8(high, u, Broadcast4(xh + 4 * k));
+        low = DotU8S8(low, u, Broadcast4(x + k * step));
+        high = DotU8S8(high, u, Broadcast4(x + k * step + 4));
       }
     } else {  // two chains for each byte of x (one token: the latency of VPDPBUSD would bound it)
       __m512i low1 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
@@ -282,15 +254,15 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Gr
       for (size_t k = 0; k < 4; ++k) {
         __m512i lo, hi;
         NibbleChunk<kW>(codes, k, qh, &lo, &hi);
-        low = DotU8S8(low, lo, Broadcast4(xl + 4 * k));
-        high = DotU8S8(high, lo, Broadcast4(xh + 4 * k));
-        low1 = DotU8S8(low1, hi, Broadcast4(xl + 16 + 4 * k));
-        high1 = DotU8S8(high1, hi, Broadcast4(xh + 16 + 4 * k));
+        low = DotU8S8(low, lo, Broadcast4(x + k * step));
+        high = DotU8S8(high, lo, Broadcast4(x + k * step + 4));
+        low1 = DotU8S8(low1, hi, Broadcast4(x + (4 + k) * step));
+        high1 = DotU8S8(high1, hi, Broadcast4(x + (4 + k) * step + 4));
       }
       low = _mm512_add_epi32(low, low1);
       high = _mm512_add_epi32(high, high1);
     }
-    acc = AddBlock<kW>(acc, low, high, head, q.dx[b], q.sx[b]);
+    acc = AddBlock<kW>(acc, low, high, head, p.dx[at], p.sx[at]);
   }
   _mm512_storeu_ps(y, acc);
 }
@@ -323,41 +295,20 @@ HWY_INLINE int32_t Code(uint8_t high, uint8_t low) {
   return static_cast<int8_t>(high) * 256 + static_cast<int8_t>(low);
 }
 
+// y of token j of the panel for one row past the last whole group (the file's layout).
 template <WeightType kW>
-HWY_INLINE float RowGroupsTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const GroupedX& q) {
+HWY_INLINE float PanelTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const Panel& p, size_t j) {
   float acc = 0.0f;
   for (size_t b = 0; b < nb; ++b) {
     int32_t c[32];
-    for (size_t i = 0; i < 32; ++i) c[i] = Code(q.high[b * 32 + i], q.low[b * 32 + i]);
-    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, q.dx[b], q.start[b], q.sx[b]);
+    for (size_t i = 0; i < 32; ++i) {
+      const uint8_t* chunk = p.chunk(b, i / 4, j);
+      c[i] = Code(chunk[4 + i % 4], chunk[i % 4]);
+    }
+    const size_t at = p.at(b, j);
+    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, p.dx[at], p.start[2 * at], p.sx[at]);
   }
   return acc;
-}
-
-template <WeightType kW>
-HWY_NOINLINE void GemvRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  GroupedX own;  // x's codes where the caller prepared none
-  const GroupedX* prepared = static_cast<const GroupedX*>(a.x_prepared);
-  if (prepared == nullptr) QuantizeGroupedX<kW>(a.x, a.in, &own);
-  const GroupedX& q = prepared != nullptr ? *prepared : own;
-  const size_t nb = a.in / 32, grouped = a.out / kGroupRows * kGroupRows;
-  const size_t group_bytes = kGroupRows * nb * kPair<kW>.block_bytes;
-  const uint8_t* w = static_cast<const uint8_t*>(a.w);
-  for (size_t g = o_begin / kGroupRows; g * kGroupRows < o_end && g * kGroupRows < grouped; ++g) {
-    const size_t first = g * kGroupRows;
-    if (first >= o_begin && first + kGroupRows <= o_end) {
-      GemvGroup<kW>(w + g * group_bytes, nb, q, a.y + first);
-      continue;
-    }
-    alignas(64) float part[kGroupRows];  // a group the row range cuts: the rows asked for alone
-    GemvGroup<kW>(w + g * group_bytes, nb, q, part);
-    for (size_t o = first < o_begin ? o_begin : first; o < first + kGroupRows && o < o_end; ++o) {
-      a.y[o] = part[o - first];
-    }
-  }
-  for (size_t o = o_begin > grouped ? o_begin : grouped; o < o_end; ++o) {
-    a.y[o] = RowGroupsTailRow<kW>(w + o * nb * kPair<kW>.block_bytes, nb, q);
-  }
 }
 
 #else

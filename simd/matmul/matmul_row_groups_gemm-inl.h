@@ -1,7 +1,8 @@
 // The GEMM (t > 1: a prefill's tokens) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K and q6_K weights in row
-// groups, and the decode step over q4_K and q6_K (a tile of one token, matmul_row_groups_k-inl.h),
-// on x86 with AVX-512 VNNI (Highway's AVX3_DL target), in integers as the decode GEMV of
-// matmul_row_groups-inl.h: x in 16-bit codes per block of 32, each 32-bit lane one row of a group.
+// groups, and the call over them whatever t (a decode step is a panel of one token: the GEMV of
+// matmul_row_groups-inl.h, or the K-quants' tile of one token, matmul_row_groups_k-inl.h), on x86
+// with AVX-512 VNNI (Highway's AVX3_DL target), in integers as the decode GEMV: x in 16-bit codes
+// per block of 32, each 32-bit lane one row of a group.
 // A chunk of a group's codes (four weight bytes of its 16 rows) loads and unpacks once for
 // kGemmTokens tokens, each of which meets it with two VPDPBUSDs (its codes' high and low bytes);
 // the tile's sums stay in registers (two int32 and one f32 vector per token, 24 of 32).
@@ -109,10 +110,13 @@ HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
   for (size_t j = 0; j < T; ++j) _mm512_storeu_ps(y + j * y_stride, acc[j]);
 }
 
-// The group's 16 rows against tokens j0 .. j0 + T of the panel.
+// The group's 16 rows against tokens j0 .. j0 + T of the panel; one token (a decode step) through
+// the GEMV's own loop, whose integer sums are split in two chains (VPDPBUSD's latency would bound
+// one token's) and whose rows are the GEMM's, bitwise.
 template <WeightType kW, size_t T>
 HWY_INLINE void GroupTile(const uint8_t* group, size_t nb, const Panel& p, size_t j0, float* y, size_t y_stride) {
   if constexpr (kSuperBlocks<kW>) GemmGroupK<kW, T>(group, nb, p, j0, y, y_stride);
+  else if constexpr (T == 1) GemvGroup<kW>(group, nb, p, j0, y);
   else GemmGroup<kW, T>(group, nb, p, j0, y, y_stride);
 }
 
@@ -131,22 +135,6 @@ HWY_INLINE void GemmGroupTokens(const uint8_t* group, size_t nb, const Panel& p,
     j += 2;
   }
   if (p.n - j >= 1) GroupTile<kW, 1>(group, nb, p, j, y + j * y_stride, y_stride);
-}
-
-// y of token j for one row past the last whole group (the file's layout), as RowGroupsTailRow.
-template <WeightType kW>
-HWY_INLINE float PanelTailRow(const uint8_t* HWY_RESTRICT row, size_t nb, const Panel& p, size_t j) {
-  float acc = 0.0f;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t c[32];
-    for (size_t i = 0; i < 32; ++i) {
-      const uint8_t* chunk = p.chunk(b, i / 4, j);
-      c[i] = Code(chunk[4 + i % 4], chunk[i % 4]);
-    }
-    const size_t at = p.at(b, j);
-    acc = TailBlock<kW>(acc, row + b * kPair<kW>.block_bytes, c, p.dx[at], p.start[2 * at], p.sx[at]);
-  }
-  return acc;
 }
 
 // A block's bytes and values in W of type kW.
@@ -187,8 +175,8 @@ HWY_INLINE void RowsOverPanel(const MatmulArgs& a, const Panel& p, float* y, siz
 }
 
 template <WeightType kW>
-HWY_NOINLINE void GemmRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  if (a.t == 1 && a.x_prepared != nullptr) {  // a decode step's panel of one token (the K-quants')
+HWY_NOINLINE void MatmulRowGroupsT(const MatmulArgs& a, size_t o_begin, size_t o_end) {
+  if (a.t == 1 && a.x_prepared != nullptr) {  // a decode step's x, quantized once for every row task
     RowsOverPanel<kW>(a, Panel(const_cast<void*>(a.x_prepared), a.in, 1), a.y, o_begin, o_end);
     return;
   }
@@ -201,18 +189,9 @@ HWY_NOINLINE void GemmRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_en
   }
 }
 
-// The decode step and the GEMM over row groups; the K-quants' decode step is their GEMM's tile of
-// one token.
+// The decode step and the GEMM over row groups: a decode step is a panel of one token.
 HWY_INLINE void MatmulRowGroups(const MatmulArgs& a, size_t o_begin, size_t o_end) {
-  WithRowGroupsType(a.w_type, [&](auto w) {
-    constexpr WeightType kW = decltype(w)::value;
-    if constexpr (kSuperBlocks<kW>) {
-      GemmRowGroups<kW>(a, o_begin, o_end);
-    } else {
-      if (a.t == 1) GemvRowGroups<kW>(a, o_begin, o_end);
-      else GemmRowGroups<kW>(a, o_begin, o_end);
-    }
-  });
+  WithRowGroupsType(a.w_type, [&](auto w) { MatmulRowGroupsT<decltype(w)::value>(a, o_begin, o_end); });
 }
 
 #else
