@@ -89,16 +89,21 @@ HWY_INLINE void GemmGroupK(const uint8_t* HWY_RESTRICT group, size_t nsb, const 
 #pragma GCC unroll 8
   for (size_t j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
   __m512i low[T], high[T];
-  // Adds the sums of a block (or of q6_K's half block) at scale dws, and restarts them at starts
-  // [2 · at + next].
-  const auto add = [&](size_t b, __m512 dws, size_t next) {
+  // Starts the sums of x block b (its half h: q6_K's scales cover 16 values) at its start.
+  const auto restart = [&](size_t b, size_t h) {
+#pragma GCC unroll 8
+    for (size_t j = 0; j < T; ++j) {
+      low[j] = _mm512_set1_epi32(p.start[2 * p.at(b, j0 + j) + h]);
+      high[j] = _mm512_setzero_si512();
+    }
+  };
+  // Adds the sums of x block b (or of its half) at the rows' scales dws.
+  const auto add = [&](size_t b, __m512 dws) {
 #pragma GCC unroll 8
     for (size_t j = 0; j < T; ++j) {
       const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(high[j], 8), low[j]);
       const __m512 dx = _mm512_set1_ps(p.dx[p.at(b, j0 + j)]);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dws, dx), acc[j]);
-      low[j] = _mm512_set1_epi32(p.start[2 * p.at(b, j0 + j) + next]);
-      high[j] = _mm512_setzero_si512();
     }
   };
   const auto dot = [&](__m512i u, const uint8_t* x) {
@@ -120,12 +125,8 @@ HWY_INLINE void GemmGroupK(const uint8_t* HWY_RESTRICT group, size_t nsb, const 
     for (size_t m = 0; m < 8; ++m) {
       const size_t b = sb * 8 + m;
       const uint8_t* x = p.chunk(b, 0, j0);  // token j's chunk c at x + c · step + 8j: l, then h
-#pragma GCC unroll 8
-      for (size_t j = 0; j < T; ++j) {
-        low[j] = _mm512_set1_epi32(p.start[2 * p.at(b, j0 + j)]);
-        high[j] = _mm512_setzero_si512();
-      }
       if constexpr (kW == WeightType::kQ4_K) {
+        restart(b, 0);
         for (size_t k = 0; k < 8; ++k) dot(Q4KChunk(codes, m, k), x + k * step);
         const __m512i v0 = _mm512_loadu_si512(head + 64), v1 = _mm512_loadu_si512(head + 128),
                       v2 = _mm512_loadu_si512(head + 192);
@@ -133,16 +134,17 @@ HWY_INLINE void GemmGroupK(const uint8_t* HWY_RESTRICT group, size_t nsb, const 
         const __m512 dws = _mm512_mul_ps(d, _mm512_cvtepi32_ps(Q4KScale<false>(v0, v1, v2, static_cast<unsigned>(m))));
         const __m512 mws =
             _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(Q4KScale<true>(v0, v1, v2, static_cast<unsigned>(m))));
-        add(b, dws, 0);
+        add(b, dws);
 #pragma GCC unroll 8
         for (size_t j = 0; j < T; ++j) acc[j] = _mm512_fnmadd_ps(mws, _mm512_set1_ps(p.sx[p.at(b, j0 + j)]), acc[j]);
       } else {  // q6_K: a scale for each half of the block
         for (size_t h = 0; h < 2; ++h) {
+          restart(b, h);
           for (size_t k = 4 * h; k < 4 * h + 4; ++k) dot(Q6KChunk(codes, m, k), x + k * step);
           const size_t is = 8 * (m / 4) + 2 * (m % 4) + h;  // the scale's index in the row's 16
           const __m512i v = _mm512_loadu_si512(head + 32 + (is / 4) * 64);
           const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(v, static_cast<unsigned>(24 - 8 * (is % 4))), 24);
-          add(b, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)), 1);
+          add(b, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
         }
       }
     }
