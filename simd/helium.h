@@ -210,6 +210,15 @@ HWY_INLINE Vec128<float> ConvertTo(Simd<float, 4>, Vec128<int32_t> v) { return {
 HWY_INLINE Vec128<float> Add(Vec128<float> a, Vec128<float> b) { return {vaddq_f32(a.raw, b.raw)}; }
 HWY_INLINE Vec128<float> Sub(Vec128<float> a, Vec128<float> b) { return {vsubq_f32(a.raw, b.raw)}; }
 HWY_INLINE Vec128<float> Mul(Vec128<float> a, Vec128<float> b) { return {vmulq_f32(a.raw, b.raw)}; }
+// MVE has no vector division: each quotient is taken lane by lane in the S registers.
+HWY_INLINE Vec128<float> Div(Vec128<float> a, Vec128<float> b) {
+  float32x4_t q = a.raw;
+  q = vsetq_lane_f32(vgetq_lane_f32(a.raw, 0) / vgetq_lane_f32(b.raw, 0), q, 0);
+  q = vsetq_lane_f32(vgetq_lane_f32(a.raw, 1) / vgetq_lane_f32(b.raw, 1), q, 1);
+  q = vsetq_lane_f32(vgetq_lane_f32(a.raw, 2) / vgetq_lane_f32(b.raw, 2), q, 2);
+  q = vsetq_lane_f32(vgetq_lane_f32(a.raw, 3) / vgetq_lane_f32(b.raw, 3), q, 3);
+  return {q};
+}
 // a · b + c and c − a · b, fused (one rounding), as Highway's MulAdd / NegMulAdd.
 HWY_INLINE Vec128<float> MulAdd(Vec128<float> a, Vec128<float> b, Vec128<float> c) {
   return {vfmaq_f32(c.raw, a.raw, b.raw)};
@@ -318,8 +327,7 @@ HWY_INLINE void StoreSums4(Vec128<float> a, Vec128<float> b, Vec128<float> c, Ve
 
 // tanh(x), within a few ulp; NaN stays NaN. Small |x|: the odd Taylor series to x^13 (below 0.4 the
 // next term is under 1e-8 relative); otherwise (1 − u) / (1 + u) with u = e^(−2|x|) from exp_neg,
-// the caller's exp of a non-positive argument (0 below 2^-125, which gives ±1). MVE has no vector
-// division: the quotient is taken lane by lane in the S registers.
+// the caller's exp of a non-positive argument (0 below 2^-125, which gives ±1).
 template <class ExpNeg>
 HWY_INLINE Vec128<float> Tanh(Simd<float, 4> d, Vec128<float> x, const ExpNeg& exp_neg) {
   const Vec128<float> ax = Abs(x);
@@ -333,14 +341,9 @@ HWY_INLINE Vec128<float> Tanh(Simd<float, 4> d, Vec128<float> x, const ExpNeg& e
   const Vec128<float> small = MulAdd(Mul(p, x2), x, x);
   const Vec128<float> u = exp_neg(Mul(ax, Set(d, -2.0f)));
   const Vec128<float> num = Sub(Set(d, 1.0f), u), den = Add(Set(d, 1.0f), u);
-  float32x4_t q = num.raw;
-  q = vsetq_lane_f32(vgetq_lane_f32(num.raw, 0) / vgetq_lane_f32(den.raw, 0), q, 0);
-  q = vsetq_lane_f32(vgetq_lane_f32(num.raw, 1) / vgetq_lane_f32(den.raw, 1), q, 1);
-  q = vsetq_lane_f32(vgetq_lane_f32(num.raw, 2) / vgetq_lane_f32(den.raw, 2), q, 2);
-  q = vsetq_lane_f32(vgetq_lane_f32(num.raw, 3) / vgetq_lane_f32(den.raw, 3), q, 3);
   // |tanh| with x's sign: the sign bit of x ORed into the non-negative quotient.
   const Vec128<float> sign = BitCast(d, And(BitCast(Simd<uint32_t, 4>(), x), Set(Simd<uint32_t, 4>(), 0x80000000u)));
-  const Vec128<float> large = Or(Vec128<float>{q}, sign);
+  const Vec128<float> large = Or(Div(num, den), sign);
   return IfThenElse(Lt(ax, Set(d, 0.4f)), small, large);
 }
 

@@ -71,7 +71,7 @@ HWY_NOINLINE void AttentionMergeF32(const AttentionArgs& a, uint32_t kv_head, ui
         // l NaN (the decode tiling's running max skips NaN): it is merged, and the row is NaN
         // even where chunk 0's sink gives the row a finite maximum.
         if (m == attn::kNegInf && l == 0.0f) continue;
-        const float w = hn::GetLane(attn::ExpNonPositive(df, hn::Set(df, m - m_max)));
+        const float w = hn::GetLane(ExpNonPositive(df, hn::Set(df, m - m_max)));
         l_sum += w * l;
         const float* o = p.o + (c * all_rows + row) * d;
         const attn::VF wv = hn::Set(df, w);
@@ -93,16 +93,16 @@ HWY_NOINLINE bool AttentionQuantizesQuery(const AttentionArgs& a) {
   return detail::UseDecodeTiling(a) && attn::DecodeQuantizesQuery(a);
 }
 
-// y[i] = the softmax's exp of x[i] (attn::ExpNonPositive), for tests.
+// y[i] = the softmax's exp of x[i] (ExpNonPositive), for tests.
 HWY_NOINLINE void SoftmaxExp(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
   const attn::DF df;
   const size_t N = hn::Lanes(df);
   size_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(attn::ExpNonPositive(df, hn::LoadU(df, x + i)), df, y + i);
+  for (; i + N <= n; i += N) hn::StoreU(ExpNonPositive(df, hn::LoadU(df, x + i)), df, y + i);
   if (i == n) return;
   HWY_ALIGN float tail[kAttnMaxLanes] = {};
   for (size_t j = i; j < n; ++j) tail[j - i] = x[j];
-  hn::Store(attn::ExpNonPositive(df, hn::Load(df, tail)), df, tail);
+  hn::Store(ExpNonPositive(df, hn::Load(df, tail)), df, tail);
   for (size_t j = i; j < n; ++j) y[j] = tail[j - i];
 }
 

@@ -1,5 +1,5 @@
 // The arithmetic both attention tilings share, per Highway target: the vector types, each target's
-// register-block sizes, the softmax's exp, softcap and the visibility mask.
+// register-block sizes, softcap and the visibility mask.
 //
 // Masking and non-finite values: a key outside a row's visible range gets logit −inf and
 // contributes nothing, not even 0 · V (so a NaN or Inf in V reaches only the rows that see it).
@@ -27,6 +27,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "simd/attention/attention_tiling.h"
+#include "simd/exp_non_positive-inl.h"
 #include "simd/vector_ops.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -77,34 +78,6 @@ constexpr size_t kDotKeys = 4;  // decode Q·Kᵀ: keys per register block
 constexpr size_t kTile = kAttnKvTile;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// exp(x) for x <= 0 (a score minus its row's running maximum, or an old maximum minus the new):
-// −inf gives 0, NaN stays NaN. Within 2 ulp of exp(x) where exp(x) >= 2^-125 (x >= −86.5), 0
-// below (a weight under 1e-37 beside the maximum's 1). About half the instructions of hn::Exp,
-// which takes every input (and returns 0 for NaN in Highway 1.0.3): the softmax of both tilings
-// spends most of its time here.
-HWY_INLINE VF ExpNonPositive(DF df, VF x) {
-  const DI di;
-  const VF n = hn::Round(hn::Mul(x, hn::Set(df, 1.44269504088896341f)));  // x / ln 2
-  // r = x − n · ln 2 in [−ln 2 / 2, ln 2 / 2], ln 2 in two parts (n · hi is exact).
-  VF r = hn::NegMulAdd(n, hn::Set(df, 0.693359375f), x);
-  r = hn::NegMulAdd(n, hn::Set(df, -2.12194440e-4f), r);
-  // exp(r): Taylor series to r^7 (truncation below 1e-8 relative on that interval).
-  VF p = hn::Set(df, 1.0f / 5040.0f);
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f / 720.0f));
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f / 120.0f));
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f / 24.0f));
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f / 6.0f));
-  p = hn::MulAdd(p, r, hn::Set(df, 0.5f));
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f));
-  p = hn::MulAdd(p, r, hn::Set(df, 1.0f));
-  // p · 2^n by adding n to the exponent field: p is in [0.70, 1.42] and n >= −125 where the
-  // result is kept, so it stays a normal number.
-  const VI e = hn::ShiftLeft<23>(hn::ConvertTo(di, n));
-  const VF y = hn::BitCast(df, hn::Add(hn::BitCast(di, p), e));
-  const VF z = hn::IfThenZeroElse(hn::Lt(x, hn::Set(df, -86.5f)), y);
-  return hn::IfThenElse(hn::IsNaN(x), x, z);
-}
 
 // cap · tanh(x) (x is already logit / cap); NaN stays NaN.
 HWY_INLINE VF Softcap(DF df, VF x, VF cap) {
