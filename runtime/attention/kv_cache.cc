@@ -114,12 +114,17 @@ void KvCache::append_unchecked(const float* k, size_t k_token_stride, const floa
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   const bool hadamard = c.kv_rotation == KvRotation::kHadamard;
   float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard)
+  const bool rope = c.rope.style != RopeStyle::kNone;
+  double dynamic[kMaxHeadDim / 2];
+  const double* freqs = rope ? rope_call_frequencies(c.rope, hd, position() + n, rope_, dynamic) : nullptr;
+  TokenRotation rotation;  // the token's, for each of its kv heads
   const KvRing ring(plan_);
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t row = ring.row(size_ + t);  // rows count from the reset
+    if (rope) rope_token_rotation(c.rope, hd, position() + t, freqs, &rotation);
     for (uint32_t g = 0; g < kvh; ++g) {
       std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
-      apply_rope(rotated, 1, hd, 1, hd, position() + t, position() + n, c.rope, rope_);
+      if (rope) rope_rotate_head(rotation, rotated);
       if (hadamard) hadamard_rotate(rotated, hd);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
       if (c.is_mla()) continue;  // V is the row just stored

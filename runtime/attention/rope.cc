@@ -99,38 +99,62 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs) 
   }
 }
 
-void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
-                uint32_t end, const RopeConfig& rope, const double* freqs) {
+const double* rope_call_frequencies(const RopeConfig& rope, uint32_t head_dim, uint32_t end, const double* freqs,
+                                    double* dynamic) {
   const uint32_t half = rope_pair_count(rope, head_dim);
-  const double scale = rope_attention_factor(rope);
   // LongRoPE: the long table for every token of a call whose last position passes the original
   // context (transformers' longrope_frequency_update, per forward call).
-  if (rope.scaling == RopeScaling::kLongRope && end > rope.original_max_seq) freqs += half;
+  if (rope.scaling == RopeScaling::kLongRope && end > rope.original_max_seq) return freqs + half;
   // Dynamic NTK past the original context: this call's frequencies from its own base.
-  double dynamic[kMaxHeadDim / 2];
   if (rope.scaling == RopeScaling::kDynamic && end > rope.original_max_seq) {
     const double rotary = 2.0 * half;
     const double grown = double{rope.factor} * end / rope.original_max_seq - (double{rope.factor} - 1.0);
     const double base = rope.theta * std::pow(grown, rotary / (rotary - 2.0));
     for (uint32_t i = 0; i < half; ++i) dynamic[i] = std::pow(base, -2.0 * i / rotary);
-    freqs = dynamic;
+    return dynamic;
   }
-  for (uint32_t t = 0; t < n_tokens; ++t) {
-    const double pos = static_cast<double>(pos0) + t;
-    float* row = x + t * token_stride;
+  return freqs;
+}
+
+void rope_token_rotation(const RopeConfig& rope, uint32_t head_dim, uint32_t pos, const double* call_freqs,
+                         TokenRotation* r) {
+  r->pairs = rope_pair_count(rope, head_dim);
+  r->style = rope.style;
+  const double scale = rope_attention_factor(rope);
+  for (uint32_t i = 0; i < r->pairs; ++i) {
+    const double angle = pos * call_freqs[i];
+    r->cos[i] = static_cast<float>(scale * std::cos(angle));
+    r->sin[i] = static_cast<float>(scale * std::sin(angle));
+  }
+}
+
+void rope_rotate_head(const TokenRotation& r, float* head) {
+  const uint32_t half = r.pairs;
+  if (r.style == RopeStyle::kNeox) {  // pairs (i, i + half)
     for (uint32_t i = 0; i < half; ++i) {
-      const double angle = pos * freqs[i];
-      const float c = static_cast<float>(scale * std::cos(angle));
-      const float s = static_cast<float>(scale * std::sin(angle));
-      const uint32_t a = rope.style == RopeStyle::kNeox ? i : 2 * i;
-      const uint32_t b = rope.style == RopeStyle::kNeox ? i + half : 2 * i + 1;
-      for (uint32_t h = 0; h < n_heads; ++h) {
-        float* head = row + h * head_dim;
-        const float x0 = head[a], x1 = head[b];
-        head[a] = x0 * c - x1 * s;
-        head[b] = x1 * c + x0 * s;
-      }
+      const float x0 = head[i], x1 = head[i + half];
+      head[i] = x0 * r.cos[i] - x1 * r.sin[i];
+      head[i + half] = x1 * r.cos[i] + x0 * r.sin[i];
     }
+    return;
+  }
+  for (uint32_t i = 0; i < half; ++i) {  // pairs (2i, 2i + 1)
+    const float x0 = head[2 * i], x1 = head[2 * i + 1];
+    head[2 * i] = x0 * r.cos[i] - x1 * r.sin[i];
+    head[2 * i + 1] = x1 * r.cos[i] + x0 * r.sin[i];
+  }
+}
+
+void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
+                uint32_t end, const RopeConfig& rope, const double* freqs) {
+  if (rope_pair_count(rope, head_dim) == 0) return;
+  double dynamic[kMaxHeadDim / 2];
+  const double* call_freqs = rope_call_frequencies(rope, head_dim, end, freqs, dynamic);
+  TokenRotation r;
+  for (uint32_t t = 0; t < n_tokens; ++t) {
+    rope_token_rotation(rope, head_dim, pos0 + t, call_freqs, &r);
+    float* row = x + t * token_stride;
+    for (uint32_t h = 0; h < n_heads; ++h) rope_rotate_head(r, row + h * head_dim);
   }
 }
 

@@ -40,6 +40,24 @@ void rope_frequencies(const RopeConfig& rope, uint32_t head_dim, double* freqs);
 void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_heads, uint32_t head_dim, uint32_t pos0,
                 uint32_t end, const RopeConfig& rope, const double* freqs);
 
+// One token's rotation, which every head of the token shares: each pair's cos and sin, scaled.
+// apply_rope's parts, for a caller that rotates a token's heads one at a time (KvCache::append).
+struct TokenRotation {
+  uint32_t pairs = 0;
+  RopeStyle style = RopeStyle::kNeox;
+  float cos[kMaxHeadDim / 2];
+  float sin[kMaxHeadDim / 2];
+};
+// The frequencies a call ending at `end` rotates by (apply_rope's terms): `freqs` itself,
+// LongRoPE's long table in it, or dynamic NTK's, computed into `dynamic` (kMaxHeadDim / 2 doubles).
+const double* rope_call_frequencies(const RopeConfig& rope, uint32_t head_dim, uint32_t end, const double* freqs,
+                                    double* dynamic);
+// The rotation of the token at `pos`, from rope_call_frequencies' table. rope.style is not kNone.
+void rope_token_rotation(const RopeConfig& rope, uint32_t head_dim, uint32_t pos, const double* call_freqs,
+                         TokenRotation* r);
+// One head [head_dim] of that token, rotated in place.
+void rope_rotate_head(const TokenRotation& r, float* head);
+
 // A cache's rotation of its queries (KvCache, CpuBackend, GpuBackend::rotate_queries): the last
 // t_q of the `size` tokens appended since the reset, which sit at positions position − t_q ..
 // position − 1, rotated in place as their keys were. q [t_q, n_heads, head_dim] f32, token t at

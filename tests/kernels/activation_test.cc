@@ -35,7 +35,8 @@ bool close(float y, double ref) {
 
 // A row of n gates and ups: normal draws scaled by 4, and every seventh gate one of the edges.
 void fill(uint32_t n, uint64_t seed, std::vector<float>* gate, std::vector<float>* up) {
-  static constexpr float kEdges[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 86.0f, -86.0f, 87.0f, -87.0f, 100.0f, -100.0f};
+  static constexpr float kEdges[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 20.0f,  -20.0f,
+                                     86.0f, -86.0f, 87.0f,  -87.0f,  100.0f, -100.0f};
   test::Rng rng(seed);
   gate->resize(n);
   up->resize(n);
@@ -66,7 +67,8 @@ TEST_CASE("silu_mul: SiLU(gate) · up against the double value on every target")
         const double ref = silu_mul_reference(gate[i], up[i]);
         INFO("gate " << gate[i] << " up " << up[i] << " gives " << row[1 + i] << ", double " << ref);
         CHECK(close(row[1 + i], ref));
-        if (std::isfinite(ref) && std::fabs(ref) > 1e-30) worst = std::fmax(worst, std::fabs(row[1 + i] - ref) / std::fabs(ref));
+        if (std::isfinite(ref) && std::fabs(ref) > 1e-30)
+          worst = std::fmax(worst, std::fabs(row[1 + i] - ref) / std::fabs(ref));
       }
     }
   }
