@@ -20,6 +20,7 @@
 #                        (simd/attention/kv_load-inl.h: matmul widens f16/bf16 weights with them)
 #   simd/gated_delta/    simd/gated_delta/ and the same
 #   simd/activation/     simd/activation/ and the same
+#   simd/norm/           simd/norm/ and the same
 #   runtime/, room by room, each the public and detail headers (never headway/tools/) and the
 #   rooms below it (runtime/CMakeLists.txt):
 #     core/              core/ (and headway/tools/heap_count.hpp for core/heap_count.cc, which is
@@ -30,7 +31,8 @@
 #     gpu/               core/, attention/, gpu/
 #     model/             core/, quant/, linear/, attention/, model/, and the dispatch headers
 #                        (simd/attention/attention.h, simd/matmul/matmul.h,
-#                        simd/gated_delta/gated_delta.h, simd/activation/activation.h)
+#                        simd/gated_delta/gated_delta.h, simd/activation/activation.h,
+#                        simd/norm/norm.h)
 #     capi/              every room, and headway/tools/: capi_files.cc and capi_model_file.cc
 #                        (the hosted file calls) compile into headway_tools, not the core library
 #     formats/           headway/ (tools/ too), core/, formats/ (hosted only)
@@ -57,7 +59,7 @@ set(core_headers "headway/([^/]+|detail/[^/]+)$")
 # What every kernel room may include besides its own folder.
 set(kernel_common "simd/[^/]+\\.h$|hwy/|headway/detail/(attention_policy|ggml_blocks|row_groups)\\.hpp$|headway/(dtype|dtype_convert)\\.hpp$")
 # The kernels' dispatch headers, the one way into simd/ from outside it.
-set(dispatch "simd/(attention/attention|matmul/matmul|gated_delta/gated_delta|activation/activation)\\.h$")
+set(dispatch "simd/(attention/attention|matmul/matmul|gated_delta/gated_delta|activation/activation|norm/norm)\\.h$")
 
 # rule name @ folder glob @ allowed include regex
 set(rules
@@ -69,6 +71,7 @@ set(rules
   "matmul kernels@simd/matmul/*@^(simd/matmul/|simd/attention/kv_load-inl\\.h$|${kernel_common})"
   "gated_delta kernels@simd/gated_delta/*@^(simd/gated_delta/|${kernel_common})"
   "activation kernels@simd/activation/*@^(simd/activation/|${kernel_common})"
+  "norm kernels@simd/norm/*@^(simd/norm/|${kernel_common})"
   "runtime core@runtime/core/*@^(${core_headers}|runtime/core/|headway/tools/heap_count\\.hpp$)"
   "runtime quant@runtime/quant/*@^(${core_headers}|runtime/(core|quant)/)"
   "runtime linear@runtime/linear/*@^(${core_headers}|runtime/(core|linear)/|simd/matmul/matmul\\.h$)"

@@ -11,7 +11,8 @@
 namespace headway {
 
 // y[i] = x[i] / sqrt(mean(x[i]²) + eps) · w for the t rows of x [t, n] (row stride n); y may be x.
-// As transformers' LlamaRMSNorm: the mean of squares accumulated in f32, then 1/sqrt in f32.
+// As transformers' LlamaRMSNorm: the mean of squares accumulated in f32 (simd/norm/norm.h), then
+// 1/sqrt in f32.
 void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps);
 
 // RMS norm of each of `n_heads` heads of head_dim values at x, in place: x · rsqrt(mean(x²) + eps)

@@ -3,18 +3,12 @@
 #include <cmath>
 
 #include "runtime/linear/dense.hpp"
+#include "simd/norm/norm.h"
 
 namespace headway {
 
 void rms_norm(const float* x, const float* w, float* y, uint32_t t, uint32_t n, float eps) {
-  for (uint32_t i = 0; i < t; ++i) {
-    const float* xi = x + size_t{i} * n;
-    float* yi = y + size_t{i} * n;
-    float sum = 0.0f;
-    for (uint32_t j = 0; j < n; ++j) sum += xi[j] * xi[j];
-    const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
-    for (uint32_t j = 0; j < n; ++j) yi[j] = w[j] * (xi[j] * inv);
-  }
+  simd::rms_norm(x, w, y, t, n, eps);
 }
 
 void rms_norm_heads(float* x, uint32_t n_heads, uint32_t head_dim, const TensorRef* w, float eps, float offset) {
