@@ -3,9 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "headway/detail/huge_pages.hpp"
 
 namespace headway::bench {
 
@@ -19,15 +17,13 @@ Status BenchBuffer::allocate(const char* what, size_t bytes, const void* pattern
     return Status::error(Code::kInvalidArgument, "bench buffer %s: the fill pattern is %zu bytes, not a multiple of 64",
                          what, pattern_bytes);
   }
-  const size_t rounded = (bytes + kBenchBufferAlignment - 1) / kBenchBufferAlignment * kBenchBufferAlignment;
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(kBenchBufferAlignment, rounded ? rounded : kBenchBufferAlignment));
+  uint64_t rounded = 0;
+  data_ = static_cast<uint8_t*>(detail::allocate_huge_pages(bytes, &rounded));
   if (data_ == nullptr) {
-    return Status::error(Code::kInternal, "bench buffer %s: cannot allocate %zu bytes", what, rounded);
+    return Status::error(Code::kInternal, "bench buffer %s: cannot allocate %llu bytes", what,
+                         static_cast<unsigned long long>(rounded));
   }
-  size_ = rounded ? rounded : kBenchBufferAlignment;
-#if defined(MADV_HUGEPAGE)
-  madvise(data_, size_, MADV_HUGEPAGE);  // a hint: without huge pages the fill is only slower
-#endif
+  size_ = static_cast<size_t>(rounded);
   for (size_t at = 0; at < size_; at += pattern_bytes) {
     std::memcpy(data_ + at, pattern, size_ - at < pattern_bytes ? size_ - at : pattern_bytes);
   }

@@ -29,6 +29,4 @@ class BenchBuffer {
   size_t size_ = 0;
 };
 
-inline constexpr size_t kBenchBufferAlignment = size_t{2} << 20;
-
 }  // namespace headway::bench

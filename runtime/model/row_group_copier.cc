@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "headway/detail/huge_pages.hpp"
 #include "headway/detail/row_groups.hpp"
 #include "simd/matmul/matmul.h"
 
@@ -70,7 +71,8 @@ Status RowGroupCopier::start(const char* who, const Plan& p, const ModelWeightsS
   }
   if (bytes == 0) return Status();
 #if HEADWAY_MATMUL_ROW_GROUPS
-  uint8_t* region = static_cast<uint8_t*>(std::aligned_alloc(kAlign, bytes));
+  uint64_t allocated = 0;
+  uint8_t* region = static_cast<uint8_t*>(detail::allocate_huge_pages(bytes, &allocated));
 #else
   uint8_t* region = nullptr;  // unreachable: no matrix pays where no target reads row groups
 #endif

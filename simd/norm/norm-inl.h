@@ -62,7 +62,8 @@ HWY_NOINLINE void RmsNorm(const float* x, const float* HWY_RESTRICT w, float* y,
     const float inv = 1.0f / std::sqrt(norm::SumOfSquares(df, xr, n) / static_cast<float>(n) + eps);
     const norm::VF vinv = hn::Set(df, inv);
     size_t j = 0;
-    for (; j + N <= n; j += N) hn::StoreU(hn::Mul(hn::LoadU(df, w + j), hn::Mul(hn::LoadU(df, xr + j), vinv)), df, yr + j);
+    for (; j + N <= n; j += N)
+      hn::StoreU(hn::Mul(hn::LoadU(df, w + j), hn::Mul(hn::LoadU(df, xr + j), vinv)), df, yr + j);
     if (j == n) continue;
     HWY_ALIGN float xt[norm::kMaxLanes] = {}, wt[norm::kMaxLanes] = {};
     for (size_t i = j; i < n; ++i) {
