@@ -71,6 +71,17 @@ HWY_INLINE __m512i DotU8S8(__m512i acc, __m512i u8, __m512i s8) {
   return acc;
 }
 
+// acc + Σ of the four products of each lane's u8 with the four s8 at p (the same in every lane):
+// VPDPBUSD's third operand broadcast from memory ({1to16}), one instruction where a broadcast and
+// the product took two.
+HWY_INLINE __m512i DotU8S8Broadcast(__m512i acc, __m512i u8, const uint8_t* p) {
+  struct Four {
+    uint8_t b[4];
+  };
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*reinterpret_cast<const Four*>(p)));
+  return acc;
+}
+
 struct QuantizedX {
   alignas(64) int8_t codes[kMaxQuantizedIn];
   alignas(64) float dx[kMaxQuantizedIn / 4];     // per pair, 16 lanes

@@ -178,8 +178,6 @@ HWY_INLINE bool PrepareRowGroupsX(const MatmulArgs& a, void* out) {
   return true;
 }
 
-HWY_INLINE __m512i Broadcast4(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
-
 // Bits first .. first + 3 of each lane's qh (the fifth bits of the four values a chunk's lane
 // holds) as a mask of the chunk's bytes: byte 4r + i of the vector is row r's value first + i, and
 // VPSHUFBITQMB picks for it bit (r % 2) · 32 + first + i of the 64-bit lane that holds rows r and
@@ -244,8 +242,8 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
     if constexpr (kW == WeightType::kQ8_0) {
       for (size_t k = 0; k < 8; ++k) {
         const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip);
-        low = DotU8S8(low, u, Broadcast4(x + k * step));
-        high = DotU8S8(high, u, Broadcast4(x + k * step + 4));
+        low = DotU8S8Broadcast(low, u, x + k * step);
+        high = DotU8S8Broadcast(high, u, x + k * step + 4);
       }
     } else {  // two chains for each byte of x (one token: the latency of VPDPBUSD would bound it)
       __m512i low1 = _mm512_setzero_si512(), high1 = _mm512_setzero_si512();
@@ -254,10 +252,10 @@ HWY_INLINE void GemvGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
       for (size_t k = 0; k < 4; ++k) {
         __m512i lo, hi;
         NibbleChunk<kW>(codes, k, qh, &lo, &hi);
-        low = DotU8S8(low, lo, Broadcast4(x + k * step));
-        high = DotU8S8(high, lo, Broadcast4(x + k * step + 4));
-        low1 = DotU8S8(low1, hi, Broadcast4(x + (4 + k) * step));
-        high1 = DotU8S8(high1, hi, Broadcast4(x + (4 + k) * step + 4));
+        low = DotU8S8Broadcast(low, lo, x + k * step);
+        high = DotU8S8Broadcast(high, lo, x + k * step + 4);
+        low1 = DotU8S8Broadcast(low1, hi, x + (4 + k) * step);
+        high1 = DotU8S8Broadcast(high1, hi, x + (4 + k) * step + 4);
       }
       low = _mm512_add_epi32(low, low1);
       high = _mm512_add_epi32(high, high1);

@@ -81,8 +81,8 @@ HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
         const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(codes + k * 64), flip);
 #pragma GCC unroll 8
         for (size_t j = 0; j < T; ++j) {
-          low[j] = DotU8S8(low[j], u, Broadcast4(x + 8 * j));
-          high[j] = DotU8S8(high[j], u, Broadcast4(x + 8 * j + 4));
+          low[j] = DotU8S8Broadcast(low[j], u, x + 8 * j);
+          high[j] = DotU8S8Broadcast(high[j], u, x + 8 * j + 4);
         }
       }
     } else {
@@ -94,10 +94,10 @@ HWY_INLINE void GemmGroup(const uint8_t* HWY_RESTRICT group, size_t nb, const Pa
         const uint8_t* x4 = x + 4 * step;
 #pragma GCC unroll 8
         for (size_t j = 0; j < T; ++j) {
-          low[j] = DotU8S8(low[j], lo, Broadcast4(x + 8 * j));
-          high[j] = DotU8S8(high[j], lo, Broadcast4(x + 8 * j + 4));
-          low[j] = DotU8S8(low[j], hi, Broadcast4(x4 + 8 * j));
-          high[j] = DotU8S8(high[j], hi, Broadcast4(x4 + 8 * j + 4));
+          low[j] = DotU8S8Broadcast(low[j], lo, x + 8 * j);
+          high[j] = DotU8S8Broadcast(high[j], lo, x + 8 * j + 4);
+          low[j] = DotU8S8Broadcast(low[j], hi, x4 + 8 * j);
+          high[j] = DotU8S8Broadcast(high[j], hi, x4 + 8 * j + 4);
         }
       }
     }

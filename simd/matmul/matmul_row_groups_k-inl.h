@@ -109,8 +109,8 @@ HWY_INLINE void GemmGroupK(const uint8_t* HWY_RESTRICT group, size_t nsb, const 
   const auto dot = [&](__m512i u, const uint8_t* x) {
 #pragma GCC unroll 8
     for (size_t j = 0; j < T; ++j) {
-      low[j] = DotU8S8(low[j], u, Broadcast4(x + 8 * j));
-      high[j] = DotU8S8(high[j], u, Broadcast4(x + 8 * j + 4));
+      low[j] = DotU8S8Broadcast(low[j], u, x + 8 * j);
+      high[j] = DotU8S8Broadcast(high[j], u, x + 8 * j + 4);
     }
   };
   for (size_t sb = 0; sb < nsb; ++sb) {
