@@ -2,9 +2,12 @@
 
 #include <cstdlib>
 
-#include "headway/detail/huge_pages.hpp"
 #include "headway/detail/row_groups.hpp"
 #include "simd/matmul/matmul.h"
+
+#if HEADWAY_MATMUL_ROW_GROUPS  // hosted x86 alone: bare metal has no aligned_alloc, and allocates nothing
+#include "headway/detail/huge_pages.hpp"
+#endif
 
 #if defined(__linux__)
 #include <sys/mman.h>
