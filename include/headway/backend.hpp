@@ -146,7 +146,7 @@ class CpuBackend {
  private:
   friend class Backend;  // the *_unchecked calls
   Status append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
-    cache_.append_unchecked(k, k_token_stride, v, v_token_stride, n);
+    cache_.append_unchecked(k, k_token_stride, v, v_token_stride, n, pool_);
     return Status();
   }
   Status attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
@@ -155,7 +155,7 @@ class CpuBackend {
     return Status();
   }
   void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
-    cache_.rotate_queries_unchecked(q, q_token_stride, t_q);
+    cache_.rotate_queries_unchecked(q, q_token_stride, t_q, pool_);
   }
   KvCache cache_{};  // holds the plan
   ThreadPool* pool_ = nullptr;

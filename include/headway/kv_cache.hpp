@@ -99,11 +99,18 @@ class KvCache {
   // append(), attend() and rotate_queries() for a caller that has made their checks itself
   // (AttentionLayer through CpuBackend, after its own checks of the whole call): nothing is
   // checked in a release build, everything in a debug one, which stops the process at a call that
-  // would have failed. The workspace is at least what workspace_bytes() asks for.
-  void append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n);
+  // would have failed. The workspace is at least what workspace_bytes() asks for. A pool (or
+  // null: the caller's thread) splits each call by tokens, which gives what one thread gives.
+  void append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n,
+                        ThreadPool* pool);
   void attend_unchecked(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,
                         ThreadPool* pool, void* workspace, size_t workspace_bytes, const float* sinks) const;
-  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const;
+  void rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q, ThreadPool* pool) const;
+  // An append's tokens [first, end) of its call: K with RoPE (and the Hadamard rotation) and V into
+  // their rows.
+  struct AppendCall;
+  static void append_task(void* ctx, size_t task);
+  void append_tokens(const AppendCall& a, uint32_t first, uint32_t end);
   struct View;
   View view(uint32_t t_q) const;
   View call(const float* q, size_t q_token_stride, float* o, size_t o_token_stride, uint32_t t_q,

@@ -100,13 +100,46 @@ Status KvCache::check_append(const float* k, size_t k_token_stride, const float*
 
 Status KvCache::append(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n) {
   HEADWAY_RETURN_IF_ERROR(check_append(k, k_token_stride, v, v_token_stride, n));
-  append_unchecked(k, k_token_stride, v, v_token_stride, n);
+  append_unchecked(k, k_token_stride, v, v_token_stride, n, nullptr);
   return Status();
 }
 
-void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
-                               uint32_t n) {
-  HEADWAY_DEBUG_CHECK(check_append(k, k_token_stride, v, v_token_stride, n));
+namespace {
+
+// Tokens per task where an append or a query rotation splits over the pool.
+constexpr uint32_t kTokensPerTask = 16;
+
+// The tasks over [0, n) tokens of kTokensPerTask, run on the pool when there are several and one
+// is given, else in order on the caller.
+void run_token_tasks(ThreadPool* pool, uint32_t n, ThreadPool::TaskFn fn, void* ctx) {
+  const size_t tasks = (n + kTokensPerTask - 1) / kTokensPerTask;
+  if (pool != nullptr && tasks > 1) {
+    pool->run(tasks, fn, ctx);
+  } else {
+    for (size_t i = 0; i < tasks; ++i) fn(ctx, i);
+  }
+}
+
+}  // namespace
+
+struct KvCache::AppendCall {
+  KvCache* cache;
+  const float* k;
+  size_t k_token_stride;
+  const float* v;
+  size_t v_token_stride;
+  const double* freqs;  // the call's RoPE frequencies (null without RoPE)
+  uint32_t n;
+};
+
+void KvCache::append_task(void* ctx, size_t task) {
+  const AppendCall& a = *static_cast<const AppendCall*>(ctx);
+  const uint32_t first = static_cast<uint32_t>(task) * kTokensPerTask;
+  const uint32_t end = a.n - first < kTokensPerTask ? a.n : first + kTokensPerTask;
+  a.cache->append_tokens(a, first, end);
+}
+
+void KvCache::append_tokens(const AppendCall& a, uint32_t first, uint32_t end) {
   const Config& c = plan_.config;
   const uint32_t kvh = c.kv_heads();
   const uint32_t hd = plan_.head_dim;
@@ -114,21 +147,18 @@ void KvCache::append_unchecked(const float* k, size_t k_token_stride, const floa
   const size_t head_bytes = size_t{plan_.cache_rows} * row_bytes;
   const bool hadamard = c.kv_rotation == KvRotation::kHadamard;
   float rotated[kMaxHeadDim];  // one head's K (RoPE, then Hadamard) or V (Hadamard)
-  const bool rope = c.rope.style != RopeStyle::kNone;
-  double dynamic[kMaxHeadDim / 2];
-  const double* freqs = rope ? rope_call_frequencies(c.rope, hd, position() + n, rope_, dynamic) : nullptr;
-  TokenRotation rotation;  // the token's, for each of its kv heads
+  TokenRotation rotation;      // the token's, for each of its kv heads
   const KvRing ring(plan_);
-  for (uint32_t t = 0; t < n; ++t) {
+  for (uint32_t t = first; t < end; ++t) {
     const uint32_t row = ring.row(size_ + t);  // rows count from the reset
-    if (rope) rope_token_rotation(c.rope, hd, position() + t, freqs, &rotation);
+    if (a.freqs != nullptr) rope_token_rotation(c.rope, hd, position() + t, a.freqs, &rotation);
     for (uint32_t g = 0; g < kvh; ++g) {
-      std::memcpy(rotated, k + t * k_token_stride + size_t{g} * hd, hd * sizeof(float));
-      if (rope) rope_rotate_head(rotation, rotated);
+      std::memcpy(rotated, a.k + t * a.k_token_stride + size_t{g} * hd, hd * sizeof(float));
+      if (a.freqs != nullptr) rope_rotate_head(rotation, rotated);
       if (hadamard) hadamard_rotate(rotated, hd);
       store_row(rotated, k_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
       if (c.is_mla()) continue;  // V is the row just stored
-      const float* v_row = v + t * v_token_stride + size_t{g} * hd;
+      const float* v_row = a.v + t * a.v_token_stride + size_t{g} * hd;
       if (hadamard) {
         std::memcpy(rotated, v_row, hd * sizeof(float));
         hadamard_rotate(rotated, hd);
@@ -137,6 +167,22 @@ void KvCache::append_unchecked(const float* k, size_t k_token_stride, const floa
       store_row(v_row, v_ + g * head_bytes + row * row_bytes, hd, c.kv_dtype);
     }
   }
+}
+
+void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
+                               uint32_t n, ThreadPool* pool) {
+  HEADWAY_DEBUG_CHECK(check_append(k, k_token_stride, v, v_token_stride, n));
+  const Config& c = plan_.config;
+  double dynamic[kMaxHeadDim / 2];
+  const double* freqs = c.rope.style != RopeStyle::kNone
+                            ? rope_call_frequencies(c.rope, plan_.head_dim, position() + n, rope_, dynamic)
+                            : nullptr;
+  AppendCall call{this, k, k_token_stride, v, v_token_stride, freqs, n};
+  // Tokens go to distinct rows unless a ring wraps within the call, where the later token's row
+  // must win: that call stays in order on the caller.
+  const KvRing ring(plan_);
+  const bool distinct_rows = !ring.ring || n <= ring.rows - ring.fixed;
+  run_token_tasks(distinct_rows ? pool : nullptr, n, &append_task, &call);
   size_ += n;
 }
 
@@ -237,9 +283,33 @@ void KvCache::attend_unchecked(const float* q, size_t q_token_stride, float* o, 
   unrotate_output(o, o_token_stride, t_q);
 }
 
-void KvCache::rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q) const {
+namespace {
+
+struct RotateCall {
+  const Plan* plan;
+  const double* rope;
+  uint32_t position;
+  float* q;
+  size_t q_token_stride;
+  uint32_t t_q;
+};
+
+// Queries [first, first + kTokensPerTask) of the call's t_q, at positions position − t_q + first ..
+// with the whole call's frequencies.
+void rotate_task(void* ctx, size_t task) {
+  const RotateCall& r = *static_cast<const RotateCall*>(ctx);
+  const uint32_t first = static_cast<uint32_t>(task) * kTokensPerTask;
+  const uint32_t rows = r.t_q - first < kTokensPerTask ? r.t_q - first : kTokensPerTask;
+  rotate_queries_unchecked(*r.plan, r.rope, r.position - r.t_q + first, r.position, r.q + first * r.q_token_stride,
+                           r.q_token_stride, rows);
+}
+
+}  // namespace
+
+void KvCache::rotate_queries_unchecked(float* q, size_t q_token_stride, uint32_t t_q, ThreadPool* pool) const {
   HEADWAY_DEBUG_CHECK(check_last_queries("kv cache", plan_, size_, q, q_token_stride, t_q));
-  headway::rotate_queries_unchecked(plan_, rope_, position(), q, q_token_stride, t_q);
+  RotateCall call{&plan_, rope_, position(), q, q_token_stride, t_q};
+  run_token_tasks(pool, t_q, &rotate_task, &call);
 }
 
 }  // namespace headway

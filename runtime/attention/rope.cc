@@ -161,7 +161,7 @@ void apply_rope(float* x, uint32_t n_tokens, size_t token_stride, uint32_t n_hea
 Status rotate_last_queries(const char* who, const Plan& plan, const double* freqs, uint32_t position, uint32_t size,
                            float* q, size_t q_token_stride, uint32_t t_q) {
   HEADWAY_RETURN_IF_ERROR(check_last_queries(who, plan, size, q, q_token_stride, t_q));
-  rotate_queries_unchecked(plan, freqs, position, q, q_token_stride, t_q);
+  rotate_queries_unchecked(plan, freqs, position - t_q, position, q, q_token_stride, t_q);
   return Status();
 }
 
@@ -180,10 +180,10 @@ Status check_last_queries(const char* who, const Plan& plan, uint32_t size, cons
   return Status();
 }
 
-void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t position, float* q, size_t q_token_stride,
-                              uint32_t t_q) {
+void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t first_position, uint32_t call_end,
+                              float* q, size_t q_token_stride, uint32_t t_q) {
   const Config& c = plan.config;
-  apply_rope(q, t_q, q_token_stride, c.n_heads, plan.head_dim, position - t_q, position, c.rope, freqs);
+  apply_rope(q, t_q, q_token_stride, c.n_heads, plan.head_dim, first_position, call_end, c.rope, freqs);
   if (c.kv_rotation == KvRotation::kHadamard) hadamard_rotate_heads(q, t_q, q_token_stride, c.n_heads, plan.head_dim);
 }
 

@@ -69,8 +69,11 @@ Status rotate_last_queries(const char* who, const Plan& plan, const double* freq
 Status check_last_queries(const char* who, const Plan& plan, uint32_t size, const float* q, size_t q_token_stride,
                           uint32_t t_q);
 // The same rotation for a caller that made those checks (a layer's forward): the one place a
-// cache's queries get their RoPE (and, for a Hadamard-rotated cache, their rotation).
-void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t position, float* q, size_t q_token_stride,
-                              uint32_t t_q);
+// cache's queries get their RoPE (and, for a Hadamard-rotated cache, their rotation). The t_q
+// queries sit at positions first_position ..; the frequencies are those of a call whose last
+// position is call_end − 1, so that a call's queries rotated in parts (KvCache over its pool)
+// get what they get at once (position − t_q, position).
+void rotate_queries_unchecked(const Plan& plan, const double* freqs, uint32_t first_position, uint32_t call_end,
+                              float* q, size_t q_token_stride, uint32_t t_q);
 
 }  // namespace headway

@@ -160,7 +160,7 @@ void GpuBackend::rotate_queries_unchecked(float* q, size_t q_token_stride, uint3
   HEADWAY_DEBUG_CHECK(impl_ == nullptr
                           ? Status::error(Code::kFailedPrecondition, "gpu backend: not created")
                           : check_last_queries("gpu backend", impl_->plan, impl_->size, q, q_token_stride, t_q));
-  headway::rotate_queries_unchecked(impl_->plan, impl_->rope, position(), q, q_token_stride, t_q);
+  headway::rotate_queries_unchecked(impl_->plan, impl_->rope, position() - t_q, position(), q, q_token_stride, t_q);
 }
 
 void GpuBackend::reset(uint32_t start_position) {

@@ -85,11 +85,9 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
   if (m.embedding_norm) apply_norm(w, ModelTensor::kEmbeddingNorm, ModelTensor::kEmbeddingNormBias, 0, h, h, t);
   for (uint32_t l = 0; l < n_layers_; ++l) {
     HEADWAY_RETURN_IF_ERROR(layers_[l].forward_packed(h, a, cu_seqlens, n_seqs));
-    add_rows(h, a, n);
-    apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, h, t);
+    add_residual(w, {}, a, h, {true, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l}, h, t, pool_);
     apply_mlp(w, l, h, hidden, a, t, pool_);
-    add_rows(h, a, n);
-    apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, h, t);
+    add_residual(w, {}, a, h, {true, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l}, h, t, pool_);
   }
   std::memcpy(out, h, n * sizeof(float));
   return Status();

@@ -98,18 +98,16 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   // as validate() requires of them.
   const bool input_norms = !c.model.output_norms_only;
   const bool output_norms = c.model.sandwich_norm || c.model.output_norms_only;
-  const auto post_norm = [&](ModelTensor weight, uint32_t l) {
-    rms_norm(out, w.vector(weight, l), out, t, d, c.model.norm_eps);
-  };
+  // Each block's input norm (into x) rides on the residual step before it, but the first layer's.
+  if (input_norms) apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, 0, h, x, t);
   for (uint32_t l = 0; l < n_layers_; ++l) {
-    if (input_norms) apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l, h, x, t);
     HEADWAY_RETURN_IF_ERROR(layers_[l].forward_unchecked(input_norms ? x : h, out, t));
-    if (output_norms) post_norm(ModelTensor::kPostAttnNorm, l);
-    add_rows(h, out, n);
-    if (input_norms) apply_norm(w, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l, h, x, t);
+    add_residual(w, {output_norms, ModelTensor::kPostAttnNorm, ModelTensor::kPostAttnNorm, l}, out, h,
+                 {input_norms, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l}, x, t, pool_);
     apply_mlp(w, l, input_norms ? x : h, hidden, out, t, pool_);
-    if (output_norms) post_norm(ModelTensor::kPostFfnNorm, l);
-    add_rows(h, out, n);
+    add_residual(w, {output_norms, ModelTensor::kPostFfnNorm, ModelTensor::kPostFfnNorm, l}, out, h,
+                 {input_norms && l + 1 < n_layers_, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l + 1}, x, t,
+                 pool_);
   }
   // The logits of every token (all_logits) or of the last one alone.
   const uint32_t first = p.options.all_logits ? 0 : t - 1;

@@ -148,10 +148,30 @@ void apply_norm(const ModelWeightsView& w, ModelTensor weight, ModelTensor bias,
 
 namespace {
 
-// The MLP's activation over rows [task · kGateRows, + kGateRows) of hidden [t, 2 · ffn] (gate | up):
+// Row-wise steps (the MLP's activation, the residual adds and norms) over tasks of kStepRows rows:
 // rows are independent, so a prefill's split over the pool gives what one thread gives.
-constexpr uint32_t kGateRows = 16;
+constexpr uint32_t kStepRows = 16;
 
+void run_row_tasks(ThreadPool* pool, uint32_t t, ThreadPool::TaskFn fn, void* ctx) {
+  const size_t tasks = (t + kStepRows - 1) / kStepRows;
+  if (pool != nullptr && tasks > 1) {
+    pool->run(tasks, fn, ctx);
+  } else {
+    for (size_t i = 0; i < tasks; ++i) fn(ctx, i);
+  }
+}
+
+// Rows [r0, r0 + rows) of task `task` of t.
+struct StepRows {
+  uint32_t r0;
+  uint32_t rows;
+};
+StepRows step_rows(size_t task, uint32_t t) {
+  const uint32_t r0 = static_cast<uint32_t>(task) * kStepRows;
+  return {r0, t - r0 < kStepRows ? t - r0 : kStepRows};
+}
+
+// The MLP's activation over hidden [t, 2 · ffn] (gate | up).
 struct GateCall {
   MlpKind mlp;
   float* hidden;
@@ -161,15 +181,44 @@ struct GateCall {
 
 void gate_task(void* ctx, size_t task) {
   const GateCall& c = *static_cast<const GateCall*>(ctx);
-  const uint32_t r0 = static_cast<uint32_t>(task) * kGateRows;
-  const uint32_t rows = c.t - r0 < kGateRows ? c.t - r0 : kGateRows;
-  float* h = c.hidden + size_t{r0} * 2 * c.ffn;
-  if (c.mlp == MlpKind::kSwiGlu) swiglu(h, rows, c.ffn);
-  else if (c.mlp == MlpKind::kGeGlu) geglu(h, rows, c.ffn);
-  else gelu(h + c.ffn, h, rows, c.ffn);
+  const StepRows r = step_rows(task, c.t);
+  float* h = c.hidden + size_t{r.r0} * 2 * c.ffn;
+  if (c.mlp == MlpKind::kSwiGlu) swiglu(h, r.rows, c.ffn);
+  else if (c.mlp == MlpKind::kGeGlu) geglu(h, r.rows, c.ffn);
+  else gelu(h + c.ffn, h, r.rows, c.ffn);
+}
+
+struct ResidualCall {
+  const ModelWeightsView* w;
+  BlockNorm post;
+  BlockNorm next;
+  float* out;
+  float* h;
+  float* y;
+  uint32_t t;
+};
+
+void residual_task(void* ctx, size_t task) {
+  const ResidualCall& c = *static_cast<const ResidualCall*>(ctx);
+  const uint32_t d = c.w->plan->config.d_model;
+  const StepRows r = step_rows(task, c.t);
+  const size_t at = size_t{r.r0} * d;
+  float* out = c.out + at;
+  float* h = c.h + at;
+  if (c.post.present) {
+    rms_norm(out, c.w->vector(c.post.weight, c.post.layer), out, r.rows, d, c.w->plan->config.model.norm_eps);
+  }
+  add_rows(h, out, size_t{r.rows} * d);
+  if (c.next.present) apply_norm(*c.w, c.next.weight, c.next.bias, c.next.layer, h, c.y + at, r.rows);
 }
 
 }  // namespace
+
+void add_residual(const ModelWeightsView& w, const BlockNorm& post, float* out, float* h, const BlockNorm& next,
+                  float* y, uint32_t t, ThreadPool* pool) {
+  ResidualCall call{&w, post, next, out, h, y, t};
+  run_row_tasks(pool, t, &residual_task, &call);
+}
 
 void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float* hidden, float* y, uint32_t t,
                ThreadPool* pool) {
@@ -185,12 +234,7 @@ void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float*
     dense_highway({w.matrix(ModelTensor::kGate, layer), {}}, x, d, hidden, 2 * ffn, t, pool);
   }
   GateCall gate{c.model.mlp, hidden, static_cast<uint32_t>(ffn), t};
-  const size_t tasks = (t + kGateRows - 1) / kGateRows;
-  if (pool != nullptr && tasks > 1) {
-    pool->run(tasks, gate_task, &gate);
-  } else {
-    for (size_t i = 0; i < tasks; ++i) gate_task(&gate, i);
-  }
+  run_row_tasks(pool, t, &gate_task, &gate);
   dense_highway({w.matrix(ModelTensor::kDown, layer), bias(ModelTensor::kDownBias)}, hidden, 2 * ffn, y, d, t, pool);
 }
 

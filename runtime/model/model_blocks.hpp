@@ -42,6 +42,21 @@ Status load_model_weights(const char* who, const Arena& arena, const ModelWeight
 void apply_norm(const ModelWeightsView& w, ModelTensor weight, ModelTensor bias, uint32_t layer, const float* x,
                 float* y, uint32_t t);
 
+// A norm of one layer, as the residual step names it: its weight's tensor (and its bias's, for
+// LayerNorm); none where `present` is false.
+struct BlockNorm {
+  bool present = false;
+  ModelTensor weight = ModelTensor::kAttnNorm;
+  ModelTensor bias = ModelTensor::kAttnNormBias;
+  uint32_t layer = 0;
+};
+
+// The residual step after a block, over t rows of d_model: out = RMSNorm(out) with `post` where
+// present (the block's output norm: Gemma 2/3, OLMo 2), h += out, then y = norm(h) with `next`
+// where present (the next block's input norm, or a post-norm encoder's; y may be h). Each row on
+// its own, split over the pool in tasks of rows.
+void add_residual(const ModelWeightsView& w, const BlockNorm& post, float* out, float* h, const BlockNorm& next,
+                  float* y, uint32_t t, ThreadPool* pool);
 // y = mlp(x) over t rows: SwiGLU (gate, up, down) or GELU (up, down), with biases where the config
 // has them; hidden [t, 2·ffn] is its scratch. x and y are [t, d_model], y distinct from x.
 void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float* hidden, float* y, uint32_t t,

@@ -76,6 +76,46 @@ TEST_CASE("Model: every position's logits equal the double reference, tied and s
   }
 }
 
+TEST_CASE("Model: a prefill split over two threads gives one thread's logits bitwise, with no heap call") {
+  // Chunks of 40 tokens: the row steps (residual adds and norms, the MLP's activation), the K/V
+  // append and the queries' RoPE split into tasks of 16 rows or tokens, the last one short.
+  for (int variant = 0; variant < 3; ++variant) {
+    Config c = model_config(variant != 1);
+    c.max_seq = 64;
+    if (variant == 1) c.model.sandwich_norm = true;  // the output norms in the residual step
+    if (variant == 2) {                              // a sliding ring that wraps within the prompt
+      c.window = 12;
+      c.sink_tokens = 1;
+      c.layers.sliding_pattern = 2;
+    }
+    INFO("variant " << variant);
+    Weights w(c, 13 + variant);
+    PlanOptions o;
+    o.max_tokens = 40;
+    o.all_logits = true;
+    const std::vector<int32_t> ids = prompt(60, 17);
+    std::vector<float> logits[2];
+    for (uint32_t threads : {1u, 2u}) {
+      ThreadPool pool;
+      REQUIRE(pool.create(threads).ok());
+      o.threads = threads;
+      auto m = make(w, o, &pool);
+      std::vector<float>& got = logits[threads - 1];
+      got.resize(ids.size() * 50);
+      HeapCount heap;
+      REQUIRE(m->model.prefill(ids.data(), 60, got.data()).ok());
+      CHECK(heap.stop() == 0);
+    }
+    CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);
+    if (variant == 0) {
+      const std::vector<double> want = reference_logits(w, ids);
+      double err = 0;
+      for (size_t i = 0; i < want.size(); ++i) err = std::fmax(err, std::fabs(logits[1][i] - want[i]));
+      CHECK(err < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("Model: decode token by token gives the prefill's last logits, with no heap call") {
   Weights w(model_config(true), 9);
   PlanOptions o;
