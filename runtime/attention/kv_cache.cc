@@ -169,8 +169,8 @@ void KvCache::append_tokens(const AppendCall& a, uint32_t first, uint32_t end) {
   }
 }
 
-void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride,
-                               uint32_t n, ThreadPool* pool) {
+void KvCache::append_unchecked(const float* k, size_t k_token_stride, const float* v, size_t v_token_stride, uint32_t n,
+                               ThreadPool* pool) {
   HEADWAY_DEBUG_CHECK(check_append(k, k_token_stride, v, v_token_stride, n));
   const Config& c = plan_.config;
   double dynamic[kMaxHeadDim / 2];
