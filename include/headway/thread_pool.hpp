@@ -48,6 +48,17 @@ class ThreadPool {
   void run(size_t n_tasks, TaskFn fn, void* ctx);
   void run(size_t n_tasks, SlotTaskFn fn, void* ctx);
 
+  // run() on `pool`, or, where pool is null, the same tasks in order on the caller (slot 0): the
+  // same split either way, so the same result.
+  static void run_on(ThreadPool* pool, size_t n_tasks, TaskFn fn, void* ctx) {
+    if (pool != nullptr) return pool->run(n_tasks, fn, ctx);
+    for (size_t t = 0; t < n_tasks; ++t) fn(ctx, t);
+  }
+  static void run_on(ThreadPool* pool, size_t n_tasks, SlotTaskFn fn, void* ctx) {
+    if (pool != nullptr) return pool->run(n_tasks, fn, ctx);
+    for (size_t t = 0; t < n_tasks; ++t) fn(ctx, 0, t);
+  }
+
  private:
   uint32_t acquire_slot();
   void release_slot(uint32_t slot);

@@ -56,23 +56,6 @@ void merge_task(void* ctx, size_t task) {
   simd::attention_merge_f32_unchecked(*c.args, kv_head, c.split.n_chunks, partials_of(c, kv_head));
 }
 
-// Without a pool the caller runs the same tasks in order: the same split, the same result.
-void run_tasks(ThreadPool* pool, size_t n, ThreadPool::SlotTaskFn fn, void* ctx) {
-  if (pool != nullptr) {
-    pool->run(n, fn, ctx);
-    return;
-  }
-  for (size_t t = 0; t < n; ++t) fn(ctx, 0, t);
-}
-
-void run_tasks(ThreadPool* pool, size_t n, ThreadPool::TaskFn fn, void* ctx) {
-  if (pool != nullptr) {
-    pool->run(n, fn, ctx);
-    return;
-  }
-  for (size_t t = 0; t < n; ++t) fn(ctx, t);
-}
-
 float default_scale(uint32_t head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
 bool bad_float(float x) { return !(x >= 0.0f) || std::isinf(x); }  // NaN, negative or infinite
@@ -319,10 +302,10 @@ void run_checked_call(const PreparedAttention& call, ThreadPool* pool, void* wor
   c.scratch = static_cast<uint8_t*>(workspace);
   c.partials = c.scratch + size_t{threads} * split.scratch_bytes;
   if (split.n_chunks == 0) {
-    run_tasks(pool, size_t{call.args.n_kv_heads} * split.q_tiles, &tile_task, &c);
+    ThreadPool::run_on(pool, size_t{call.args.n_kv_heads} * split.q_tiles, &tile_task, &c);
   } else {
-    run_tasks(pool, size_t{call.args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
-    run_tasks(pool, call.args.n_kv_heads, &merge_task, &c);
+    ThreadPool::run_on(pool, size_t{call.args.n_kv_heads} * split.n_chunks, &chunk_task, &c);
+    ThreadPool::run_on(pool, call.args.n_kv_heads, &merge_task, &c);
   }
 }
 

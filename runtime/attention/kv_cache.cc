@@ -109,15 +109,9 @@ namespace {
 // Tokens per task where an append or a query rotation splits over the pool.
 constexpr uint32_t kTokensPerTask = 16;
 
-// The tasks over [0, n) tokens of kTokensPerTask, run on the pool when there are several and one
-// is given, else in order on the caller.
+// The tasks over [0, n) tokens, kTokensPerTask each.
 void run_token_tasks(ThreadPool* pool, uint32_t n, ThreadPool::TaskFn fn, void* ctx) {
-  const size_t tasks = (n + kTokensPerTask - 1) / kTokensPerTask;
-  if (pool != nullptr && tasks > 1) {
-    pool->run(tasks, fn, ctx);
-  } else {
-    for (size_t i = 0; i < tasks; ++i) fn(ctx, i);
-  }
+  ThreadPool::run_on(pool, (n + kTokensPerTask - 1) / kTokensPerTask, fn, ctx);
 }
 
 }  // namespace

@@ -232,11 +232,7 @@ Status AttentionLayer::forward_gated_delta(const float* x, float* y, uint32_t t)
     }
   }
   DeltaHeads heads{&p, rows, out, s_.delta_state, s_.arena->scratch(), t};
-  if (s_.pool != nullptr) {
-    s_.pool->run(g.value_heads, run_head, &heads);
-  } else {
-    for (uint32_t h = 0; h < g.value_heads; ++h) run_head(&heads, 0, h);
-  }
+  ThreadPool::run_on(s_.pool, g.value_heads, run_head, &heads);
   // The gated RMS norm per head: o · rsqrt(mean(o²) + eps) · w, then · silu(z).
   const TensorRef norm_weight{norm, DType::kF32, 1, g.value_head_dim};
   for (uint32_t i = 0; i < t; ++i) {

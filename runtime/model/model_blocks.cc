@@ -153,12 +153,7 @@ namespace {
 constexpr uint32_t kStepRows = 16;
 
 void run_row_tasks(ThreadPool* pool, uint32_t t, ThreadPool::TaskFn fn, void* ctx) {
-  const size_t tasks = (t + kStepRows - 1) / kStepRows;
-  if (pool != nullptr && tasks > 1) {
-    pool->run(tasks, fn, ctx);
-  } else {
-    for (size_t i = 0; i < tasks; ++i) fn(ctx, i);
-  }
+  ThreadPool::run_on(pool, (t + kStepRows - 1) / kStepRows, fn, ctx);
 }
 
 // Rows [r0, r0 + rows) of task `task` of t.
