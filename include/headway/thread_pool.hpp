@@ -59,6 +59,18 @@ class ThreadPool {
     for (size_t t = 0; t < n_tasks; ++t) fn(ctx, 0, t);
   }
 
+  // n items (rows, tokens) in tasks of per_task items, the last one short: how many tasks, and
+  // the items [first, first + count) of task `task`.
+  struct Items {
+    uint32_t first;
+    uint32_t count;
+  };
+  static constexpr size_t tasks_of(uint32_t n, uint32_t per_task) { return (size_t{n} + per_task - 1) / per_task; }
+  static constexpr Items items_of(size_t task, uint32_t n, uint32_t per_task) {
+    const uint32_t first = static_cast<uint32_t>(task) * per_task;
+    return {first, n - first < per_task ? n - first : per_task};
+  }
+
  private:
   uint32_t acquire_slot();
   void release_slot(uint32_t slot);

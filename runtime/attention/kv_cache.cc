@@ -111,7 +111,7 @@ constexpr uint32_t kTokensPerTask = 16;
 
 // The tasks over [0, n) tokens, kTokensPerTask each.
 void run_token_tasks(ThreadPool* pool, uint32_t n, ThreadPool::TaskFn fn, void* ctx) {
-  ThreadPool::run_on(pool, (n + kTokensPerTask - 1) / kTokensPerTask, fn, ctx);
+  ThreadPool::run_on(pool, ThreadPool::tasks_of(n, kTokensPerTask), fn, ctx);
 }
 
 }  // namespace
@@ -128,9 +128,8 @@ struct KvCache::AppendCall {
 
 void KvCache::append_task(void* ctx, size_t task) {
   const AppendCall& a = *static_cast<const AppendCall*>(ctx);
-  const uint32_t first = static_cast<uint32_t>(task) * kTokensPerTask;
-  const uint32_t end = a.n - first < kTokensPerTask ? a.n : first + kTokensPerTask;
-  a.cache->append_tokens(a, first, end);
+  const ThreadPool::Items tokens = ThreadPool::items_of(task, a.n, kTokensPerTask);
+  a.cache->append_tokens(a, tokens.first, tokens.first + tokens.count);
 }
 
 void KvCache::append_tokens(const AppendCall& a, uint32_t first, uint32_t end) {
@@ -292,10 +291,9 @@ struct RotateCall {
 // with the whole call's frequencies.
 void rotate_task(void* ctx, size_t task) {
   const RotateCall& r = *static_cast<const RotateCall*>(ctx);
-  const uint32_t first = static_cast<uint32_t>(task) * kTokensPerTask;
-  const uint32_t rows = r.t_q - first < kTokensPerTask ? r.t_q - first : kTokensPerTask;
-  rotate_queries_unchecked(*r.plan, r.rope, r.position - r.t_q + first, r.position, r.q + first * r.q_token_stride,
-                           r.q_token_stride, rows);
+  const ThreadPool::Items q = ThreadPool::items_of(task, r.t_q, kTokensPerTask);
+  rotate_queries_unchecked(*r.plan, r.rope, r.position - r.t_q + q.first, r.position, r.q + q.first * r.q_token_stride,
+                           r.q_token_stride, q.count);
 }
 
 }  // namespace

@@ -153,17 +153,7 @@ namespace {
 constexpr uint32_t kStepRows = 16;
 
 void run_row_tasks(ThreadPool* pool, uint32_t t, ThreadPool::TaskFn fn, void* ctx) {
-  ThreadPool::run_on(pool, (t + kStepRows - 1) / kStepRows, fn, ctx);
-}
-
-// Rows [r0, r0 + rows) of task `task` of t.
-struct StepRows {
-  uint32_t r0;
-  uint32_t rows;
-};
-StepRows step_rows(size_t task, uint32_t t) {
-  const uint32_t r0 = static_cast<uint32_t>(task) * kStepRows;
-  return {r0, t - r0 < kStepRows ? t - r0 : kStepRows};
+  ThreadPool::run_on(pool, ThreadPool::tasks_of(t, kStepRows), fn, ctx);
 }
 
 // The MLP's activation over hidden [t, 2 · ffn] (gate | up).
@@ -176,11 +166,11 @@ struct GateCall {
 
 void gate_task(void* ctx, size_t task) {
   const GateCall& c = *static_cast<const GateCall*>(ctx);
-  const StepRows r = step_rows(task, c.t);
-  float* h = c.hidden + size_t{r.r0} * 2 * c.ffn;
-  if (c.mlp == MlpKind::kSwiGlu) swiglu(h, r.rows, c.ffn);
-  else if (c.mlp == MlpKind::kGeGlu) geglu(h, r.rows, c.ffn);
-  else gelu(h + c.ffn, h, r.rows, c.ffn);
+  const ThreadPool::Items r = ThreadPool::items_of(task, c.t, kStepRows);
+  float* h = c.hidden + size_t{r.first} * 2 * c.ffn;
+  if (c.mlp == MlpKind::kSwiGlu) swiglu(h, r.count, c.ffn);
+  else if (c.mlp == MlpKind::kGeGlu) geglu(h, r.count, c.ffn);
+  else gelu(h + c.ffn, h, r.count, c.ffn);
 }
 
 struct ResidualCall {
@@ -196,15 +186,15 @@ struct ResidualCall {
 void residual_task(void* ctx, size_t task) {
   const ResidualCall& c = *static_cast<const ResidualCall*>(ctx);
   const uint32_t d = c.w->plan->config.d_model;
-  const StepRows r = step_rows(task, c.t);
-  const size_t at = size_t{r.r0} * d;
+  const ThreadPool::Items r = ThreadPool::items_of(task, c.t, kStepRows);
+  const size_t at = size_t{r.first} * d;
   float* out = c.out + at;
   float* h = c.h + at;
   if (c.post.present) {
-    rms_norm(out, c.w->vector(c.post.weight, c.post.layer), out, r.rows, d, c.w->plan->config.model.norm_eps);
+    rms_norm(out, c.w->vector(c.post.weight, c.post.layer), out, r.count, d, c.w->plan->config.model.norm_eps);
   }
-  add_rows(h, out, size_t{r.rows} * d);
-  if (c.next.present) apply_norm(*c.w, c.next.weight, c.next.bias, c.next.layer, h, c.y + at, r.rows);
+  add_rows(h, out, size_t{r.count} * d);
+  if (c.next.present) apply_norm(*c.w, c.next.weight, c.next.bias, c.next.layer, h, c.y + at, r.count);
 }
 
 }  // namespace
