@@ -85,9 +85,13 @@ Status Encoder::encode(const int32_t* ids, const uint32_t* cu_seqlens, uint32_t 
   if (m.embedding_norm) apply_norm(w, ModelTensor::kEmbeddingNorm, ModelTensor::kEmbeddingNormBias, 0, h, h, t);
   for (uint32_t l = 0; l < n_layers_; ++l) {
     HEADWAY_RETURN_IF_ERROR(layers_[l].forward_packed(h, a, cu_seqlens, n_seqs));
-    add_residual(w, {}, a, h, {true, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l}, h, t, pool_);
+    const BlockNorm attn_norm{
+        .present = true, .weight = ModelTensor::kAttnNorm, .bias = ModelTensor::kAttnNormBias, .layer = l};
+    add_residual(w, BlockNorm{}, a, h, attn_norm, h, t, pool_);
     apply_mlp(w, l, h, hidden, a, t, pool_);
-    add_residual(w, {}, a, h, {true, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l}, h, t, pool_);
+    const BlockNorm ffn_norm{
+        .present = true, .weight = ModelTensor::kFfnNorm, .bias = ModelTensor::kFfnNormBias, .layer = l};
+    add_residual(w, BlockNorm{}, a, h, ffn_norm, h, t, pool_);
   }
   std::memcpy(out, h, n * sizeof(float));
   return Status();

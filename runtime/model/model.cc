@@ -102,12 +102,17 @@ Status Model::run_chunk(const int32_t* ids, uint32_t t, float* logits) {
   if (input_norms) apply_norm(w, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, 0, h, x, t);
   for (uint32_t l = 0; l < n_layers_; ++l) {
     HEADWAY_RETURN_IF_ERROR(layers_[l].forward_unchecked(input_norms ? x : h, out, t));
-    add_residual(w, {output_norms, ModelTensor::kPostAttnNorm, ModelTensor::kPostAttnNorm, l}, out, h,
-                 {input_norms, ModelTensor::kFfnNorm, ModelTensor::kFfnNormBias, l}, x, t, pool_);
+    const BlockNorm post_attn{.present = output_norms, .weight = ModelTensor::kPostAttnNorm, .layer = l};
+    const BlockNorm ffn_norm{
+        .present = input_norms, .weight = ModelTensor::kFfnNorm, .bias = ModelTensor::kFfnNormBias, .layer = l};
+    add_residual(w, post_attn, out, h, ffn_norm, x, t, pool_);
     apply_mlp(w, l, input_norms ? x : h, hidden, out, t, pool_);
-    add_residual(w, {output_norms, ModelTensor::kPostFfnNorm, ModelTensor::kPostFfnNorm, l}, out, h,
-                 {input_norms && l + 1 < n_layers_, ModelTensor::kAttnNorm, ModelTensor::kAttnNormBias, l + 1}, x, t,
-                 pool_);
+    const BlockNorm post_ffn{.present = output_norms, .weight = ModelTensor::kPostFfnNorm, .layer = l};
+    const BlockNorm next_attn_norm{.present = input_norms && l + 1 < n_layers_,
+                                   .weight = ModelTensor::kAttnNorm,
+                                   .bias = ModelTensor::kAttnNormBias,
+                                   .layer = l + 1};
+    add_residual(w, post_ffn, out, h, next_attn_norm, x, t, pool_);
   }
   // The logits of every token (all_logits) or of the last one alone.
   const uint32_t first = p.options.all_logits ? 0 : t - 1;

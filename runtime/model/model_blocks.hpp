@@ -43,7 +43,7 @@ void apply_norm(const ModelWeightsView& w, ModelTensor weight, ModelTensor bias,
                 float* y, uint32_t t);
 
 // A norm of one layer, as the residual step names it: its weight's tensor (and its bias's, for
-// LayerNorm); none where `present` is false.
+// LayerNorm; an output norm is RMSNorm and has none); none where `present` is false.
 struct BlockNorm {
   bool present = false;
   ModelTensor weight = ModelTensor::kAttnNorm;
@@ -57,6 +57,7 @@ struct BlockNorm {
 // its own, split over the pool in tasks of rows.
 void add_residual(const ModelWeightsView& w, const BlockNorm& post, float* out, float* h, const BlockNorm& next,
                   float* y, uint32_t t, ThreadPool* pool);
+
 // y = mlp(x) over t rows: SwiGLU (gate, up, down) or GELU (up, down), with biases where the config
 // has them; hidden [t, 2·ffn] is its scratch. x and y are [t, d_model], y distinct from x.
 void apply_mlp(const ModelWeightsView& w, uint32_t layer, const float* x, float* hidden, float* y, uint32_t t,
