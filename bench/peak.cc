@@ -66,11 +66,7 @@ double best_wall_seconds(ThreadPool* pool, size_t n_tasks, void (*fn)(void*, siz
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < trials || seconds_since(start) < span; ++i) {
     const Clock::time_point t0 = Clock::now();
-    if (pool != nullptr) {
-      pool->run(n_tasks, fn, task);
-    } else {
-      for (size_t k = 0; k < n_tasks; ++k) fn(task, k);
-    }
+    ThreadPool::run_on(pool, n_tasks, fn, task);
     const double s = seconds_since(t0);
     best = s < best ? s : best;
   }

@@ -345,11 +345,7 @@ Result<CaseResult> run_cpu_delta_case(const DeltaCase& c, const CpuRun& run) {
 
   const Status s = time_calls(run.reps, &r, [&](uint32_t rep) {
     call.states = reinterpret_cast<float*>(run.states->data() + (rep % r.kv_copies) * stride);
-    if (run.pool != nullptr) {
-      run.pool->run(c.value_heads, delta_head, &call);
-    } else {
-      for (uint32_t h = 0; h < c.value_heads; ++h) delta_head(&call, 0, h);
-    }
+    ThreadPool::run_on(run.pool, c.value_heads, delta_head, &call);
     return Status();
   });
   std::free(scratch);

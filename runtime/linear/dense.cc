@@ -136,7 +136,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   c.args.precise_x = m.precise_x;
   c.args.w_row_groups = m.w.row_groups;
   // A decode step's x quantized once for all its row tasks, on this stack (the tasks run before
-  // pool->run returns).
+  // run_on returns).
   alignas(64) uint8_t prepared[simd::kMatmulPreparedXBytes > 0 ? simd::kMatmulPreparedXBytes : 1];
   if (t == 1 && simd::kMatmulPreparedXBytes > 0 && simd::matmul_prepare_x(c.args, prepared)) {
     c.args.x_prepared = prepared;
@@ -152,11 +152,7 @@ void dense_highway(const DenseMatrix& m, const float* x, size_t x_stride, float*
   const size_t tasks = c.token_task != 0 ? (t + c.token_task - 1) / c.token_task
                                          : (size_t{m.w.rows} + kDenseRowTask - 1) / kDenseRowTask;
   const uint64_t macs = uint64_t{t} * m.w.cols * m.w.rows;
-  if (pool != nullptr && tasks > 1 && macs >= kDenseMinParallelMacs) {
-    pool->run(tasks, dense_task, &c);
-  } else {
-    for (size_t i = 0; i < tasks; ++i) dense_task(&c, i);
-  }
+  ThreadPool::run_on(macs >= kDenseMinParallelMacs ? pool : nullptr, tasks, dense_task, &c);
 }
 
 }  // namespace headway

@@ -165,11 +165,7 @@ void xnn_task(void* ctx, size_t b) {
 Status xnn_dense_run(void* const* ops, uint32_t blocks, uint32_t out, const float* x, float* y, uint32_t t,
                      ThreadPool* pool) {
   XnnCall c{ops, blocks, out, x, y, t, {}};
-  if (pool != nullptr && blocks > 1) {
-    pool->run(blocks, xnn_task, &c);
-  } else {
-    for (uint32_t b = 0; b < blocks; ++b) xnn_task(&c, b);
-  }
+  ThreadPool::run_on(pool, blocks, xnn_task, &c);
   for (uint32_t b = 0; b < blocks; ++b) {
     if (c.status[b] != xnn_status_success) {
       return Status::error(Code::kInternal,
