@@ -6,8 +6,10 @@
 //
 // Tasks:
 //   - tiles: one task per (kv head, tile of query tokens); a tile holds kAttnQueryRows query rows
-//     (tokens × the group's query heads), never fewer than one whole group. 32 rows are two
-//     16-lane vectors: the prefill kernel's register block.
+//     (tokens × the group's query heads), never fewer than one whole group. 48 rows are three
+//     16-lane vectors (the prefill kernel runs them as a block of two row vectors and one of one)
+//     and whole groups of 1, 2, 3, 4, 6, 8, 12 and 16 heads: no lane is padding for those groups
+//     (SmolLM2's 3 filled 30 of 32), and each widened K/V tile serves half as many rows again.
 //   - split-KV decode: when the tile tasks are fewer than kAttnSplitMinTasks, a kv head has at
 //     most kAttnSplitMaxRows query rows and there are at least 2 · kAttnKvChunk keys, one task per
 //     (kv head, chunk of keys) writes a partial softmax (max, sum, unnormalized O per row), and a
@@ -32,7 +34,7 @@ inline constexpr uint32_t kMaxHeadDim = 576;  // 512, and MLA's 576 (DeepSeek: a
 // other one runs the generic runtime-head_dim code.
 constexpr bool head_dim_specialized(uint32_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-inline constexpr uint32_t kAttnQueryRows = 32;  // query rows per tile task
+inline constexpr uint32_t kAttnQueryRows = 48;  // query rows per tile task
 inline constexpr uint32_t kAttnKvTile = 64;     // keys per K/V tile
 inline constexpr uint32_t kAttnMaxLanes = 16;   // f32 lanes of the widest vector the kernels use
 inline constexpr uint32_t kAttnKvChunk = 512;   // fewest keys per split-KV chunk
