@@ -1,6 +1,6 @@
-// One attention task, per Highway target: one kv head × up to kAttnQueryRows query rows (tokens × all
-// query heads of the group; each K/V tile is read once per task and serves every query head of
-// the group), its regions of the caller's scratch (AttentionScratchLayout,
+// One attention task, per Highway target: one kv head × up to attention_q_rows(group) query rows
+// (tokens × all query heads of the group; each K/V tile is read once per task and serves every
+// query head of the group), its regions of the caller's scratch (AttentionScratchLayout,
 // headway/detail/attention_policy.hpp), each row's visible keys, and what it writes at the end:
 // the normalized output, or the partials of a chunk of keys. Q and O sit in scratch transposed
 // for the prefill tiling (Qᵀ, Oᵀ [D][rows]) and by row for the decode tiling ([rows][d_pad]).

@@ -118,7 +118,9 @@ TEST_CASE("AttentionOp reports the split attend() runs (tiles, or split-KV chunk
   CHECK(op.split().workspace_bytes == attention_split(1, 3000, 8, 2, 128, 1).workspace_bytes);
   REQUIRE(op.reshape({64, 64, 8, 2, 128}, {}, DType::kF16, 1).ok());
   CHECK(op.split().n_chunks == 0);
-  CHECK(op.split().q_tiles == 6);  // group 4: 12 tokens per tile of 48 rows, 64 tokens in 6 tiles
+  CHECK(op.split().q_tiles == 8);  // group 4: 8 tokens per tile of 32 rows
+  REQUIRE(op.reshape({64, 64, 9, 3, 64}, {}, DType::kF16, 1).ok());
+  CHECK(op.split().q_tiles == 4);  // group 3 (SmolLM2): 16 tokens per tile of 48 rows, none padding
 }
 
 // A shape or parameter attend() rejects, and what reshape() must say about it.

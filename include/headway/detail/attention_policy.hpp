@@ -5,11 +5,10 @@
 // includes no other header of the project, so the kernels may use it too.
 //
 // Tasks:
-//   - tiles: one task per (kv head, tile of query tokens); a tile holds kAttnQueryRows query rows
-//     (tokens × the group's query heads), never fewer than one whole group. 48 rows are three
-//     16-lane vectors (the prefill kernel runs them as a block of two row vectors and one of one)
-//     and whole groups of 1, 2, 3, 4, 6, 8, 12 and 16 heads: no lane is padding for those groups
-//     (SmolLM2's 3 filled 30 of 32), and each widened K/V tile serves half as many rows again.
+//   - tiles: one task per (kv head, tile of query tokens); a tile holds attention_q_rows(group)
+//     query rows (tokens × the group's query heads), never fewer than one whole group: 32, two
+//     16-lane vectors (the prefill kernel's register block), or 48 where whole groups fill 48
+//     rows and not 32 (groups of 3, 6, 12 and 24: SmolLM2's 3 left 2 of 32 lanes padding).
 //   - split-KV decode: when the tile tasks are fewer than kAttnSplitMinTasks, a kv head has at
 //     most kAttnSplitMaxRows query rows and there are at least 2 · kAttnKvChunk keys, one task per
 //     (kv head, chunk of keys) writes a partial softmax (max, sum, unnormalized O per row), and a
@@ -34,13 +33,23 @@ inline constexpr uint32_t kMaxHeadDim = 576;  // 512, and MLA's 576 (DeepSeek: a
 // other one runs the generic runtime-head_dim code.
 constexpr bool head_dim_specialized(uint32_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-inline constexpr uint32_t kAttnQueryRows = 48;  // query rows per tile task
-inline constexpr uint32_t kAttnKvTile = 64;     // keys per K/V tile
-inline constexpr uint32_t kAttnMaxLanes = 16;   // f32 lanes of the widest vector the kernels use
-inline constexpr uint32_t kAttnKvChunk = 512;   // fewest keys per split-KV chunk
+inline constexpr uint32_t kAttnQueryRows = 32;      // query rows per tile task (attention_q_rows)
+inline constexpr uint32_t kAttnQueryRowsWide = 48;  // and for the groups that 48 rows fit and 32 do not
+inline constexpr uint32_t kAttnKvTile = 64;         // keys per K/V tile
+inline constexpr uint32_t kAttnMaxLanes = 16;       // f32 lanes of the widest vector the kernels use
+inline constexpr uint32_t kAttnKvChunk = 512;       // fewest keys per split-KV chunk
 inline constexpr uint32_t kAttnSplitMinTasks = 16;
 inline constexpr uint32_t kAttnSplitMaxRows = 64;
 inline constexpr uint32_t kAttnSplitTasks = 32;
+
+// Query rows per tile task for `group` query heads per kv head: kAttnQueryRows, or
+// kAttnQueryRowsWide (three 16-lane vectors, each widened K/V tile serving half as many rows
+// again) where whole groups fill it exactly and not 32. Other groups keep 32: their tasks, and
+// the scratch a small device plans for them, stay as they were.
+constexpr uint32_t attention_q_rows(uint32_t group) {
+  const bool wide = group != 0 && kAttnQueryRowsWide % group == 0 && kAttnQueryRows % group != 0;
+  return wide ? kAttnQueryRowsWide : kAttnQueryRows;
+}
 
 // One task's kernel scratch, offsets in bytes from its 64-byte aligned base, each region a
 // multiple of 64 bytes:
@@ -64,7 +73,8 @@ struct AttentionScratchLayout {
 
 constexpr AttentionScratchLayout attention_scratch_layout(uint32_t head_dim, uint32_t group) {
   AttentionScratchLayout s;
-  s.rows_cap = align_up(group > kAttnQueryRows ? group : kAttnQueryRows, kAttnMaxLanes);
+  const uint32_t rows = attention_q_rows(group);
+  s.rows_cap = align_up(group > rows ? group : rows, kAttnMaxLanes);
   s.d_pad = align_up(head_dim, kAttnMaxLanes);
   uint64_t at = 0;
   const auto region = [&at](uint64_t bytes) {
@@ -94,8 +104,11 @@ constexpr uint64_t attention_scratch_bytes(uint32_t head_dim, uint32_t group) {
   return attention_scratch_layout(head_dim, group).total;
 }
 
-// Query tokens per tile task: whole groups, about kAttnQueryRows rows.
-constexpr uint32_t attention_q_tile(uint32_t group) { return group >= kAttnQueryRows ? 1 : kAttnQueryRows / group; }
+// Query tokens per tile task: whole groups, about attention_q_rows(group) rows.
+constexpr uint32_t attention_q_tile(uint32_t group) {
+  const uint32_t rows = attention_q_rows(group);
+  return group >= rows ? 1 : rows / group;
+}
 
 // Keys per split-KV chunk for t_kv keys and `tile_tasks` (kv head, query tile) tasks: as long as
 // gives about kAttnSplitTasks tasks in all (whole tiles), never under kAttnKvChunk. Each chunk
