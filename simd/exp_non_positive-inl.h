@@ -25,7 +25,6 @@ namespace hn = HEADWAY_SIMD_OPS;
 template <class DF>
 HWY_INLINE hn::Vec<DF> ExpNonPositive(DF df, hn::Vec<DF> x) {
   using VF = hn::Vec<DF>;
-  const hn::RebindToSigned<DF> di;
   const VF n = hn::Round(hn::Mul(x, hn::Set(df, 1.44269504088896341f)));  // x / ln 2
   // r = x − n · ln 2 in [−ln 2 / 2, ln 2 / 2], ln 2 in two parts (n · hi is exact).
   VF r = hn::NegMulAdd(n, hn::Set(df, 0.693359375f), x);
@@ -44,7 +43,6 @@ HWY_INLINE hn::Vec<DF> ExpNonPositive(DF df, hn::Vec<DF> x) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && !HEADWAY_SIMD_HELIUM
   // One VSCALEFPS, bitwise what adding n to the exponent field gives there. NaN in x gives NaN
   // in p and in the result; x = −inf gives n = −inf and r = NaN, and the test below keeps 0.
-  (void)di;
   VF y;
   if constexpr (sizeof(y.raw) == 64) {
     y.raw = _mm512_scalef_ps(p.raw, n.raw);
@@ -56,6 +54,7 @@ HWY_INLINE hn::Vec<DF> ExpNonPositive(DF df, hn::Vec<DF> x) {
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(df, -86.5f)), y);
 #else
   // By adding n to the exponent field.
+  const hn::RebindToSigned<DF> di;
   const auto e = hn::ShiftLeft<23>(hn::ConvertTo(di, n));
   const VF y = hn::BitCast(df, hn::Add(hn::BitCast(di, p), e));
   const VF z = hn::IfThenZeroElse(hn::Lt(x, hn::Set(df, -86.5f)), y);

@@ -1,10 +1,10 @@
 // Attention kernels, per Highway target: online softmax over K/V tiles of kAttnKvTile keys (flash
 // attention), never a T_q × T_kv score matrix. A task (attention_task-inl.h) is one kv head × up
 // to attention_q_rows(group) query rows (tokens × all query heads of the group): each K/V tile is
-// read once per task and serves every query head of the group. Two tilings, which attention_tiling.h chooses:
-// prefill (attention_prefill-inl.h), lanes along query rows, and decode (attention_decode-inl.h),
-// lanes along head_dim. The maths both share is in attention_math-inl.h, K/V row access and
-// widening in kv_load-inl.h.
+// read once per task and serves every query head of the group. Two tilings, which
+// attention_tiling.h chooses: prefill (attention_prefill-inl.h), lanes along query rows, and
+// decode (attention_decode-inl.h), lanes along head_dim. The maths both share is in
+// attention_math-inl.h, K/V row access and widening in kv_load-inl.h.
 //
 // Specialized at compile time for head_dim 64 and 128 (kDim); kDim = 0 is the runtime-head_dim
 // code for every head_dim 1..576. No allocation: everything lives in the caller's scratch
