@@ -7,8 +7,7 @@
 // Tasks:
 //   - tiles: one task per (kv head, tile of query tokens); a tile holds attention_q_rows(group)
 //     query rows (tokens × the group's query heads), never fewer than one whole group: 32, two
-//     16-lane vectors (the prefill kernel's register block), or 48 where whole groups fill 48
-//     rows and not 32 (groups of 3, 6, 12 and 24: SmolLM2's 3 left 2 of 32 lanes padding).
+//     16-lane vectors (the prefill kernel's register block), or 48 for some groups (attention_q_rows).
 //   - split-KV decode: when the tile tasks are fewer than kAttnSplitMinTasks, a kv head has at
 //     most kAttnSplitMaxRows query rows and there are at least 2 · kAttnKvChunk keys, one task per
 //     (kv head, chunk of keys) writes a partial softmax (max, sum, unnormalized O per row), and a
@@ -34,7 +33,7 @@ inline constexpr uint32_t kMaxHeadDim = 576;  // 512, and MLA's 576 (DeepSeek: a
 constexpr bool head_dim_specialized(uint32_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 inline constexpr uint32_t kAttnQueryRows = 32;      // query rows per tile task (attention_q_rows)
-inline constexpr uint32_t kAttnQueryRowsWide = 48;  // and for the groups that 48 rows fit and 32 do not
+inline constexpr uint32_t kAttnQueryRowsWide = 48;  // for some groups (attention_q_rows)
 inline constexpr uint32_t kAttnKvTile = 64;         // keys per K/V tile
 inline constexpr uint32_t kAttnMaxLanes = 16;       // f32 lanes of the widest vector the kernels use
 inline constexpr uint32_t kAttnKvChunk = 512;       // fewest keys per split-KV chunk
@@ -44,8 +43,9 @@ inline constexpr uint32_t kAttnSplitTasks = 32;
 
 // Query rows per tile task for `group` query heads per kv head: kAttnQueryRows, or
 // kAttnQueryRowsWide (three 16-lane vectors, each widened K/V tile serving half as many rows
-// again) where whole groups fill it exactly and not 32. Other groups keep 32: their tasks, and
-// the scratch a small device plans for them, stay as they were.
+// again) where whole groups fill it exactly and not 32: groups of 3, 6, 12 and 24 (SmolLM2's 3
+// left 2 of 32 lanes padding). Other groups keep 32: their tasks, and the scratch a small device
+// plans for them, stay as they were.
 constexpr uint32_t attention_q_rows(uint32_t group) {
   const bool wide = group != 0 && kAttnQueryRowsWide % group == 0 && kAttnQueryRows % group != 0;
   return wide ? kAttnQueryRowsWide : kAttnQueryRows;
