@@ -3,6 +3,7 @@
 
 #include "simd/matmul/matmul.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -55,6 +56,14 @@ void matmul(const MatmulArgs& args, size_t out_begin, size_t out_end) {
 int matmul_x_code_max(const MatmulArgs& args) { return HWY_DYNAMIC_DISPATCH(MatmulXCodeMax)(args); }
 
 const char* matmul_target_name() { return HWY_DYNAMIC_DISPATCH(MatmulTargetName)(); }
+
+namespace {
+std::atomic<bool> avx_vnni_allowed{true};
+}  // namespace
+
+bool matmul_avx_vnni_allowed() { return avx_vnni_allowed.load(std::memory_order_relaxed); }
+
+void matmul_allow_avx_vnni(bool allow) { avx_vnni_allowed.store(allow, std::memory_order_relaxed); }
 
 }  // namespace simd
 }  // namespace headway

@@ -67,7 +67,7 @@ struct MatmulArgs {
 inline constexpr size_t kMatmulPreparedXBytes = HEADWAY_MATMUL_ROW_GROUPS ? 20480 : 0;
 
 // The weight types the integer decode GEMVs of x86 and AArch64 read (matmul_int8-inl.h,
-// matmul_avxvnni-inl.h, matmul_sdot-inl.h, all with the same codes of x): with precise_x, q8_0
+// matmul_avx2_int8-inl.h, matmul_sdot-inl.h, all with the same codes of x): with precise_x, q8_0
 // alone (x at 16 bits).
 inline bool integer_gemv_reads(WeightType w, bool precise_x) {
   if (precise_x) return w == WeightType::kQ8_0;
@@ -113,6 +113,12 @@ int matmul_x_code_max(const MatmulArgs& args);
 
 // The Highway target the kernels dispatch to on this machine ("AVX3", "NEON", ...).
 const char* matmul_target_name();
+
+// Whether the AVX2 target's integer GEMV may take AVX-VNNI's VPDPBUSD where the CPU has it (true
+// unless a test said otherwise): false runs the VPMADDUBSW products of AVX2 CPUs without it, whose
+// y is the same bit for bit, so that one machine tests both.
+bool matmul_avx_vnni_allowed();
+void matmul_allow_avx_vnni(bool allow);
 
 }  // namespace simd
 }  // namespace headway

@@ -25,7 +25,8 @@
 // Per lane: d_x of its block, and Σ of its four codes (as the int32 start, −8 or −128 times it,
 // or as d_x times it in f32 for the types with a min).
 // Rows are independent: any split of the output rows gives bitwise the same y.
-// The same GEMV on x86 with AVX-VNNI and no AVX-512: matmul_avxvnni-inl.h; on AArch64 with SDOT:
+// The same GEMV under the AVX2 target (VPDPBUSD with AVX-VNNI, else VPMADDUBSW):
+// matmul_avx2_int8-inl.h; on AArch64 with SDOT:
 // matmul_sdot-inl.h (both with the same codes); on Helium for q8_0 and q4_0: matmul_helium-inl.h.
 // Elsewhere IntegerGemv is false and the tiles decode to f32.
 
@@ -46,9 +47,9 @@
 #include "headway/detail/ggml_blocks.hpp"
 #include "hwy/highway.h"
 #include "simd/matmul/matmul.h"
-#include "simd/matmul/matmul_avxvnni-inl.h"  // on AVX2 with AVX-VNNI (HEADWAY_MATMUL_AVXVNNI)
-#include "simd/matmul/matmul_helium-inl.h"   // on Helium (HEADWAY_SIMD_HELIUM)
-#include "simd/matmul/matmul_sdot-inl.h"     // on AArch64 with SDOT (HEADWAY_MATMUL_SDOT)
+#include "simd/matmul/matmul_avx2_int8-inl.h"  // on AVX2 (HEADWAY_MATMUL_AVX2_INT8)
+#include "simd/matmul/matmul_helium-inl.h"     // on Helium (HEADWAY_SIMD_HELIUM)
+#include "simd/matmul/matmul_sdot-inl.h"       // on AArch64 with SDOT (HEADWAY_MATMUL_SDOT)
 
 HWY_BEFORE_NAMESPACE();
 namespace headway {
@@ -423,7 +424,7 @@ HWY_NOINLINE void MatmulInteger(const MatmulArgs& a, size_t o_begin, size_t o_en
   }
 }
 
-#elif !HEADWAY_MATMUL_AVXVNNI && !HEADWAY_MATMUL_SDOT && !HEADWAY_SIMD_HELIUM
+#elif !HEADWAY_MATMUL_AVX2_INT8 && !HEADWAY_MATMUL_SDOT && !HEADWAY_SIMD_HELIUM
 
 inline bool IntegerGemv(const MatmulArgs&) { return false; }
 inline void MatmulInteger(const MatmulArgs&, size_t, size_t) {}

@@ -122,6 +122,54 @@ TEST_CASE("matmul over block-format weights matches the dequantized double refer
   }
 }
 
+// The AVX2 target's products without AVX-VNNI (VPMADDUBSW) saturate pairs at int16: at the codes'
+// extremes (every weight code at its largest magnitude, x's codes all ±127 with the weights' sign
+// or against it) the decode step must still match x · Wᵀ, and give the rows AVX-VNNI gives bit for
+// bit where this CPU has it.
+TEST_CASE("a decode step at the codes' extremes gives the same rows with AVX-VNNI's products and without") {
+  for (const int64_t target : test::test_targets()) {
+    test::TargetScope scope(target);
+    INFO(test::target_label(target));
+    for (const BlockFields& f : kFormats) {
+      const DTypeTraits& type = dtype_traits(f.type);
+      const GgmlType ggml = static_cast<GgmlType>(type.ggml);
+      const size_t in = 2 * 256, out = 6;
+      // 0x80: q8_0's −128 and q6_K's most negative scale; 0xff: every 4-, 5- and 6-bit code at its top.
+      for (const uint8_t fill : {uint8_t{0x80}, uint8_t{0xff}}) {
+        std::vector<uint8_t> w(out * in / type.block_values * type.block_bytes, fill);
+        const uint16_t h = f32_to_f16_bits(0.01f);
+        for (size_t b = 0; b < w.size() / type.block_bytes; ++b) {
+          for (int at : f.f16_at) {
+            if (at >= 0) std::memcpy(&w[b * type.block_bytes + static_cast<size_t>(at)], &h, 2);
+          }
+        }
+        const size_t row_bytes = static_cast<size_t>(dtype_row_bytes(f.type, in));
+        std::vector<float> wd(out * in);
+        for (size_t o = 0; o < out; ++o) {
+          REQUIRE(dequantize_ggml_row(ggml, &w[o * row_bytes], row_bytes, in, &wd[o * in]).ok());
+        }
+        for (const float sign : {1.0f, -1.0f}) {
+          std::vector<float> x(in, sign);
+          for (size_t k = 0; k < in; k += 3) x[k] = -sign;  // both signs in each block
+          for (const bool precise : {false, true}) {
+            INFO(std::string(type.name) << " fill " << int{fill} << " sign " << sign << " precise " << precise);
+            std::vector<float> y(out), y_plain(out);
+            hs::MatmulArgs a = test::gemv_args(x.data(), w.data(), f.type, in, out, y.data());
+            a.precise_x = precise;
+            hs::matmul(a, 0, out);
+            hs::matmul_allow_avx_vnni(false);
+            a.y = y_plain.data();
+            hs::matmul(a, 0, out);
+            hs::matmul_allow_avx_vnni(true);
+            CHECK(std::memcmp(y.data(), y_plain.data(), out * 4) == 0);
+            test::check_decode(x, wd, in, out, y_plain.data(), hs::matmul_x_code_max(a), precise);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("a decode step over block-format weights with x not finite gives rows that are not finite") {
   // One NaN or infinity anywhere in a block of 32 (either half of a vector register's worth): in
   // f32 its products are not finite, and in integers its block's d_x is NaN.
