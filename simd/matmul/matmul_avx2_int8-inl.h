@@ -1,19 +1,20 @@
 // The decode GEMV (t == 1) over q8_0, q4_0, q4_1, q5_0, q5_1, q4_K and q6_K weights in integers on
-// x86 without AVX-512 VNNI, under Highway's AVX2 target: with the same quantization of x as the
-// AVX-512 VNNI path (matmul_int8-inl.h: codes and d_x bit for bit) and the same block math, 32 codes
-// per product, one block of 32 values per product:
-//   the weight codes unsigned (q8_0 + 128, the nibbles and 5- and 6-bit values as they are), each
-//   int32 lane starting at −offset · Σ of its four x codes (offset 128, 8, 16, 0, 0, 0, 32), so
-//   that it ends exactly at Σ (q − offset) c of its four values; then one conversion and one FMA
-//   by d_w · d_x per block, and for the types with a min m_w · (d_x Σ c) in f32 beside;
-//   q6_K's two 16-value sub-blocks (lanes 0-3 and 4-7) weighed by their int8 scales in int32.
+// x86 without AVX-512 VNNI, under Highway's AVX2 target, with the same quantization of x as the
+// AVX-512 VNNI path (matmul_int8-inl.h: codes and d_x bit for bit), 32 codes per product:
+//   q8_0, q6_K: each int32 lane ends exactly at Σ (q − offset) c of its four values (offset 0 and
+//     32; an unsigned q8_0 code + 128 starts its lane at −128 · Σ c), then one conversion and one
+//     FMA by d_w · d_x per block; q6_K's two 16-value sub-blocks (lanes 0-3 and 4-7) weighed by
+//     their int8 scales in int32 first;
+//   q4_0, q4_1, q5_0, q5_1: two blocks per product vector (Avx2PairRows), the codes as they are,
+//     the offset (8, 16) or the min m_w as a term m · d_x Σ c in f32 beside the sums;
+//   q4_K: per 32-value sub-block, (d·sc) d_x Σ q c − (dmin·mn) d_x Σ c.
 // The product: where the CPU has AVX-VNNI (Alder Lake and later, the N100 class of edge boxes; the
 // kernel asks CPUID leaf 7, subleaf 1, EAX bit 4 once, as attention_decode_int8-inl.h does), one
 // VEX-encoded VPDPBUSD (inline assembly: Highway 1.0.3 has no op for it). Elsewhere (Haswell to
 // Comet Lake, AMD Zen 1-3: the Ryzen Embedded class) VPMADDUBSW, whose pairs of u8 · s8 products
 // saturate at int16, then VPMADDWD by ones and VPADDD, as ggml's AVX2 dot products: a pair stays
 // within int16 for codes of up to 6 bits (2 · 63 · 127), so only q8_0 differs: |q| against x's
-// codes with q's sign (VPSIGNB), no offset. Both give the same int32 sums, so the same y bit for bit.
+// codes with q's sign (VPSIGNB), from 0. Both give the same int32 sums, so the same y bit for bit.
 // x per block of 32 on the stack (kMaxQuantizedIn values: 18 KiB): its codes in value order (as
 // every block type's bytes load: a q4/q5 byte j holds values j and j + 16), d_x, d_x · Σ of its
 // codes, and each lane's Σ of its four codes. precise_x over q8_0 takes x in 16-bit codes and
