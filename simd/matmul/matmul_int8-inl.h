@@ -26,8 +26,8 @@
 // or as d_x times it in f32 for the types with a min).
 // Rows are independent: any split of the output rows gives bitwise the same y.
 // The same GEMV under the AVX2 target (VPDPBUSD with AVX-VNNI, else VPMADDUBSW):
-// matmul_avx2_int8-inl.h; on AArch64 with SDOT:
-// matmul_sdot-inl.h (both with the same codes); on Helium for q8_0 and q4_0: matmul_helium-inl.h.
+// matmul_avx2_int8-inl.h; on AArch64 with SDOT: matmul_sdot-inl.h (both with the same codes); on
+// Helium for q8_0 and q4_0: matmul_helium-inl.h.
 // Elsewhere IntegerGemv is false and the tiles decode to f32.
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
