@@ -19,7 +19,7 @@
 // every block type's bytes load: a q4/q5 byte j holds values j and j + 16), d_x, d_x · Σ of its
 // codes, and each lane's Σ of its four codes. precise_x over q8_0 takes x in 16-bit codes and
 // VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there. Four rows of
-// the 32-value types share each load of x's codes; rows are independent: any split of the output
+// the 4- and 5-bit types share each load of x's codes; rows are independent: any split of the output
 // rows gives bitwise the same y.
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -149,9 +149,9 @@ HWY_INLINE void Avx2Quantize(const float* HWY_RESTRICT x, size_t nb, Avx2X* q) {
   }
 }
 
-// The GEMVs fetch each weight row's bytes this many rows ahead (two steps of four rows): the
-// matrices stream from memory once per token, and a row starts a new stream every few hundred
-// bytes, sooner than the hardware prefetchers pick it up.
+// The GEMVs fetch each weight row's bytes this many rows ahead (two steps of four rows of the 4-
+// and 5-bit types): the matrices stream from memory once per token, and a row starts a new stream
+// every few hundred bytes, sooner than the hardware prefetchers pick it up.
 inline constexpr size_t kAvx2PrefetchRows = 8;
 
 HWY_INLINE void Avx2Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
@@ -175,32 +175,30 @@ constexpr Avx2Format kAvx2Format = kW == WeightType::kQ4_0   ? Avx2Format{18, 2,
                                    : kW == WeightType::kQ5_0 ? Avx2Format{22, 6, 2, 0, 16}
                                                              : Avx2Format{24, 8, 4, 2, 0};  // q5_1
 
-// y[o, o + R) over q8_0: a block's 32 codes against x's block, each int32 lane holding exactly
-// Σ q c of its four values: with AVX-VNNI q + 128 unsigned from −128 · Σ c, without it
-// |q| · (c with q's sign) from 0 (a pair of products within int16: 2 · 128 · 127).
-template <bool kVnni, size_t R>
-HWY_INLINE void Avx2Q8Rows(const MatmulArgs& a, const Avx2X& q, size_t o) {
+// y[o] over q8_0: a block's 32 codes against x's block, each int32 lane holding exactly Σ q c of
+// its four values: with AVX-VNNI q + 128 unsigned from −128 · Σ c, without it |q| · (c with q's
+// sign) from 0 (a pair of products within int16: 2 · 128 · 127). One row at a time, as
+// Avx2Q8Wide: q8_0's rows are read faster from memory as one stream, row after row, than four
+// rows side by side, where the 4- and 5-bit types, bound by their arithmetic, share x's loads.
+template <bool kVnni>
+HWY_INLINE void Avx2Q8Row(const MatmulArgs& a, const Avx2X& q, size_t o) {
   const size_t nb = a.in / 32, row_bytes = a.w_stride / 32 * 34;
   const uint8_t* w = static_cast<const uint8_t*>(a.w) + o * row_bytes;
-  __m256 acc[R];
-  for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.codes + 32 * b));
     const __m256i start = kVnni
                               ? _mm256_mullo_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(q.lanes + 8 * b)),
                                                    _mm256_set1_epi32(-128))
                               : _mm256_setzero_si256();
-    const float dx = q.ds[2 * b];
-    for (size_t r = 0; r < R; ++r) {
-      const uint8_t* blk = w + r * row_bytes + b * 34;
-      Avx2Prefetch(blk + kAvx2PrefetchRows * row_bytes);
-      const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-      const __m256i dot = kVnni ? DotU8S8<true>(start, _mm256_xor_si256(codes, _mm256_set1_epi8(-128)), x)
-                                : DotU8S8<false>(start, _mm256_sign_epi8(codes, codes), _mm256_sign_epi8(x, codes));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(Avx2F16(blk) * dx), acc[r]);
-    }
+    const uint8_t* blk = w + b * 34;
+    Avx2Prefetch(blk + kAvx2PrefetchRows * row_bytes);
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    const __m256i dot = kVnni ? DotU8S8<true>(start, _mm256_xor_si256(codes, _mm256_set1_epi8(-128)), x)
+                              : DotU8S8<false>(start, _mm256_sign_epi8(codes, codes), _mm256_sign_epi8(x, codes));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(Avx2F16(blk) * q.ds[2 * b]), acc);
   }
-  for (size_t r = 0; r < R; ++r) a.y[o + r] = Avx2Sum(acc[r]);
+  a.y[o] = Avx2Sum(acc);
 }
 
 // The 4- and 5-bit types take their blocks in pairs (b, b + 1; a last single block with zeros in
@@ -299,8 +297,7 @@ template <WeightType kW, bool kVnni>
 HWY_NOINLINE void Avx2Gemv(const MatmulArgs& a, const Avx2X& q, size_t o_begin, size_t o_end) {
   size_t o = o_begin;
   if constexpr (kW == WeightType::kQ8_0) {
-    for (; o + 4 <= o_end; o += 4) Avx2Q8Rows<kVnni, 4>(a, q, o);
-    for (; o < o_end; ++o) Avx2Q8Rows<kVnni, 1>(a, q, o);
+    for (; o < o_end; ++o) Avx2Q8Row<kVnni>(a, q, o);
   } else {
     for (; o + 4 <= o_end; o += 4) Avx2PairRows<kW, kVnni, 4>(a, q, o);
     for (; o < o_end; ++o) Avx2PairRows<kW, kVnni, 1>(a, q, o);
@@ -399,27 +396,20 @@ HWY_NOINLINE void Avx2Q8Wide(const MatmulArgs& a, size_t o_begin, size_t o_end) 
   }
   const size_t row_bytes = a.w_stride / 32 * 34;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
-  const auto rows = [&](size_t o, auto kR) {
-    constexpr size_t R = decltype(kR)::value;
-    __m256 acc[R];
-    for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (size_t o = o_begin; o < o_end; ++o) {  // one row at a time: see Avx2Q8Row
+    __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * b));
       const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * b + 16));
-      for (size_t r = 0; r < R; ++r) {
-        const uint8_t* blk = w + (o + r) * row_bytes + b * 34;
-        Avx2Prefetch(blk + kAvx2PrefetchRows * row_bytes);
-        const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
-        const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)));
-        const __m256 dot = _mm256_cvtepi32_ps(DotI16<kVnni>(DotI16<kVnni>(_mm256_setzero_si256(), w0, x0), w1, x1));
-        acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(Avx2F16(blk) * dxs[b]), acc[r]);
-      }
+      const uint8_t* blk = w + o * row_bytes + b * 34;
+      Avx2Prefetch(blk + kAvx2PrefetchRows * row_bytes);
+      const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+      const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)));
+      const __m256 dot = _mm256_cvtepi32_ps(DotI16<kVnni>(DotI16<kVnni>(_mm256_setzero_si256(), w0, x0), w1, x1));
+      acc = _mm256_fmadd_ps(dot, _mm256_set1_ps(Avx2F16(blk) * dxs[b]), acc);
     }
-    for (size_t r = 0; r < R; ++r) a.y[o + r] = Avx2Sum(acc[r]);
-  };
-  size_t o = o_begin;
-  for (; o + 4 <= o_end; o += 4) rows(o, std::integral_constant<size_t, 4>());
-  for (; o < o_end; ++o) rows(o, std::integral_constant<size_t, 1>());
+    a.y[o] = Avx2Sum(acc);
+  }
 }
 
 template <bool kVnni>
