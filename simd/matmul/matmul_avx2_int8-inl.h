@@ -5,7 +5,7 @@
 //     32; an unsigned q8_0 code + 128 starts its lane at −128 · Σ c), then one conversion and one
 //     FMA by d_w · d_x per block; q6_K's two 16-value sub-blocks (lanes 0-3 and 4-7) weighed by
 //     their int8 scales in int32 first;
-//   q4_0, q4_1, q5_0, q5_1: two blocks per product vector (Avx2PairRows), the codes as they are,
+//   q4_0, q4_1, q5_0, q5_1: two blocks per product vector (Avx2PairRow), the codes as they are,
 //     the offset (8, 16) or the min m_w as a term m · d_x Σ c in f32 beside the sums;
 //   q4_K: per 32-value sub-block, (d·sc) d_x Σ q c − (dmin·mn) d_x Σ c.
 // The product: where the CPU has AVX-VNNI (Alder Lake and later, the N100 class of edge boxes; the
@@ -18,9 +18,10 @@
 // x per block of 32 on the stack (kMaxQuantizedIn values: 18 KiB): its codes in value order (as
 // every block type's bytes load: a q4/q5 byte j holds values j and j + 16), d_x, d_x · Σ of its
 // codes, and each lane's Σ of its four codes. precise_x over q8_0 takes x in 16-bit codes and
-// VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there. Four rows of
-// the 4- and 5-bit types share each load of x's codes; rows are independent: any split of the output
-// rows gives bitwise the same y.
+// VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there. Every GEMV
+// reads one row at a time: rows are read faster from memory as one stream, row after row, than four
+// rows side by side sharing x's loads. Rows are independent: any split of the output rows gives
+// bitwise the same y.
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_
@@ -149,9 +150,9 @@ HWY_INLINE void Avx2Quantize(const float* HWY_RESTRICT x, size_t nb, Avx2X* q) {
   }
 }
 
-// The GEMVs fetch each weight row's bytes this many rows ahead (two steps of four rows of the 4-
-// and 5-bit types): the matrices stream from memory once per token, and a row starts a new stream
-// every few hundred bytes, sooner than the hardware prefetchers pick it up.
+// The GEMVs fetch each weight row's bytes this many rows ahead: the matrices stream from memory
+// once per token, and the hardware prefetchers alone lag behind (a matrix of a small model is a
+// few hundred KiB).
 inline constexpr size_t kAvx2PrefetchRows = 8;
 
 HWY_INLINE void Avx2Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
@@ -177,9 +178,7 @@ constexpr Avx2Format kAvx2Format = kW == WeightType::kQ4_0   ? Avx2Format{18, 2,
 
 // y[o] over q8_0: a block's 32 codes against x's block, each int32 lane holding exactly Σ q c of
 // its four values: with AVX-VNNI q + 128 unsigned from −128 · Σ c, without it |q| · (c with q's
-// sign) from 0 (a pair of products within int16: 2 · 128 · 127). One row at a time, as
-// Avx2Q8Wide: q8_0's rows are read faster from memory as one stream, row after row, than four
-// rows side by side, where the 4- and 5-bit types, bound by their arithmetic, share x's loads.
+// sign) from 0 (a pair of products within int16: 2 · 128 · 127).
 template <bool kVnni>
 HWY_INLINE void Avx2Q8Row(const MatmulArgs& a, const Avx2X& q, size_t o) {
   const size_t nb = a.in / 32, row_bytes = a.w_stride / 32 * 34;
@@ -223,8 +222,8 @@ HWY_INLINE __m256i Avx2PairHigh(const uint8_t* blk0, const uint8_t* blk1, bool s
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-template <WeightType kW, bool kVnni, size_t R>
-HWY_INLINE void Avx2PairRows(const MatmulArgs& a, const Avx2X& q, size_t o) {
+template <WeightType kW, bool kVnni>
+HWY_INLINE void Avx2PairRow(const MatmulArgs& a, const Avx2X& q, size_t o) {
   constexpr Avx2Format kF = kAvx2Format<kW>;
   const size_t nb = a.in / 32, row_bytes = a.w_stride / 32 * kF.block_bytes;
   const uint8_t* w = static_cast<const uint8_t*>(a.w) + o * row_bytes;
@@ -235,12 +234,8 @@ HWY_INLINE void Avx2PairRows(const MatmulArgs& a, const Avx2X& q, size_t o) {
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);
   // [1, −off, 1, −off]: x's pair scales for the types whose m is −off · d
   const __m128 offset = _mm_setr_ps(1.0f, static_cast<float>(-kF.offset), 1.0f, static_cast<float>(-kF.offset));
-  __m256 acc[R];
-  __m128 mins[R];
-  for (size_t r = 0; r < R; ++r) {
-    acc[r] = _mm256_setzero_ps();
-    mins[r] = _mm_setzero_ps();
-  }
+  __m256 acc = _mm256_setzero_ps();
+  __m128 mins = _mm_setzero_ps();
   const auto pair = [&](size_t b, bool single) {
     const int8_t* c = q.codes + 32 * b;
     const auto half = [&](size_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + at)); };
@@ -251,56 +246,51 @@ HWY_INLINE void Avx2PairRows(const MatmulArgs& a, const Avx2X& q, size_t o) {
     __m128 xs =
         single ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(q.ds + 2 * b))) : _mm_load_ps(q.ds + 2 * b);
     if constexpr (kF.min == 0) xs = _mm_mul_ps(xs, offset);
-    for (size_t r = 0; r < R; ++r) {
-      const uint8_t* blk0 = w + r * row_bytes + b * kF.block_bytes;
-      const uint8_t* blk1 = blk0 + kF.block_bytes;
-      Avx2Prefetch(blk0 + kAvx2PrefetchRows * row_bytes);
-      const __m128i n0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + kF.codes));
-      const __m256i n =
-          single ? _mm256_zextsi128_si256(n0)
-                 : _mm256_inserti128_si256(_mm256_castsi128_si256(n0),
-                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kF.codes)), 1);
-      __m256i w_lo = _mm256_and_si256(n, low4), w_hi = _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
-      if constexpr (kF.high != 0) {
-        w_lo = _mm256_or_si256(w_lo, Avx2PairHigh<kW>(blk0, blk1, single, low_bits));
-        w_hi = _mm256_or_si256(w_hi, Avx2PairHigh<kW>(blk0, blk1, single, high_bits));
-      }
-      __m256i dot;
-      if constexpr (kVnni) {
-        dot = DotU8S8<true>(DotU8S8<true>(_mm256_setzero_si256(), w_lo, x_lo), w_hi, x_hi);
-      } else {  // each int16 pair sum below 2 · 2 · 31 · 127
-        dot = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w_lo, x_lo), _mm256_maddubs_epi16(w_hi, x_hi)),
-                                _mm256_set1_epi16(1));
-      }
-      // the blocks' d (and m) as f16 words 0 and 2 (1 and 3)
-      uint32_t s0 = 0, s1 = 0;
-      std::memcpy(&s0, blk0, kF.min != 0 ? 4 : 2);
-      if (!single) std::memcpy(&s1, blk1, kF.min != 0 ? 4 : 2);
-      __m128 dm = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(s0)), static_cast<int>(s1), 1));
-      if constexpr (kF.min == 0) dm = _mm_moveldup_ps(dm);  // [d_b, d_b, d_b+1, d_b+1]
-      const __m128 p = _mm_mul_ps(dm, xs);
-      acc[r] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(p), spread), acc[r]);
-      mins[r] = _mm_add_ps(mins[r], p);
+    const uint8_t* blk0 = w + b * kF.block_bytes;
+    const uint8_t* blk1 = blk0 + kF.block_bytes;
+    Avx2Prefetch(blk0 + kAvx2PrefetchRows * row_bytes);
+    const __m128i n0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + kF.codes));
+    const __m256i n =
+        single ? _mm256_zextsi128_si256(n0)
+               : _mm256_inserti128_si256(_mm256_castsi128_si256(n0),
+                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kF.codes)), 1);
+    __m256i w_lo = _mm256_and_si256(n, low4), w_hi = _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
+    if constexpr (kF.high != 0) {
+      w_lo = _mm256_or_si256(w_lo, Avx2PairHigh<kW>(blk0, blk1, single, low_bits));
+      w_hi = _mm256_or_si256(w_hi, Avx2PairHigh<kW>(blk0, blk1, single, high_bits));
     }
+    __m256i dot;
+    if constexpr (kVnni) {
+      dot = DotU8S8<true>(DotU8S8<true>(_mm256_setzero_si256(), w_lo, x_lo), w_hi, x_hi);
+    } else {  // each int16 pair sum below 2 · 2 · 31 · 127
+      dot = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w_lo, x_lo), _mm256_maddubs_epi16(w_hi, x_hi)),
+                              _mm256_set1_epi16(1));
+    }
+    // the blocks' d (and m) as f16 words 0 and 2 (1 and 3)
+    uint32_t s0 = 0, s1 = 0;
+    std::memcpy(&s0, blk0, kF.min != 0 ? 4 : 2);
+    if (!single) std::memcpy(&s1, blk1, kF.min != 0 ? 4 : 2);
+    __m128 dm = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(s0)), static_cast<int>(s1), 1));
+    if constexpr (kF.min == 0) dm = _mm_moveldup_ps(dm);  // [d_b, d_b, d_b+1, d_b+1]
+    const __m128 p = _mm_mul_ps(dm, xs);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(p), spread), acc);
+    mins = _mm_add_ps(mins, p);
   };
   size_t b = 0;
   for (; b + 2 <= nb; b += 2) pair(b, false);
   if (b < nb) pair(b, true);
-  for (size_t r = 0; r < R; ++r) {
-    const __m128 m = _mm_movehdup_ps(mins[r]);  // lanes 1 and 3
-    a.y[o + r] = Avx2Sum(acc[r]) + _mm_cvtss_f32(_mm_add_ss(m, _mm_movehl_ps(m, m)));
-  }
+  const __m128 m = _mm_movehdup_ps(mins);  // lanes 1 and 3
+  a.y[o] = Avx2Sum(acc) + _mm_cvtss_f32(_mm_add_ss(m, _mm_movehl_ps(m, m)));
 }
 
 template <WeightType kW, bool kVnni>
 HWY_NOINLINE void Avx2Gemv(const MatmulArgs& a, const Avx2X& q, size_t o_begin, size_t o_end) {
-  size_t o = o_begin;
-  if constexpr (kW == WeightType::kQ8_0) {
-    for (; o < o_end; ++o) Avx2Q8Row<kVnni>(a, q, o);
-  } else {
-    for (; o + 4 <= o_end; o += 4) Avx2PairRows<kW, kVnni, 4>(a, q, o);
-    for (; o < o_end; ++o) Avx2PairRows<kW, kVnni, 1>(a, q, o);
+  for (size_t o = o_begin; o < o_end; ++o) {
+    if constexpr (kW == WeightType::kQ8_0) {
+      Avx2Q8Row<kVnni>(a, q, o);
+    } else {
+      Avx2PairRow<kW, kVnni>(a, q, o);
+    }
   }
 }
 
@@ -396,7 +386,7 @@ HWY_NOINLINE void Avx2Q8Wide(const MatmulArgs& a, size_t o_begin, size_t o_end) 
   }
   const size_t row_bytes = a.w_stride / 32 * 34;
   const uint8_t* w = static_cast<const uint8_t*>(a.w);
-  for (size_t o = o_begin; o < o_end; ++o) {  // one row at a time: see Avx2Q8Row
+  for (size_t o = o_begin; o < o_end; ++o) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32 * b));
