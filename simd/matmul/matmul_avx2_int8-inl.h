@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "headway/detail/ggml_blocks.hpp"
 #include "hwy/highway.h"
@@ -208,15 +207,9 @@ HWY_INLINE void Avx2Q8Row(const MatmulArgs& a, const Avx2X& q, size_t o) {
 // AVX-VNNI). The scales convert together: [d_b, m_b, d_b+1, m_b+1] (d alone for q4_0 / q5_0,
 // whose codes' offset −off · d_w stands as m) times [d_x,b, d_x,b Σ c_b, ...]: lanes 0 and 2
 // scale the sums, lanes 1 and 3 are the blocks' min terms, summed apart per row.
-template <WeightType kW>
-HWY_INLINE __m256i Avx2PairHigh(const uint8_t* blk0, const uint8_t* blk1, bool single, __m256i pattern) {
-  constexpr Avx2Format kF = kAvx2Format<kW>;
-  uint32_t h0, h1 = 0;
-  std::memcpy(&h0, blk0 + kF.high, 4);
-  if (!single) std::memcpy(&h1, blk1 + kF.high, 4);
-  // bit j of qh is value j's fifth bit: byte j / 8, bit j % 8
-  const __m256i qh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(static_cast<int>(h0))),
-                                             _mm_set1_epi32(static_cast<int>(h1)), 1);
+// The fifth bits (0x10) of the values `pattern` picks from qh (bit j of qh is value j's: byte
+// j / 8, bit j % 8), qh of block b in the low 128 bits and of b + 1 in the high.
+HWY_INLINE __m256i Avx2PairHigh(__m256i qh, __m256i pattern) {
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i bytes = _mm256_shuffle_epi8(qh, pattern);
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
@@ -256,8 +249,13 @@ HWY_INLINE void Avx2PairRow(const MatmulArgs& a, const Avx2X& q, size_t o) {
                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kF.codes)), 1);
     __m256i w_lo = _mm256_and_si256(n, low4), w_hi = _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
     if constexpr (kF.high != 0) {
-      w_lo = _mm256_or_si256(w_lo, Avx2PairHigh<kW>(blk0, blk1, single, low_bits));
-      w_hi = _mm256_or_si256(w_hi, Avx2PairHigh<kW>(blk0, blk1, single, high_bits));
+      uint32_t h0, h1 = 0;
+      std::memcpy(&h0, blk0 + kF.high, 4);
+      if (!single) std::memcpy(&h1, blk1 + kF.high, 4);
+      const __m256i qh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(static_cast<int>(h0))),
+                                                 _mm_set1_epi32(static_cast<int>(h1)), 1);
+      w_lo = _mm256_or_si256(w_lo, Avx2PairHigh(qh, low_bits));
+      w_hi = _mm256_or_si256(w_hi, Avx2PairHigh(qh, high_bits));
     }
     __m256i dot;
     if constexpr (kVnni) {
