@@ -58,8 +58,6 @@ elseif(HEADWAY_LAVAPIPE_ICD)
     COMMAND ${CMAKE_COMMAND} -DEXPECT_LINES=1 "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
             "-DCOMMAND=$<TARGET_FILE:headway_cli>;bench;--backend;gpu;--case;decode-t512-h32x8-d64-f16;--reps;2;--json"
             -DGPU=1 -P ${CMAKE_CURRENT_SOURCE_DIR}/bench_json.cmake)
-  get_property(sanitizer_env GLOBAL PROPERTY HEADWAY_GPU_SANITIZER_ENV)
-  set(gpu_env "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD}" "VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD}"
-      "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache" ${sanitizer_env})
-  set_tests_properties("cli: bench-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT "${gpu_env}")
+  set_tests_properties("cli: bench-gpu-json" PROPERTIES TIMEOUT 120)
+  headway_cli_gpu_environment("cli: bench-gpu-json")
 endif()

@@ -29,17 +29,16 @@ elseif(HEADWAY_LAVAPIPE_ICD)
   # results against the CPU are tests/gpu/gpu_session_test.cc; here the tool end to end.
   headway_cli_test(run-gpu-json 0 "\"backend\":\"gpu: .*\"prompt_tokens\":16,\"decode_tokens\":4"
     run --preset smollm2-135m --layers 2 --prompt 16 --tokens 4 --backend gpu --json)
-  get_property(sanitizer_env GLOBAL PROPERTY HEADWAY_GPU_SANITIZER_ENV)
-  set_tests_properties("cli: run-gpu-json" PROPERTIES TIMEOUT 120 ENVIRONMENT
-    "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache;${sanitizer_env}")
+  set_tests_properties("cli: run-gpu-json" PROPERTIES TIMEOUT 120)
+  headway_cli_gpu_environment("cli: run-gpu-json")
   # Multi-head latent attention there too: DeepSeek's 576-value latent row, one buffer bound as K
   # and V (its results against the CPU: tests/gpu/gpu_layer_kinds_test.cc).
   headway_cli_test(run-mla-gpu 0 "kernel attn_q8_0_[^\n]*K/V q8_0 \\(MLA: V is the K row\\)"
     run --spec "d_model=256 heads=4 layers=1 ctx=64 rope=gptj kv_lora_rank=512 qk_nope_head_dim=32 qk_rope_head_dim=64 v_head_dim=32 kv_dtype=q8_0"
     --prompt 16 --tokens 4 --backend gpu)
   set_property(TEST "cli: run-mla-gpu" APPEND PROPERTY LABELS gpu)
-  set_tests_properties("cli: run-mla-gpu" PROPERTIES TIMEOUT 120 ENVIRONMENT
-    "VK_DRIVER_FILES=${HEADWAY_LAVAPIPE_ICD};VK_ICD_FILENAMES=${HEADWAY_LAVAPIPE_ICD};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/vk-cache;${sanitizer_env}")
+  set_tests_properties("cli: run-mla-gpu" PROPERTIES TIMEOUT 120)
+  headway_cli_gpu_environment("cli: run-mla-gpu")
 endif()
 # An encoder config runs a batch of sentences in one call, no decode, no heap: all-MiniLM-like BERT
 # (no RoPE) and ModernBERT (a global and a local layer, symmetric window, two RoPE bases).
