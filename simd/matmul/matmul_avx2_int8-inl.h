@@ -15,13 +15,11 @@
 // saturate at int16, then VPMADDWD by ones and VPADDD, as ggml's AVX2 dot products: a pair stays
 // within int16 for codes of up to 6 bits (2 · 63 · 127), so only q8_0 differs: |q| against x's
 // codes with q's sign (VPSIGNB), from 0. Both give the same int32 sums, so the same y bit for bit.
-// x per block of 32 on the stack (kMaxQuantizedIn values: 18 KiB): its codes in value order (as
-// every block type's bytes load: a q4/q5 byte j holds values j and j + 16), d_x, d_x · Σ of its
-// codes, and each lane's Σ of its four codes. precise_x over q8_0 takes x in 16-bit codes and
-// VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there. Every GEMV
-// reads one row at a time: rows are read faster from memory as one stream, row after row, than four
-// rows side by side sharing x's loads. Rows are independent: any split of the output rows gives
-// bitwise the same y.
+// x per block of 32 on the stack (kMaxQuantizedIn values: 18 KiB): its codes in the order the
+// weights' bytes load (Avx2X), d_x, d_x · Σ of its codes, and each lane's Σ of its four codes. precise_x over q8_0
+// takes x in 16-bit codes and VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there.
+// Every GEMV reads one row at a time: rows are read faster from memory as one stream, row after row, than four rows
+// side by side sharing x's loads. Rows are independent: any split of the output rows gives bitwise the same y.
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_
@@ -118,14 +116,24 @@ HWY_INLINE float Avx2Scale(const __m256 (&v)[4], float* id) {
   return finite ? amax / static_cast<float>(kMax) : std::numeric_limits<float>::quiet_NaN();
 }
 
+// x's codes in value order per block of 32 (q8_0, q4_K, q6_K), or, for the 4- and 5-bit types
+// (a byte j holds values j and j + 16), per pair of blocks in the order of Avx2PairRow's two
+// products, [b 0-15 | b+1 0-15] then [b 16-31 | b+1 16-31], with zeros in b + 1's place after a
+// last single block: two aligned loads per pair.
 struct Avx2X {
-  alignas(32) int8_t codes[kMaxQuantizedIn];       // value order, per block of 32
+  alignas(32) int8_t codes[kMaxQuantizedIn];
   alignas(32) int32_t lanes[kMaxQuantizedIn / 4];  // per block, each lane's Σ of its four codes
   // Per block b: ds[2b] its d_x, ds[2b + 1] d_x · Σ of its codes (a pair of blocks: one 128-bit load).
   alignas(16) float ds[kMaxQuantizedIn / 16];
 };
 
+template <bool kPairOrder>
 HWY_INLINE void Avx2Quantize(const float* HWY_RESTRICT x, size_t nb, Avx2X* q) {
+  if (kPairOrder && nb % 2 != 0) {
+    for (size_t at = 32 * (nb - 1); at <= 32 * nb; at += 32) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q->codes + at), _mm256_setzero_si256());
+    }
+  }
   // PACKSSDW and PACKSSWB interleave 128-bit halves: dwords of four codes back in value order.
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (size_t b = 0; b < nb; ++b) {
@@ -138,7 +146,13 @@ HWY_INLINE void Avx2Quantize(const float* HWY_RESTRICT x, size_t nb, Avx2X* q) {
     for (size_t i = 0; i < 4; ++i) c[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
     const __m256i codes = _mm256_permutevar8x32_epi32(
         _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3])), order);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(q->codes + 32 * b), codes);
+    if constexpr (kPairOrder) {
+      int8_t* pair = q->codes + 64 * (b / 2) + 16 * (b % 2);
+      _mm_store_si128(reinterpret_cast<__m128i*>(pair), _mm256_castsi256_si128(codes));
+      _mm_store_si128(reinterpret_cast<__m128i*>(pair + 32), _mm256_extracti128_si256(codes, 1));
+    } else {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q->codes + 32 * b), codes);
+    }
     const __m256i lanes = DotU8S8<false>(_mm256_setzero_si256(), _mm256_set1_epi8(1), codes);
     _mm256_store_si256(reinterpret_cast<__m256i*>(q->lanes + 8 * b), lanes);
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
@@ -230,12 +244,8 @@ HWY_INLINE void Avx2PairRow(const MatmulArgs& a, const Avx2X& q, size_t o) {
   __m256 acc = _mm256_setzero_ps();
   __m128 mins = _mm_setzero_ps();
   const auto pair = [&](size_t b, bool single) {
-    const int8_t* c = q.codes + 32 * b;
-    const auto half = [&](size_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + at)); };
-    const __m256i x_lo = single ? _mm256_zextsi128_si256(half(0))
-                                : _mm256_inserti128_si256(_mm256_castsi128_si256(half(0)), half(32), 1);
-    const __m256i x_hi = single ? _mm256_zextsi128_si256(half(16))
-                                : _mm256_inserti128_si256(_mm256_castsi128_si256(half(16)), half(48), 1);
+    const __m256i x_lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.codes + 32 * b));
+    const __m256i x_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.codes + 32 * b + 32));
     __m128 xs =
         single ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(q.ds + 2 * b))) : _mm_load_ps(q.ds + 2 * b);
     if constexpr (kF.min == 0) xs = _mm_mul_ps(xs, offset);
@@ -249,11 +259,13 @@ HWY_INLINE void Avx2PairRow(const MatmulArgs& a, const Avx2X& q, size_t o) {
                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kF.codes)), 1);
     __m256i w_lo = _mm256_and_si256(n, low4), w_hi = _mm256_and_si256(_mm256_srli_epi16(n, 4), low4);
     if constexpr (kF.high != 0) {
-      uint32_t h0, h1 = 0;
-      std::memcpy(&h0, blk0 + kF.high, 4);
-      if (!single) std::memcpy(&h1, blk1 + kF.high, 4);
-      const __m256i qh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(static_cast<int>(h0))),
-                                                 _mm_set1_epi32(static_cast<int>(h1)), 1);
+      // each block's qh broadcast from memory (a load alone), b's to the low 128 bits, b + 1's high
+      const auto broadcast = [](const uint8_t* p) {
+        return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+      };
+      const __m256i h0 = broadcast(blk0 + kF.high);
+      const __m256i qh = single ? _mm256_blend_epi32(h0, _mm256_setzero_si256(), 0xF0)
+                                : _mm256_blend_epi32(h0, broadcast(blk1 + kF.high), 0xF0);
       w_lo = _mm256_or_si256(w_lo, Avx2PairHigh(qh, low_bits));
       w_hi = _mm256_or_si256(w_hi, Avx2PairHigh(qh, high_bits));
     }
@@ -264,12 +276,19 @@ HWY_INLINE void Avx2PairRow(const MatmulArgs& a, const Avx2X& q, size_t o) {
       dot = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w_lo, x_lo), _mm256_maddubs_epi16(w_hi, x_hi)),
                               _mm256_set1_epi16(1));
     }
-    // the blocks' d (and m) as f16 words 0 and 2 (1 and 3)
+    // the blocks' d and m as f16 words [d_b, m_b, d_b+1, m_b+1], or d alone as [d_b, d_b+1]
+    // widened to [d_b, d_b, d_b+1, d_b+1]; zeros in b + 1's place
+    constexpr size_t kScaleBytes = kF.min != 0 ? 4 : 2;
     uint32_t s0 = 0, s1 = 0;
-    std::memcpy(&s0, blk0, kF.min != 0 ? 4 : 2);
-    if (!single) std::memcpy(&s1, blk1, kF.min != 0 ? 4 : 2);
-    __m128 dm = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(s0)), static_cast<int>(s1), 1));
-    if constexpr (kF.min == 0) dm = _mm_moveldup_ps(dm);  // [d_b, d_b, d_b+1, d_b+1]
+    std::memcpy(&s0, blk0, kScaleBytes);
+    if (!single) std::memcpy(&s1, blk1, kScaleBytes);
+    __m128 dm;
+    if constexpr (kF.min != 0) {
+      dm = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(s0)), static_cast<int>(s1), 1));
+    } else {
+      dm = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(static_cast<int>(s0)), static_cast<int>(s1), 1));
+      dm = _mm_unpacklo_ps(dm, dm);
+    }
     const __m128 p = _mm_mul_ps(dm, xs);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(p), spread), acc);
     mins = _mm_add_ps(mins, p);
@@ -404,7 +423,13 @@ template <bool kVnni>
 HWY_INLINE void Avx2Integer(const MatmulArgs& a, size_t o_begin, size_t o_end) {
   if (a.precise_x) return Avx2Q8Wide<kVnni>(a, o_begin, o_end);
   Avx2X q;
-  Avx2Quantize(a.x, a.in / 32, &q);
+  const bool pair_order =
+      a.w_type != WeightType::kQ8_0 && a.w_type != WeightType::kQ4_K && a.w_type != WeightType::kQ6_K;
+  if (pair_order) {
+    Avx2Quantize<true>(a.x, a.in / 32, &q);
+  } else {
+    Avx2Quantize<false>(a.x, a.in / 32, &q);
+  }
   switch (a.w_type) {
     case WeightType::kQ8_0: return Avx2Gemv<WeightType::kQ8_0, kVnni>(a, q, o_begin, o_end);
     case WeightType::kQ4_0: return Avx2Gemv<WeightType::kQ4_0, kVnni>(a, q, o_begin, o_end);
