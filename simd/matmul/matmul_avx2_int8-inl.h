@@ -311,22 +311,32 @@ HWY_NOINLINE void Avx2Gemv(const MatmulArgs& a, const Avx2X& q, size_t o_begin, 
   }
 }
 
-// q4_K: per super-block of 256, four chunks of 32 bytes: low nibbles sub-block 2c, high 2c + 1.
+// q4_K: per super-block of 256, four chunks of 32 bytes: low nibbles sub-block 2c, high 2c + 1. The
+// super-block's eight scales and mins widen as vectors, d · sc · d_x per sub-block, and the mins
+// term dmin · mn · d_x Σ c in a vector per row.
 template <bool kVnni>
 HWY_NOINLINE void Avx2Q4K(const MatmulArgs& a, const Avx2X& q, size_t o_begin, size_t o_end) {
   const size_t ns = a.in / 256, row_bytes = a.w_stride / 256 * 144;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (size_t o = o_begin; o < o_end; ++o) {
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
     for (size_t s = 0; s < ns; ++s) {
       const uint8_t* blk = static_cast<const uint8_t*>(a.w) + o * row_bytes + s * 144;
       for (size_t line = 0; line < 144; line += 64) Avx2Prefetch(blk + kAvx2PrefetchRows * row_bytes + line);
-      const float d = Avx2F16(blk), dmin = Avx2F16(blk + 2);
+      // x's [d_x, d_x Σ c] of the super-block's eight blocks, as [d_x 0-7] and [d_x Σ c 0-7]
+      const __m256 ds0 = _mm256_loadu_ps(q.ds + 16 * s), ds1 = _mm256_loadu_ps(q.ds + 16 * s + 8);
+      const auto in_order = [](__m256 v) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8)); };
+      const __m256 dx = in_order(_mm256_shuffle_ps(ds0, ds1, 0x88)),
+                   dx_sum = in_order(_mm256_shuffle_ps(ds0, ds1, 0xDD));
+      uint32_t sc[2], mn[2];
+      ggml_blocks::k4_scales_mins(blk + 4, sc, mn);
+      const __m128i packed = _mm_setr_epi32(static_cast<int>(sc[0]), static_cast<int>(sc[1]), static_cast<int>(mn[0]),
+                                            static_cast<int>(mn[1]));
+      const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed));
+      const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(packed, packed)));
+      const __m256 scale = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(Avx2F16(blk)), scf), dx);
+      mins = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(Avx2F16(blk + 2)), mnf), dx_sum, mins);
       for (size_t c = 0; c < 4; ++c) {
-        unsigned s0, m0, s1, m1;
-        ggml_blocks::k4_scale_min(blk + 4, 2 * c, &s0, &m0);
-        ggml_blocks::k4_scale_min(blk + 4, 2 * c + 1, &s1, &m1);
         const __m256i nib = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
         const size_t b = 8 * s + 2 * c;
         const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.codes + 32 * b));
@@ -334,23 +344,33 @@ HWY_NOINLINE void Avx2Q4K(const MatmulArgs& a, const Avx2X& q, size_t o_begin, s
         const __m256 dot0 = _mm256_cvtepi32_ps(DotU8S8<kVnni>(_mm256_setzero_si256(), _mm256_and_si256(nib, low4), x0));
         const __m256 dot1 = _mm256_cvtepi32_ps(
             DotU8S8<kVnni>(_mm256_setzero_si256(), _mm256_and_si256(_mm256_srli_epi16(nib, 4), low4), x1));
-        acc = _mm256_fmadd_ps(dot0, _mm256_set1_ps(d * static_cast<float>(s0) * q.ds[2 * b]), acc);
-        acc = _mm256_fmadd_ps(dot1, _mm256_set1_ps(d * static_cast<float>(s1) * q.ds[2 * b + 2]), acc);
-        mins = std::fma(dmin * static_cast<float>(m0), q.ds[2 * b + 1], mins);
-        mins = std::fma(dmin * static_cast<float>(m1), q.ds[2 * b + 3], mins);
+        const auto lane = [&](size_t i) {
+          return _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(static_cast<int>(i)));
+        };
+        acc = _mm256_fmadd_ps(dot0, lane(2 * c), acc);
+        acc = _mm256_fmadd_ps(dot1, lane(2 * c + 1), acc);
       }
     }
-    a.y[o] = Avx2Sum(acc) - mins;
+    a.y[o] = Avx2Sum(acc) - Avx2Sum(mins);
   }
 }
 
 // q6_K: per super-block of 256, two halves of 128 values (64 bytes of ql, 32 of qh, 8 scales).
 // Value l + 32k of a half: a nibble of ql[l] (k = 0, 2) or ql[l + 32] (k = 1, 3), low for k < 2,
-// bits 2k, 2k + 1 of qh[l] above it; scale 2k + l / 16 of the half.
-template <bool kVnni>
+// bits 2k, 2k + 1 of qh[l] above it; scale 2k + l / 16 of the half. Each int16 pair of VPMADDUBSW
+// less 32 times its pair of x's codes is exactly Σ (q − 32) c (within ±2 · 32 · 127), and
+// VPMADDWD by the sub-block's scale gives each int32 lane sc · Σ (q − 32) c: the same sums with or
+// without AVX-VNNI, so one kernel for both.
 HWY_NOINLINE void Avx2Q6K(const MatmulArgs& a, const Avx2X& q, size_t o_begin, size_t o_end) {
   const size_t ns = a.in / 256, row_bytes = a.w_stride / 256 * 210;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03), offset = _mm256_set1_epi8(32);
+  // VPSHUFB picks of block k's scales from the half's eight as int16 words in both 128-bit lanes:
+  // word 2k to every word of the low lane (values 0-15), word 2k + 1 to the high lane's (16-31).
+  const auto word = [](int w) { return _mm_set1_epi16(static_cast<int16_t>((2 * w + 1) << 8 | 2 * w)); };
+  __m256i pick[4];
+  for (int k = 0; k < 4; ++k) {
+    pick[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(word(2 * k)), word(2 * k + 1), 1);
+  }
   for (size_t o = o_begin; o < o_end; ++o) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t s = 0; s < ns; ++s) {
@@ -359,7 +379,8 @@ HWY_NOINLINE void Avx2Q6K(const MatmulArgs& a, const Avx2X& q, size_t o_begin, s
       const float d = Avx2F16(blk + 208);
       for (size_t h = 0; h < 2; ++h) {
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
-        const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
+        const __m256i scales = _mm256_broadcastsi128_si256(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 192 + 8 * h))));
         for (size_t k = 0; k < 4; ++k) {
           const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (k % 2)));
           const __m256i lo = k < 2 ? _mm256_and_si256(ql, low4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
@@ -367,11 +388,8 @@ HWY_NOINLINE void Avx2Q6K(const MatmulArgs& a, const Avx2X& q, size_t o_begin, s
           const __m256i wb = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
           const size_t b = 8 * s + 4 * h + k;
           const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.codes + 32 * b));
-          const __m256i start = _mm256_mullo_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(q.lanes + 8 * b)),
-                                                   _mm256_set1_epi32(-32));
-          // lanes 0-3: values 0-15 (scale 2k), 4-7: values 16-31 (scale 2k + 1)
-          const __m256i scale = _mm256_inserti128_si256(_mm256_set1_epi32(sc[2 * k]), _mm_set1_epi32(sc[2 * k + 1]), 1);
-          const __m256i sum = _mm256_mullo_epi32(DotU8S8<kVnni>(start, wb, x), scale);
+          const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wb, x), _mm256_maddubs_epi16(offset, x));
+          const __m256i sum = _mm256_madd_epi16(pairs, _mm256_shuffle_epi8(scales, pick[k]));
           acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(d * q.ds[2 * b]), acc);
         }
       }
@@ -437,7 +455,7 @@ HWY_INLINE void Avx2Integer(const MatmulArgs& a, size_t o_begin, size_t o_end) {
     case WeightType::kQ5_0: return Avx2Gemv<WeightType::kQ5_0, kVnni>(a, q, o_begin, o_end);
     case WeightType::kQ5_1: return Avx2Gemv<WeightType::kQ5_1, kVnni>(a, q, o_begin, o_end);
     case WeightType::kQ4_K: return Avx2Q4K<kVnni>(a, q, o_begin, o_end);
-    default: return Avx2Q6K<kVnni>(a, q, o_begin, o_end);
+    default: return Avx2Q6K(a, q, o_begin, o_end);
   }
 }
 

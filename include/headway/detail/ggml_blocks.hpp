@@ -145,6 +145,20 @@ static inline void k4_scale_min(const uint8_t* q, size_t s, unsigned* sc, unsign
   }
 }
 
+// All eight of k4_scale_min's pairs at once, a byte each, four to a word (little-endian: byte s of
+// sc[0] is sub-block s's scale, byte s of sc[1] sub-block 4 + s's; mn likewise), for kernels that
+// widen them as vectors.
+static inline void k4_scales_mins(const uint8_t* q, uint32_t sc[2], uint32_t mn[2]) {
+  const auto word = [q](size_t at) {
+    return uint32_t{q[at]} | uint32_t{q[at + 1]} << 8 | uint32_t{q[at + 2]} << 16 | uint32_t{q[at + 3]} << 24;
+  };
+  const uint32_t low = word(0), mins = word(4), high = word(8);
+  sc[0] = low & 0x3f3f3f3fu;
+  mn[0] = mins & 0x3f3f3f3fu;
+  sc[1] = (high & 0x0f0f0f0fu) | (low >> 6 & 0x03030303u) << 4;
+  mn[1] = (high >> 4 & 0x0f0f0f0fu) | (mins >> 6 & 0x03030303u) << 4;
+}
+
 // q4_K: f16 d | f16 dmin | scales[12] | qs[128]. Four chunks of 64 values from 32 bytes: the low
 // nibbles are sub-block 2c, the high nibbles sub-block 2c + 1.
 static inline void block_q4_k(const uint8_t* b, float* y) {
