@@ -16,10 +16,11 @@
 // within int16 for codes of up to 6 bits (2 · 63 · 127), so only q8_0 differs: |q| against x's
 // codes with q's sign (VPSIGNB), from 0. Both give the same int32 sums, so the same y bit for bit.
 // x per block of 32 on the stack (kMaxQuantizedIn values: 18 KiB): its codes in the order the
-// weights' bytes load (Avx2X), d_x, d_x · Σ of its codes, and each lane's Σ of its four codes. precise_x over q8_0
-// takes x in 16-bit codes and VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI: the same sums), as GemvQ8Wide there.
-// Every GEMV reads one row at a time: rows are read faster from memory as one stream, row after row, than four rows
-// side by side sharing x's loads. Rows are independent: any split of the output rows gives bitwise the same y.
+// weights' bytes load (Avx2X), d_x, d_x · Σ of its codes, and each lane's Σ of its four codes.
+// precise_x over q8_0 takes x in 16-bit codes and VPDPWSSD (VPMADDWD and VPADDD without AVX-VNNI:
+// the same sums), as GemvQ8Wide there. Every GEMV reads one row at a time: rows are read faster
+// from memory as one stream, row after row, than four rows side by side sharing x's loads. Rows are
+// independent: any split of the output rows gives bitwise the same y.
 
 #if defined(HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HEADWAY_SIMD_MATMUL_MATMUL_AVX2_INT8_INL_H_
